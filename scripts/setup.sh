@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Idempotent setup: Debian packages (only when missing), .venv from the Debian
+# Python, pinned Python dependencies, and P4Runtime protobuf modules that import
+# with the fast (upb) protobuf backend. A second run only checks stamps.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+VENV=$ROOT/.venv
+PY=/usr/bin/python3
+
+APT_PKGS=(mininet iproute2 ethtool tcpdump tshark iputils-ping procps psmisc
+          python3-venv python3-dev gcc)
+
+say() { printf '[setup] %s\n' "$*"; }
+
+if [[ $(id -u) -ne 0 ]]; then
+    echo "setup: must run as root (apt-get, network namespaces); try: sudo make setup" >&2
+    exit 1
+fi
+
+missing=()
+for p in "${APT_PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    say "installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    # tshark asks whether non-root users may capture; answer no, silently.
+    echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [[ ! -x $VENV/bin/python ]]; then
+    say "creating $VENV from $PY"
+    $PY -m venv "$VENV"
+fi
+SITE=$($VENV/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+
+# Mininet is Debian's package for the system Python: expose just that package.
+if [[ ! -e $SITE/mininet && -d /usr/lib/python3/dist-packages/mininet ]]; then
+    ln -s /usr/lib/python3/dist-packages/mininet "$SITE/mininet"
+fi
+
+STAMP=$VENV/.deps-stamp
+WANT=$(cat pyproject.toml scripts/setup.sh scripts/regen_p4runtime.py | sha256sum | cut -c1-16)
+if [[ ! -f $STAMP || $(cat "$STAMP") != "$WANT" ]]; then
+    say "installing Python dependencies"
+    $VENV/bin/pip install -q --upgrade pip >/dev/null
+    $VENV/bin/pip install -q -e ".[dev]"
+    # p4runtime-shell pins an old protobuf/ipython stack; its API works with ours.
+    $VENV/bin/pip install -q --no-deps "p4runtime-shell==0.0.6"
+    $VENV/bin/pip install -q "ipython>=8,<10"
+    $VENV/bin/python scripts/regen_p4runtime.py
+    echo "$WANT" > "$STAMP"
+fi
+say "ready: $($VENV/bin/python --version), $VENV"
