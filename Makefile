@@ -1,0 +1,54 @@
+# The emulator's entry points. `make run` and `make test` each set up what they
+# need first (Debian packages, .venv, Python dependencies), so either works alone
+# on a fresh Debian/Ubuntu machine as root.
+
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.deps-stamp
+
+TOPO     ?= clos4
+TARGET   ?= embedded
+LB       ?= ecmp
+# CC is also make's C-compiler variable: replace only its built-in default.
+ifeq ($(origin CC),default)
+CC := dcqcn
+endif
+RECOVERY ?= gbn
+WORKLOAD ?= allreduce
+CLI      ?= 0
+PYTEST_ARGS ?=
+
+.PHONY: setup run test lint bench stop clean help
+
+help:
+	@echo "make setup                 install Debian packages, .venv and Python dependencies"
+	@echo "make run TOPO=clos4        run the emulated fabric (LB= CC= RECOVERY= WORKLOAD= TARGET= CLI=1)"
+	@echo "make test                  run the test suite (as root for namespace/Mininet tests)"
+	@echo "make lint                  ruff and mypy on emu/"
+	@echo "make bench                 print performance figures"
+	@echo "make stop                  remove what a killed run left behind"
+	@echo "make clean                 remove build outputs (keeps .venv and results/)"
+
+setup:
+	@bash scripts/setup.sh
+
+run: setup
+	@$(PY) -m emu run $(TOPO) --lb $(LB) --cc $(CC) --recovery $(RECOVERY) \
+		--workload $(WORKLOAD) --target $(TARGET) $(if $(filter 1,$(CLI)),--cli,)
+
+test: setup
+	@$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: setup
+	@$(VENV)/bin/ruff check emu tests bench scripts
+	@$(VENV)/bin/mypy emu
+
+bench: setup
+	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+stop:
+	@$(PY) -m emu stop
+
+clean:
+	rm -rf build .pytest_cache .mypy_cache .ruff_cache
+	find . -name __pycache__ -type d -not -path './.venv/*' -prune -exec rm -rf {} +

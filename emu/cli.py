@@ -1,0 +1,53 @@
+"""Command-line front end: `emu <group> <command> ...`.
+
+Each command group lives with its library and contributes a `register(subparsers)`
+function; add it to COMMAND_GROUPS to expose it. A register function adds one
+subparser and sets `func=handler` on every leaf command; a handler takes the parsed
+args and returns the exit code. Keep register modules cheap to import (import heavy
+dependencies inside handlers) since every group is registered on each invocation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from emu import __version__
+from emu.topo.errors import TopologyError
+
+COMMAND_GROUPS: list[tuple[str, str]] = [
+    # (group name, "module:function" registering its subparser)
+    ("topo", "emu.topo.commands:register"),
+    ("run", "emu.experiments.commands:register"),
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="emu", description="Packet-level emulator of RoCEv2 fabrics with P4 switches."
+    )
+    parser.add_argument("--version", action="version", version=f"emu {__version__}")
+    sub = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
+    for _name, target in COMMAND_GROUPS:
+        module, _, func = target.partition(":")
+        getattr(importlib.import_module(module), func)(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except TopologyError as exc:
+        # User errors in topology files: the positions say it all, a traceback would not.
+        print(exc, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

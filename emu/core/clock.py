@@ -1,0 +1,229 @@
+"""Clocks with timers: a real-time reactor and a manually advanced virtual clock.
+
+Time is an integer count of nanoseconds since the clock was created, so that
+virtual runs are exact and reproducible (no float drift), and v1model
+timestamps (microseconds since the switch started) are `now_ns() // 1000`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import os
+import selectors
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+
+Callback = Callable[[], None]
+
+
+class TimerHandle:
+    """A scheduled callback; `cancel()` keeps it from running."""
+
+    __slots__ = ("when_ns", "_fn", "cancelled")
+
+    def __init__(self, when_ns: int, fn: Callback) -> None:
+        self.when_ns = when_ns
+        self._fn = fn
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def _run(self) -> None:
+        if not self.cancelled:
+            self.cancelled = True  # a handle fires at most once
+            self._fn()
+
+
+class Clock(ABC):
+    """Time source plus one-shot timers. Callbacks run on the clock's own thread."""
+
+    def __init__(self) -> None:
+        # Heap of (when_ns, seq, handle): seq keeps equal-time timers in FIFO order,
+        # which is what makes virtual runs deterministic.
+        self._timers: list[tuple[int, int, TimerHandle]] = []
+        self._seq = itertools.count()
+
+    @abstractmethod
+    def now_ns(self) -> int:
+        """Nanoseconds since the clock started."""
+
+    def now_us(self) -> int:
+        """Microseconds since the clock started (v1model timestamp unit)."""
+        return self.now_ns() // 1000
+
+    def call_at(self, when_ns: int, fn: Callback) -> TimerHandle:
+        handle = TimerHandle(when_ns, fn)
+        heapq.heappush(self._timers, (when_ns, next(self._seq), handle))
+        self._wake()
+        return handle
+
+    def call_later(self, delay_ns: int, fn: Callback) -> TimerHandle:
+        return self.call_at(self.now_ns() + max(0, int(delay_ns)), fn)
+
+    def call_soon(self, fn: Callback) -> TimerHandle:
+        return self.call_at(self.now_ns(), fn)
+
+    def _wake(self) -> None:
+        """Hook for reactors blocked in select(); virtual clocks never block."""
+        return None
+
+    def _next_deadline(self) -> int | None:
+        timers = self._timers
+        while timers and timers[0][2].cancelled:
+            heapq.heappop(timers)
+        return timers[0][0] if timers else None
+
+    def _run_due(self, now_ns: int) -> int:
+        """Run every timer due at or before now_ns; returns how many ran."""
+        ran = 0
+        timers = self._timers
+        while timers and timers[0][0] <= now_ns:
+            _, _, handle = heapq.heappop(timers)
+            if not handle.cancelled:
+                handle._run()
+                ran += 1
+        return ran
+
+
+class VirtualClock(Clock):
+    """A clock that moves only when told to; timers fire in (time, insertion) order."""
+
+    def __init__(self, start_ns: int = 0) -> None:
+        super().__init__()
+        self._now = start_ns
+
+    def now_ns(self) -> int:
+        return self._now
+
+    def pending(self) -> int:
+        return sum(1 for _, _, h in self._timers if not h.cancelled)
+
+    def advance_to(self, t_ns: int) -> int:
+        """Move time to t_ns, firing due timers at their own times. Returns timers run."""
+        if t_ns < self._now:
+            raise ValueError(f"virtual time cannot go back ({t_ns} < {self._now})")
+        ran = 0
+        while True:
+            nxt = self._next_deadline()
+            if nxt is None or nxt > t_ns:
+                break
+            self._now = max(self._now, nxt)
+            ran += self._run_due(self._now)
+        self._now = t_ns
+        return ran
+
+    def advance(self, delta_ns: int) -> int:
+        return self.advance_to(self._now + int(delta_ns))
+
+    def run_until_idle(self, max_ns: int | None = None) -> int:
+        """Fire timers until none remain (or until max_ns). Returns timers run."""
+        ran = 0
+        while True:
+            nxt = self._next_deadline()
+            if nxt is None or (max_ns is not None and nxt > max_ns):
+                return ran
+            self._now = max(self._now, nxt)
+            ran += self._run_due(self._now)
+
+
+class RealClock(Clock):
+    """Monotonic wall clock and a single-threaded reactor (timers + readable fds).
+
+    Everything (socket reads, timers) runs on the thread that calls `run()`, so
+    switch and host code needs no locks. Other threads hand work over with
+    `call_soon_threadsafe`.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._t0 = time.monotonic_ns()
+        self._sel = selectors.DefaultSelector()
+        self._stopping = False
+        self._lock = threading.Lock()
+        self._pending: list[Callback] = []
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._sel.register(self._wake_r, selectors.EVENT_READ, self._drain_wakeups)
+        self._loop_thread: int | None = None
+
+    def now_ns(self) -> int:
+        return time.monotonic_ns() - self._t0
+
+    def add_reader(self, fd: int, cb: Callback) -> None:
+        self._sel.register(fd, selectors.EVENT_READ, cb)
+
+    def remove_reader(self, fd: int) -> None:
+        try:
+            self._sel.unregister(fd)
+        except (KeyError, ValueError):
+            pass
+
+    def call_soon_threadsafe(self, fn: Callback) -> None:
+        with self._lock:
+            self._pending.append(fn)
+        self._wake_from_other_thread()
+
+    def stop(self) -> None:
+        """Ask `run()` to return; safe from any thread or a signal handler."""
+        self._stopping = True
+        self._wake_from_other_thread()
+
+    def _wake(self) -> None:
+        if self._loop_thread is not None and threading.get_ident() != self._loop_thread:
+            self._wake_from_other_thread()
+
+    def _wake_from_other_thread(self) -> None:
+        try:
+            os.write(self._wake_w, b"\0")
+        except (BlockingIOError, OSError):
+            pass  # pipe full: a wakeup is already pending
+
+    def _drain_wakeups(self) -> None:
+        try:
+            while os.read(self._wake_r, 4096):
+                pass
+        except BlockingIOError:
+            pass
+        with self._lock:
+            pending, self._pending = self._pending, []
+        for fn in pending:
+            fn()
+
+    def run(self, until: Callable[[], bool] | None = None, timeout_s: float | None = None) -> None:
+        """Run timers and readers until stop(), until() is true, or timeout_s elapses."""
+        self._stopping = False
+        self._loop_thread = threading.get_ident()
+        deadline = None if timeout_s is None else self.now_ns() + int(timeout_s * 1e9)
+        try:
+            while not self._stopping and not (until is not None and until()):
+                now = self.now_ns()
+                self._run_due(now)
+                if self._stopping or (until is not None and until()):
+                    break
+                if deadline is not None and now >= deadline:
+                    break
+                nxt = self._next_deadline()
+                wait_ns = None if nxt is None else max(0, nxt - self.now_ns())
+                if deadline is not None:
+                    left = max(0, deadline - self.now_ns())
+                    wait_ns = left if wait_ns is None else min(wait_ns, left)
+                if until is not None:
+                    # Predicates are polled: cap the sleep so they are seen promptly.
+                    wait_ns = 10_000_000 if wait_ns is None else min(wait_ns, 10_000_000)
+                for key, _ in self._sel.select(None if wait_ns is None else wait_ns / 1e9):
+                    key.data()
+        finally:
+            self._loop_thread = None
+
+    def close(self) -> None:
+        self._sel.close()
+        for fd in (self._wake_r, self._wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass

@@ -1,0 +1,1 @@
+"""Experiments: `emu run` (fabric + workload + metrics) and the cleanup of killed runs."""

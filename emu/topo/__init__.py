@@ -1,0 +1,71 @@
+"""Topology model: YAML -> typed, validated Fabric; Clos / fat-tree generators.
+
+Typical use::
+
+    from emu.topo import load_topology
+    fabric = load_topology("clos4")
+    for sw in fabric.switches: ...          # Switch(name, role, device_id, mac, ports)
+    for h in fabric.hosts: ...              # Host(name, ip, mac, switch, switch_port, ...)
+    fabric.equal_cost_paths("leaf1", "leaf2")
+"""
+
+from .addressing import host_ip, host_mac, leaf_gateway, leaf_subnet, port_mac, switch_mac
+from .errors import Diagnostic, Mark, TopologyError
+from .generators import clos, clos_fabric, fattree, fattree_fabric
+from .loader import available_topologies, load_topology, loads_topology, resolve_topology
+from .model import (
+    HOST_PORT,
+    MAX_INTF_NAME,
+    Adjacent,
+    Defaults,
+    Endpoint,
+    Fabric,
+    Host,
+    Link,
+    Port,
+    Role,
+    Switch,
+    intf_name,
+)
+from .paths import SwitchPath
+from .units import UnitError, format_delay, format_rate, parse_delay, parse_rate
+from .validate import build_fabric
+
+__all__ = [
+    "HOST_PORT",
+    "MAX_INTF_NAME",
+    "Adjacent",
+    "Defaults",
+    "Diagnostic",
+    "Endpoint",
+    "Fabric",
+    "Host",
+    "Link",
+    "Mark",
+    "SwitchPath",
+    "Port",
+    "Role",
+    "Switch",
+    "TopologyError",
+    "UnitError",
+    "available_topologies",
+    "build_fabric",
+    "clos",
+    "clos_fabric",
+    "fattree",
+    "fattree_fabric",
+    "format_delay",
+    "format_rate",
+    "host_ip",
+    "host_mac",
+    "intf_name",
+    "leaf_gateway",
+    "leaf_subnet",
+    "load_topology",
+    "loads_topology",
+    "parse_delay",
+    "parse_rate",
+    "port_mac",
+    "resolve_topology",
+    "switch_mac",
+]

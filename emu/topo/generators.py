@@ -1,0 +1,246 @@
+"""Generators for regular fabrics: two-tier leaf-spine Clos and the 3-tier k-ary fat-tree.
+
+Both return a FabricSpec (resolve it with `build_fabric`, or use the *_fabric helpers).
+
+Port numbering follows the fabric-wide rule "host ports first, then uplinks":
+- Clos leaf: 1..H to its hosts, then for spine s (1-based) and parallel uplink u
+  (1-based) port H + (s-1)*U + u. Spine: leaf l, uplink u -> port (l-1)*U + u.
+- Fat-tree edge: 1..k/2 to hosts, k/2 + j to aggregation switch j. Aggregation j:
+  edge i -> port i, core m of its group -> port k/2 + m. Core: pod p -> port p.
+
+Oversubscription of a leaf = (host-facing capacity) / (uplink capacity). Give either
+`uplink_rate_bps` or `oversubscription` (then the uplink rate is derived); with neither,
+every link runs at `defaults.rate_bps`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+
+from .errors import Mark, TopologyError
+from .model import Defaults, Fabric, Role
+from .spec import EndpointSpec, FabricSpec, HostSpec, LinkSpec, SwitchSpec
+
+
+def _fail(marks: Mapping[str, Mark], default: Mark, param: str, message: str) -> TopologyError:
+    return TopologyError.at(marks.get(param, default), message)
+
+
+def _uplink_rate(
+    host_capacity: Fraction,
+    uplink_count: int,
+    host_rate_bps: int,
+    uplink_rate_bps: int | None,
+    oversubscription: float | None,
+    marks: Mapping[str, Mark],
+    mark: Mark,
+) -> int:
+    if uplink_rate_bps is not None and oversubscription is not None:
+        raise _fail(
+            marks, mark, "oversubscription", "give either uplink_rate or oversubscription, not both"
+        )
+    if oversubscription is None:
+        return uplink_rate_bps if uplink_rate_bps is not None else host_rate_bps
+    if oversubscription <= 0:
+        raise _fail(
+            marks,
+            mark,
+            "oversubscription",
+            f"oversubscription must be positive, got {oversubscription}",
+        )
+    rate = host_capacity * host_rate_bps / (uplink_count * Fraction(oversubscription))
+    if rate < 1:
+        raise _fail(marks, mark, "oversubscription", "oversubscription leaves uplinks below 1 bps")
+    return round(rate)
+
+
+def _positive(
+    value: int, param: str, marks: Mapping[str, Mark], mark: Mark, minimum: int = 1
+) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise _fail(marks, mark, param, f"{param} must be an integer >= {minimum}, got {value!r}")
+
+
+def clos(
+    leaves: int,
+    spines: int,
+    hosts_per_leaf: int,
+    uplinks_per_spine: int = 1,
+    *,
+    host_rate_bps: int | None = None,
+    uplink_rate_bps: int | None = None,
+    oversubscription: float | None = None,
+    name: str | None = None,
+    defaults: Defaults | None = None,
+    mark: Mark | None = None,
+    marks: Mapping[str, Mark] | None = None,
+) -> FabricSpec:
+    """Leaf-spine: every leaf has `uplinks_per_spine` parallel links to every spine."""
+    defaults = defaults or Defaults()
+    mark = mark or Mark("<clos>")
+    marks = marks or {}
+    _positive(leaves, "leaves", marks, mark)
+    _positive(spines, "spines", marks, mark)
+    _positive(hosts_per_leaf, "hosts_per_leaf", marks, mark, minimum=0)
+    _positive(uplinks_per_spine, "uplinks_per_spine", marks, mark)
+    host_rate = host_rate_bps or defaults.rate_bps
+    up_rate = _uplink_rate(
+        Fraction(hosts_per_leaf),
+        spines * uplinks_per_spine,
+        host_rate,
+        uplink_rate_bps,
+        oversubscription,
+        marks,
+        mark,
+    )
+    spec = FabricSpec(
+        name=name or f"clos-{leaves}x{spines}",
+        mark=mark,
+        defaults=defaults,
+        generator={
+            "type": "clos",
+            "leaves": leaves,
+            "spines": spines,
+            "hosts_per_leaf": hosts_per_leaf,
+            "uplinks_per_spine": uplinks_per_spine,
+            "host_rate_bps": host_rate,
+            "uplink_rate_bps": up_rate,
+        },
+    )
+    spec.switches += [SwitchSpec(f"leaf{i}", Role.LEAF, mark) for i in range(1, leaves + 1)]
+    spec.switches += [SwitchSpec(f"spine{s}", Role.SPINE, mark) for s in range(1, spines + 1)]
+    host_no = 0
+    for i in range(1, leaves + 1):
+        for j in range(1, hosts_per_leaf + 1):
+            host_no += 1
+            spec.hosts.append(HostSpec(f"h{host_no}", mark))
+            spec.links.append(
+                LinkSpec(
+                    EndpointSpec(f"h{host_no}", 0, mark),
+                    EndpointSpec(f"leaf{i}", j, mark),
+                    mark,
+                    rate_bps=host_rate,
+                )
+            )
+    for i in range(1, leaves + 1):
+        for s in range(1, spines + 1):
+            for u in range(1, uplinks_per_spine + 1):
+                leaf_port = hosts_per_leaf + (s - 1) * uplinks_per_spine + u
+                spine_port = (i - 1) * uplinks_per_spine + u
+                spec.links.append(
+                    LinkSpec(
+                        EndpointSpec(f"leaf{i}", leaf_port, mark),
+                        EndpointSpec(f"spine{s}", spine_port, mark),
+                        mark,
+                        rate_bps=up_rate,
+                    )
+                )
+    return spec
+
+
+def fattree(
+    k: int,
+    *,
+    host_rate_bps: int | None = None,
+    uplink_rate_bps: int | None = None,
+    oversubscription: float | None = None,
+    name: str | None = None,
+    defaults: Defaults | None = None,
+    mark: Mark | None = None,
+    marks: Mapping[str, Mark] | None = None,
+) -> FabricSpec:
+    """k-ary fat-tree: k pods of k/2 edge (leaf) + k/2 aggregation (spine) switches,
+    (k/2)^2 cores, k^3/4 hosts. Names: edge `p<pod>e<i>`, aggregation `p<pod>a<j>`,
+    core `c<m>` (all 1-based), hosts `h1`.. numbered pod by pod."""
+    defaults = defaults or Defaults()
+    mark = mark or Mark("<fattree>")
+    marks = marks or {}
+    _positive(k, "k", marks, mark, minimum=2)
+    if k % 2:
+        raise _fail(marks, mark, "k", f"k must be even, got {k}")
+    half = k // 2
+    host_rate = host_rate_bps or defaults.rate_bps
+    up_rate = _uplink_rate(
+        Fraction(half), half, host_rate, uplink_rate_bps, oversubscription, marks, mark
+    )
+    spec = FabricSpec(
+        name=name or f"fattree-k{k}",
+        mark=mark,
+        defaults=defaults,
+        generator={
+            "type": "fattree",
+            "k": k,
+            "host_rate_bps": host_rate,
+            "uplink_rate_bps": up_rate,
+        },
+    )
+
+    def edge(p: int, i: int) -> str:
+        return f"p{p}e{i}"
+
+    def agg(p: int, j: int) -> str:
+        return f"p{p}a{j}"
+
+    spec.switches += [
+        SwitchSpec(edge(p, i), Role.LEAF, mark) for p in range(1, k + 1) for i in range(1, half + 1)
+    ]
+    spec.switches += [
+        SwitchSpec(agg(p, j), Role.SPINE, mark) for p in range(1, k + 1) for j in range(1, half + 1)
+    ]
+    spec.switches += [SwitchSpec(f"c{m}", Role.CORE, mark) for m in range(1, half * half + 1)]
+    host_no = 0
+    for p in range(1, k + 1):
+        for i in range(1, half + 1):
+            for port in range(1, half + 1):
+                host_no += 1
+                spec.hosts.append(HostSpec(f"h{host_no}", mark))
+                spec.links.append(
+                    LinkSpec(
+                        EndpointSpec(f"h{host_no}", 0, mark),
+                        EndpointSpec(edge(p, i), port, mark),
+                        mark,
+                        rate_bps=host_rate,
+                    )
+                )
+    for p in range(1, k + 1):
+        for i in range(1, half + 1):
+            for j in range(1, half + 1):
+                spec.links.append(
+                    LinkSpec(
+                        EndpointSpec(edge(p, i), half + j, mark),
+                        EndpointSpec(agg(p, j), i, mark),
+                        mark,
+                        rate_bps=up_rate,
+                    )
+                )
+    for p in range(1, k + 1):
+        for j in range(1, half + 1):
+            for m in range(1, half + 1):
+                core = (j - 1) * half + m  # aggregation j of every pod serves core group j
+                spec.links.append(
+                    LinkSpec(
+                        EndpointSpec(agg(p, j), half + m, mark),
+                        EndpointSpec(f"c{core}", p, mark),
+                        mark,
+                        rate_bps=up_rate,
+                    )
+                )
+    return spec
+
+
+def clos_fabric(
+    leaves: int, spines: int, hosts_per_leaf: int, uplinks_per_spine: int = 1, **kw: object
+) -> Fabric:
+    from .validate import build_fabric
+
+    return build_fabric(clos(leaves, spines, hosts_per_leaf, uplinks_per_spine, **kw))  # type: ignore[arg-type]
+
+
+def fattree_fabric(k: int, **kw: object) -> Fabric:
+    from .validate import build_fabric
+
+    return build_fabric(fattree(k, **kw))  # type: ignore[arg-type]
+
+
+GENERATORS = {"clos": clos, "fattree": fattree}

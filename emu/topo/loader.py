@@ -1,0 +1,64 @@
+"""Finding and loading topology files.
+
+A topology is named either by a path or by a name looked up (with or without
+`.yaml`/`.yml`) in the directories of `$EMU_TOPOLOGIES` (os.pathsep-separated, searched
+first) and then the repository's `topologies/` directory.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import Mark, TopologyError
+from .model import Fabric
+from .schema import spec_from_yaml
+from .validate import build_fabric
+from .yamlpos import parse_yaml
+
+REPO_TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
+
+
+def search_dirs() -> list[Path]:
+    dirs = [Path(p) for p in os.environ.get("EMU_TOPOLOGIES", "").split(os.pathsep) if p]
+    return [*dirs, REPO_TOPOLOGIES]
+
+
+def available_topologies() -> list[str]:
+    """Names loadable by `load_topology` (first directory wins on clashes)."""
+    names: dict[str, None] = {}
+    for d in search_dirs():
+        if d.is_dir():
+            for f in sorted([*d.glob("*.yaml"), *d.glob("*.yml")]):
+                names.setdefault(f.stem, None)
+    return list(names)
+
+
+def resolve_topology(name_or_path: str | os.PathLike[str]) -> Path:
+    """Path of the topology file; raises TopologyError if there is none."""
+    given = Path(name_or_path)
+    if given.is_file():
+        return given
+    text = str(name_or_path)
+    if os.sep not in text and "/" not in text:
+        for d in search_dirs():
+            for candidate in (d / text, d / f"{text}.yaml", d / f"{text}.yml"):
+                if candidate.is_file():
+                    return candidate
+    known = ", ".join(available_topologies()) or "none"
+    raise TopologyError.at(Mark(text), f"no such topology file or name (known names: {known})")
+
+
+def loads_topology(text: str, file: str = "<string>") -> Fabric:
+    """Parse, check and resolve topology YAML text; `file` is used in error positions."""
+    return build_fabric(spec_from_yaml(parse_yaml(text, file), file))
+
+
+def load_topology(name_or_path: str | os.PathLike[str]) -> Fabric:
+    """Load a topology by name (e.g. 'clos4') or path; raises TopologyError on any problem."""
+    path = resolve_topology(name_or_path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TopologyError.at(Mark(str(path)), f"cannot read: {exc}") from None
+    return loads_topology(text, str(path))

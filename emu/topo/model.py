@@ -1,0 +1,382 @@
+"""The typed topology model: Fabric, Switch, Host, Link, Port, Endpoint.
+
+Everything here is frozen and fully resolved (ports numbered, addresses assigned);
+build a Fabric with `emu.topo.load_topology` or `emu.topo.build_fabric`, not by hand.
+"""
+
+from __future__ import annotations
+
+import enum
+import ipaddress
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from . import paths
+from .units import format_delay, format_rate
+
+HOST_PORT = 0
+"""A host has one interface, numbered 0 like Mininet's `h1-eth0`."""
+
+MAX_INTF_NAME = 15
+"""Linux IFNAMSIZ - 1: longer interface names are rejected by the kernel."""
+
+
+class Role(str, enum.Enum):
+    LEAF = "leaf"
+    SPINE = "spine"
+    CORE = "core"
+
+    @property
+    def layer(self) -> int:
+        """Height in the fabric (hosts are 0): used for up/down paths and drawing."""
+        return {Role.LEAF: 1, Role.SPINE: 2, Role.CORE: 3}[self]
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def intf_name(node: str, port: int) -> str:
+    """Mininet-style interface name, e.g. `leaf1-eth3`."""
+    return f"{node}-eth{port}"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One end of a link: a node and its port number."""
+
+    node: str
+    port: int
+
+    @property
+    def intf(self) -> str:
+        return intf_name(self.node, self.port)
+
+    def __str__(self) -> str:
+        return f"{self.node}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Link:
+    """A full-duplex point-to-point link; both directions have the same rate/delay/queue."""
+
+    index: int
+    a: Endpoint
+    b: Endpoint
+    rate_bps: int
+    delay_ns: int
+    depth_pkts: int
+
+    def end(self, node: str) -> Endpoint:
+        """The endpoint of this link on `node`."""
+        if self.a.node == node:
+            return self.a
+        if self.b.node == node:
+            return self.b
+        raise KeyError(f"link {self} does not touch {node!r}")
+
+    def peer(self, node: str) -> Endpoint:
+        """The endpoint opposite to `node`."""
+        return self.b if self.end(node) is self.a else self.a
+
+    def __str__(self) -> str:
+        return f"{self.a} <-> {self.b}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "a": {"node": self.a.node, "port": self.a.port, "intf": self.a.intf},
+            "b": {"node": self.b.node, "port": self.b.port, "intf": self.b.intf},
+            "rate_bps": self.rate_bps,
+            "delay_ns": self.delay_ns,
+            "depth_pkts": self.depth_pkts,
+        }
+
+
+@dataclass(frozen=True)
+class Port:
+    """A switch port; its egress queue is served at `rate_bps` and holds `depth_pkts`."""
+
+    number: int
+    intf: str
+    mac: str
+    peer: Endpoint
+    link: int
+    rate_bps: int
+    depth_pkts: int
+    to_host: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "intf": self.intf,
+            "mac": self.mac,
+            "peer": str(self.peer),
+            "link": self.link,
+            "rate_bps": self.rate_bps,
+            "depth_pkts": self.depth_pkts,
+            "to_host": self.to_host,
+        }
+
+
+@dataclass(frozen=True)
+class Switch:
+    """A P4 switch. `mac` is the router MAC written as source on routed packets;
+    `subnet`/`gateway` are set on leaves only (the hosts' /24 and their default gateway)."""
+
+    name: str
+    role: Role
+    device_id: int
+    mac: str
+    ports: tuple[Port, ...]
+    subnet: ipaddress.IPv4Network | None = None
+    gateway: ipaddress.IPv4Address | None = None
+
+    def port(self, number: int) -> Port:
+        for p in self.ports:
+            if p.number == number:
+                return p
+        raise KeyError(f"{self.name} has no port {number}")
+
+    @property
+    def host_ports(self) -> tuple[Port, ...]:
+        return tuple(p for p in self.ports if p.to_host)
+
+    @property
+    def fabric_ports(self) -> tuple[Port, ...]:
+        return tuple(p for p in self.ports if not p.to_host)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "role": self.role.value,
+            "device_id": self.device_id,
+            "mac": self.mac,
+            "subnet": str(self.subnet) if self.subnet else None,
+            "gateway": str(self.gateway) if self.gateway else None,
+            "ports": [p.to_dict() for p in self.ports],
+        }
+
+
+@dataclass(frozen=True)
+class Host:
+    """A host with one interface (`<name>-eth0`) attached to a leaf port."""
+
+    name: str
+    ip: ipaddress.IPv4Address
+    mac: str
+    switch: str
+    switch_port: int
+    mtu: int
+    subnet: ipaddress.IPv4Network
+    gateway: ipaddress.IPv4Address
+    gateway_mac: str
+    link: int
+
+    @property
+    def port(self) -> int:
+        return HOST_PORT
+
+    @property
+    def intf(self) -> str:
+        return intf_name(self.name, HOST_PORT)
+
+    @property
+    def ip_with_prefix(self) -> str:
+        """e.g. '10.0.1.1/24', the form `ip addr add` takes."""
+        return f"{self.ip}/{self.subnet.prefixlen}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "ip": str(self.ip),
+            "prefix": str(self.subnet),
+            "mac": self.mac,
+            "intf": self.intf,
+            "switch": self.switch,
+            "switch_port": self.switch_port,
+            "gateway": str(self.gateway),
+            "gateway_mac": self.gateway_mac,
+            "mtu": self.mtu,
+        }
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """Values for links/hosts that do not set their own.
+
+    Rates are deliberately small (20 Mbit/s): switches are a Python emulator, and at
+    20 Mbit/s a 1500-byte frame takes 600 us to serialise, so queues build up at packet
+    rates the emulator can sustain.
+    """
+
+    rate_bps: int = 20_000_000
+    delay_ns: int = 20_000
+    depth_pkts: int = 64
+    mtu: int = 1500
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rate_bps": self.rate_bps,
+            "delay_ns": self.delay_ns,
+            "depth_pkts": self.depth_pkts,
+            "mtu": self.mtu,
+        }
+
+
+@dataclass(frozen=True)
+class Adjacent:
+    """One entry of the graph view: leaving `node` on `port` reaches `peer:peer_port`."""
+
+    port: int
+    peer: str
+    peer_port: int
+    link: Link
+
+
+@dataclass(frozen=True)
+class Fabric:
+    name: str
+    switches: tuple[Switch, ...]
+    hosts: tuple[Host, ...]
+    links: tuple[Link, ...]
+    defaults: Defaults = field(default_factory=Defaults)
+    source: str | None = None
+    generator: dict[str, Any] | None = field(default=None, compare=False)
+
+    # -- lookups ---------------------------------------------------------------
+
+    @cached_property
+    def _nodes(self) -> dict[str, Switch | Host]:
+        nodes: dict[str, Switch | Host] = {s.name: s for s in self.switches}
+        nodes.update({h.name: h for h in self.hosts})
+        return nodes
+
+    def node(self, name: str) -> Switch | Host:
+        try:
+            return self._nodes[name]
+        except KeyError:
+            raise KeyError(f"no node named {name!r} in fabric {self.name!r}") from None
+
+    def switch(self, name: str) -> Switch:
+        node = self.node(name)
+        if not isinstance(node, Switch):
+            raise KeyError(f"{name!r} is a host, not a switch")
+        return node
+
+    def host(self, name: str) -> Host:
+        node = self.node(name)
+        if not isinstance(node, Host):
+            raise KeyError(f"{name!r} is a switch, not a host")
+        return node
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._nodes
+
+    def by_role(self, role: Role | str) -> tuple[Switch, ...]:
+        role = Role(role)
+        return tuple(s for s in self.switches if s.role is role)
+
+    @property
+    def leaves(self) -> tuple[Switch, ...]:
+        return self.by_role(Role.LEAF)
+
+    @property
+    def spines(self) -> tuple[Switch, ...]:
+        return self.by_role(Role.SPINE)
+
+    @property
+    def cores(self) -> tuple[Switch, ...]:
+        return self.by_role(Role.CORE)
+
+    def hosts_on(self, leaf: str) -> tuple[Host, ...]:
+        return tuple(h for h in self.hosts if h.switch == leaf)
+
+    def link_between(self, a: str, b: str) -> list[Link]:
+        """All links joining a and b (several when there are parallel links)."""
+        return [
+            link
+            for link in self.links
+            if {link.a.node, link.b.node} == {a, b} and link.a.node != link.b.node
+        ]
+
+    def ports(self, switch: str) -> dict[int, Endpoint]:
+        """Port number -> the endpoint at the other end of its link."""
+        return {p.number: p.peer for p in self.switch(switch).ports}
+
+    def subnet_of(self, leaf: str) -> ipaddress.IPv4Network:
+        sw = self.switch(leaf)
+        if sw.subnet is None:
+            raise KeyError(f"{leaf!r} is a {sw.role.value}; only leaves have a subnet")
+        return sw.subnet
+
+    def oversubscription(self, switch: str) -> float:
+        """Host-facing capacity / fabric-facing capacity of a switch (inf if no uplinks)."""
+        sw = self.switch(switch)
+        down = sum(p.rate_bps for p in sw.host_ports)
+        up = sum(p.rate_bps for p in sw.fabric_ports)
+        return down / up if up else float("inf")
+
+    def leaf_of_ip(self, ip: str | ipaddress.IPv4Address) -> Switch:
+        addr = ipaddress.IPv4Address(ip)
+        for leaf in self.leaves:
+            if leaf.subnet is not None and addr in leaf.subnet:
+                return leaf
+        raise KeyError(f"{addr} is in no leaf subnet")
+
+    def iter_nodes(self) -> Iterator[Switch | Host]:
+        yield from self.switches
+        yield from self.hosts
+
+    # -- graph and paths -----------------------------------------------------
+
+    @cached_property
+    def _adjacency(self) -> dict[str, tuple[Adjacent, ...]]:
+        adj: dict[str, list[Adjacent]] = {n.name: [] for n in self.iter_nodes()}
+        for link in self.links:
+            adj[link.a.node].append(Adjacent(link.a.port, link.b.node, link.b.port, link))
+            adj[link.b.node].append(Adjacent(link.b.port, link.a.node, link.a.port, link))
+        return {n: tuple(sorted(v, key=lambda e: e.port)) for n, v in adj.items()}
+
+    def adjacency(self, switches_only: bool = False) -> dict[str, tuple[Adjacent, ...]]:
+        """Graph view for routing: node -> its ports and what each reaches."""
+        if not switches_only:
+            return dict(self._adjacency)
+        names = {s.name for s in self.switches}
+        return {
+            n: tuple(e for e in edges if e.peer in names)
+            for n, edges in self._adjacency.items()
+            if n in names
+        }
+
+    def layer(self, name: str) -> int:
+        node = self.node(name)
+        return node.role.layer if isinstance(node, Switch) else 0
+
+    def equal_cost_paths(self, src_leaf: str, dst_leaf: str) -> list[paths.SwitchPath]:
+        """All shortest up-down switch-level paths; parallel links are distinct paths."""
+        return paths.equal_cost_paths(self, src_leaf, dst_leaf)
+
+    def next_hop_ports(self, switch: str, dst_leaf: str) -> list[int]:
+        """Egress ports of `switch` that lie on a shortest path towards `dst_leaf`."""
+        return paths.next_hop_ports(self, switch, dst_leaf)
+
+    # -- serialisation ---------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable description (for results folders)."""
+        return {
+            "name": self.name,
+            "source": self.source,
+            "generator": self.generator,
+            "defaults": self.defaults.to_dict(),
+            "switches": [s.to_dict() for s in self.switches],
+            "hosts": [h.to_dict() for h in self.hosts],
+            "links": [link.to_dict() for link in self.links],
+        }
+
+    def summary(self) -> str:
+        return f"{len(self.switches)} switches, {len(self.hosts)} hosts, {len(self.links)} links"
+
+    def describe_link(self, link: Link) -> str:
+        return f"{link} {format_rate(link.rate_bps)} {format_delay(link.delay_ns)}"

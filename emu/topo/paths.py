@@ -1,0 +1,115 @@
+"""Equal-cost paths over the switch graph.
+
+A path is "up-down" (valley-free): once it has gone down a layer (spine -> leaf,
+core -> spine) it never climbs again. Among such paths we keep the shortest ones.
+In Clos and fat-tree fabrics every shortest path already is up-down, so these are
+exactly the ECMP paths a shortest-path router spreads traffic over. Parallel links
+are distinct paths because the load balancer picks among them separately.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .model import Fabric, Link
+
+
+@dataclass(frozen=True)
+class SwitchPath:
+    """Switches visited (source leaf first) and the link taken between each pair."""
+
+    switches: tuple[str, ...]
+    links: tuple[Link, ...]
+
+    @property
+    def hops(self) -> list[tuple[str, int]]:
+        """(switch, egress port) for every switch except the last."""
+        return [
+            (sw, link.end(sw).port) for sw, link in zip(self.switches, self.links, strict=False)
+        ]
+
+    def __len__(self) -> int:
+        return len(self.links)
+
+    def __str__(self) -> str:
+        parts = [self.switches[0]]
+        for (sw, port), nxt in zip(self.hops, self.switches[1:], strict=True):
+            parts.append(f"-[{sw}:{port}]-> {nxt}")
+        return " ".join(parts)
+
+
+def _plain_distances(fabric: Fabric, dst: str) -> dict[str, int]:
+    """Hop count from every switch to dst, ignoring the up-down rule (a lower bound)."""
+    adj = fabric.adjacency(switches_only=True)
+    dist = {dst: 0}
+    queue = deque([dst])
+    while queue:
+        node = queue.popleft()
+        for edge in adj[node]:
+            if edge.peer not in dist:
+                dist[edge.peer] = dist[node] + 1
+                queue.append(edge.peer)
+    return dist
+
+
+def _updown_length(fabric: Fabric, src: str, dst: str) -> int | None:
+    """Length of the shortest up-down path, by BFS over (switch, has-gone-down) states."""
+    adj = fabric.adjacency(switches_only=True)
+    start = (src, False)
+    seen = {start}
+    queue = deque([(start, 0)])
+    while queue:
+        (node, down), dist = queue.popleft()
+        if node == dst:
+            return dist
+        for edge in adj[node]:
+            delta = fabric.layer(edge.peer) - fabric.layer(node)
+            if delta > 0 and down:
+                continue
+            state = (edge.peer, down or delta < 0)
+            if state not in seen:
+                seen.add(state)
+                queue.append((state, dist + 1))
+    return None
+
+
+def equal_cost_paths(fabric: Fabric, src: str, dst: str) -> list[SwitchPath]:
+    """All shortest up-down paths from switch src to switch dst (usually two leaves)."""
+    fabric.switch(src)
+    fabric.switch(dst)
+    if src == dst:
+        return [SwitchPath((src,), ())]
+    length = _updown_length(fabric, src, dst)
+    if length is None:
+        return []
+    bound = _plain_distances(fabric, dst)
+    adj = fabric.adjacency(switches_only=True)
+    found: list[SwitchPath] = []
+
+    def walk(node: str, down: bool, switches: list[str], links: list[Link]) -> None:
+        if node == dst:
+            found.append(SwitchPath(tuple(switches), tuple(links)))
+            return
+        for edge in adj[node]:
+            nxt = edge.peer
+            if len(links) + 1 + bound.get(nxt, length + 1) > length:
+                continue  # cannot reach dst within the shortest length
+            delta = fabric.layer(nxt) - fabric.layer(node)
+            if delta > 0 and down:
+                continue
+            switches.append(nxt)
+            links.append(edge.link)
+            walk(nxt, down or delta < 0, switches, links)
+            switches.pop()
+            links.pop()
+
+    walk(src, False, [src], [])
+    return found
+
+
+def next_hop_ports(fabric: Fabric, switch: str, dst_leaf: str) -> list[int]:
+    """Egress ports of `switch` that start a shortest up-down path to dst_leaf (sorted)."""
+    return sorted({p.hops[0][1] for p in equal_cost_paths(fabric, switch, dst_leaf) if p.links})

@@ -1,0 +1,56 @@
+"""The declared topology before resolution: what a YAML file or a generator states.
+
+Each item keeps the Mark it came from so that resolution (`validate.build_fabric`) can
+report problems against the user's file. Ports may be left out (None) and are assigned
+during resolution.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import Mark
+from .model import Defaults, Role
+
+
+@dataclass
+class SwitchSpec:
+    name: str
+    role: Role
+    mark: Mark
+
+
+@dataclass
+class HostSpec:
+    name: str
+    mark: Mark
+    mtu: int | None = None
+
+
+@dataclass
+class EndpointSpec:
+    node: str
+    port: int | None
+    mark: Mark
+
+
+@dataclass
+class LinkSpec:
+    a: EndpointSpec
+    b: EndpointSpec
+    mark: Mark
+    rate_bps: int | None = None
+    delay_ns: int | None = None
+    depth_pkts: int | None = None
+
+
+@dataclass
+class FabricSpec:
+    name: str
+    mark: Mark
+    defaults: Defaults = field(default_factory=Defaults)
+    switches: list[SwitchSpec] = field(default_factory=list)
+    hosts: list[HostSpec] = field(default_factory=list)
+    links: list[LinkSpec] = field(default_factory=list)
+    generator: dict[str, Any] | None = None

@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+import socket
+import threading
+
+import pytest
+
+from emu.core import RealClock, VirtualClock
+
+
+def test_virtual_timers_fire_at_their_own_time_in_order() -> None:
+    clock = VirtualClock()
+    seen: list[tuple[str, int]] = []
+    clock.call_at(300, lambda: seen.append(("c", clock.now_ns())))
+    clock.call_at(100, lambda: seen.append(("a", clock.now_ns())))
+    clock.call_later(200, lambda: seen.append(("b", clock.now_ns())))
+    assert clock.advance(250) == 2
+    assert seen == [("a", 100), ("b", 200)]
+    assert clock.now_ns() == 250
+    clock.advance(50)
+    assert seen[-1] == ("c", 300)
+
+
+def test_virtual_equal_times_keep_insertion_order_and_cancel_works() -> None:
+    clock = VirtualClock()
+    seen: list[int] = []
+    handles = [clock.call_at(10, lambda i=i: seen.append(i)) for i in range(5)]
+    handles[2].cancel()
+    clock.run_until_idle()
+    assert seen == [0, 1, 3, 4]
+    assert clock.pending() == 0
+
+
+def test_virtual_timers_scheduled_from_callbacks_run_in_same_advance() -> None:
+    clock = VirtualClock()
+    ticks: list[int] = []
+
+    def tick() -> None:
+        ticks.append(clock.now_ns())
+        if len(ticks) < 5:
+            clock.call_later(1_000, tick)
+
+    clock.call_soon(tick)
+    clock.advance(10_000)
+    assert ticks == [0, 1_000, 2_000, 3_000, 4_000]
+    assert clock.now_us() == 10
+
+
+def test_virtual_clock_refuses_to_go_back() -> None:
+    clock = VirtualClock(start_ns=5)
+    with pytest.raises(ValueError):
+        clock.advance_to(4)
+
+
+def test_run_until_idle_bounded() -> None:
+    clock = VirtualClock()
+    seen: list[int] = []
+    clock.call_at(100, lambda: seen.append(1))
+    clock.call_at(1_000, lambda: seen.append(2))
+    clock.run_until_idle(max_ns=500)
+    assert seen == [1] and clock.pending() == 1
+
+
+def test_real_clock_timers_readers_and_threadsafe_calls() -> None:
+    clock = RealClock()
+    order: list[str] = []
+    a, b = socket.socketpair()
+    try:
+        a.setblocking(False)
+
+        def on_read() -> None:
+            order.append("read:" + a.recv(100).decode())
+            clock.stop()
+
+        clock.add_reader(a.fileno(), on_read)
+        clock.call_later(2_000_000, lambda: order.append("t2"))
+        clock.call_later(1_000_000, lambda: order.append("t1"))
+        clock.call_later(5_000_000, lambda: b.send(b"x"))
+        threading.Thread(target=lambda: clock.call_soon_threadsafe(
+            lambda: order.append("thread"))).start()
+        clock.run(timeout_s=5)
+        assert order.index("t1") < order.index("t2") < order.index("read:x")
+        assert "thread" in order
+    finally:
+        clock.close()
+        a.close()
+        b.close()
+
+
+def test_real_clock_run_until_predicate() -> None:
+    clock = RealClock()
+    hits: list[int] = []
+
+    def tick() -> None:
+        hits.append(1)
+        clock.call_later(100_000, tick)
+
+    clock.call_soon(tick)
+    clock.run(until=lambda: len(hits) >= 10, timeout_s=5)
+    clock.close()
+    assert len(hits) >= 10

@@ -1,0 +1,273 @@
+"""Every validation error kind, with the exact 1-based line:col it is reported at."""
+
+from pathlib import Path
+
+import pytest
+
+from emu.topo import TopologyError, load_topology
+
+BASE = """\
+name: t
+switches:
+  - {name: s1, role: leaf}
+hosts:
+  - {name: h1}
+links:
+  - {a: h1, b: s1:1}
+"""
+
+
+def errors(tmp_path: Path, text: str) -> list[tuple[int, int, str]]:
+    f = tmp_path / "t.yaml"
+    f.write_text(text)
+    with pytest.raises(TopologyError) as info:
+        load_topology(f)
+    exc = info.value
+    for d in exc.diagnostics:
+        assert d.mark.file == str(f)
+        assert str(d).startswith(f"{f}:{d.mark.line}:{d.mark.col}: ")
+    return [(d.mark.line, d.mark.col, d.message) for d in exc.diagnostics]
+
+
+def one(tmp_path: Path, text: str) -> tuple[int, int, str]:
+    errs = errors(tmp_path, text)
+    assert len(errs) == 1, errs
+    return errs[0]
+
+
+def test_base_is_valid(tmp_path: Path) -> None:
+    f = tmp_path / "ok.yaml"
+    f.write_text(BASE)
+    assert load_topology(f).summary() == "1 switches, 1 hosts, 1 links"
+
+
+def test_error_str_and_fields(tmp_path: Path) -> None:
+    f = tmp_path / "t.yaml"
+    f.write_text(BASE.replace("name: t", "nmae: t"))
+    with pytest.raises(TopologyError) as info:
+        load_topology(f)
+    e = info.value
+    assert (e.file, e.line, e.col) == (str(f), 1, 1)
+    assert str(e) == f"{f}:1:1: {e.message}"
+
+
+def test_unknown_top_key_suggests(tmp_path: Path) -> None:
+    line, col, msg = one(tmp_path, BASE.replace("name: t", "nmae: t"))
+    assert (line, col) == (1, 1)
+    assert "unknown key 'nmae'" in msg and "did you mean 'name'" in msg
+
+
+def test_unknown_link_key_suggests(tmp_path: Path) -> None:
+    text = BASE.replace("{a: h1, b: s1:1}", "{a: h1, b: s1:1, rat: 1Mbps}")
+    assert one(tmp_path, text)[:2] == (7, 22)
+    assert "did you mean 'rate'" in one(tmp_path, text)[2]
+
+
+def test_unknown_key_without_close_match_lists_valid(tmp_path: Path) -> None:
+    text = BASE.replace("{name: h1}", "{name: h1, colour: red}")
+    line, col, msg = one(tmp_path, text)
+    assert (line, col) == (5, 16)
+    assert "valid keys: name, mtu" in msg
+
+
+def test_missing_field(tmp_path: Path) -> None:
+    line, col, msg = one(tmp_path, BASE.replace("{name: s1, role: leaf}", "{name: s1}"))
+    assert (line, col) == (3, 5)  # the mapping that lacks the key
+    assert "missing required key 'role' in switch" in msg
+
+
+def test_missing_link_end(tmp_path: Path) -> None:
+    line, col, msg = one(tmp_path, BASE.replace("{a: h1, b: s1:1}", "{a: h1}"))
+    assert (line, col) == (7, 5)
+    assert "missing required key 'b'" in msg
+
+
+def test_bad_rate_unit(tmp_path: Path) -> None:
+    text = BASE.replace("{a: h1, b: s1:1}", "{a: h1, b: s1:1, rate: 10Mbs}")
+    line, col, msg = one(tmp_path, text)
+    assert (line, col) == (7, 28)
+    assert "rate" in msg and "10Mbs" in msg
+
+
+def test_bad_delay_unit_in_defaults(tmp_path: Path) -> None:
+    text = BASE + "defaults:\n  delay: 20 parsecs\n"
+    assert one(tmp_path, text)[:2] == (9, 10)
+
+
+def test_delay_without_unit(tmp_path: Path) -> None:
+    text = BASE + "defaults:\n  delay: 20\n"
+    line, col, msg = one(tmp_path, text)
+    assert (line, col) == (9, 10) and "needs a unit" in msg
+
+
+def test_negative_values(tmp_path: Path) -> None:
+    text = BASE + "defaults:\n  queue_depth_pkts: -1\n  delay: -5us\n  rate: -1Gbps\n"
+    errs = errors(tmp_path, text)
+    assert [(e[0], e[1]) for e in errs] == [(9, 21), (10, 10), (11, 9)]
+    assert "must be >= 1" in errs[0][2]
+    assert "must not be negative" in errs[1][2]
+    assert "must be positive" in errs[2][2]
+
+
+def test_bad_mtu(tmp_path: Path) -> None:
+    line, col, msg = one(tmp_path, BASE.replace("{name: h1}", "{name: h1, mtu: 100}"))
+    assert (line, col) == (5, 21) and "576" in msg
+
+
+def test_bad_role(tmp_path: Path) -> None:
+    line, col, msg = one(tmp_path, BASE.replace("role: leaf", "role: tor"))
+    assert (line, col) == (3, 22) and "leaf, spine, core" in msg
+
+
+def test_fattree_odd_k(tmp_path: Path) -> None:
+    text = "name: ft\ngenerator: fattree\nparams:\n  k: 3\n"
+    line, col, msg = one(tmp_path, text)
+    assert (line, col) == (4, 6) and "k must be even" in msg
+
+
+def test_generator_unknown_param(tmp_path: Path) -> None:
+    text = "generator: clos\nparams:\n  leaves: 2\n  spines: 2\n  host_per_leaf: 1\n"
+    errs = errors(tmp_path, text)
+    assert (5, 3) in [(e[0], e[1]) for e in errs]
+    assert any("did you mean 'hosts_per_leaf'" in e[2] for e in errs)
+    assert any("missing required key 'hosts_per_leaf'" in e[2] for e in errs)
+
+
+def test_unknown_generator(tmp_path: Path) -> None:
+    line, col, msg = one(tmp_path, "generator: fatree\nparams: {k: 4}\n")
+    assert (line, col) == (1, 12) and "did you mean 'fattree'" in msg
+
+
+def test_generator_with_explicit_nodes(tmp_path: Path) -> None:
+    text = "generator: fattree\nparams: {k: 4}\nswitches: []\n"
+    line, col, msg = one(tmp_path, text)
+    assert (line, col) == (3, 1) and "cannot be combined" in msg
+
+
+def test_clos_bad_oversubscription(tmp_path: Path) -> None:
+    text = (
+        "generator: clos\nparams: {leaves: 2, spines: 2, hosts_per_leaf: 1, oversubscription: -2}\n"
+    )
+    line, col, msg = one(tmp_path, text)
+    assert (line, col) == (2, 69) and "must be positive" in msg
+
+
+def test_duplicate_names(tmp_path: Path) -> None:
+    text = BASE.replace("hosts:\n  - {name: h1}", "hosts:\n  - {name: h1}\n  - {name: s1}")
+    errs = errors(tmp_path, text)
+    assert (6, 12) in [(e[0], e[1]) for e in errs]
+    assert any("duplicate node name 's1' (first defined at line 3)" in e[2] for e in errs)
+
+
+def test_duplicate_yaml_key(tmp_path: Path) -> None:
+    line, col, msg = one(tmp_path, BASE + "name: again\n")
+    assert (line, col) == (8, 1) and "duplicate key 'name'" in msg
+
+
+def test_link_to_unknown_node(tmp_path: Path) -> None:
+    line, col, msg = one(tmp_path, BASE.replace("b: s1:1", "b: s2:1"))
+    assert (line, col) == (7, 16)
+    assert "'s2' is not a declared switch or host" in msg and "did you mean 's1'" in msg
+
+
+def test_port_used_twice(tmp_path: Path) -> None:
+    text = (
+        BASE.replace("  - {name: h1}", "  - {name: h1}\n  - {name: h2}") + "  - {a: h2, b: s1:1}\n"
+    )
+    line, col, msg = one(tmp_path, text)
+    assert (line, col) == (9, 16)
+    assert "port s1:1 is used twice (first at line 8)" in msg
+
+
+def test_bad_port_syntax(tmp_path: Path) -> None:
+    line, col, msg = one(tmp_path, BASE.replace("b: s1:1", "b: s1:x"))
+    assert (line, col) == (7, 16) and "port" in msg
+
+
+def test_port_out_of_range(tmp_path: Path) -> None:
+    line, col, msg = one(tmp_path, BASE.replace("b: s1:1", "b: s1:999"))
+    assert (line, col) == (7, 16) and "out of range" in msg
+
+
+def test_disconnected(tmp_path: Path) -> None:
+    text = BASE.replace(
+        "  - {name: s1, role: leaf}", "  - {name: s1, role: leaf}\n  - {name: s2, role: spine}"
+    )
+    line, col, msg = one(tmp_path, text)
+    assert (line, col) == (4, 12)
+    assert "disconnected" in msg and "'s2'" in msg
+
+
+def test_host_not_attached(tmp_path: Path) -> None:
+    text = BASE.replace("  - {name: h1}", "  - {name: h1}\n  - {name: h2}")
+    line, col, msg = one(tmp_path, text)
+    assert (line, col) == (6, 12)
+    assert "host 'h2' is not attached to any switch" in msg
+
+
+def test_host_attached_twice(tmp_path: Path) -> None:
+    text = BASE.replace(
+        "  - {name: s1, role: leaf}", "  - {name: s1, role: leaf}\n  - {name: s2, role: leaf}"
+    )
+    text += "  - {a: h1, b: s2}\n  - {a: s1, b: s2}\n"
+    line, col, msg = one(tmp_path, text)
+    assert (line, col) == (9, 5)
+    assert "attached to more than one switch (first link at line 8)" in msg
+
+
+def test_host_on_spine(tmp_path: Path) -> None:
+    line, col, msg = one(tmp_path, BASE.replace("role: leaf", "role: spine"))
+    assert (line, col) == (7, 5) and "hosts attach to leaves" in msg
+
+
+def test_host_to_host(tmp_path: Path) -> None:
+    text = BASE.replace("  - {name: h1}", "  - {name: h1}\n  - {name: h2}") + "  - {a: h1, b: h2}\n"
+    errs = errors(tmp_path, text)
+    assert (9, 5, "link joins two hosts ('h1', 'h2'); hosts attach to switches") in errs
+
+
+def test_host_port_must_be_zero(tmp_path: Path) -> None:
+    line, col, msg = one(tmp_path, BASE.replace("a: h1,", "a: h1:2,"))
+    assert (line, col) == (7, 9) and "host port must be 0" in msg
+
+
+def test_interface_name_too_long(tmp_path: Path) -> None:
+    text = BASE.replace("s1", "leaf_number_one")
+    line, col, msg = one(tmp_path, text)
+    assert (line, col) == (7, 16)
+    assert "'leaf_number_one-eth1' is 20 characters" in msg and "15" in msg
+
+
+def test_bad_node_name(tmp_path: Path) -> None:
+    line, col, msg = one(
+        tmp_path, BASE.replace("{name: h1}", "{name: h-1}").replace("a: h1", "a: h-1")
+    )
+    assert (line, col) == (5, 12) and "bad node name" in msg
+
+
+def test_wrong_types(tmp_path: Path) -> None:
+    errs = errors(tmp_path, "switches: {s1: leaf}\nlinks: 3\n")
+    assert [(e[0], e[1]) for e in errs][:2] == [(1, 11), (2, 8)]
+    assert "must be a list" in errs[0][2]
+
+
+def test_not_a_mapping(tmp_path: Path) -> None:
+    line, col, msg = one(tmp_path, "- just\n- a list\n")
+    assert (line, col) == (1, 1) and "must be a mapping" in msg
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    line, col, msg = one(tmp_path, "")
+    assert (line, col) == (1, 1) and "must be a mapping, got nothing" in msg
+
+
+def test_yaml_syntax_error(tmp_path: Path) -> None:
+    line, col, msg = one(tmp_path, "name: t\nswitches: [\n  {name: s1\n")
+    assert msg.startswith("YAML syntax error")
+    assert line >= 3 and col >= 1
+
+
+def test_several_errors_reported_together(tmp_path: Path) -> None:
+    text = BASE.replace("name: t", "nmae: t").replace("b: s1:1", "b: s1:1, delay: 5 lightyears")
+    errs = errors(tmp_path, text)
+    assert [(e[0], e[1]) for e in errs] == [(1, 1), (7, 29)]
