@@ -8,10 +8,15 @@ ternary (100 entries across 5 masks) < 10 us.
 from __future__ import annotations
 
 import random
+import sys
 import timeit
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
-from emu.p4.tables import (
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._machine import describe  # noqa: E402
+from emu.p4.tables import (  # noqa: E402
     ActionCall,
     KeyField,
     Lpm,
@@ -24,7 +29,7 @@ from emu.p4.tables import (
 N_KEYS = 1000
 
 
-def per_call_us(fn: Callable[[tuple[int, ...]], object], keys: list[tuple[int, ...]]) -> float:
+def per_call_us(fn: Callable[[tuple[int, ...]], object], keys: Sequence[tuple[int, ...]]) -> float:
     def run() -> None:
         for k in keys:
             fn(k)
@@ -48,12 +53,16 @@ def bench_exact(rng: random.Random) -> float:
     return per_call_us(t.apply, keys)
 
 
-def bench_lpm(rng: random.Random, n: int = 400) -> float:
+def bench_lpm(rng: random.Random, n: int = 400, under: int | None = None) -> float:
+    """Random /8../32 prefixes; with `under`, all inside that /8 (every length in
+    one top-8-bit bucket: the worst case, all 25 lengths probed on a miss)."""
     t = Table("lpm", [KeyField("dst", MatchKind.LPM, 32)], size=10_000)
     prefixes = []
     while len(t) < n:
         plen = rng.randint(8, 32)
         v = rng.getrandbits(32)
+        if under is not None:
+            v = under << 24 | (v & 0xFFFFFF)
         try:
             e = t.insert([Lpm(v, plen)], ActionCall("fwd", (1,)))
             prefixes.append(e.match[0])
@@ -66,7 +75,22 @@ def bench_lpm(rng: random.Random, n: int = 400) -> float:
             assert isinstance(p, Lpm)
             keys.append((p.value | (rng.getrandbits(32) >> p.prefix_len),))
         else:
-            keys.append((rng.getrandbits(32),))  # mostly misses: scans every length
+            hi = under if under is not None else rng.getrandbits(8)
+            keys.append((hi << 24 | rng.getrandbits(24),))  # mostly misses
+    return per_call_us(t.apply, keys)
+
+
+def bench_lpm_fabric(rng: random.Random) -> float:
+    """Fabric-like routes: a default, /16 pods, /24 racks, /32 hosts (4 lengths)."""
+    t = Table("fabric", [KeyField("dst", MatchKind.LPM, 32)], size=10_000)
+    t.insert([Lpm(0, 0)], ActionCall("up", ()))
+    for pod in range(4):
+        t.insert([Lpm(0x0A000000 | pod << 16, 16)], ActionCall("pod", (pod,)))
+        for rack in range(16):
+            t.insert([Lpm(0x0A000000 | pod << 16 | rack << 8, 24)], ActionCall("rack", (rack,)))
+    for h in range(200):
+        t.insert([Lpm(0x0A000000 | h << 2, 32)], ActionCall("host", (h,)))
+    keys = [(0x0A000000 | rng.getrandbits(18),) for _ in range(N_KEYS)]
     return per_call_us(t.apply, keys)
 
 
@@ -98,14 +122,17 @@ def main() -> None:
     rng = random.Random(1)
     rows = [
         ("exact (2 fields, 10k entries)", bench_exact(rng), 1.0),
-        ("lpm (400 prefixes /8../32)", bench_lpm(rng), 3.0),
+        ("lpm (400 random prefixes /8../32)", bench_lpm(rng), 3.0),
+        ("lpm worst (400 prefixes /8../32 in 10/8)", bench_lpm(rng, under=10), 3.0),
+        ("lpm fabric (269 routes, 4 lengths)", bench_lpm_fabric(rng), 3.0),
         ("ternary (100 entries, 5 masks)", bench_ternary(rng), 10.0),
         ("ternary+range (100 entries, 5 masks)", bench_ternary(rng, True), 10.0),
     ]
-    print(f"{'lookup':40s} {'us/lookup':>10s} {'target':>8s}")
+    print(describe())
+    print(f"{'lookup':44s} {'us/lookup':>10s} {'target':>8s}")
     for name, us, target in rows:
         flag = "ok" if us < target else "SLOW"
-        print(f"{name:40s} {us:10.3f} {target:8.1f}  {flag}")
+        print(f"{name:44s} {us:10.3f} {target:8.1f}  {flag}")
 
 
 if __name__ == "__main__":

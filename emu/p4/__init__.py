@@ -1,0 +1,1 @@
+"""The embedded v1model P4 target: front end, runtime library, STF tests."""
