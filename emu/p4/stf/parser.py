@@ -1,0 +1,332 @@
+"""Parse STF text into commands.
+
+The dialect is p4c's (tools/stf/stf_lexer.py, stf_parser.py, backends/bmv2/bmv2stf.py):
+one command per line, `#` starts a comment, keywords are case-insensitive; packet data may
+be split by whitespace; BMv2 CLI commands (mirroring_add, mc_*, register_*, counter_*,
+meter_set_rates, set_queue_*) pass through with their CLI arguments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+
+from emu.p4.stf.expect import ExpectPattern
+from emu.p4.stf.model import (
+    Add,
+    CheckCounter,
+    CounterRead,
+    CounterReset,
+    CounterWrite,
+    Expect,
+    McMgrpCreate,
+    McMgrpDestroy,
+    McNodeAssociate,
+    McNodeCreate,
+    McNodeDestroy,
+    McNodeDissociate,
+    MeterSetRates,
+    MirroringAdd,
+    MirroringDelete,
+    NoPacket,
+    Packet,
+    RegisterRead,
+    RegisterReset,
+    RegisterWrite,
+    RemoveAll,
+    SetDefault,
+    SetQueueDepth,
+    SetQueueRate,
+    StfCommand,
+    StfError,
+    Unknown,
+    Wait,
+)
+from emu.p4.stf.values import parse_number
+
+__all__ = ["parse_stf"]
+
+
+class _Syntax(Exception):
+    """Raised by command parsers; parse_stf adds the location."""
+
+
+_NAME = re.compile(r"^[A-Za-z_$][\w$]*(\[\d+\])?(\.[A-Za-z_$][\w$]*(\[\d+\])?)*$")
+_HEXDATA = re.compile(r"^[0-9a-fA-F]*$")
+_PRIORITY = re.compile(r"^\[?(\d+)\]?$")
+_ACTION = re.compile(r"([A-Za-z_$][\w$.\[\]]*)\s*\(")
+_CHECK = re.compile(
+    r"^(?P<name>\S+?)\s*\(\s*(?P<index>[^)\s]*)\s*\)\s*"
+    r"(?:(?P<kind>packets|bytes)\s*(?P<op>==|!=|<=|>=|<|>)\s*(?P<value>\S+))?$",
+    re.IGNORECASE,
+)
+
+
+def _name(text: str, what: str) -> str:
+    if not _NAME.match(text):
+        raise _Syntax(f"bad {what} name {text!r}")
+    return text
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        return parse_number(text)
+    except ValueError:
+        raise _Syntax(f"bad {what} {text!r}") from None
+
+
+def _port(text: str) -> int:
+    if not text.isdigit():
+        raise _Syntax(f"bad port {text!r} (a decimal number)")
+    return int(text)
+
+
+def _words(rest: str, n_min: int, n_max: int, usage: str) -> list[str]:
+    words = rest.split()
+    if not n_min <= len(words) <= n_max:
+        raise _Syntax(f"usage: {usage}")
+    return words
+
+
+def _first(rest: str) -> tuple[str, str]:
+    """Split off the first whitespace-separated word."""
+    parts = rest.split(None, 1)
+    if not parts:
+        return "", ""
+    return parts[0], (parts[1] if len(parts) > 1 else "")
+
+
+def _packet(rest: str) -> Packet:
+    port, data = _first(rest)
+    hexdata = "".join(data.split())
+    if not port:
+        raise _Syntax("usage: packet <port> <hex data>")
+    if not hexdata:
+        raise _Syntax("packet without data")
+    if not _HEXDATA.match(hexdata):
+        raise _Syntax("packet data must be hex digits")
+    if len(hexdata) % 2:
+        raise _Syntax("packet data has an odd number of hex digits")
+    return Packet(_port(port), bytes.fromhex(hexdata))
+
+
+def _expect(rest: str) -> Expect:
+    port, data = _first(rest)
+    if not port:
+        raise _Syntax("usage: expect <port> [<hex data>]")
+    pattern = None
+    if data.strip():
+        try:
+            pattern = ExpectPattern.parse(data)
+        except ValueError as e:
+            raise _Syntax(str(e)) from None
+    return Expect(_port(port), pattern)
+
+
+def _args(text: str) -> tuple[tuple[str, str], ...]:
+    """`a:1, b : 0x2` -> (('a', '1'), ('b', '0x2')); empty -> ()."""
+    out = []
+    if not text.strip():
+        return ()
+    for part in text.split(","):
+        name, sep, value = part.partition(":")
+        name, value = name.strip(), value.strip()
+        if not sep or not name or not value:
+            raise _Syntax(f"action argument {part.strip()!r} is not name:value")
+        out.append((_name(name, "parameter"), value))
+    return tuple(out)
+
+
+def _action_call(text: str) -> tuple[str, tuple[tuple[str, str], ...], str | None]:
+    """`act(a:1) [= handle]` -> (name, args, handle)."""
+    m = _ACTION.match(text.strip())
+    if not m:
+        raise _Syntax("expected an action call name(args)")
+    rest = text.strip()[m.end():]
+    close = rest.rfind(")")
+    if close < 0:
+        raise _Syntax("missing ')' after action arguments")
+    handle = None
+    tail = rest[close + 1:].strip()
+    if tail:
+        if not tail.startswith("="):
+            raise _Syntax(f"unexpected {tail!r} after the action")
+        handle = tail[1:].strip()
+        if not re.match(r"^[A-Za-z_$][\w$]*$", handle):
+            raise _Syntax(f"bad entry handle {handle!r}")
+    return _name(m.group(1), "action"), _args(rest[:close]), handle
+
+
+def _add(rest: str) -> Add:
+    table, tail = _first(rest)
+    if not table or not tail.strip():
+        raise _Syntax("usage: add <table> [priority] <field:value>... <action>(<args>)")
+    table = _name(table, "table")
+    tail = tail.strip()
+    priority = None
+    first, after = _first(tail)
+    m = _PRIORITY.match(first)
+    if m:
+        priority, tail = int(m.group(1)), after.strip()
+    am = _ACTION.search(tail)
+    if not am:
+        raise _Syntax("add without an action call name(args)")
+    keys_text = re.sub(r"\s*:\s*", ":", tail[: am.start()]).split()
+    keys = []
+    for word in keys_text:
+        fname, sep, value = word.partition(":")
+        if not sep or not fname or not value:
+            raise _Syntax(f"key {word!r} is not field:value")
+        keys.append((_name(fname, "key field"), value))
+    if not keys:
+        raise _Syntax("add without key fields")
+    action, params, handle = _action_call(tail[am.start():])
+    return Add(table, priority, tuple(keys), action, params, handle)
+
+
+def _setdefault(rest: str) -> SetDefault:
+    table, tail = _first(rest)
+    if not table or not tail.strip():
+        raise _Syntax("usage: setdefault <table> <action>(<args>)")
+    action, params, handle = _action_call(tail)
+    if handle is not None:
+        raise _Syntax("setdefault takes no entry handle")
+    return SetDefault(_name(table, "table"), action, params)
+
+
+def _remove(rest: str) -> RemoveAll:
+    if rest.strip().lower() != "all":
+        raise _Syntax("only 'remove all' is supported")
+    return RemoveAll()
+
+
+def _check_counter(rest: str) -> CheckCounter:
+    m = _CHECK.match(rest.strip())
+    if not m:
+        raise _Syntax("usage: check_counter <name>(<index>) [packets|bytes <op> <value>]")
+    value = None if m.group("value") is None else _int(m.group("value"), "counter value")
+    kind = m.group("kind").lower() if m.group("kind") else None
+    return CheckCounter(_name(m.group("name"), "counter"), m.group("index"), kind,
+                        m.group("op"), value)
+
+
+def _none(cls: Callable[[], StfCommand]) -> Callable[[str], StfCommand]:
+    def parse(rest: str) -> StfCommand:
+        if rest.strip():
+            raise _Syntax(f"unexpected arguments {rest.strip()!r}")
+        return cls()
+    return parse
+
+
+def _mc_node_create(rest: str) -> McNodeCreate:
+    w = _words(rest, 1, 10_000, "mc_node_create <rid> <port>...")
+    return McNodeCreate(_int(w[0], "rid"), tuple(_int(p, "port") for p in w[1:]))
+
+
+def _ints(cls: Callable[..., StfCommand], usage: str, n: int) -> Callable[[str], StfCommand]:
+    def parse(rest: str) -> StfCommand:
+        return cls(*(_int(w, "number") for w in _words(rest, n, n, usage)))
+    return parse
+
+
+def _register_write(rest: str) -> RegisterWrite:
+    w = _words(rest, 3, 3, "register_write <register> <index> <value>")
+    return RegisterWrite(_name(w[0], "register"), _int(w[1], "index"), _int(w[2], "value"))
+
+
+def _named_index(cls: Callable[..., StfCommand], usage: str) -> Callable[[str], StfCommand]:
+    def parse(rest: str) -> StfCommand:
+        w = _words(rest, 2, 2, usage)
+        return cls(_name(w[0], "object"), _int(w[1], "index"))
+    return parse
+
+
+def _named(cls: Callable[..., StfCommand], usage: str) -> Callable[[str], StfCommand]:
+    def parse(rest: str) -> StfCommand:
+        return cls(_name(_words(rest, 1, 1, usage)[0], "object"))
+    return parse
+
+
+def _counter_write(rest: str) -> CounterWrite:
+    w = _words(rest, 4, 4, "counter_write <counter> <index> <packets> <bytes>")
+    return CounterWrite(_name(w[0], "counter"), _int(w[1], "index"), _int(w[2], "packets"),
+                        _int(w[3], "bytes"))
+
+
+def _meter_set_rates(rest: str) -> MeterSetRates:
+    w = _words(rest, 3, 10, "meter_set_rates <meter> <index> <rate>:<burst>...")
+    rates = []
+    for pair in w[2:]:
+        rate, sep, burst = pair.partition(":")
+        try:
+            rates.append((float(rate), int(burst)))
+        except ValueError:
+            raise _Syntax(f"bad rate:burst {pair!r}") from None
+        if not sep:
+            raise _Syntax(f"bad rate:burst {pair!r}")
+    return MeterSetRates(_name(w[0], "meter"), _int(w[1], "index"), tuple(rates))
+
+
+def _queue(cls: Callable[..., StfCommand], usage: str) -> Callable[[str], StfCommand]:
+    def parse(rest: str) -> StfCommand:
+        w = _words(rest, 1, 2, usage)
+        return cls(_int(w[0], "value"), _int(w[1], "port") if len(w) > 1 else None)
+    return parse
+
+
+_HANDLERS: dict[str, Callable[[str], StfCommand]] = {
+    "packet": _packet,
+    "expect": _expect,
+    "no_packet": _none(NoPacket),
+    "add": _add,
+    "setdefault": _setdefault,
+    "remove": _remove,
+    "check_counter": _check_counter,
+    "wait": _none(Wait),
+    "mc_mgrp_create": _ints(McMgrpCreate, "mc_mgrp_create <group>", 1),
+    "mc_mgrp_destroy": _ints(McMgrpDestroy, "mc_mgrp_destroy <group>", 1),
+    "mc_node_create": _mc_node_create,
+    "mc_node_associate": _ints(McNodeAssociate, "mc_node_associate <group> <handle>", 2),
+    "mc_node_dissociate": _ints(McNodeDissociate, "mc_node_dissociate <group> <handle>", 2),
+    "mc_node_destroy": _ints(McNodeDestroy, "mc_node_destroy <handle>", 1),
+    "mirroring_add": _ints(MirroringAdd, "mirroring_add <session> <port>", 2),
+    "mirroring_delete": _ints(MirroringDelete, "mirroring_delete <session>", 1),
+    "register_read": _named_index(RegisterRead, "register_read <register> <index>"),
+    "register_write": _register_write,
+    "register_reset": _named(RegisterReset, "register_reset <register>"),
+    "counter_read": _named_index(CounterRead, "counter_read <counter> <index>"),
+    "counter_write": _counter_write,
+    "counter_reset": _named(CounterReset, "counter_reset <counter>"),
+    "meter_set_rates": _meter_set_rates,
+    "set_queue_depth": _queue(SetQueueDepth, "set_queue_depth <packets> [<port>]"),
+    "set_queue_rate": _queue(SetQueueRate, "set_queue_rate <pps> [<port>]"),
+}
+
+
+def parse_stf(text: str, filename: str = "<stf>", *, strict: bool = True) -> list[StfCommand]:
+    """Parse an STF file. Errors raise StfError naming filename:line.
+
+    With strict=False, unknown commands become `Unknown` instead of errors (p4c's runner
+    ignores them; being strict catches typos in our own tests).
+    """
+    commands: list[StfCommand] = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split(None, 1)
+        keyword = parts[0].lower()
+        rest = parts[1] if len(parts) > 1 else ""
+        handler = _HANDLERS.get(keyword)
+        if handler is None:
+            if strict:
+                raise StfError(filename, lineno, f"unknown command {parts[0]!r}")
+            commands.append(Unknown(parts[0], rest, line=lineno))
+            continue
+        try:
+            cmd = handler(rest)
+        except _Syntax as e:
+            raise StfError(filename, lineno, f"{keyword}: {e}") from None
+        commands.append(dataclasses.replace(cmd, line=lineno))
+    return commands

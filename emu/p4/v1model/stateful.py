@@ -1,0 +1,288 @@
+"""Stateful externs: register, counter (indirect and a direct-counter cell), meter.
+
+BMv2 simple_switch facts (targets/simple_switch/primitives.cpp, src/bm_sim/meters.cpp,
+include/bm/bm_sim/meters.h):
+
+- Out-of-bounds index from the data plane: register_read leaves the destination unchanged,
+  register_write, count and execute_meter do nothing (BMv2 logs an error and goes on; no
+  drop, no exception). So data-plane reads here take the destination's current value as
+  `default` and return it for a bad index. Control-plane access with a bad index raises
+  IndexError (the CLI reports an error).
+- Register cells hold `width`-bit values; writes truncate.
+- Counters count packets and bytes whatever their declared type; the type only says what
+  the control plane reports. Bytes added per packet are the packet's ingress length.
+- Meters are two-rate three-color markers (RFC 2698): GREEN=0, YELLOW=1, RED=2. Rates are
+  in units (packets or bytes) per microsecond, bursts in units, as BMv2's meter_set_rates
+  takes them; P4Runtime gives per-second rates (divided by 1e6 here, as PI does). A meter
+  that was never configured returns GREEN. Token buckets start full and refill from a fixed
+  time origin: tokens = floor(elapsed_us * rate) - tokens already credited, capped at the
+  burst. The PIR bucket is checked first: short -> RED (CIR untouched); else its tokens are
+  taken and the CIR bucket checked: short -> YELLOW; else both are taken -> GREEN.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from emu.core.clock import Clock
+
+__all__ = [
+    "GREEN",
+    "RED",
+    "YELLOW",
+    "CounterArray",
+    "CounterCell",
+    "CounterKind",
+    "Meter",
+    "MeterArray",
+    "MeterKind",
+    "MeterRates",
+    "RegisterArray",
+]
+
+GREEN = 0
+YELLOW = 1
+RED = 2
+
+
+class RegisterArray:
+    """`register<bit<width>>(size)`: unsigned `width`-bit cells, zero at start."""
+
+    __slots__ = ("name", "size", "width", "_mask", "_cells")
+
+    def __init__(self, name: str, size: int, width: int) -> None:
+        if size <= 0 or width <= 0:
+            raise ValueError("register size and width must be positive")
+        self.name = name
+        self.size = size
+        self.width = width
+        self._mask = (1 << width) - 1
+        self._cells = [0] * size
+
+    # data plane: never raises on a bad index (BMv2 logs and leaves things alone)
+    def read(self, index: int, default: int = 0) -> int:
+        """The cell's value; `default` (the destination's current value) if out of range."""
+        if 0 <= index < self.size:
+            return self._cells[index]
+        return default
+
+    def write(self, index: int, value: int) -> bool:
+        """Store `value` truncated to the width; False (and no change) if out of range."""
+        if 0 <= index < self.size:
+            self._cells[index] = value & self._mask
+            return True
+        return False
+
+    # control plane
+    def get(self, index: int) -> int:
+        self._check(index)
+        return self._cells[index]
+
+    def set(self, index: int, value: int) -> None:
+        self._check(index)
+        self._cells[index] = value & self._mask
+
+    def values(self) -> list[int]:
+        return list(self._cells)
+
+    def reset(self) -> None:
+        self._cells = [0] * self.size
+
+    def _check(self, index: int) -> None:
+        if not 0 <= index < self.size:
+            raise IndexError(f"register {self.name}: index {index} out of range 0..{self.size - 1}")
+
+
+class CounterKind(str, enum.Enum):
+    packets = "packets"
+    bytes = "bytes"
+    packets_and_bytes = "packets_and_bytes"
+
+
+class CounterCell:
+    """One counter (an indirect counter's element, or a table entry's direct counter)."""
+
+    __slots__ = ("packets", "bytes")
+
+    def __init__(self, packets: int = 0, nbytes: int = 0) -> None:
+        self.packets = packets
+        self.bytes = nbytes
+
+    def count(self, nbytes: int) -> None:
+        self.packets += 1
+        self.bytes += nbytes
+
+    def read(self) -> tuple[int, int]:
+        """(packets, bytes)."""
+        return (self.packets, self.bytes)
+
+    def write(self, packets: int, nbytes: int) -> None:
+        self.packets = packets
+        self.bytes = nbytes
+
+    def reset(self) -> None:
+        self.packets = 0
+        self.bytes = 0
+
+
+class CounterArray:
+    """`counter(size, CounterType.kind)`; indices 0..size-1."""
+
+    __slots__ = ("name", "size", "kind", "_packets", "_bytes")
+
+    def __init__(self, name: str, size: int, kind: CounterKind | str) -> None:
+        if size <= 0:
+            raise ValueError("counter size must be positive")
+        self.name = name
+        self.size = size
+        self.kind = CounterKind(kind)
+        self._packets = [0] * size
+        self._bytes = [0] * size
+
+    def count(self, index: int, nbytes: int) -> bool:
+        """One packet of `nbytes` (its ingress length); False and no change if out of range."""
+        if 0 <= index < self.size:
+            self._packets[index] += 1
+            self._bytes[index] += nbytes
+            return True
+        return False
+
+    def read(self, index: int) -> tuple[int, int]:
+        """(packets, bytes); IndexError if out of range."""
+        self._check(index)
+        return (self._packets[index], self._bytes[index])
+
+    def write(self, index: int, packets: int, nbytes: int) -> None:
+        self._check(index)
+        self._packets[index] = packets
+        self._bytes[index] = nbytes
+
+    def reset(self, index: int | None = None) -> None:
+        """Zero one element, or all of them."""
+        if index is None:
+            self._packets = [0] * self.size
+            self._bytes = [0] * self.size
+        else:
+            self.write(index, 0, 0)
+
+    def _check(self, index: int) -> None:
+        if not 0 <= index < self.size:
+            raise IndexError(f"counter {self.name}: index {index} out of range 0..{self.size - 1}")
+
+
+class MeterKind(str, enum.Enum):
+    packets = "packets"
+    bytes = "bytes"
+
+
+@dataclass(frozen=True)
+class MeterRates:
+    """trTCM parameters in BMv2 units: rates per microsecond, bursts in packets or bytes."""
+
+    cir: float
+    cbs: int
+    pir: float
+    pbs: int
+
+    @classmethod
+    def per_second(cls, cir: float, cburst: int, pir: float, pburst: int) -> MeterRates:
+        """From P4Runtime's MeterConfig (rates per second)."""
+        return cls(cir / 1e6, cburst, pir / 1e6, pburst)
+
+
+class Meter:
+    """One two-rate three-color meter (an indirect meter's element or a direct meter)."""
+
+    __slots__ = ("kind", "_clock", "_t0_us", "rates",
+                 "_p_tokens", "_p_last", "_c_tokens", "_c_last")
+
+    def __init__(self, kind: MeterKind | str, clock: Clock) -> None:
+        self.kind = MeterKind(kind)
+        self._clock = clock
+        self._t0_us = clock.now_us()  # BMv2: time origin = meter creation
+        self.rates: MeterRates | None = None
+        self._p_tokens = self._c_tokens = 0
+        self._p_last = self._c_last = 0
+
+    def set_rates(self, rates: MeterRates | None) -> None:
+        """Configure (buckets start full), or None to unconfigure (always GREEN)."""
+        if rates is not None:
+            if rates.cir > rates.pir:
+                # BMv2 refuses this (INVALID_INFO_RATE_VALUE); keep the old state.
+                raise ValueError("meter CIR must not exceed PIR")
+            if min(rates.cir, rates.pir, rates.cbs, rates.pbs) < 0:
+                raise ValueError("meter rates and bursts must not be negative")
+            self._p_tokens, self._c_tokens = rates.pbs, rates.cbs
+            self._p_last = self._c_last = 0
+        self.rates = rates
+
+    def execute(self, nbytes: int = 0) -> int:
+        """Color for a packet arriving now; byte meters use `nbytes`, the ingress length."""
+        r = self.rates
+        if r is None:
+            return GREEN
+        elapsed = self._clock.now_us() - self._t0_us
+        units = 1 if self.kind is MeterKind.packets else nbytes
+        total = int(elapsed * r.pir)
+        self._p_tokens = min(self._p_tokens + total - self._p_last, r.pbs)
+        self._p_last = total
+        if self._p_tokens < units:
+            return RED
+        self._p_tokens -= units
+        total = int(elapsed * r.cir)
+        self._c_tokens = min(self._c_tokens + total - self._c_last, r.cbs)
+        self._c_last = total
+        if self._c_tokens < units:
+            return YELLOW
+        self._c_tokens -= units
+        return GREEN
+
+
+class MeterArray:
+    """`meter(size, MeterType.kind)`; unconfigured elements return GREEN."""
+
+    __slots__ = ("name", "size", "kind", "_meters")
+
+    def __init__(self, name: str, size: int, kind: MeterKind | str, clock: Clock) -> None:
+        if size <= 0:
+            raise ValueError("meter size must be positive")
+        self.name = name
+        self.size = size
+        self.kind = MeterKind(kind)
+        self._meters = [Meter(self.kind, clock) for _ in range(size)]
+
+    def execute(self, index: int, nbytes: int = 0, default: int = GREEN) -> int:
+        """The color; `default` (the destination's current value) if out of range."""
+        if 0 <= index < self.size:
+            return self._meters[index].execute(nbytes)
+        return default
+
+    def set_rates(self, cir: float, cbs: int, pir: float, pbs: int,
+                  index: int | None = None) -> None:
+        """BMv2 meter_set_rates: rates per microsecond, bursts in units; None = all."""
+        self._set(MeterRates(cir, cbs, pir, pbs), index)
+
+    def set_rates_per_second(self, cir: float, cburst: int, pir: float, pburst: int,
+                             index: int | None = None) -> None:
+        """P4Runtime MeterConfig: rates per second."""
+        self._set(MeterRates.per_second(cir, cburst, pir, pburst), index)
+
+    def reset_rates(self, index: int | None = None) -> None:
+        self._set(None, index)
+
+    def get_rates(self, index: int) -> MeterRates | None:
+        self._check(index)
+        return self._meters[index].rates
+
+    def _set(self, rates: MeterRates | None, index: int | None) -> None:
+        if index is None:
+            for m in self._meters:
+                m.set_rates(rates)
+        else:
+            self._check(index)
+            self._meters[index].set_rates(rates)
+
+    def _check(self, index: int) -> None:
+        if not 0 <= index < self.size:
+            raise IndexError(f"meter {self.name}: index {index} out of range 0..{self.size - 1}")

@@ -1,0 +1,355 @@
+"""The v1model traffic manager: per-port egress queues served on the shared Clock.
+
+What BMv2 simple_switch does (targets/simple_switch/simple_switch.cpp, include/bm/bm_sim/
+queueing.h QueueingLogicPriRL), and what this module keeps:
+
+- Each egress port has `priority_queues` FIFO queues. standard_metadata.priority selects
+  the queue; a priority >= the number of queues drops the packet ("Priority out of range").
+  A higher priority value is served first (BMv2 stores priority p in internal queue
+  N-1-p and serves internal queue 0 first); qid reported at dequeue equals the priority.
+- Capacity is per queue, in packets, default 64; a full queue tail-drops.
+- enq_qdepth = packets queued on the port (all its priority queues) just before the push;
+  deq_qdepth = packets left on the port after the pop (BMv2's egress_buffers.size(port)).
+- Timestamps are microseconds of the shared clock; deq_timedelta = dequeue - enqueue time.
+- Without a rate the queues never build: a packet leaves on the next clock turn.
+
+One deliberate difference: BMv2 paces each priority queue on its own (set_queue_rate gives
+every priority queue that rate), so N busy queues can send N times the rate. Here a port is
+one transmitter: its rate (bits or packets per second) is shared, and strict priority picks
+the next packet whenever the transmitter frees up. With one queue per port the two agree.
+
+Service model: `on_dequeue` runs when a packet starts transmission (the egress pipeline runs
+then); the port stays busy for the packet's serialisation time (size * 8 / rate_bps, or
+1 / rate_pps) before the next dequeue. Rate changes apply from the next packet on.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from emu.core.clock import Clock
+
+__all__ = [
+    "DEFAULT_DEPTH_PKTS",
+    "DequeueCallback",
+    "DequeueInfo",
+    "DropCounters",
+    "DropReason",
+    "EnqueueResult",
+    "PortQueueStats",
+    "TrafficManager",
+]
+
+DEFAULT_DEPTH_PKTS = 64
+_NS_PER_S = 1_000_000_000
+
+
+class DropReason:
+    """Drop reason names used in DropCounters (plain strings so callers can add their own)."""
+
+    TAIL_DROP = "tail_drop"
+    PRIORITY_OUT_OF_RANGE = "priority_out_of_range"
+    PIPELINE_DROP = "pipeline_drop"
+
+
+class DropCounters:
+    """Drop counts per (port, reason). Shared by the traffic manager and the pipeline."""
+
+    __slots__ = ("_counts",)
+
+    def __init__(self) -> None:
+        self._counts: dict[tuple[int, str], int] = {}
+
+    def count(self, port: int, reason: str, n: int = 1) -> None:
+        key = (port, reason)
+        self._counts[key] = self._counts.get(key, 0) + n
+
+    def get(self, port: int, reason: str) -> int:
+        return self._counts.get((port, reason), 0)
+
+    def port_total(self, port: int) -> int:
+        return sum(n for (p, _), n in self._counts.items() if p == port)
+
+    def reason_total(self, reason: str) -> int:
+        return sum(n for (_, r), n in self._counts.items() if r == reason)
+
+    def total(self) -> int:
+        return sum(self._counts.values())
+
+    def snapshot(self) -> dict[tuple[int, str], int]:
+        """A copy of all counts keyed by (port, reason)."""
+        return dict(self._counts)
+
+    def reset(self) -> None:
+        self._counts.clear()
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueResult:
+    """What ingress-to-egress metadata gets at enqueue (v1model names, microseconds)."""
+
+    enq_timestamp: int
+    enq_qdepth: int
+    qid: int
+
+
+@dataclass(frozen=True, slots=True)
+class DequeueInfo:
+    """The queueing metadata egress sees for a dequeued packet (microseconds, packets)."""
+
+    enq_timestamp: int
+    enq_qdepth: int
+    deq_timedelta: int
+    deq_qdepth: int
+    qid: int
+
+
+@dataclass(slots=True)
+class PortQueueStats:
+    """Cumulative per-port counters, for metrics."""
+
+    enq_pkts: int = 0
+    enq_bytes: int = 0
+    deq_pkts: int = 0
+    deq_bytes: int = 0
+
+
+DequeueCallback = Callable[[int, object, DequeueInfo], None]
+
+
+class _Port:
+    """One egress port: its queues, transmitter state and counters."""
+
+    __slots__ = (
+        "port", "queues", "depths", "qbytes", "rate_bps", "rate_pps", "pkts", "bytes",
+        "busy_until", "scheduled", "carry", "stats",
+    )
+
+    def __init__(self, port: int, nq: int, depth: int,
+                 rate_bps: int | None, rate_pps: int | None) -> None:
+        self.port = port
+        # queues[p] holds (pkt, size_bytes, enq_timestamp_us, enq_qdepth) for priority p.
+        self.queues: list[deque[tuple[object, int, int, int]]] = [deque() for _ in range(nq)]
+        self.depths = [depth] * nq
+        self.qbytes = [0] * nq
+        self.rate_bps = rate_bps
+        self.rate_pps = rate_pps
+        self.pkts = 0
+        self.bytes = 0
+        self.busy_until = 0  # ns; the transmitter is free from then on
+        self.scheduled = False  # a service callback is pending on the clock
+        self.carry = 0  # remainder of the last serialisation division, so times don't drift
+        self.stats = PortQueueStats()
+
+    def service_ns(self, size_bytes: int) -> int:
+        if self.rate_bps is not None:
+            num = size_bytes * 8 * _NS_PER_S + self.carry
+            ns, self.carry = divmod(num, self.rate_bps)
+            return ns
+        if self.rate_pps is not None:
+            ns, self.carry = divmod(_NS_PER_S + self.carry, self.rate_pps)
+            return ns
+        return 0
+
+
+def _check_rate(rate_bps: float | None, rate_pps: float | None) -> tuple[int | None, int | None]:
+    if rate_bps is not None and rate_pps is not None:
+        raise ValueError("give rate_bps or rate_pps, not both")
+    bps = None if rate_bps is None else round(rate_bps)
+    pps = None if rate_pps is None else round(rate_pps)
+    # A rate of 0 means "no limit", as BMv2's set_queue_rate 0 does.
+    if bps is not None and bps < 0 or pps is not None and pps < 0:
+        raise ValueError("rates must not be negative")
+    return (bps or None), (pps or None)
+
+
+class TrafficManager:
+    """Egress queues of one switch, driven by `clock`; `on_dequeue(port, pkt, info)` per packet.
+
+    Ports are created on first use with the defaults; `configure_port` sets one up front.
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        on_dequeue: DequeueCallback,
+        *,
+        default_depth_pkts: int = DEFAULT_DEPTH_PKTS,
+        default_priority_queues: int = 1,
+        drops: DropCounters | None = None,
+    ) -> None:
+        self._clock = clock
+        self._on_dequeue = on_dequeue
+        self._default_depth = default_depth_pkts
+        self._default_nq = default_priority_queues
+        self._default_bps: int | None = None
+        self._default_pps: int | None = None
+        self._ports: dict[int, _Port] = {}
+        self.drops = drops if drops is not None else DropCounters()
+
+    # --- configuration ----------------------------------------------------------------------
+
+    def configure_port(
+        self,
+        port: int,
+        *,
+        depth_pkts: int | None = None,
+        rate_bps: float | None = None,
+        rate_pps: float | None = None,
+        priority_queues: int | None = None,
+    ) -> None:
+        """(Re)create a port's queues; only allowed while the port holds no packets.
+
+        Arguments left None take the defaults (those last set with port=None).
+        """
+        old = self._ports.get(port)
+        if old is not None and old.pkts:
+            raise RuntimeError(f"port {port} has queued packets; cannot reconfigure")
+        nq = self._default_nq if priority_queues is None else priority_queues
+        if not 1 <= nq <= 32:  # BMv2 supports up to 32 priority queues per port
+            raise ValueError("priority_queues must be 1..32")
+        depth = self._default_depth if depth_pkts is None else depth_pkts
+        if depth < 0:
+            raise ValueError("depth_pkts must not be negative")
+        if rate_bps is None and rate_pps is None:
+            bps, pps = self._default_bps, self._default_pps
+        else:
+            bps, pps = _check_rate(rate_bps, rate_pps)
+        p = _Port(port, nq, depth, bps, pps)
+        if old is not None:
+            p.busy_until, p.stats = old.busy_until, old.stats
+        self._ports[port] = p
+
+    def set_queue_rate(
+        self, port: int | None, *, rate_bps: float | None = None, rate_pps: float | None = None
+    ) -> None:
+        """Set a port's rate (None = every port, and the default for new ones).
+
+        Neither rate (or 0) removes the limit. Takes effect from the next dequeued packet.
+        """
+        bps, pps = _check_rate(rate_bps, rate_pps)
+        for p in self._targets(port):
+            p.rate_bps, p.rate_pps, p.carry = bps, pps, 0
+        if port is None:
+            self._default_bps, self._default_pps = bps, pps
+
+    def set_queue_depth(self, port: int | None, depth_pkts: int, *,
+                        priority: int | None = None) -> None:
+        """Set queue capacity in packets (None port = every port and the default).
+
+        `priority` limits the change to one priority queue. Packets already queued stay.
+        """
+        if depth_pkts < 0:
+            raise ValueError("depth_pkts must not be negative")
+        for p in self._targets(port):
+            if priority is None:
+                p.depths = [depth_pkts] * len(p.queues)
+            else:
+                p.depths[priority] = depth_pkts
+        if port is None and priority is None:
+            self._default_depth = depth_pkts
+
+    def _targets(self, port: int | None) -> Iterator[_Port]:
+        if port is None:
+            yield from self._ports.values()
+        else:
+            yield self._port(port)
+
+    def _port(self, port: int) -> _Port:
+        p = self._ports.get(port)
+        if p is None:
+            p = _Port(port, self._default_nq, self._default_depth,
+                      self._default_bps, self._default_pps)
+            self._ports[port] = p
+        return p
+
+    # --- data path ----------------------------------------------------------------------------
+
+    def enqueue(self, port: int, pkt: object, size_bytes: int,
+                priority: int = 0) -> EnqueueResult | None:
+        """Queue `pkt` for `port`; None when it was dropped (counted in `drops`)."""
+        p = self._ports.get(port) or self._port(port)
+        queues = p.queues
+        if not 0 <= priority < len(queues):
+            self.drops.count(port, DropReason.PRIORITY_OUT_OF_RANGE)
+            return None
+        q = queues[priority]
+        if len(q) >= p.depths[priority]:
+            self.drops.count(port, DropReason.TAIL_DROP)
+            return None
+        clock = self._clock
+        now = clock.now_ns()
+        ts = now // 1000
+        qdepth = p.pkts
+        q.append((pkt, size_bytes, ts, qdepth))
+        p.pkts += 1
+        p.bytes += size_bytes
+        p.qbytes[priority] += size_bytes
+        st = p.stats
+        st.enq_pkts += 1
+        st.enq_bytes += size_bytes
+        if not p.scheduled:
+            p.scheduled = True
+            if p.busy_until > now:
+                clock.call_at(p.busy_until, lambda: self._serve(p))
+            else:
+                clock.call_soon(lambda: self._serve(p))
+        return EnqueueResult(ts, qdepth, priority)
+
+    def _serve(self, p: _Port) -> None:
+        queues = p.queues
+        prio = len(queues) - 1
+        while prio >= 0 and not queues[prio]:
+            prio -= 1
+        if prio < 0:  # the port was reconfigured or emptied meanwhile
+            p.scheduled = False
+            return
+        pkt, size, ts, qdepth = queues[prio].popleft()
+        p.pkts -= 1
+        p.bytes -= size
+        p.qbytes[prio] -= size
+        st = p.stats
+        st.deq_pkts += 1
+        st.deq_bytes += size
+        clock = self._clock
+        now = clock.now_ns()
+        p.busy_until = now + p.service_ns(size)
+        if p.pkts:
+            if p.busy_until > now:
+                clock.call_at(p.busy_until, lambda: self._serve(p))
+            else:
+                clock.call_soon(lambda: self._serve(p))
+        else:
+            p.scheduled = False
+        # State is settled before the callback, which may enqueue again.
+        self._on_dequeue(p.port, pkt, DequeueInfo(ts, qdepth, now // 1000 - ts, p.pkts, prio))
+
+    # --- observation ------------------------------------------------------------------------
+
+    def occupancy(self, port: int) -> tuple[int, int]:
+        """(packets, bytes) queued on `port`, all priorities."""
+        p = self._ports.get(port)
+        return (p.pkts, p.bytes) if p else (0, 0)
+
+    def queue_occupancy(self, port: int, priority: int) -> tuple[int, int]:
+        """(packets, bytes) in one priority queue of `port`."""
+        p = self._ports.get(port)
+        if p is None:
+            return (0, 0)
+        return (len(p.queues[priority]), p.qbytes[priority])
+
+    def stats(self, port: int) -> PortQueueStats:
+        """Cumulative enqueue/dequeue counters of `port` (drops are in `drops`)."""
+        p = self._ports.get(port)
+        return p.stats if p else PortQueueStats()
+
+    def ports(self) -> list[int]:
+        return sorted(self._ports)
+
+    def port_config(self, port: int) -> dict[str, object]:
+        """The port's current settings: depth per priority, rate_bps, rate_pps."""
+        p = self._port(port)
+        return {"depths_pkts": list(p.depths), "rate_bps": p.rate_bps, "rate_pps": p.rate_pps,
+                "priority_queues": len(p.queues)}

@@ -1,0 +1,204 @@
+"""Traffic manager behaviour in virtual time."""
+
+from __future__ import annotations
+
+import pytest
+
+from emu.core.clock import VirtualClock
+from emu.p4.v1model.traffic_manager import DequeueInfo, DropCounters, DropReason, TrafficManager
+
+MS = 1_000_000  # ns
+
+
+class Sink:
+    def __init__(self, clock: VirtualClock) -> None:
+        self.clock = clock
+        self.out: list[tuple[int, int, object, DequeueInfo]] = []  # (t_ns, port, pkt, info)
+
+    def __call__(self, port: int, pkt: object, info: DequeueInfo) -> None:
+        self.out.append((self.clock.now_ns(), port, pkt, info))
+
+    def times(self) -> list[int]:
+        return [t for t, *_ in self.out]
+
+    def pkts(self) -> list[object]:
+        return [p for _, _, p, _ in self.out]
+
+
+def make(**kw: object) -> tuple[VirtualClock, Sink, TrafficManager]:
+    clock = VirtualClock()
+    sink = Sink(clock)
+    return clock, sink, TrafficManager(clock, sink, **kw)  # type: ignore[arg-type]
+
+
+def test_bit_rate_serialisation_one_frame_per_ms() -> None:
+    clock, sink, tm = make()
+    tm.configure_port(1, rate_bps=8_000_000)
+    for i in range(5):
+        assert tm.enqueue(1, i, 1000) is not None
+    clock.run_until_idle()
+    assert sink.times() == [0, 1 * MS, 2 * MS, 3 * MS, 4 * MS]
+    assert sink.pkts() == [0, 1, 2, 3, 4]
+    # deq_timedelta = waiting time in us; deq_qdepth = packets left behind.
+    assert [i.deq_timedelta for *_, i in sink.out] == [0, 1000, 2000, 3000, 4000]
+    assert [i.deq_qdepth for *_, i in sink.out] == [4, 3, 2, 1, 0]
+
+
+def test_idle_port_sends_at_once_busy_port_waits() -> None:
+    clock, sink, tm = make()
+    tm.configure_port(1, rate_bps=8_000_000)
+    tm.enqueue(1, "a", 1000)
+    clock.advance(MS // 2)
+    tm.enqueue(1, "b", 1000)  # the transmitter is busy until 1 ms
+    clock.advance(10 * MS)
+    tm.enqueue(1, "c", 1000)  # idle again: leaves now
+    clock.run_until_idle()
+    assert sink.times() == [0, MS, 10 * MS + MS // 2]
+    assert sink.out[1][3].deq_timedelta == 500
+
+
+def test_enq_qdepth_grows_and_65th_is_tail_dropped() -> None:
+    clock, sink, tm = make()
+    tm.configure_port(2, rate_bps=1_000_000)
+    results = [tm.enqueue(2, i, 100) for i in range(65)]
+    assert [r.enq_qdepth for r in results[:64] if r] == list(range(64))
+    assert results[64] is None
+    assert tm.drops.get(2, DropReason.TAIL_DROP) == 1
+    assert tm.occupancy(2) == (64, 6400)
+    clock.run_until_idle()
+    assert len(sink.out) == 64
+    assert tm.occupancy(2) == (0, 0)
+    assert tm.stats(2).deq_pkts == 64
+
+
+def test_timestamps_are_clock_microseconds() -> None:
+    clock, sink, tm = make()
+    clock.advance(1_234_567)
+    r = tm.enqueue(3, "x", 64)
+    assert r is not None and r.enq_timestamp == 1234 and r.qid == 0
+    clock.run_until_idle()
+    assert sink.out[0][3].enq_timestamp == 1234
+
+
+def test_strict_priority_serves_high_before_low() -> None:
+    clock, sink, tm = make()
+    tm.configure_port(1, rate_bps=8_000_000, priority_queues=8)
+    tm.enqueue(1, "first", 1000, priority=0)
+    clock.advance(1)  # "first" is now on the wire; the rest queue behind it
+    tm.enqueue(1, "low1", 1000, priority=0)
+    tm.enqueue(1, "low2", 1000, priority=1)
+    r = tm.enqueue(1, "high", 1000, priority=7)
+    # enq_qdepth counts the whole port (BMv2 egress_buffers.size(port)).
+    assert r is not None and r.enq_qdepth == 2 and r.qid == 7
+    clock.run_until_idle()
+    assert sink.pkts() == ["first", "high", "low2", "low1"]
+    assert [i.qid for *_, i in sink.out] == [0, 7, 1, 0]
+    # Out-of-range priority is dropped like BMv2 does.
+    assert tm.enqueue(1, "bad", 100, priority=8) is None
+    assert tm.drops.get(1, DropReason.PRIORITY_OUT_OF_RANGE) == 1
+
+
+def test_depth_is_per_priority_queue() -> None:
+    _, _, tm = make()
+    tm.configure_port(1, rate_pps=1, priority_queues=2, depth_pkts=2)
+    assert tm.enqueue(1, 1, 1, priority=0) and tm.enqueue(1, 2, 1, priority=0)
+    assert tm.enqueue(1, 3, 1, priority=0) is None
+    assert tm.enqueue(1, 4, 1, priority=1) is not None
+    tm.set_queue_depth(1, 3, priority=0)
+    assert tm.enqueue(1, 5, 1, priority=0) is not None
+    assert tm.queue_occupancy(1, 0) == (3, 3)
+
+
+def test_pps_mode() -> None:
+    clock, sink, tm = make()
+    tm.configure_port(4, rate_pps=1000)
+    for i in range(3):
+        tm.enqueue(4, i, 1500)
+    clock.run_until_idle()
+    assert sink.times() == [0, MS, 2 * MS]
+    # A non-integral period does not drift: 3 pps -> 333333, 666666, 1000000 ns.
+    clock2, sink2, tm2 = make()
+    tm2.set_queue_rate(None, rate_pps=3)
+    for i in range(4):
+        tm2.enqueue(9, i, 64)
+    clock2.run_until_idle()
+    assert sink2.times() == [0, 333_333_333, 666_666_666, 1_000_000_000]
+
+
+def test_rate_change_takes_effect_on_next_packet() -> None:
+    clock, sink, tm = make()
+    tm.configure_port(1, rate_bps=8_000_000)
+    for i in range(3):
+        tm.enqueue(1, i, 1000)
+    clock.advance(MS // 2)  # packet 0 is on the wire until 1 ms
+    tm.set_queue_rate(1, rate_bps=16_000_000)
+    clock.run_until_idle()
+    # Packet 1 still waits for packet 0 (old rate); it then takes 0.5 ms at the new rate.
+    assert sink.times() == [0, MS, MS + MS // 2]
+
+
+def test_unlimited_ports_deliver_fifo_on_next_turn() -> None:
+    clock, sink, tm = make()
+    for i in range(10):
+        tm.enqueue(5, i, 100)
+        tm.enqueue(6, 100 + i, 100)
+    assert sink.out == []  # nothing is delivered inside enqueue()
+    clock.run_until_idle()
+    assert sink.times() == [0] * 20
+    assert [p for _, port, p, _ in sink.out if port == 5] == list(range(10))
+    assert [p for _, port, p, _ in sink.out if port == 6] == [100 + i for i in range(10)]
+
+
+def test_set_queue_rate_and_depth_for_all_ports_and_defaults() -> None:
+    clock, sink, tm = make()
+    tm.enqueue(1, "a", 1000)
+    clock.run_until_idle()
+    tm.set_queue_rate(None, rate_bps=8_000_000)
+    tm.set_queue_depth(None, 1)
+    assert tm.port_config(1)["rate_bps"] == 8_000_000
+    assert tm.port_config(7)["depths_pkts"] == [1]  # new ports get the new defaults
+    assert tm.enqueue(7, "x", 1000) is not None
+    assert tm.enqueue(7, "y", 1000) is None
+    tm.set_queue_rate(7)  # no rate: unlimited again
+    assert tm.port_config(7)["rate_bps"] is None
+
+
+def test_callback_may_enqueue_again() -> None:
+    clock = VirtualClock()
+    seen: list[object] = []
+
+    def on_deq(port: int, pkt: object, info: DequeueInfo) -> None:
+        seen.append(pkt)
+        if pkt == "a":
+            tm.enqueue(port, "b", 1000)
+
+    tm = TrafficManager(clock, on_deq)
+    tm.configure_port(1, rate_bps=8_000_000)
+    tm.enqueue(1, "a", 1000)
+    clock.run_until_idle()
+    assert seen == ["a", "b"]
+    assert clock.now_ns() == MS
+
+
+def test_drop_counters() -> None:
+    d = DropCounters()
+    d.count(1, DropReason.PIPELINE_DROP)
+    d.count(1, DropReason.TAIL_DROP, 2)
+    d.count(2, DropReason.TAIL_DROP)
+    assert d.port_total(1) == 3 and d.reason_total(DropReason.TAIL_DROP) == 3 and d.total() == 4
+    assert d.snapshot()[(2, "tail_drop")] == 1
+    d.reset()
+    assert d.total() == 0
+
+
+def test_config_errors() -> None:
+    _, _, tm = make()
+    with pytest.raises(ValueError):
+        tm.configure_port(1, rate_bps=1, rate_pps=1)
+    with pytest.raises(ValueError):
+        tm.configure_port(1, priority_queues=0)
+    tm.configure_port(1, rate_pps=1)
+    tm.enqueue(1, "a", 1)
+    tm.enqueue(1, "b", 1)
+    with pytest.raises(RuntimeError):
+        tm.configure_port(1)
