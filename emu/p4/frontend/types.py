@@ -1,0 +1,358 @@
+"""Canonical P4_16 types, as computed by the checker.
+
+Every expression of a checked program has ``expr.type`` set to one of these.
+Value-like types (``BitType``, ``BoolType``, ...) compare by value; named
+aggregate types (``HeaderType``, ``StructType``, ``EnumType``, ...) compare by
+identity, since P4 types are nominal.  ``bit_width`` is the serialized width in
+bits where one is defined (bit/int/bool/serializable enum/header/struct of
+such), else None.  ``str(t)`` prints P4 syntax for diagnostics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Type:
+    @property
+    def bit_width(self) -> int | None:
+        return None
+
+    def __str__(self) -> str:
+        return type(self).__name__
+
+
+@dataclass(frozen=True)
+class BitType(Type):
+    """bit<W> (signed=False) and int<W> (signed=True)."""
+
+    width: int
+    signed: bool = False
+
+    @property
+    def bit_width(self) -> int | None:
+        return self.width
+
+    def __str__(self) -> str:
+        return f"{'int' if self.signed else 'bit'}<{self.width}>"
+
+    def wrap(self, v: int) -> int:
+        """Reduce an integer to this type's range (two's complement)."""
+        if self.width == 0:
+            return 0
+        v &= (1 << self.width) - 1
+        if self.signed and v >> (self.width - 1):
+            v -= 1 << self.width
+        return v
+
+
+@dataclass(frozen=True)
+class IntType(Type):
+    """Infinite-precision integer (``int``, unsized literals, compile-time only)."""
+
+    def __str__(self) -> str:
+        return "int"
+
+
+@dataclass(frozen=True)
+class BoolType(Type):
+    @property
+    def bit_width(self) -> int | None:
+        return 1
+
+    def __str__(self) -> str:
+        return "bool"
+
+
+@dataclass(frozen=True)
+class StringType(Type):
+    def __str__(self) -> str:
+        return "string"
+
+
+@dataclass(frozen=True)
+class VoidType(Type):
+    def __str__(self) -> str:
+        return "void"
+
+
+@dataclass(frozen=True)
+class DontCareType(Type):
+    def __str__(self) -> str:
+        return "_"
+
+
+@dataclass(frozen=True)
+class ErrorType(Type):
+    """The single ``error`` type; members live in CheckedProgram.errors."""
+
+    def __str__(self) -> str:
+        return "error"
+
+
+@dataclass(frozen=True)
+class MatchKindType(Type):
+    def __str__(self) -> str:
+        return "match_kind"
+
+
+@dataclass(frozen=True)
+class VarbitType(Type):
+    max_width: int
+
+    def __str__(self) -> str:
+        return f"varbit<{self.max_width}>"
+
+
+@dataclass(frozen=True)
+class TypeVar(Type):
+    """A generic type parameter not yet bound (extern declarations)."""
+
+    name: str
+    owner: Any = field(default=None, compare=False, hash=False)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(eq=False)
+class StructLikeType(Type):
+    """Base of header, header_union and struct types."""
+
+    name: str
+    fields: list[tuple[str, Type]]
+    decl: Any = field(default=None, repr=False)
+    kind: str = "struct"
+
+    def field_type(self, name: str) -> Type | None:
+        for n, t in self.fields:
+            if n == name:
+                return t
+        return None
+
+    @property
+    def bit_width(self) -> int | None:
+        total = 0
+        for _, t in self.fields:
+            w = t.max_bit_width if isinstance(t, VarbitType) else t.bit_width  # type: ignore[attr-defined]
+            if w is None:
+                return None
+            total += w
+        return total
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(eq=False)
+class HeaderType(StructLikeType):
+    kind: str = "header"
+
+    @property
+    def bit_width(self) -> int | None:
+        """Fixed part only: varbit fields count as 0 (their size is dynamic)."""
+        total = 0
+        for _, t in self.fields:
+            if isinstance(t, VarbitType):
+                continue
+            w = t.bit_width
+            if w is None:
+                return None
+            total += w
+        return total
+
+    @property
+    def max_bit_width(self) -> int | None:
+        total = 0
+        for _, t in self.fields:
+            w = t.max_width if isinstance(t, VarbitType) else t.bit_width
+            if w is None:
+                return None
+            total += w
+        return total
+
+
+@dataclass(eq=False)
+class HeaderUnionType(StructLikeType):
+    kind: str = "header_union"
+
+
+@dataclass(eq=False)
+class StructType(StructLikeType):
+    kind: str = "struct"
+
+
+@dataclass(frozen=True)
+class HeaderStackType(Type):
+    elem: Type
+    size: int
+
+    @property
+    def bit_width(self) -> int | None:
+        w = self.elem.bit_width
+        return None if w is None else w * self.size
+
+    def __str__(self) -> str:
+        return f"{self.elem}[{self.size}]"
+
+
+@dataclass(eq=False)
+class EnumType(Type):
+    """enum E {A, B} (underlying None) or serializable enum bit<8> E {A = 1}."""
+
+    name: str
+    members: list[str]
+    underlying: BitType | None = None
+    values: dict[str, int] = field(default_factory=dict)
+    decl: Any = field(default=None, repr=False)
+
+    @property
+    def bit_width(self) -> int | None:
+        return self.underlying.width if self.underlying else None
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class TupleType(Type):
+    """tuple<...> and the type of list expressions ``{a, b}``."""
+
+    elems: tuple[Type, ...]
+
+    @property
+    def bit_width(self) -> int | None:
+        total = 0
+        for t in self.elems:
+            w = t.bit_width
+            if w is None:
+                return None
+            total += w
+        return total
+
+    def __str__(self) -> str:
+        return "tuple<" + ", ".join(str(e) for e in self.elems) + ">"
+
+
+@dataclass(eq=False)
+class NewType(Type):
+    """``type bit<9> PortId;``: a distinct type over ``base``."""
+
+    name: str
+    base: Type
+
+    @property
+    def bit_width(self) -> int | None:
+        return self.base.bit_width
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(eq=False)
+class ExternType(Type):
+    """An extern object type, possibly specialised: register<bit<32>, bit<32>>."""
+
+    name: str
+    decl: Any = field(repr=False)
+    type_args: dict[str, Type] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        if self.type_args:
+            return f"{self.name}<" + ", ".join(str(t) for t in self.type_args.values()) + ">"
+        return self.name
+
+
+@dataclass(eq=False)
+class BlockType(Type):
+    """Type of a parser/control (declaration or type declaration) or package.
+
+    kind: "parser" | "control" | "package".  ``decl`` is the ParserDecl /
+    ControlDecl / ParserTypeDecl.
+    """
+
+    name: str
+    kind: str
+    decl: Any = field(repr=False)
+    type_args: dict[str, Type] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(eq=False)
+class ActionType(Type):
+    decl: Any = field(repr=False)
+
+    def __str__(self) -> str:
+        return f"action {self.decl.name}"
+
+
+@dataclass(eq=False)
+class TableType(Type):
+    decl: Any = field(repr=False)
+
+    def __str__(self) -> str:
+        return f"table {self.decl.name}"
+
+
+@dataclass(eq=False)
+class ApplyResultType(Type):
+    """Result of ``t.apply()``: members hit, miss (bool) and action_run."""
+
+    table: Any = field(repr=False)
+
+    def __str__(self) -> str:
+        return f"apply_result({self.table.name})"
+
+
+@dataclass(eq=False)
+class ActionEnumType(Type):
+    """Type of ``t.apply().action_run``: one of the table's actions."""
+
+    table: Any = field(repr=False)
+
+    def __str__(self) -> str:
+        return f"action_list({self.table.name})"
+
+
+@dataclass(eq=False)
+class MethodType(Type):
+    """A callable (extern method/function, action, function) before the call."""
+
+    decls: list[Any] = field(repr=False)
+    kind: str = "method"
+    receiver: Any = field(default=None, repr=False)
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.decls[0].name if self.decls else '?'}"
+
+
+@dataclass(frozen=True)
+class TypeOfType(Type):
+    """The 'value' of a type name in expression position (E in E.A)."""
+
+    type: Type
+
+    def __str__(self) -> str:
+        return f"type {self.type}"
+
+
+def strip_newtype(t: Type) -> Type:
+    while isinstance(t, NewType):
+        t = t.base
+    return t
+
+
+def is_integral(t: Type) -> bool:
+    return isinstance(strip_newtype(t), BitType | IntType)
+
+
+BOOL = BoolType()
+INT = IntType()
+VOID = VoidType()
+STRING = StringType()
+ERROR = ErrorType()
+MATCH_KIND = MatchKindType()
+DONTCARE = DontCareType()

@@ -1,0 +1,260 @@
+"""Checker: diagnostics (exact positions and carets), types, constant folding."""
+
+from __future__ import annotations
+
+from emu.p4.frontend import ast as A
+from emu.p4.frontend import check_source
+from emu.p4.frontend import types as T
+
+from .conftest import INGRESS_LINE, check_errors, ingress_program
+
+
+def _first(text: str) -> tuple[int, int, str, str]:
+    err = check_errors(text)
+    d = err.diagnostics[0]
+    return d.line, d.col, d.message, d.render()
+
+
+def test_unknown_name() -> None:
+    prog = ingress_program("    apply {\n        hdr.h.a = nosuch + 1;\n    }")
+    line, col, msg, text = _first(prog)
+    assert (line, col) == (INGRESS_LINE + 1, 19)
+    assert msg == "unknown name 'nosuch'"
+    assert text.splitlines() == [
+        f"prog.p4:{INGRESS_LINE + 1}:19: error: unknown name 'nosuch'",
+        "        hdr.h.a = nosuch + 1;",
+        "                  ^",
+    ]
+
+
+def test_width_mismatch_in_assignment() -> None:
+    prog = ingress_program("    apply {\n        hdr.h.a = hdr.h.b;\n    }")
+    line, col, msg, text = _first(prog)
+    assert (line, col) == (INGRESS_LINE + 1, 19)
+    assert "cannot assign a value of type 'bit<16>' to 'bit<8>' without a cast" in msg
+    assert text.splitlines()[-1] == " " * 18 + "^"
+
+
+def test_width_mismatch_in_arithmetic() -> None:
+    prog = ingress_program("    apply {\n        hdr.h.b = hdr.h.b + hdr.h.a;\n    }")
+    line, col, msg, _ = _first(prog)
+    assert (line, col) == (INGRESS_LINE + 1, 27)
+    assert "operands of '+' must have the same type: 'bit<16>' and 'bit<8>'" in msg
+
+
+def test_bad_cast() -> None:
+    prog = ingress_program("    apply {\n        bool b = (bool)hdr.h.a;\n    }")
+    line, col, msg, _ = _first(prog)
+    assert (line, col) == (INGRESS_LINE + 1, 18)
+    assert msg == "cannot cast 'bit<8>' to 'bool'"
+
+
+def test_assignment_to_const() -> None:
+    prog = ingress_program("    const bit<8> K = 3;\n    apply {\n        K = 4;\n    }")
+    line, col, msg, _ = _first(prog)
+    assert (line, col) == (INGRESS_LINE + 2, 9)
+    assert msg == "cannot assign to constant 'K'"
+
+
+def test_wrong_argument_count() -> None:
+    prog = ingress_program(
+        "    action a(bit<8> x) { hdr.h.a = x; }\n    apply {\n        a(1, 2);\n        mark_to_drop(std, std);\n    }"
+    )
+    err = check_errors(prog)
+    got = [(d.line, d.col, d.message) for d in err.diagnostics]
+    assert got[0][:2] == (INGRESS_LINE + 2, 14)
+    assert "action 'a' expects 1 arguments, got 2" in got[0][2]
+    assert got[1][:2] == (INGRESS_LINE + 3, 9)
+    assert "'mark_to_drop' expects 0 or 1 arguments, got 2" in got[1][2]
+
+
+def test_several_errors_are_collected() -> None:
+    prog = ingress_program(
+        "    apply {\n        hdr.h.a = x1;\n        hdr.h.a = x2;\n        hdr.h.zz = 1;\n    }"
+    )
+    err = check_errors(prog)
+    msgs = [d.message for d in err.diagnostics]
+    assert msgs == ["unknown name 'x1'", "unknown name 'x2'", "'h_t' has no field 'zz'"]
+    assert str(err).count("error:") == 3
+
+
+def test_unknown_type_state_and_match_kind() -> None:
+    prog = ingress_program(
+        "    table t { key = { hdr.h.a : fuzzy; } actions = { NoAction; } }\n    apply { t.apply(); }"
+    )
+    line, col, msg, _ = _first(prog)
+    assert msg == "unknown match kind 'fuzzy'"
+    assert (line, col) == (INGRESS_LINE, 23)
+    bad_state = ingress_program("    apply { }").replace("transition accept;", "transition nowhere;")
+    _, _, msg, _ = _first(bad_state)
+    assert msg == "unknown state 'nowhere'"
+    bad_type = ingress_program("    apply { foo_t x; }")
+    _, _, msg, _ = _first(bad_type)
+    assert msg == "unknown type 'foo_t'"
+
+
+def test_unsupported_construct_is_named() -> None:
+    prog = ingress_program("    apply {\n        for (bit<8> i = 0; i < 4; i = i + 1) { }\n    }")
+    _, _, msg, _ = _first(prog)
+    assert msg == "'for' loops are not supported by the embedded target"
+
+
+def test_action_data_and_in_params_are_read_only() -> None:
+    prog = ingress_program("    action a(bit<8> x) { x = 1; }\n    apply { }")
+    _, _, msg, _ = _first(prog)
+    assert msg == "cannot assign to action data parameter 'x'"
+
+
+def test_types_and_constant_folding() -> None:
+    src = ingress_program(
+        """    const bit<32> W = 3;
+    const bit<(W + 5)> K = 8w200 + 100;
+    apply {
+        bit<16> v = hdr.h.b + 1;
+        bit<24> cat = hdr.h.a ++ hdr.h.b;
+        bit<4> sl = hdr.h.c[7:4];
+        int<8> neg = -8s3;
+        bool t = hdr.h.isValid() && K == 44;
+        hdr.h.a = K |+| 100;
+    }"""
+    )
+    cp = check_source(src, "t.p4")
+    ig = cp.controls["Ig"].decl
+    k = ig.locals[1]
+    assert isinstance(k, A.ConstDecl) and k.type == T.BitType(8) and k.value.const == 44
+    stmts = ig.body.stmts
+    v, cat, sl, neg, t, sat = stmts
+    assert v.init.type == T.BitType(16) and v.init.right.type == T.BitType(16)
+    assert cat.init.type == T.BitType(24)
+    assert sl.init.type == T.BitType(4)
+    assert neg.init.type == T.BitType(8, True) and neg.init.const == -3
+    assert t.init.type == T.BOOL
+    assert sat.rhs.const == 144 and sat.rhs.type == T.BitType(8)
+    # Names resolve to what they denote.
+    ref = sat.rhs.left.ref
+    assert ref.kind == "const" and ref.value == 44
+    hdr_ref = v.init.left.expr.expr.ref
+    assert hdr_ref.kind == "param" and isinstance(hdr_ref.type, T.StructType)
+    h_t = cp.types["h_t"]
+    assert isinstance(h_t, T.HeaderType) and h_t.bit_width == 56
+
+
+def test_enums_and_errors() -> None:
+    src = """
+#include <core.p4>
+enum bit<8> Op { ADD = 1, SUB = 0x2 }
+enum Color { RED, GREEN }
+error { MyError }
+control c(inout bit<8> x, out bool ok) {
+    apply {
+        Op o = Op.SUB;
+        Color col = Color.GREEN;
+        x = (bit<8>)Op.SUB;
+        ok = col == Color.RED;
+        error e = error.MyError;
+    }
+}
+"""
+    cp = check_source(src, "e.p4")
+    assert cp.errors[-1] == "MyError"
+    op = cp.types["Op"]
+    assert isinstance(op, T.EnumType) and op.values == {"ADD": 1, "SUB": 2} and op.bit_width == 8
+    body = cp.controls["c"].decl.body.stmts
+    assert body[0].init.const == 2 and body[0].init.ref.kind == "enum_member"
+    assert body[2].rhs.const == 2
+    assert body[4].init.type == T.ERROR and body[4].init.ref.kind == "error_member"
+
+
+def test_table_checks() -> None:
+    prog = ingress_program(
+        """    action set(bit<8> v) { hdr.h.a = v; }
+    action other() { }
+    table t {
+        key = { hdr.h.a : ternary; }
+        actions = { set; }
+        default_action = other();
+    }
+    apply { t.apply(); }"""
+    )
+    _, _, msg, _ = _first(prog)
+    assert msg == "default action 'other' is not in the actions list of table 't'"
+
+
+def test_generic_extern_binding() -> None:
+    prog = ingress_program(
+        """    register<bit<16>, bit<8>>(256) r;
+    apply {
+        bit<16> v;
+        r.read(v, hdr.h.a);
+        hash(hdr.h.b, HashAlgorithm.crc16, 16w0, { hdr.h.a, hdr.h.c }, 16w1024);
+    }"""
+    )
+    cp = check_source(prog, "g.p4")
+    stmts = cp.controls["Ig"].decl.body.stmts
+    read = stmts[1].call
+    assert read.kind == "extern_method" and read.type_bindings["T"] == T.BitType(16)
+    h = stmts[2].call
+    assert h.kind == "extern_function" and h.type_bindings["D"] == T.TupleType((T.BitType(8), T.BitType(32)))
+    bad = prog.replace("r.read(v, hdr.h.a);", "r.read(hdr.h.a, hdr.h.a);")
+    _, _, msg, _ = _first(bad)
+    assert "must have type 'bit<16>', not 'bit<8>'" in msg
+
+
+def test_direct_parser_invocation_and_min_size() -> None:
+    src = """
+#include <core.p4>
+header h_t { bit<8> a; bit<16> b; }
+struct hs { h_t h; }
+parser Sub(packet_in pkt, inout hs hdr) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+parser Top(packet_in pkt, out hs hdr) {
+    bit<7> n;
+    state start {
+        Sub.apply(pkt, hdr);
+        n = hdr.h.minSizeInBytes();
+        transition accept;
+    }
+}
+"""
+    cp = check_source(src, "d.p4")
+    st = cp.parsers["Top"].decl.states[0].stmts
+    assert st[0].call.kind == "apply" and st[0].call.target is cp.parsers["Sub"].decl
+    assert st[1].rhs.const == 3 and st[1].rhs.type == T.BitType(7)
+
+
+def test_serializable_enum_keys_accept_underlying_values() -> None:
+    prog = ingress_program(
+        """    action a() { }
+    table t {
+        key = { meta.m : exact; hdr.h.a : ternary; }
+        actions = { a; }
+        const entries = { (1, 0x10 &&& 0xF0) : a(); }
+    }
+    apply { t.apply(); }"""
+    ).replace("struct meta_t { bit<8> m; }", "enum bit<8> E { X = 1 }\nstruct meta_t { E m; }")
+    check_source(prog, "e.p4")
+
+
+def test_static_assert() -> None:
+    ok = '#include <core.p4>\nconst bool ok = static_assert(2 + 2 == 4, "math");\n'
+    cp = check_source(ok, "s.p4")
+    assert cp.constants["ok"] is True
+    bad = ok.replace("2 + 2 == 4", "1 > 2")
+    line, col, msg, _ = _first(bad)
+    assert (line, col) == (2, 17) and msg == "static assertion failed: math"
+
+
+def test_package_arguments_must_match_kinds() -> None:
+    prog = ingress_program("    apply { }").replace("V1Switch(P(), C(), Ig(),", "V1Switch(P(), C(), P(),")
+    line, col, msg, _ = _first(prog)
+    assert msg == "argument 'ig' of 'V1Switch' must be a control, not parser 'P'"
+    prog = ingress_program("    apply { }").replace("V1Switch(P(), C(), Ig(),", "V1Switch(P(), Ig(), Ig(),")
+    _, _, msg, _ = _first(prog)
+    assert msg == "argument 'vr' of 'V1Switch': control 'Ig' has 3 parameters, 'VerifyChecksum' needs 2"
+
+
+def test_verify_only_in_parsers() -> None:
+    prog = ingress_program("    apply {\n        verify(true, error.NoMatch);\n    }")
+    line, col, msg, _ = _first(prog)
+    assert (line, col, msg) == (INGRESS_LINE + 1, 9, "'verify' can only be called in a parser")
