@@ -195,8 +195,11 @@ class RealClock(Clock):
             fn()
 
     def run(self, until: Callable[[], bool] | None = None, timeout_s: float | None = None) -> None:
-        """Run timers and readers until stop(), until() is true, or timeout_s elapses."""
-        self._stopping = False
+        """Run timers and readers until stop(), until() is true, or timeout_s elapses.
+
+        A stop() that arrives before run() (say, from a signal handler during
+        start-up) is honoured: run() returns at once.
+        """
         self._loop_thread = threading.get_ident()
         deadline = None if timeout_s is None else self.now_ns() + int(timeout_s * 1e9)
         try:
@@ -219,6 +222,7 @@ class RealClock(Clock):
                     key.data()
         finally:
             self._loop_thread = None
+            self._stopping = False
 
     def close(self) -> None:
         self._sel.close()

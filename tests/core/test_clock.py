@@ -99,3 +99,15 @@ def test_real_clock_run_until_predicate() -> None:
     clock.run(until=lambda: len(hits) >= 10, timeout_s=5)
     clock.close()
     assert len(hits) >= 10
+
+
+def test_real_clock_stop_before_run_is_honoured() -> None:
+    clock = RealClock()
+    ran: list[int] = []
+    clock.call_later(50_000_000, lambda: ran.append(1))
+    clock.stop()
+    clock.run(timeout_s=5)  # returns at once, the 50 ms timer has not fired
+    assert ran == []
+    clock.run(timeout_s=0.2)  # a later run() starts fresh
+    clock.close()
+    assert ran == [1]

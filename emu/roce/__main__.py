@@ -1,0 +1,26 @@
+"""`python -m emu.roce agent --iface IFACE --config FILE [--results FILE] [--status-file F]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m emu.roce", description="RoCEv2 host stack")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("agent", help="run a host agent on an interface")
+    a.add_argument("--iface", required=True)
+    a.add_argument("--config", required=True, help="YAML or JSON agent configuration")
+    a.add_argument("--results", help="JSON-lines results file (default: stdout)")
+    a.add_argument("--status-file", help="file that reads ready/done/partial/error")
+    a.add_argument("--linger-s", type=float, default=0.3,
+                   help="keep answering the peer this long after finishing")
+    args = ap.parse_args(argv)
+    from emu.roce.agent import run
+
+    return run(args.iface, args.config, args.results, args.status_file, args.linger_s)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,282 @@
+"""Host agent: runs a workload of flows over one NIC and reports per-flow results.
+
+Protocol with an orchestrator:
+- stdout line `READY` once the port is open and QPs exist (also `ready` in --status-file);
+- flows start at `start_us` after READY, or when every flow in `after` has completed
+  locally (sent and acknowledged) or has been received (ring all-reduce steps);
+- results are JSON lines (one per flow, then one `summary` line) on --results or stdout;
+- exit status 0 when all local flows completed and all `expect`ed flows arrived, 2 when
+  stopped early (SIGTERM/SIGINT or timeout_s: partial results are still written),
+  1 on configuration errors. The status file then holds `done`, `partial` or `error`.
+
+Flows are identified on the wire by the immediate data of their last packet:
+imm = CRC-32 of the flow id, so receivers need no out-of-band knowledge of the order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import signal
+import sys
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from emu.core.clock import Clock
+from emu.core.port import FramePort
+from emu.roce import wire
+from emu.roce.config import AgentConfig, FlowConfig
+from emu.roce.nic import Nic, NicParams
+from emu.roce.qp import Message, QpParams, QueuePair, WorkRequest
+
+
+def flow_imm(flow_id: str) -> int:
+    return zlib.crc32(flow_id.encode())
+
+
+def flow_payload(flow_id: str, size: int) -> bytes:
+    """Deterministic content, so a receiver's digest can be checked against the sender's."""
+    return random.Random(flow_imm(flow_id)).randbytes(size)
+
+
+@dataclass
+class _FlowState:
+    cfg: FlowConfig
+    qp: QueuePair
+    posted_ns: int | None = None
+    done_ns: int | None = None
+    sha256: str = ""
+    wr: WorkRequest | None = None
+    base: dict[str, int] = field(default_factory=dict)
+    end: dict[str, int] = field(default_factory=dict)
+
+
+class Agent:
+    def __init__(self, cfg: AgentConfig, clock: Clock, port: FramePort) -> None:
+        self.cfg = cfg
+        self.clock = clock
+        n = cfg.nic
+        self.nic = Nic(clock, port, NicParams(
+            mac=cfg.host.mac, ip=cfg.host.ip, line_rate_bps=n.line_rate_bps,
+            dilation=n.time_dilation, timer_resolution_ns=n.timer_resolution_ns, mtu=n.mtu,
+            dcqcn=cfg.dcqcn, plb=cfg.plb, tx_batch=n.tx_batch, pacing_burst_ns=n.pacing_burst_ns,
+            min_rto_ns=n.min_rto_ns))
+        self.peers: dict[int, str] = {}
+        for q in cfg.qps:
+            path = wire.Path(cfg.host.mac, q.peer_mac, cfg.host.ip, q.peer_ip, q.udp_sport,
+                             q.peer_qpn, dscp=n.dscp, ctrl_dscp=n.ctrl_dscp, ttl=n.ttl)
+            qp = self.nic.add_qp(QpParams(
+                q.qpn, path, start_psn=q.start_psn, peer_start_psn=q.peer_start_psn, mtu=n.mtu,
+                recovery=q.recovery, reorder_window_pkts=q.reorder_window_pkts,
+                max_outstanding_pkts=q.max_outstanding_pkts, ack_every_pkts=q.ack_every_pkts,
+                ack_interval_ns=q.ack_interval_ns,
+                sr_dupthresh=q.sr_dupthresh, rto_ns=q.rto_ns, deliver="digest"))
+            qp.responder.on_message = self._receiver_for(qp)
+            self.peers[q.qpn] = q.peer or q.peer_ip
+        self.flows = {f.id: _FlowState(f, self.nic.qps[f.qpn]) for f in cfg.flows}
+        self.imm_to_flow = {flow_imm(fid): fid for fid in list(self.flows) + cfg.expect}
+        self.received: dict[str, tuple[QueuePair, Message]] = {}
+        self.unexpected: list[dict[str, Any]] = []
+        self.t0 = 0
+        self.on_change: Callable[[], None] | None = None
+
+    # -- workload -----------------------------------------------------------------------
+    def start(self) -> None:
+        self.t0 = self.clock.now_ns()
+        for fs in self.flows.values():
+            self.clock.call_at(self.t0 + int(fs.cfg.start_us * 1000), self._maybe_start_all)
+
+    def _dep_done(self, fid: str) -> bool:
+        fs = self.flows.get(fid)
+        if fs is not None and fs.done_ns is not None:
+            return True
+        return fid in self.received
+
+    def _maybe_start_all(self) -> None:
+        now = self.clock.now_ns()
+        for fs in self.flows.values():
+            if fs.posted_ns is not None or now < self.t0 + int(fs.cfg.start_us * 1000):
+                continue
+            if all(self._dep_done(d) for d in fs.cfg.after):
+                self._post(fs, now)
+
+    def _post(self, fs: _FlowState, now: int) -> None:
+        f = fs.cfg
+        data = flow_payload(f.id, f.size_bytes)
+        fs.sha256 = hashlib.sha256(data).hexdigest()
+        fs.posted_ns = now
+        fs.base = self._qp_counters(fs.qp)
+
+        def on_complete(_wr: WorkRequest) -> None:
+            self._sent(fs)
+
+        fs.wr = fs.qp.post_send(data, f.op, imm=flow_imm(f.id), va=f.va, rkey=f.rkey,
+                                on_complete=on_complete)
+
+    def _sent(self, fs: _FlowState) -> None:
+        fs.done_ns = self.clock.now_ns()
+        fs.end = self._qp_counters(fs.qp)
+        self._changed()
+
+    def _receiver_for(self, qp: QueuePair) -> Callable[[Message], None]:
+        def on_message(msg: Message) -> None:
+            fid = self.imm_to_flow.get(msg.imm if msg.imm is not None else -1)
+            if fid is None:
+                self.unexpected.append({"qpn": qp.qpn, "imm": msg.imm, "size_bytes": msg.length})
+            else:
+                self.received[fid] = (qp, msg)
+            self._changed()
+        return on_message
+
+    def _changed(self) -> None:
+        self._maybe_start_all()
+        if self.on_change is not None:
+            self.on_change()
+
+    def done(self) -> bool:
+        return (all(fs.done_ns is not None for fs in self.flows.values())
+                and all(fid in self.received for fid in self.cfg.expect))
+
+    # -- results -----------------------------------------------------------------------
+    @staticmethod
+    def _qp_counters(qp: QueuePair) -> dict[str, int]:
+        rs, ps = qp.requester.stats, qp.responder.stats
+        return {"retx_pkts": rs.retx_pkts, "timeouts": rs.timeouts, "cnps_rcvd": rs.cnps_rcvd,
+                "repaths": rs.repaths, "cnps_sent": ps.cnps_sent,
+                "ecn_marked_rcvd": ps.ecn_marked_rcvd, "data_pkts_sent": rs.data_pkts_sent}
+
+    def _rate_samples(self, qp: QueuePair, t_from: int, t_to: int | None) -> list[list[float]]:
+        rp = qp.rp
+        if rp is None:
+            return []
+        d = self.nic.params.dilation
+        pts = [(t, r) for t, r in rp.trace if t <= (t_to if t_to is not None else t) and t >= t_from]
+        before = [(t, r) for t, r in rp.trace if t < t_from]
+        if before:
+            pts.insert(0, (t_from, before[-1][1]))
+        limit = max(2, self.cfg.rate_samples_max)
+        if len(pts) > limit:
+            step = len(pts) / limit
+            pts = [pts[int(i * step)] for i in range(limit)]
+        return [[t - self.t0, r * d] for t, r in pts]
+
+    def results(self) -> list[dict[str, Any]]:
+        d = self.nic.params.dilation
+        out: list[dict[str, Any]] = []
+        now = self.clock.now_ns()
+        for fid, fs in self.flows.items():
+            f = fs.cfg
+            end = fs.end or self._qp_counters(fs.qp)
+            delta = {k: end[k] - fs.base.get(k, 0) for k in end} if fs.posted_ns is not None else {}
+            fct = None if fs.done_ns is None or fs.posted_ns is None else fs.done_ns - fs.posted_ns
+            rec: dict[str, Any] = {
+                "type": "flow", "role": "sender", "flow": fid, "host": self.cfg.host.name,
+                "peer": self.peers.get(f.qpn), "qpn": f.qpn, "op": f.op, "size_bytes": f.size_bytes,
+                "completed": fs.done_ns is not None, "start_ns": None if fs.posted_ns is None
+                else fs.posted_ns - self.t0,
+                "complete_ns": None if fs.done_ns is None else fs.done_ns - self.t0,
+                "fct_ns": fct, "fct_nominal_ns": None if fct is None else fct / d,
+                "goodput_bps": None if not fct else f.size_bytes * 8e9 / fct,
+                "goodput_nominal_bps": None if not fct else f.size_bytes * 8e9 / fct * d,
+                "sha256": fs.sha256 or None, **delta,
+                "rate_samples": [] if fs.posted_ns is None
+                else self._rate_samples(fs.qp, fs.posted_ns, fs.done_ns or now),
+            }
+            out.append(rec)
+        for fid in self.cfg.expect:
+            got = self.received.get(fid)
+            rec = {"type": "flow", "role": "receiver", "flow": fid, "host": self.cfg.host.name,
+                   "completed": got is not None}
+            if got is not None:
+                qp, msg = got
+                rec.update({"qpn": qp.qpn, "peer": self.peers.get(qp.qpn), "op": msg.op,
+                            "size_bytes": msg.length, "first_ns": msg.first_ns - self.t0,
+                            "complete_ns": msg.completed_ns - self.t0, "sha256": msg.sha256,
+                            "ecn_marked_rcvd": msg.ecn_marked})
+            out.append(rec)
+        out.append(self.summary())
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        qps = {}
+        for qpn, qp in self.nic.qps.items():
+            rs = qp.requester.stats
+            qps[str(qpn)] = {
+                "requester": dict(rs.__dict__), "responder": qp.responder.stats.as_dict(),
+                "udp_sport": qp.udp_sport, "recovery": qp.params.recovery,
+                "rate_bps_nominal": None if qp.rp is None else qp.rp.rc * self.nic.params.dilation,
+                "np_suppressed": qp.responder.np.suppressed,
+            }
+        st = self.nic.port.stats
+        return {"type": "summary", "host": self.cfg.host.name, "done": self.done(),
+                "elapsed_ns": self.clock.now_ns() - self.t0, "nic_drops": dict(self.nic.drops),
+                "ctrl_tx_drops": self.nic.ctrl_tx_drops, "tx_stalls": self.nic.tx_stalls,
+                "dcqcn_clamped": self.nic.clamped, "unexpected_messages": self.unexpected,
+                "port": dict(st.__dict__), "qps": qps}
+
+
+def write_results(rows: list[dict[str, Any]], out: IO[str]) -> None:
+    for r in rows:
+        out.write(json.dumps(r, sort_keys=True) + "\n")
+    out.flush()
+
+
+def run(iface: str, config: str, results: str | None = None, status_file: str | None = None,
+        linger_s: float = 0.3) -> int:
+    """Entry point of `python -m emu.roce agent` (see the module docstring)."""
+    from emu.core.clock import RealClock
+    from emu.core.port import AfPacketPort
+    from emu.roce.config import ConfigError, load
+
+    def status(s: str) -> None:
+        if status_file:
+            tmp = Path(status_file + ".tmp")
+            tmp.write_text(s + "\n")
+            tmp.replace(status_file)
+
+    try:
+        cfg = load(config)
+    except (ConfigError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        status("error")
+        return 1
+    clock = RealClock()
+    port = AfPacketPort(iface, clock)
+    agent = Agent(cfg, clock, port)
+    stopped = False
+
+    def on_signal(signum: int, _frame: object) -> None:
+        nonlocal stopped
+        stopped = True
+        clock.stop()
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        status("ready")
+        print("READY", flush=True)
+        agent.start()
+        # `stopped` is polled too: RealClock.run() clears an earlier stop() request, and a
+        # signal may land between READY and run().
+        clock.run(until=lambda: stopped or agent.done(), timeout_s=cfg.timeout_s)
+        if agent.done() and not stopped and linger_s > 0:
+            # Keep answering for a moment: a peer may still need our last ACK.
+            clock.run(until=lambda: stopped, timeout_s=linger_s)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        ok = agent.done()
+        rows = agent.results()
+        if results:
+            with open(results, "w") as fh:
+                write_results(rows, fh)
+        else:
+            write_results(rows, sys.stdout)
+        port.close()
+        clock.close()
+        status("done" if ok else "partial")
+        print("DONE" if ok else "PARTIAL", flush=True)
+    return 0 if ok else 2

@@ -1,0 +1,259 @@
+"""Agent configuration: typed dataclasses loaded from YAML or JSON with clear errors.
+
+Example (YAML):
+
+    host: {name: h1, ip: 10.0.1.1, mac: "02:00:00:00:01:01"}
+    nic: {line_rate_bps: 100e9, time_dilation: 5000, mtu: 1024, dscp: 26}
+    dcqcn: {profile: nvidia, enabled: true, g: 0.00390625}   # any DcqcnParams field
+    plb: {enabled: true, congested_rounds: 3}
+    qps:
+      - {qpn: 17, peer: h2, peer_ip: 10.0.2.1, peer_mac: "02:00:00:00:02:01",
+         peer_qpn: 33, start_psn: 0, peer_start_psn: 0, udp_sport: 49500, recovery: sr}
+    flows:
+      - {id: f1, peer: h2, size_bytes: 4000000, op: send, start_us: 0, after: []}
+    expect: [f2]        # flow ids this host receives (it finishes when they are in)
+
+Nominal units throughout (the emulated fabric); `nic.time_dilation` maps them to the wire.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from emu.roce.dcqcn import PROFILES, DcqcnParams, profile
+from emu.roce.plb import PlbParams
+
+
+class ConfigError(ValueError):
+    """Bad configuration; the message names the offending key."""
+
+
+@dataclass
+class HostConfig:
+    name: str
+    ip: str
+    mac: str
+
+
+@dataclass
+class NicConfig:
+    line_rate_bps: float | None = 100e9
+    time_dilation: float = 1.0
+    timer_resolution_ns: int = 0
+    mtu: int = 1024
+    dscp: int = 26
+    ctrl_dscp: int = 48
+    ttl: int = 64
+    tx_batch: int = 64
+    pacing_burst_ns: int = 500_000  # catch-up after late real-clock wakeups (wire time)
+    min_rto_ns: int = 2_000_000
+
+
+@dataclass
+class QpConfig:
+    qpn: int
+    peer_ip: str
+    peer_mac: str
+    peer_qpn: int
+    peer: str = ""
+    start_psn: int = 0
+    peer_start_psn: int = 0
+    udp_sport: int = 49152
+    recovery: Literal["gbn", "sr"] = "gbn"
+    reorder_window_pkts: int = 256
+    max_outstanding_pkts: int = 256
+    ack_every_pkts: int = 16
+    ack_interval_ns: int = 16_000
+    sr_dupthresh: int = 8
+    rto_ns: int = 4_000_000
+
+
+@dataclass
+class FlowConfig:
+    id: str
+    size_bytes: int
+    qpn: int = 0  # the local QP that sends it; or give `peer` (a QP's peer name)
+    peer: str = ""
+    op: Literal["send", "write"] = "send"
+    start_us: float = 0.0  # clock time after the agent is ready (not dilated)
+    after: list[str] = field(default_factory=list)  # completed (sent) or received flows
+    va: int = 0
+    rkey: int = 0
+
+
+@dataclass
+class AgentConfig:
+    host: HostConfig
+    qps: list[QpConfig]
+    nic: NicConfig = field(default_factory=NicConfig)
+    dcqcn: DcqcnParams = field(default_factory=DcqcnParams)
+    plb: PlbParams = field(default_factory=PlbParams)
+    flows: list[FlowConfig] = field(default_factory=list)
+    expect: list[str] = field(default_factory=list)
+    rate_samples_max: int = 200
+    timeout_s: float | None = None  # give up (partial results) after this long
+
+
+def _check(cond: bool, where: str, msg: str) -> None:
+    if not cond:
+        raise ConfigError(f"{where}: {msg}")
+
+
+def _convert(tp: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for a in args:
+            if a is type(None):
+                continue
+            try:
+                return _convert(a, value, where)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        raise ConfigError(errors[0] if errors else f"{where}: bad value {value!r}")
+    if origin is Literal:
+        _check(value in args, where, f"must be one of {', '.join(map(repr, args))}, got {value!r}")
+        return value
+    if origin is list:
+        _check(isinstance(value, list), where, f"expected a list, got {type(value).__name__}")
+        return [_convert(args[0], v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return from_dict(tp, value, where)
+    if tp is bool:
+        _check(isinstance(value, bool), where, f"expected true/false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        _check(isinstance(value, int) and not isinstance(value, bool), where,
+               f"expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, str):
+            try:
+                value = float(value)  # YAML reads 100e9 as a string
+            except ValueError:
+                pass
+        _check(isinstance(value, (int, float)) and not isinstance(value, bool), where,
+               f"expected a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        _check(isinstance(value, str), where, f"expected a string, got {value!r}")
+        return value
+    raise ConfigError(f"{where}: unsupported type {tp!r}")
+
+
+def from_dict(cls: type, data: Any, where: str = "config") -> Any:
+    """Build dataclass `cls` from a mapping, rejecting unknown keys and bad types."""
+    _check(isinstance(data, dict), where, f"expected a mapping, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    flds = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(flds))
+    _check(not unknown, where, f"unknown key(s) {', '.join(unknown)}; known: {', '.join(flds)}")
+    kwargs = {}
+    for name, f in flds.items():
+        if name in data:
+            kwargs[name] = _convert(hints[name], data[name], f"{where}.{name}")
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"{where}: missing required key {name!r}")
+    return cls(**kwargs)
+
+
+def _dcqcn(data: Any, line_rate: float | None) -> DcqcnParams:
+    if data is None:
+        data = {}
+    _check(isinstance(data, dict), "dcqcn", "expected a mapping")
+    data = dict(data)
+    name = data.pop("profile", "nvidia")
+    _check(name in PROFILES, "dcqcn.profile", f"must be one of {', '.join(PROFILES)}")
+    base = profile(name, line_rate or 100e9)
+    merged = {**dataclasses.asdict(base), **data}
+    params: DcqcnParams = from_dict(DcqcnParams, merged, "dcqcn")
+    try:
+        params.validate()
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return params
+
+
+def load_dict(data: Any) -> AgentConfig:
+    _check(isinstance(data, dict), "config", "expected a mapping at the top level")
+    data = dict(data)
+    nic = from_dict(NicConfig, data.get("nic", {}), "nic")
+    dcqcn = _dcqcn(data.pop("dcqcn", None), nic.line_rate_bps)
+    cfg: AgentConfig = from_dict(AgentConfig, data)
+    cfg.dcqcn = dcqcn
+    validate(cfg)
+    return cfg
+
+
+def load(path: str | Path) -> AgentConfig:
+    p = Path(path)
+    text = p.read_text()
+    try:
+        if p.suffix == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except Exception as exc:  # yaml.YAMLError or json.JSONDecodeError
+        raise ConfigError(f"{p}: cannot parse: {exc}") from None
+    return load_dict(data)
+
+
+def validate(cfg: AgentConfig) -> None:
+    n = cfg.nic
+    _check(256 <= n.mtu <= 4096, "nic.mtu", f"must be in 256..4096 bytes, got {n.mtu}")
+    _check(n.time_dilation > 0, "nic.time_dilation", "must be positive")
+    _check(n.line_rate_bps is None or n.line_rate_bps > 0, "nic.line_rate_bps", "must be positive")
+    _check(0 <= n.dscp < 64 and 0 <= n.ctrl_dscp < 64, "nic.dscp", "DSCP must be 0..63")
+    try:
+        cfg.plb.validate()
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    qpns = set()
+    for i, q in enumerate(cfg.qps):
+        w = f"qps[{i}]"
+        _check(0 < q.qpn < 1 << 24 and 0 < q.peer_qpn < 1 << 24, w, "QPNs must be 1..2^24-1")
+        _check(q.qpn not in qpns, w, f"duplicate qpn {q.qpn}")
+        qpns.add(q.qpn)
+        _check(0 <= q.start_psn < 1 << 24 and 0 <= q.peer_start_psn < 1 << 24, w,
+               "PSNs must be 0..2^24-1")
+        _check(0 < q.udp_sport < 65536, w, "udp_sport must be 1..65535")
+        _check(q.max_outstanding_pkts >= 1 and q.ack_every_pkts >= 1, w,
+               "max_outstanding_pkts and ack_every_pkts must be >= 1")
+        _check(q.max_outstanding_pkts < 1 << 22, w, "max_outstanding_pkts must be < 2^22")
+        if q.recovery == "sr":
+            _check(q.max_outstanding_pkts <= q.reorder_window_pkts, w,
+                   "with selective repeat, max_outstanding_pkts must not exceed "
+                   "reorder_window_pkts (the peer's buffer)")
+    ids = set()
+    for i, f in enumerate(cfg.flows):
+        w = f"flows[{i}]"
+        if f.qpn == 0:
+            _check(bool(f.peer), w, "give the sending QP as qpn or peer")
+            match = [q.qpn for q in cfg.qps if q.peer == f.peer]
+            _check(len(match) == 1, f"{w}.peer",
+                   f"{f.peer!r} must name exactly one QP's peer (found {len(match)})")
+            f.qpn = match[0]
+        _check(f.id not in ids, w, f"duplicate flow id {f.id!r}")
+        ids.add(f.id)
+        _check(f.qpn in qpns, w, f"qpn {f.qpn} is not one of the configured QPs")
+        _check(f.size_bytes >= 0, w, "size_bytes must be >= 0")
+        _check(f.start_us >= 0, w, "start_us must be >= 0")
+    known = ids | set(cfg.expect)
+    for i, f in enumerate(cfg.flows):
+        for dep in f.after:
+            _check(dep in known, f"flows[{i}].after",
+                   f"{dep!r} is neither a local flow nor in 'expect'")
+            _check(dep != f.id, f"flows[{i}].after", "a flow cannot wait for itself")

@@ -1,0 +1,201 @@
+"""A host NIC: one FramePort, QPs demultiplexed by destination QPN, a paced transmit
+scheduler, and per-reason drop counters for frames that reach no QP."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from emu.core.clock import Clock, TimerHandle
+from emu.core.port import FramePort
+from emu.roce import wire
+from emu.roce.dcqcn import DcqcnParams, NotificationPoint, ReactionPoint, scaled
+from emu.roce.metrics import DropCounter
+from emu.roce.pacing import Dilation, Pacer
+from emu.roce.plb import Plb, PlbParams
+from emu.roce.qp import QpParams, QueuePair
+
+
+@dataclass
+class NicParams:
+    """Host NIC settings. Rates and durations nominal; `dilation` maps them to the wire."""
+
+    mac: str
+    ip: str
+    line_rate_bps: float | None = 100e9  # None: no pacing at all (send as fast as possible)
+    dilation: float = 1.0
+    timer_resolution_ns: int = 0
+    mtu: int = 1024
+    dcqcn: DcqcnParams = field(default_factory=DcqcnParams)
+    plb: PlbParams = field(default_factory=PlbParams)
+    tx_batch: int = 64  # frames per scheduler turn before yielding to the clock
+    tx_retry_ns: int = 50_000  # wait after the port refused a frame
+    pacing_burst_ns: int = 0  # catch-up allowance for late timer wakeups (wire time)
+    wire_overhead_bytes: int = 24
+    min_rto_ns: int = 0  # floor of the (dilated) RTO in clock time
+
+
+class Nic:
+    def __init__(self, clock: Clock, port: FramePort, params: NicParams) -> None:
+        self.clock = clock
+        self.port = port
+        self.params = params
+        self.qps: dict[int, QueuePair] = {}
+        self.drops = DropCounter()
+        self.ctrl_tx_drops = 0
+        self.tx_stalls = 0
+        self.dilation = Dilation(params.dilation, params.timer_resolution_ns,
+                                 params.line_rate_bps, params.mtu + 78)
+        self.wire_line_rate = self.dilation.wire_line_rate_bps
+        floor = self.dilation.floor_ns()
+        self.dcqcn, self.clamped = scaled(params.dcqcn, params.dilation, floor)
+        self._active: deque[QueuePair] = deque()
+        self._tx_handle: TimerHandle | None = None
+        self._tx_when: int | None = None
+        self._stalled: bytes | None = None
+        self._line = Pacer(self.wire_line_rate, params.pacing_burst_ns, params.wire_overhead_bytes)
+        self.on_message: Callable[[QueuePair, object], None] | None = None
+        port.set_receiver(self.on_frame)
+
+    # -- configuration --------------------------------------------------------------
+    def add_qp(self, p: QpParams) -> QueuePair:
+        if p.qpn in self.qps:
+            raise ValueError(f"QPN {p.qpn} already exists")
+        if not 0 < p.qpn <= wire.PSN_MASK:
+            raise ValueError("QPN must be in 1..2^24-1")
+        d = self.dilation
+        p.rto_ns = max(d.time_ns(p.rto_ns), self.params.min_rto_ns)
+        p.ack_interval_ns = d.time_ns(p.ack_interval_ns)
+        p.rto_max_ns = max(p.rto_max_ns, p.rto_ns)
+        dc = self.dcqcn
+        line = self.wire_line_rate
+        pacer = Pacer(line, self.params.pacing_burst_ns, self.params.wire_overhead_bytes)
+        np = NotificationPoint(dc.min_time_between_cnps_ns)
+        plb = Plb(self.params.plb, seed=p.qpn ^ p.path.udp_sport)
+        rp = None
+        if dc.enabled and line is not None:
+            def on_rate(rc: float) -> None:
+                pacer.set_rate(rc)
+            rp = ReactionPoint(dc, line, self.clock, on_rate)
+        qp = QueuePair(self, p, rp=rp, np=np, pacer=pacer, plb=plb)
+        self.qps[p.qpn] = qp
+        return qp
+
+    # -- receive ---------------------------------------------------------------------
+    def on_frame(self, frame: bytes) -> None:
+        p = wire.parse(frame)
+        if isinstance(p, str):
+            self.drops[p] += 1
+            return
+        qp = self.qps.get(p.dqpn)
+        if qp is None:
+            self.drops["unknown_qpn"] += 1
+            return
+        op = p.opcode
+        if op < 0x11:
+            if op in wire.DATA_OPCODES:
+                qp.responder.on_data(p, frame, self.clock.now_ns())
+            else:
+                self.drops["unsupported_opcode"] += 1
+        elif op == wire.OP_ACK:
+            qp.requester.on_ack(p, frame)
+        elif op == wire.OP_CNP:
+            qp.on_cnp()
+        else:
+            self.drops["unsupported_opcode"] += 1
+
+    def send_ctrl(self, frame: bytes) -> None:
+        """ACK/NAK/CNP frames go out at once, ahead of paced data."""
+        if not self.port.send(frame):
+            self.ctrl_tx_drops += 1
+
+    # -- transmit scheduler -----------------------------------------------------------
+    def kick(self, qp: QueuePair) -> None:
+        if not qp.queued:
+            qp.queued = True
+            self._active.append(qp)
+        self._schedule(self.clock.now_ns())
+
+    def _schedule(self, when: int) -> None:
+        h = self._tx_handle
+        if h is not None:
+            if self._tx_when is not None and self._tx_when <= when:
+                return
+            h.cancel()
+        self._tx_when = when
+        self._tx_handle = self.clock.call_at(when, self._tx)
+
+    def _tx(self) -> None:
+        self._tx_handle = None
+        self._tx_when = None
+        clock = self.clock
+        now = clock.now_ns()
+        send = self.port.send
+        if self._stalled is not None:
+            if not send(self._stalled):
+                self.tx_stalls += 1
+                self._schedule(now + self.params.tx_retry_ns)
+                return
+            self._stalled = None
+        active = self._active
+        line = self._line
+        budget = self.params.tx_batch
+        paced = line.rate_bps is not None or self.dcqcn.enabled
+        earliest: int | None = None
+        skipped = 0
+        if not paced and len(active) == 1:
+            # One unpaced QP (the common benchmark / line-rate-less case): a tight loop.
+            qp = active[0]
+            next_frame = qp.requester.next_frame
+            while budget > 0:
+                frame = next_frame(now)
+                if frame is None:
+                    active.popleft()
+                    qp.queued = False
+                    return
+                budget -= 1
+                if not send(frame):
+                    self._stalled = frame
+                    self.tx_stalls += 1
+                    self._schedule(now + self.params.tx_retry_ns)
+                    return
+            self._schedule(clock.now_ns())
+            return
+        while active and budget > 0:
+            if line.next_ns > now:
+                earliest = line.next_ns
+                break
+            qp = active.popleft()
+            req = qp.requester
+            t = qp.pacer.next_ns
+            if t > now:
+                active.append(qp)
+                if earliest is None or t < earliest:
+                    earliest = t
+                skipped += 1
+                if skipped >= len(active):
+                    break
+                continue
+            skipped = 0
+            frame = req.next_frame(now)
+            if frame is None:
+                qp.queued = False
+                continue
+            if paced:
+                n = len(frame)
+                qp.pacer.on_send(n, now)
+                line.on_send(n, now)
+            active.append(qp)
+            budget -= 1
+            if not send(frame):
+                self._stalled = frame
+                self.tx_stalls += 1
+                self._schedule(now + self.params.tx_retry_ns)
+                return
+        if not active:
+            return
+        if budget <= 0:
+            self._schedule(clock.now_ns())
+        elif earliest is not None:
+            self._schedule(earliest)

@@ -1,0 +1,197 @@
+"""The host agent: workloads with dependencies in virtual time, and two agents in two
+network namespaces exchanging a multi-megabyte message over a veth pair."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from emu.core.clock import VirtualClock
+from emu.core.port import MemLink
+from emu.roce import config
+from emu.roce.agent import Agent, flow_payload
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def host_cfg(name: str, ip: str, mac: str, peer_ip: str, peer_mac: str, qpn: int, peer_qpn: int,
+             flows: list[dict], expect: list[str], recovery: str = "gbn",
+             nic: dict | None = None) -> dict:
+    return {
+        "host": {"name": name, "ip": ip, "mac": mac},
+        "nic": nic or {"line_rate_bps": 10e9},
+        "qps": [{"qpn": qpn, "peer": "peer", "peer_ip": peer_ip, "peer_mac": peer_mac,
+                 "peer_qpn": peer_qpn, "start_psn": 0xFFFF00, "peer_start_psn": 0xFFFF00,
+                 "udp_sport": 49152 + qpn, "recovery": recovery}],
+        "flows": flows, "expect": expect,
+    }
+
+
+def two_hosts(recovery="gbn", nic=None):
+    h1 = host_cfg("h1", "10.1.0.1", "02:00:00:00:01:01", "10.1.0.2", "02:00:00:00:01:02", 5, 6,
+                  [{"id": "a", "qpn": 5, "size_bytes": 300_000},
+                   {"id": "c", "qpn": 5, "size_bytes": 1000, "op": "write", "after": ["b"]}],
+                  ["b"], recovery, nic)
+    h2 = host_cfg("h2", "10.1.0.2", "02:00:00:00:01:02", "10.1.0.1", "02:00:00:00:01:01", 6, 5,
+                  [{"id": "b", "qpn": 6, "size_bytes": 200_000, "after": ["a"]}],
+                  ["a", "c"], recovery, nic)
+    return h1, h2
+
+
+@pytest.mark.parametrize("recovery", ["gbn", "sr"])
+def test_agents_with_dependencies_in_virtual_time(recovery):
+    clk = VirtualClock()
+    link = MemLink(clk, rate_bps=10_000_000_000, delay_ns=5000, overhead_bytes=24)
+    h1, h2 = two_hosts(recovery)
+    a1 = Agent(config.load_dict(h1), clk, link.a)
+    a2 = Agent(config.load_dict(h2), clk, link.b)
+    a1.start()
+    a2.start()
+    clk.run_until_idle()
+    assert a1.done() and a2.done()
+    r1 = {r["flow"] + r["role"]: r for r in a1.results() if r["type"] == "flow"}
+    r2 = {r["flow"] + r["role"]: r for r in a2.results() if r["type"] == "flow"}
+    # ordering: b starts after a arrived at h2, c after b arrived at h1
+    assert r2["bsender"]["start_ns"] >= r2["areceiver"]["complete_ns"]
+    assert r1["csender"]["start_ns"] >= r1["breceiver"]["complete_ns"]
+    for f, rx in (("a", r2), ("b", r1), ("c", r2)):
+        tx = r1 if f != "b" else r2
+        assert rx[f + "receiver"]["sha256"] == tx[f + "sender"]["sha256"]
+        assert rx[f + "receiver"]["size_bytes"] == tx[f + "sender"]["size_bytes"]
+    assert r2["creceiver"]["op"] == "write"
+    assert r1["asender"]["goodput_bps"] > 1e9 and r1["asender"]["retx_pkts"] == 0
+    summary = a1.results()[-1]
+    assert summary["type"] == "summary" and summary["done"]
+    json.dumps(a1.results())  # all serialisable
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
+                                reason="needs root and iproute2 for network namespaces")
+
+
+def sh(*args: str) -> None:
+    subprocess.run(args, check=True, capture_output=True, timeout=30)
+
+
+@pytest.fixture
+def netns_pair():
+    tag = uuid.uuid4().hex[:6]
+    ns = (f"roce-{tag}-1", f"roce-{tag}-2")
+    veth = (f"rv{tag}a", f"rv{tag}b")
+    macs = ("02:00:00:aa:00:01", "02:00:00:aa:00:02")
+    ips = ("10.77.0.1", "10.77.0.2")
+    try:
+        for n in ns:
+            sh("ip", "netns", "add", n)
+        sh("ip", "link", "add", veth[0], "type", "veth", "peer", "name", veth[1])
+        for i in range(2):
+            sh("ip", "link", "set", veth[i], "netns", ns[i])
+            ex = ("ip", "netns", "exec", ns[i])
+            sh(*ex, "ip", "link", "set", veth[i], "address", macs[i])
+            sh(*ex, "ip", "addr", "add", f"{ips[i]}/24", "dev", veth[i])
+            sh(*ex, "ip", "link", "set", veth[i], "up")
+            sh(*ex, "ip", "neigh", "replace", ips[1 - i], "lladdr", macs[1 - i], "dev", veth[i],
+               "nud", "permanent")
+        yield ns, veth, macs, ips
+    finally:
+        for n in ns:
+            subprocess.run(["ip", "netns", "del", n], capture_output=True, timeout=30)
+
+
+@needs_root
+@pytest.mark.root
+@pytest.mark.parametrize("recovery", ["gbn", "sr"])
+def test_two_agents_in_namespaces_move_multi_megabyte_message(netns_pair, tmp_path, recovery):
+    ns, veth, macs, ips = netns_pair
+    size = 4 * 1024 * 1024
+    nic = {"line_rate_bps": 300e6, "min_rto_ns": 20_000_000}
+    cfgs = [
+        host_cfg("h1", ips[0], macs[0], ips[1], macs[1], 5, 6,
+                 [{"id": "big", "qpn": 5, "size_bytes": size}], ["back"], recovery, nic),
+        host_cfg("h2", ips[1], macs[1], ips[0], macs[0], 6, 5,
+                 [{"id": "back", "qpn": 6, "size_bytes": 1000, "after": ["big"]}], ["big"],
+                 recovery, nic),
+    ]
+    for c in cfgs:
+        c["dcqcn"] = {"enabled": False}
+        c["timeout_s"] = 60
+    procs = []
+    try:
+        for i in range(2):
+            cf = tmp_path / f"h{i + 1}.json"
+            cf.write_text(json.dumps(cfgs[i]))
+            procs.append(subprocess.Popen(
+                ["ip", "netns", "exec", ns[i], sys.executable, "-m", "emu.roce", "agent",
+                 "--iface", veth[i], "--config", str(cf), "--results",
+                 str(tmp_path / f"h{i + 1}.jsonl"), "--status-file", str(tmp_path / f"h{i + 1}.st")],
+                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        outs = [p.communicate(timeout=90) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+        assert out.splitlines()[0] == "READY" and out.splitlines()[-1] == "DONE"
+    rows = [[json.loads(x) for x in (tmp_path / f"h{i + 1}.jsonl").read_text().splitlines()]
+            for i in range(2)]
+    sent = next(r for r in rows[0] if r.get("flow") == "big" and r["role"] == "sender")
+    got = next(r for r in rows[1] if r.get("flow") == "big" and r["role"] == "receiver")
+    import hashlib
+
+    assert sent["completed"] and got["completed"] and got["size_bytes"] == size
+    assert got["sha256"] == sent["sha256"] == hashlib.sha256(flow_payload("big", size)).hexdigest()
+    assert (tmp_path / "h1.st").read_text().strip() == "done"
+    summary = rows[1][-1]
+    assert summary["type"] == "summary" and summary["qps"]["6"]["responder"]["msgs_delivered"] == 1
+
+
+@needs_root
+@pytest.mark.root
+def test_agent_sigterm_writes_partial_results(netns_pair, tmp_path):
+    """An agent waiting for a flow that never comes: SIGTERM ends it with partial results."""
+    import signal
+
+    ns, veth, macs, ips = netns_pair
+    cfg = host_cfg("h1", ips[0], macs[0], ips[1], macs[1], 5, 6,
+                   [{"id": "never", "qpn": 5, "size_bytes": 10_000, "after": ["x"]}], ["x"])
+    cf = tmp_path / "h1.json"
+    cf.write_text(json.dumps(cfg))
+    st = tmp_path / "h1.st"
+    p = subprocess.Popen(["ip", "netns", "exec", ns[0], sys.executable, "-m", "emu.roce", "agent",
+                          "--iface", veth[0], "--config", str(cf), "--results",
+                          str(tmp_path / "r.jsonl"), "--status-file", str(st)],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None
+        assert p.stdout.readline().strip() == "READY"  # blocks until the agent is up
+        assert st.read_text().strip() == "ready"
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 2, err
+    assert out.strip().splitlines()[-1] == "PARTIAL"
+    rows = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
+    flows = {r["flow"]: r for r in rows if r["type"] == "flow"}
+    assert flows["never"]["completed"] is False and flows["x"]["completed"] is False
+    assert rows[-1]["type"] == "summary" and rows[-1]["done"] is False
+    assert st.read_text().strip() == "partial"
+
+
+def test_agent_bad_config_exit_code(tmp_path):
+    cf = tmp_path / "bad.json"
+    cf.write_text(json.dumps({"host": {"name": "h"}}))
+    r = subprocess.run([sys.executable, "-m", "emu.roce", "agent", "--iface", "lo", "--config",
+                        str(cf)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "host: missing required key 'ip'" in r.stderr

@@ -1,0 +1,78 @@
+"""Agent configuration loading and its error messages."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from emu.roce import config
+from emu.roce.config import ConfigError
+
+
+def base() -> dict:
+    return {
+        "host": {"name": "h1", "ip": "10.0.0.1", "mac": "02:00:00:00:00:01"},
+        "nic": {"line_rate_bps": "100e9", "time_dilation": 5000, "mtu": 1024},
+        "dcqcn": {"profile": "hpcc", "g": 0.01},
+        "plb": {"enabled": True},
+        "qps": [{"qpn": 17, "peer": "h2", "peer_ip": "10.0.0.2", "peer_mac": "02:00:00:00:00:02",
+                 "peer_qpn": 18, "recovery": "sr"}],
+        "flows": [{"id": "f1", "qpn": 17, "size_bytes": 1000, "after": ["f0"]}],
+        "expect": ["f0"],
+    }
+
+
+def test_loads_and_merges_profile(tmp_path):
+    cfg = config.load_dict(base())
+    assert cfg.nic.line_rate_bps == 100e9 and cfg.nic.time_dilation == 5000.0
+    assert cfg.dcqcn.g == 0.01 and cfg.dcqcn.byte_reset_bytes == 0  # hpcc profile + override
+    assert cfg.plb.enabled and cfg.qps[0].recovery == "sr" and cfg.flows[0].op == "send"
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps(base()))
+    assert config.load(p).flows[0].id == "f1"
+    c = base()
+    c["flows"][0] = {"id": "f1", "peer": "h2", "size_bytes": 5, "after": ["f0"]}
+    assert config.load_dict(c).flows[0].qpn == 17
+    y = tmp_path / "c.yaml"
+    y.write_text("host: {name: h, ip: 10.0.0.1, mac: '02:00:00:00:00:01'}\nqps: []\n")
+    assert config.load(y).host.name == "h"
+
+
+@pytest.mark.parametrize("mutate,match", [
+    (lambda c: c["nic"].update(mtu=9000), "nic.mtu"),
+    (lambda c: c["nic"].update(speed=1), "unknown key"),
+    (lambda c: c["qps"][0].update(qpn="x"), r"qps\[0\].qpn: expected an integer"),
+    (lambda c: c["qps"][0].update(recovery="tcp"), "must be one of"),
+    (lambda c: c["qps"][0].update(max_outstanding_pkts=1000), "reorder_window_pkts"),
+    (lambda c: c["flows"][0].update(qpn=99), "not one of the configured QPs"),
+    (lambda c: c["flows"][0].update(after=["nope"]), "neither a local flow"),
+    (lambda c: c["dcqcn"].update(profile="x"), "dcqcn.profile"),
+    (lambda c: c["dcqcn"].update(g=2), "dcqcn.g"),
+    (lambda c: c.pop("host"), "missing required key 'host'"),
+    (lambda c: c["plb"].update(congested_rounds=0), "plb"),
+    (lambda c: c["flows"][0].update(qpn=0, peer="zz"), r"flows\[0\].peer"),
+    (lambda c: c["flows"][0].update(qpn=0), "give the sending QP"),
+])
+def test_bad_input_names_the_key(mutate, match):
+    c = base()
+    mutate(c)
+    with pytest.raises(ConfigError, match=match):
+        config.load_dict(c)
+
+
+def test_unparseable_file(tmp_path):
+    p = tmp_path / "bad.json"
+    p.write_text("{nope")
+    with pytest.raises(ConfigError, match="cannot parse"):
+        config.load(p)
+
+
+def test_shipped_example_loads():
+    from pathlib import Path
+
+    import emu.roce
+
+    cfg = config.load(Path(emu.roce.__file__).parent / "example_agent.yaml")
+    assert cfg.nic.line_rate_bps == 100e9 and cfg.flows[1].qpn == 17
+    assert cfg.dcqcn == config.profile("nvidia")
