@@ -38,3 +38,71 @@ def qualify(scope: str | None, local_name: str, annotations: Sequence[Any] = ())
     if name.startswith("."):
         return name[1:]
     return f"{scope}.{name}" if scope else name
+
+
+class KeyNameError(ValueError):
+    """A table key expression p4c cannot name without an @name annotation."""
+
+
+def key_field_name(expr: Any, annotations: Sequence[Any] = ()) -> str:
+    """P4Info name of a table key field, as p4c's front end names it.
+
+    `@name("x")` on the key element wins. Otherwise the expression's text:
+    `hdr.ipv4.dstAddr`, `hdr.extra[0].h`, `hdr.ipv4.ttl[7:4]`, `a & 0xff`;
+    `hdr.ipv4.isValid()` becomes `hdr.ipv4.$valid$` (what P4Runtime expects); a
+    struct field with its own @name uses that name, and an absolute one
+    (leading dot) replaces the whole prefix. Anything more complex raises
+    KeyNameError, as p4c requires an @name there.
+    """
+    annotated = name_annotation(annotations)
+    if annotated is not None:
+        return annotated
+    name = _key_component(expr)
+    if name is None:
+        raise KeyNameError("Complex key expression requires a @name annotation")
+    return name
+
+
+def _key_component(e: Any) -> str | None:
+    # Dispatch on the AST class name: keeps this module free of front-end imports.
+    kind = type(e).__name__
+    if kind == "NameRef":
+        return ("." if getattr(e, "top_level", False) else "") + e.name
+    if kind == "Member":
+        field = _member_key_name(e)
+        if field.startswith("."):
+            return field[1:]
+        left = _key_component(e.expr)
+        return None if left is None else f"{left}.{field}"
+    if kind == "Index":
+        left, right = _key_component(e.expr), _key_component(e.index)
+        return None if left is None or right is None else f"{left}[{right}]"
+    if kind == "Slice":
+        parts = [_key_component(x) for x in (e.expr, e.hi, e.lo)]
+        if any(p is None for p in parts):
+            return None
+        return f"{parts[0]}[{parts[1]}:{parts[2]}]"
+    if kind == "IntLit":
+        text = (e.text or "").split("w", 1)[-1].split("s", 1)[-1].lower()
+        return f"0x{e.value:x}" if text.startswith("0x") else str(e.value)
+    if kind == "Binary" and e.op == "&":
+        left, right = _key_component(e.left), _key_component(e.right)
+        return None if left is None or right is None else f"{left} & {right}"
+    if kind == "Call" and not e.args and type(e.func).__name__ == "Member":
+        method = _key_component(e.func)
+        if method is not None and method.endswith("$valid$"):
+            return method
+    return None
+
+
+def _member_key_name(e: Any) -> str:
+    recv_type = getattr(e.expr, "type", None)
+    recv_kind = getattr(recv_type, "kind", None)
+    if e.name == "isValid" and recv_kind in ("header", "header_union"):
+        return "$valid$"
+    decl = getattr(recv_type, "decl", None)
+    for f in getattr(decl, "fields", None) or []:
+        if getattr(f, "name", None) == e.name:
+            annotated = name_annotation(getattr(f, "annotations", ()))
+            return e.name if annotated is None else annotated
+    return e.name

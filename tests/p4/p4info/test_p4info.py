@@ -1,0 +1,395 @@
+"""P4Info generation: names, ids, widths, match types, scopes, units, sizes, metadata."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from google.protobuf import json_format, text_format
+from p4.config.v1 import p4info_pb2
+
+from emu.p4.frontend import P4Error, load_program
+from emu.p4.p4info import (
+    TEXT_HEADER,
+    generate_p4info,
+    p4info_to_bytes,
+    p4info_to_text,
+    write_p4info,
+)
+from emu.p4.p4info_ids import P4IdPrefix
+
+from .conftest import PROGRAMS, p4info_of
+
+MF = p4info_pb2.MatchField
+
+# A program skeleton: tests fill in the ingress control's locals and apply block.
+SKELETON = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t {{ bit<8> a; bit<16> b; bit<32> c; }}
+struct headers_t {{ h_t h; }}
+struct meta_t {{ bit<8> m; }}
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {{
+    state start {{ pkt.extract(hdr.h); transition accept; }}
+}}
+control VC(inout headers_t hdr, inout meta_t meta) {{ apply {{ }} }}
+control {ingress}(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {{
+    {locals}
+    apply {{ {apply} }}
+}}
+control {egress}(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {{
+    {egress_locals}
+    apply {{ {egress_apply} }}
+}}
+control CC(inout headers_t hdr, inout meta_t meta) {{ apply {{ }} }}
+control D(packet_out pkt, in headers_t hdr) {{ apply {{ pkt.emit(hdr.h); }} }}
+V1Switch(P(), VC(), {ingress}(), {egress}(), CC(), D()) main;
+"""
+
+
+def program(locals_: str = "", apply: str = "", *, ingress: str = "ingress", egress: str = "egress",
+            egress_locals: str = "", egress_apply: str = "") -> p4info_pb2.P4Info:
+    return p4info_of(SKELETON.format(locals=locals_, apply=apply, ingress=ingress, egress=egress,
+                                     egress_locals=egress_locals, egress_apply=egress_apply))
+
+
+def by_name(items, name):  # type: ignore[no-untyped-def]
+    for item in items:
+        if item.preamble.name == name:
+            return item
+    raise AssertionError(f"{name} not in {[i.preamble.name for i in items]}")
+
+
+def prefix(obj_id: int) -> int:
+    return obj_id >> 24
+
+
+# ------------------------------------------------------------------ ids
+
+
+def test_ids_match_p4c_for_known_names() -> None:
+    info = program(
+        """
+        action set_vrf(bit<12> vrf) { meta.m = (bit<8>) vrf; }
+        table bd { key = { hdr.h.b : exact; } actions = { set_vrf; } size = 65536; }
+        """,
+        "bd.apply();",
+    )
+    # p4c's testdata/p4_16_samples_outputs/basic_routing-bmv2.p4.p4info.txtpb:
+    # table "ingress.bd" has id 48392551, action "ingress.set_vrf" 33505590, NoAction 21257015.
+    assert by_name(info.tables, "ingress.bd").preamble.id == 48392551
+    assert by_name(info.actions, "ingress.set_vrf").preamble.id == 33505590
+    assert by_name(info.actions, "NoAction").preamble.id == 21257015
+
+
+def test_id_prefix_bytes(features: p4info_pb2.P4Info) -> None:
+    expected = {
+        "tables": P4IdPrefix.TABLE, "actions": P4IdPrefix.ACTION,
+        "action_profiles": P4IdPrefix.ACTION_PROFILE, "counters": P4IdPrefix.COUNTER,
+        "direct_counters": P4IdPrefix.DIRECT_COUNTER, "meters": P4IdPrefix.METER,
+        "direct_meters": P4IdPrefix.DIRECT_METER, "registers": P4IdPrefix.REGISTER,
+        "digests": P4IdPrefix.DIGEST, "value_sets": P4IdPrefix.VALUE_SET,
+        "controller_packet_metadata": P4IdPrefix.CONTROLLER_HEADER,
+    }
+    for field, pfx in expected.items():
+        items = getattr(features, field)
+        assert items, field
+        assert all(prefix(i.preamble.id) == pfx for i in items), field
+    all_ids = [i.preamble.id for f in expected for i in getattr(features, f)]
+    assert len(all_ids) == len(set(all_ids))
+
+
+def test_controller_header_id_hashes_the_header_type_name() -> None:
+    info = p4info_of(SKELETON.replace(
+        "header h_t",
+        '@controller_header("packet_in") header packet_in_header_t {{ bit<9> ingress_port; bit<7> _pad0; }}\n'
+        "header h_t",
+    ).format(locals="", apply="", ingress="ingress", egress="egress", egress_locals="", egress_apply=""))
+    (cpm,) = info.controller_packet_metadata
+    # The SAI P4 program's published P4Info (header type packet_in_header_t, compiled by p4c)
+    # gives packet_in the id 81826293: the hash is of the type's name, not of "packet_in".
+    assert cpm.preamble.id == 81826293
+    assert (cpm.preamble.name, cpm.preamble.alias) == ("packet_in", "packet_in")
+    assert list(cpm.preamble.annotations) == ['@controller_header("packet_in")']
+    assert [(m.id, m.name, m.bitwidth) for m in cpm.metadata] == [(1, "ingress_port", 9), (2, "_pad0", 7)]
+
+
+def test_explicit_id_annotation_is_honoured() -> None:
+    info = program(
+        "@id(0x01000042) action a() { } @id(7) table t { key = { hdr.h.a : exact; } actions = { a; } }",
+        "t.apply();",
+    )
+    assert by_name(info.actions, "ingress.a").preamble.id == 0x01000042
+    assert by_name(info.tables, "ingress.t").preamble.id == (P4IdPrefix.TABLE << 24) | 7
+
+
+# ------------------------------------------------------------------ tables
+
+
+def test_tables_in_p4c_order(features: p4info_pb2.P4Info) -> None:
+    # Declaration order per control, ingress before egress; a nested control instance is
+    # inlined where it is declared (p4c inlines before writing P4Info); unused_table is
+    # dropped (never applied), like p4c's front end does.
+    assert [t.preamble.name for t in features.tables] == [
+        "Ing.nested.inner_t", "Ing.vrf_t", "Ing.ipv4_lpm", "Ing.ecmp", "global_acl", "Eg.smac_t",
+    ]
+    assert [t.preamble.alias for t in features.tables][:4] == ["inner_t", "vrf_t", "ipv4_lpm", "ecmp"]
+
+
+def test_match_fields(features: p4info_pb2.P4Info) -> None:
+    lpm = by_name(features.tables, "Ing.ipv4_lpm")
+    assert [(m.id, m.name, m.bitwidth, m.match_type) for m in lpm.match_fields] == [
+        (1, "meta.vrf", 12, MF.EXACT),
+        (2, "hdr.ipv4.dst", 32, MF.LPM),
+    ]
+    ecmp = by_name(features.tables, "Ing.ecmp")
+    # The selector key (position 1) is not a match field, but keeps its id slot.
+    assert [(m.id, m.name, m.bitwidth, m.match_type) for m in ecmp.match_fields] == [
+        (2, "hdr.ipv4.$valid$", 1, MF.EXACT),
+        (3, "ip_proto", 8, MF.TERNARY),
+        (4, "hdr.ipv4.src", 32, MF.RANGE),
+        (5, "hdr.eth.ether_type", 16, MF.OPTIONAL),
+        (6, "hdr.ipv4.ttl[7:4]", 4, MF.TERNARY),
+    ]
+
+
+def test_action_refs_scopes_and_defaults(features: p4info_pb2.P4Info) -> None:
+    ids = {a.preamble.name: a.preamble.id for a in features.actions}
+    vrf = by_name(features.tables, "Ing.vrf_t")
+    assert [(r.id, r.scope, list(r.annotations)) for r in vrf.action_refs] == [
+        (ids["Ing.set_vrf"], p4info_pb2.ActionRef.TABLE_AND_DEFAULT, []),
+        (ids["Ing.drop"], p4info_pb2.ActionRef.DEFAULT_ONLY, ["@defaultonly"]),
+    ]
+    assert vrf.const_default_action_id == 0
+    assert vrf.initial_default_action.action_id == ids["Ing.set_vrf"]
+    (arg,) = vrf.initial_default_action.arguments
+    assert (arg.param_id, arg.value) == (1, b"\x00\x07")  # set_vrf(12w7): 12 bits -> 2 bytes
+    assert vrf.size == 64
+
+    lpm = by_name(features.tables, "Ing.ipv4_lpm")
+    assert [r.scope for r in lpm.action_refs] == [
+        p4info_pb2.ActionRef.TABLE_AND_DEFAULT, p4info_pb2.ActionRef.TABLE_ONLY,
+        p4info_pb2.ActionRef.TABLE_AND_DEFAULT,
+    ]
+    assert lpm.const_default_action_id == ids["Ing.drop"]
+    assert lpm.initial_default_action.action_id == ids["Ing.drop"]
+
+
+def test_missing_default_action_gets_defaultonly_noaction(features: p4info_pb2.P4Info) -> None:
+    smac = by_name(features.tables, "Eg.smac_t")
+    last = smac.action_refs[-1]
+    assert (last.id, last.scope, list(last.annotations)) == (
+        21257015, p4info_pb2.ActionRef.DEFAULT_ONLY, ["@defaultonly"])
+    assert smac.initial_default_action.action_id == 21257015
+    assert smac.size == 1024  # v1model's default size
+    # A table listing NoAction itself gets no extra @defaultonly reference.
+    acl = by_name(features.tables, "global_acl")
+    assert [list(r.annotations) for r in acl.action_refs] == [[], []]
+
+
+def test_table_properties(features: p4info_pb2.P4Info) -> None:
+    lpm = by_name(features.tables, "Ing.ipv4_lpm")
+    assert lpm.size == 4096
+    assert lpm.idle_timeout_behavior == p4info_pb2.Table.NOTIFY_CONTROL
+    dc = by_name(features.direct_counters, "Ing.lpm_hits")
+    dm = by_name(features.direct_meters, "Ing.lpm_meter")
+    assert list(lpm.direct_resource_ids) == [dc.preamble.id, dm.preamble.id]
+    assert dc.direct_table_id == dm.direct_table_id == lpm.preamble.id
+    assert dc.spec.unit == p4info_pb2.CounterSpec.BYTES
+    assert dm.spec.unit == p4info_pb2.MeterSpec.PACKETS
+
+    ecmp = by_name(features.tables, "Ing.ecmp")
+    prof = by_name(features.action_profiles, "Ing.ecmp_sel")
+    assert ecmp.implementation_id == prof.preamble.id
+    assert (list(prof.table_ids), prof.with_selector, prof.size) == ([ecmp.preamble.id], True, 64)
+
+    acl = by_name(features.tables, "global_acl")  # @name(".global_acl"): absolute name
+    assert acl.is_const_table and acl.has_initial_entries
+    assert not lpm.is_const_table and not lpm.has_initial_entries
+
+
+# ------------------------------------------------------------------ actions
+
+
+def test_actions_listed_are_the_used_ones(features: p4info_pb2.P4Info) -> None:
+    names = [a.preamble.name for a in features.actions]
+    assert names == [
+        "NoAction", "Ing.nested.bump", "Ing.drop", "Ing.set_port", "Ing.set_nhop", "Ing.set_vrf",
+        "Ing.set_color", "Ing.count_lpm", "Ing.learn", "Eg.rewrite",
+    ]
+    assert "Ing.unused_action" not in names and "Ing.hidden_action" not in names
+    assert list(by_name(features.actions, "NoAction").preamble.annotations) == ['@noWarn("unused")']
+
+
+def test_action_params(features: p4info_pb2.P4Info) -> None:
+    nhop = by_name(features.actions, "Ing.set_nhop")
+    assert [(p.id, p.name, p.bitwidth) for p in nhop.params] == [(1, "dmac", 48), (2, "out_port", 9)]
+    port = by_name(features.actions, "Ing.set_port")
+    (p,) = port.params
+    assert (p.bitwidth, p.type_name.name) == (9, "port_id_t")
+    assert features.type_info.new_types["port_id_t"].original_type.bitstring.bit.bitwidth == 9
+    color = by_name(features.actions, "Ing.set_color")
+    assert color.params[0].bitwidth == 8
+    enum = features.type_info.serializable_enums["Color_t"]
+    assert enum.underlying_type.bitwidth == 8
+    assert [(m.name, m.value) for m in enum.members] == [("RED", b"\x01"), ("GREEN", b"\x02")]
+
+
+def test_alias_is_shortest_unique_suffix() -> None:
+    info = program(
+        "action hit() { } table t { key = { hdr.h.a : exact; } actions = { hit; } }", "t.apply();",
+        egress_locals="action hit() { } table u { key = { hdr.h.b : exact; } actions = { hit; } }",
+        egress_apply="u.apply();",
+    )
+    assert by_name(info.actions, "ingress.hit").preamble.alias == "ingress.hit"
+    assert by_name(info.actions, "egress.hit").preamble.alias == "egress.hit"
+    assert by_name(info.tables, "ingress.t").preamble.alias == "t"
+
+
+def test_directly_applied_control_type_is_named_after_it() -> None:
+    # `Inner.apply()` instantiates Inner anonymously: its objects are named `ingress.Inner.*`,
+    # and an instance declared inside it adds its own name (p4c: `cIngress.E.c1.stats`).
+    info = p4info_of(SKELETON.replace(
+        "control VC(",
+        "control Leaf(inout bit<8> x) {{ counter(32w4, CounterType.packets) hits; "
+        "apply {{ hits.count(32w0); }} }}\n"
+        "control Inner(inout bit<8> x) {{ Leaf() leaf; Leaf() unused_leaf; "
+        "action bump() {{ x = x + 1; }} table t {{ key = {{ x : exact; }} actions = {{ bump; }} }} "
+        "apply {{ leaf.apply(x); t.apply(); }} }}\n"
+        "control VC(",
+    ).format(locals="", apply="Inner.apply(meta.m);", ingress="ingress", egress="egress",
+             egress_locals="", egress_apply=""))
+    assert [c.preamble.name for c in info.counters] == ["ingress.Inner.leaf.hits"]
+    assert [t.preamble.name for t in info.tables] == ["ingress.Inner.t"]
+    assert [a.preamble.name for a in info.actions] == ["NoAction", "ingress.Inner.bump"]
+
+
+def test_pkg_info_and_documentation() -> None:
+    source = SKELETON.format(
+        locals='@brief("Routes IPv4") @description("Longest prefix match") '
+               'action a(@brief("next hop") bit<8> nh) { meta.m = nh; } '
+               '@format_hint("x") table t { key = { hdr.h.a : exact; } actions = { a; } }',
+        apply="t.apply();", ingress="ingress", egress="egress", egress_locals="", egress_apply="",
+    ).replace("V1Switch(", '@pkginfo(name="demo.p4", version="2", organization="emu") V1Switch(')
+    info = p4info_of(source)
+    assert (info.pkg_info.name, info.pkg_info.version, info.pkg_info.organization) == ("demo.p4", "2", "emu")
+    assert info.pkg_info.arch == "v1model"
+    a = by_name(info.actions, "ingress.a")
+    assert (a.preamble.doc.brief, a.preamble.doc.description) == ("Routes IPv4", "Longest prefix match")
+    assert list(a.preamble.annotations) == []  # @brief/@description go to doc only
+    assert a.params[0].doc.brief == "next hop"
+    assert list(by_name(info.tables, "ingress.t").preamble.annotations) == ['@format_hint("x")']
+
+
+# ------------------------------------------------------------------ externs
+
+
+def test_counters_meters_registers(features: p4info_pb2.P4Info) -> None:
+    c = by_name(features.counters, "Ing.port_pkts")
+    assert (c.spec.unit, c.size) == (p4info_pb2.CounterSpec.BOTH, 1024)
+    inner = by_name(features.counters, "Ing.nested.inner_hits")
+    assert (inner.spec.unit, inner.size, inner.preamble.alias) == (p4info_pb2.CounterSpec.PACKETS, 64, "inner_hits")
+    m = by_name(features.meters, "Ing.port_meter")
+    assert (m.spec.unit, m.size) == (p4info_pb2.MeterSpec.BYTES, 16)
+    r = by_name(features.registers, "Ing.flow_bytes")
+    assert (r.type_spec.bitstring.bit.bitwidth, r.size) == (32, 256)
+
+
+def test_unused_extern_instances_are_kept() -> None:
+    info = program("counter(32w8, CounterType.bytes) spare; register<bit<4>>(32w2) r4;")
+    assert [c.preamble.name for c in info.counters] == ["ingress.spare"]
+    assert [(r.preamble.name, r.type_spec.bitstring.bit.bitwidth) for r in info.registers] == [("ingress.r4", 4)]
+
+
+def test_inline_action_profile_named_by_annotation() -> None:
+    info = program(
+        """
+        action a() { }
+        table t {
+            key = { hdr.h.a : exact; meta.m : selector; }
+            actions = { a; }
+            @name("sel") @max_group_size(16) implementation = action_selector(HashAlgorithm.crc16, 32w128, 32w10);
+        }
+        """,
+        "t.apply();",
+    )
+    (prof,) = info.action_profiles
+    assert (prof.preamble.name, prof.with_selector, prof.size, prof.max_group_size) == ("sel", True, 128, 16)
+    assert prof.HasField("sum_of_weights")
+    assert list(prof.preamble.annotations) == []
+    assert info.tables[0].implementation_id == prof.preamble.id
+
+
+def test_anonymous_inline_implementation_is_an_error() -> None:
+    with pytest.raises(P4Error) as err:
+        program("action a() { } table t { key = { hdr.h.a : exact; } actions = { a; } "
+                "implementation = action_profile(32w4); }", "t.apply();")
+    d = err.value.diagnostics[0]
+    assert "anonymous table property 'implementation'" in d.message
+    assert d.file == "test.p4" and d.line > 0
+
+
+def test_digest_and_type_info(features: p4info_pb2.P4Info) -> None:
+    (d,) = features.digests
+    assert (d.preamble.name, d.type_spec.struct.name) == ("learn_t", "learn_t")
+    members = features.type_info.structs["learn_t"].members
+    assert [(m.name, m.type_spec.bitstring.bit.bitwidth) for m in members] == [("src", 48), ("port", 9)]
+
+
+def test_value_set(features: p4info_pb2.P4Info) -> None:
+    (vs,) = features.value_sets
+    assert (vs.preamble.name, vs.size) == ("P.tpid_vs", 4)
+    assert [(m.id, m.bitwidth, m.match_type) for m in vs.match] == [(1, 16, MF.EXACT)]
+
+
+def test_controller_metadata_ids(features: p4info_pb2.P4Info) -> None:
+    out = next(c for c in features.controller_packet_metadata if c.preamble.name == "packet_out")
+    # @id(2) / @id(1) on the fields win; the unannotated one takes the next free id.
+    assert [(m.id, m.name, m.bitwidth) for m in out.metadata] == [
+        (2, "egress_port", 9), (1, "mcast_grp", 16), (3, "_pad", 7)]
+
+
+# ------------------------------------------------------------------ errors
+
+
+def test_complex_key_needs_a_name() -> None:
+    with pytest.raises(P4Error, match="Complex key expression requires a @name annotation"):
+        program("action a() { } table t { key = { hdr.h.a + 1 : exact; } actions = { a; } }", "t.apply();")
+    info = program('action a() { } table t { key = { hdr.h.a + 1 : exact @name("sum"); } actions = { a; } }',
+                   "t.apply();")
+    assert info.tables[0].match_fields[0].name == "sum"
+
+
+def test_tableonly_and_defaultonly_together_is_an_error() -> None:
+    with pytest.raises(P4Error, match="both '@tableonly' and '@defaultonly'"):
+        program("action a() { } table t { key = { hdr.h.a : exact; } actions = { @tableonly @defaultonly a; } }",
+                "t.apply();")
+
+
+# ------------------------------------------------------------------ output
+
+
+def test_deterministic_and_text_round_trip() -> None:
+    first = generate_p4info(load_program(str(PROGRAMS / "features.p4")))
+    second = generate_p4info(load_program(str(PROGRAMS / "features.p4")))
+    assert p4info_to_text(first) == p4info_to_text(second)
+    assert p4info_to_bytes(first, "binary") == p4info_to_bytes(second, "binary")
+    text = p4info_to_text(first)
+    assert text.startswith(TEXT_HEADER)
+    parsed = text_format.Parse(text, p4info_pb2.P4Info())
+    assert parsed == first
+    assert "type_info {\n}" in p4info_to_text(program())  # always present, as p4c writes it
+
+
+@pytest.mark.parametrize("suffix", [".p4info.txtpb", ".txt", ".bin", ".json"])
+def test_write_formats(tmp_path: Path, features: p4info_pb2.P4Info, suffix: str) -> None:
+    path = write_p4info(features, tmp_path / "sub" / f"x{suffix}")
+    data = path.read_bytes()
+    msg = p4info_pb2.P4Info()
+    if suffix == ".bin":
+        msg.ParseFromString(data)
+    elif suffix == ".json":
+        json_format.Parse(data.decode(), msg)
+    else:
+        text_format.Parse(data.decode(), msg)
+    assert msg == features
