@@ -545,6 +545,11 @@ class _Generator:
         self.direct: dict[str, tuple[str, A.Instantiation | None, str, str, A.Pos, list[A.Annotation]]] = {}
         action_names: set[str] = set()
         global_actions = list(self.prog.actions.values())
+        # Externs instantiated at top level (shared by ingress and egress, e.g. a
+        # register egress writes and ingress reads) are named without a prefix.
+        for inst in self.prog.instances.values():
+            if isinstance(inst.type, ExternType):
+                self.add_extern(None, inst)
         for b in blocks:
             locs, bodies = self.flatten(b)
             if isinstance(b.decl, A.ParserDecl):
@@ -601,7 +606,7 @@ class _Generator:
                 self.digests[name] = t
                 self.symbol(P4IdPrefix.DIGEST, name, annotations)
 
-    def add_extern(self, scope: str, inst: A.Instantiation) -> None:
+    def add_extern(self, scope: str | None, inst: A.Instantiation) -> None:
         if _has(inst.annotations, "hidden"):
             return
         t = inst.type

@@ -393,3 +393,16 @@ def test_write_formats(tmp_path: Path, features: p4info_pb2.P4Info, suffix: str)
     else:
         text_format.Parse(data.decode(), msg)
     assert msg == features
+
+
+def test_top_level_extern_is_listed_without_prefix() -> None:
+    # A register declared outside any control is shared by ingress and egress; p4c
+    # names it by its plain name.
+    src = SKELETON.replace("struct meta_t", "register<bit<32>>(16) shared_q;\nstruct meta_t", 1)
+    info = p4info_of(src.format(
+        locals="register<bit<8>>(4) own;", apply="bit<32> v; shared_q.read(v, 0); own.write(0, 1);",
+        ingress="ingress", egress="egress", egress_locals="", egress_apply="shared_q.write(0, 7);"))
+    shared = by_name(info.registers, "shared_q")
+    assert shared.size == 16 and shared.type_spec.bitstring.bit.bitwidth == 32
+    assert shared.preamble.id >> 24 == P4IdPrefix.REGISTER
+    assert by_name(info.registers, "ingress.own").size == 4
