@@ -1,0 +1,382 @@
+"""Python classes for P4 headers, header unions and structs, emitted as source.
+
+A header is a slotted object: `_v` (validity) plus one attribute per field holding an int
+(bool fields hold bool). `_ex(pk)` extracts from a packet_in cursor with one
+`int.from_bytes`, `_emit()` deparses with one `to_bytes`; varbit headers get
+`_exv(pk, nbits)`. Unions hold their member headers. Every class has `copy()` and `eq()`.
+"""
+
+from __future__ import annotations
+
+import keyword
+
+from emu.p4.frontend.types import (
+    BitType,
+    BoolType,
+    EnumType,
+    HeaderStackType,
+    HeaderType,
+    HeaderUnionType,
+    StructLikeType,
+    Type,
+    VarbitType,
+    strip_newtype,
+)
+
+from .emitter import Emitter
+
+
+def fld(name: str) -> str:
+    """Python attribute name of a P4 field (keywords and leading underscores are prefixed)."""
+    if keyword.iskeyword(name) or name.startswith("_") or name in ("copy", "eq", "set"):
+        return "f_" + name
+    return name
+
+
+def scalar_width(t: Type) -> int | None:
+    b = strip_newtype(t)
+    if isinstance(b, BitType):
+        return b.width
+    if isinstance(b, BoolType):
+        return 1
+    if isinstance(b, EnumType) and b.underlying is not None:
+        return b.underlying.width
+    return None
+
+
+class ClassTable:
+    """Assigns class names to aggregate types and emits their definitions once each."""
+
+    def __init__(self, out: Emitter, error_code: dict[str, int]) -> None:
+        self.out = out
+        self.names: dict[int, str] = {}
+        self.types: dict[int, StructLikeType] = {}
+        self.err = error_code
+        self.structs: list[tuple[str, str]] = []  # (python name, struct format)
+        # Per header type (by id): body lines of _ex and the _emit expression, for inlining.
+        self.extract_inline: dict[int, list[str]] = {}
+        self.emit_inline: dict[int, str] = {}
+
+    def name(self, t: StructLikeType) -> str:
+        key = id(t)
+        n = self.names.get(key)
+        if n is None:
+            n = f"C{len(self.names)}_{t.name if t.name.isidentifier() else 'anon'}"
+            self.names[key] = n
+            self.types[key] = t
+            for _, ft in t.fields:
+                self._need(ft)
+            self._emit(t, n)
+        return n
+
+    def _need(self, t: Type) -> None:
+        b = strip_newtype(t)
+        if isinstance(b, StructLikeType):
+            self.name(b)
+        elif isinstance(b, HeaderStackType):
+            self._need(b.elem)
+
+    # -- default values ---------------------------------------------------------------
+    def default(self, t: Type) -> str:
+        """Python expression for a fresh (zero / invalid) value of type `t`."""
+        b = strip_newtype(t)
+        if isinstance(b, StructLikeType):
+            return f"{self.name(b)}()"
+        if isinstance(b, HeaderStackType):
+            el = strip_newtype(b.elem)
+            assert isinstance(el, StructLikeType)
+            return f"Stack([{self.name(el)}() for _ in range({b.size})])"
+        if isinstance(b, BoolType):
+            return "False"
+        return "0"
+
+    # -- class body -------------------------------------------------------------------
+    def _emit(self, t: StructLikeType, n: str) -> None:
+        self._current = t
+        o = Emitter()
+        is_hdr = isinstance(t, HeaderType)
+        o.line(f"class {n}:")
+        with o.indent():
+            # No __slots__: scalar defaults live on the class, so creating a header or
+            # struct only allocates an empty instance dict (the per-packet hot path).
+            if is_hdr:
+                o.line("_v = False")
+            nested = []
+            for f, ft in t.fields:
+                if isinstance(strip_newtype(ft), StructLikeType | HeaderStackType):
+                    nested.append((f, ft))
+                else:
+                    o.line(f"{fld(f)} = {self.default(ft)}")
+                if isinstance(ft, VarbitType):
+                    o.line(f"{fld(f)}__w = 0")
+            if nested:
+                o.line("def __init__(self):")
+                with o.indent():
+                    for f, ft in nested:
+                        o.line(f"self.{fld(f)} = {self.default(ft)}")
+            o.line("def copy(self):")
+            with o.indent():
+                o.line(f"c = {n}.__new__({n})")
+                o.line("c.__dict__.update(self.__dict__)")
+                for f, _ft in nested:
+                    o.line(f"c.{fld(f)} = self.{fld(f)}.copy()")
+                o.line("return c")
+            o.line("def set(self, o):")
+            with o.indent():
+                # In place, recursively: nested headers keep their identity.
+                if is_hdr:
+                    o.line("self._v = o._v")
+                for f, ft in t.fields:
+                    a = fld(f)
+                    if isinstance(strip_newtype(ft), StructLikeType | HeaderStackType):
+                        o.line(f"self.{a}.set(o.{a})")
+                    else:
+                        o.line(f"self.{a} = o.{a}")
+                        if isinstance(ft, VarbitType):
+                            o.line(f"self.{a}__w = o.{a}__w")
+                o.line("return None")
+            o.line("def eq(self, o):")
+            with o.indent():
+                if is_hdr:
+                    o.line("if self._v != o._v: return False")
+                    o.line("if not self._v: return True")
+                if isinstance(t, HeaderUnionType):
+                    conds = [f"self.{fld(f)}.eq(o.{fld(f)})" for f, _ in t.fields]
+                else:
+                    conds = []
+                    for f, ft in t.fields:
+                        a = fld(f)
+                        b = strip_newtype(ft)
+                        if isinstance(b, StructLikeType):
+                            conds.append(f"self.{a}.eq(o.{a})")
+                        elif isinstance(b, HeaderStackType):
+                            conds.append(f"all(x.eq(y) for x, y in zip(self.{a}.a, o.{a}.a))")
+                        else:
+                            conds.append(f"self.{a} == o.{a}")
+                o.line("return " + (" and ".join(conds) if conds else "True"))
+            if isinstance(t, HeaderUnionType):
+                o.line("def _isv(self):")
+                with o.indent():
+                    conds = [f"self.{fld(f)}._v" for f, _ in t.fields]
+                    o.line("return " + (" or ".join(conds) if conds else "False"))
+            if is_hdr:
+                self._emit_header_io(o, t)
+        self.out.extend(o.lines)
+        self.out.line("")
+
+    def _emit_header_io(self, o: Emitter, t: StructLikeType) -> None:
+        fields = list(t.fields)
+        has_varbit = any(isinstance(ft, VarbitType) for _, ft in fields)
+        fixed = sum(scalar_width(ft) or 0 for _, ft in fields if not isinstance(ft, VarbitType))
+        pts = self.err.get("PacketTooShort", 1)
+        if not has_varbit and fixed % 8 == 0 and fixed:
+            self._emit_struct_io(o, fields, fixed // 8, pts)
+            return
+        if not has_varbit:
+            nbytes = (fixed + 7) // 8
+            pad = nbytes * 8 - fixed
+            o.line("def _ex(self, pk):")
+            with o.indent():
+                o.line(f"o = pk.o; e = o + {nbytes}")
+                o.line(f"if e > pk.n: self._v = False; raise ParserError({pts})")
+                o.line("v = int.from_bytes(pk.b[o:e], 'big'); pk.o = e")
+                if pad:
+                    o.line(f"v >>= {pad}")
+                sh = fixed
+                for f, ft in fields:
+                    w = scalar_width(ft) or 0
+                    sh -= w
+                    o.line(f"self.{fld(f)} = {self._conv_in(f'v >> {sh}' if sh else 'v', ft, w, sh == fixed - w)}")
+                o.line("self._v = True")
+            o.line("def _emit(self):")
+            with o.indent():
+                parts = []
+                for f, ft in fields:
+                    w = scalar_width(ft) or 0
+                    parts.append((self._conv_out(f"self.{fld(f)}", ft, w), w))
+                o.line(f"return ({_pack_expr(parts, pad)}).to_bytes({nbytes}, 'big')")
+            o.line("def _nbytes(self):")
+            with o.indent():
+                o.line(f"return {nbytes}")
+            return
+        hts = self.err.get("HeaderTooShort", 4)
+        vmax = next(ft.max_width for _, ft in fields if isinstance(ft, VarbitType))
+        o.line("def _exv(self, pk, nbits):")
+        with o.indent():
+            o.line(f"if nbits > {vmax}: raise ParserError({hts})")
+            o.line(f"total = {fixed} + nbits; nb = (total + 7) >> 3")
+            o.line("o = pk.o; e = o + nb")
+            o.line(f"if e > pk.n: self._v = False; raise ParserError({pts})")
+            o.line("v = int.from_bytes(pk.b[o:e], 'big') >> (nb * 8 - total); pk.o = e")
+            o.line("sh = total")
+            for f, ft in fields:
+                if isinstance(ft, VarbitType):
+                    o.line("sh -= nbits")
+                    o.line(f"self.{fld(f)} = (v >> sh) & ((1 << nbits) - 1); self.{fld(f)}__w = nbits")
+                else:
+                    w = scalar_width(ft) or 0
+                    o.line(f"sh -= {w}")
+                    o.line(f"self.{fld(f)} = {self._conv_in('v >> sh', ft, w, False)}")
+            o.line("self._v = True")
+        o.line("def _emit(self):")
+        with o.indent():
+            o.line("acc = 0; total = 0")
+            for f, ft in fields:
+                if isinstance(ft, VarbitType):
+                    o.line(f"w = self.{fld(f)}__w; acc = (acc << w) | (self.{fld(f)} & ((1 << w) - 1)); total += w")
+                else:
+                    w = scalar_width(ft) or 0
+                    o.line(f"acc = (acc << {w}) | {self._conv_out(f'self.{fld(f)}', ft, w)}; total += {w}")
+            o.line("pad = -total & 7")
+            o.line("return (acc << pad).to_bytes((total + pad) >> 3, 'big')")
+        o.line("def _nbytes(self):")
+        with o.indent():
+            vb = next(f for f, ft in fields if isinstance(ft, VarbitType))
+            o.line(f"return ({fixed} + self.{fld(vb)}__w + 7) >> 3")
+
+    def _emit_struct_io(self, o: Emitter, fields: list[tuple[str, Type]], nbytes: int, pts: int) -> None:
+        """Byte-aligned header: one struct.unpack_from / pack over byte-aligned field groups
+        (cheaper than shifting one wide int)."""
+        groups = field_groups([(fld(f), scalar_width(ft) or 0) for f, ft in fields])
+        fmt, _ = struct_format(groups)
+        sname = f"_ST{len(self.structs)}"
+        self.structs.append((sname, "!" + fmt))
+        types = {fld(f): ft for f, ft in fields}
+        o.line("def _ex(self, pk):")
+        mark = len(o.lines)
+        with o.indent():
+            o.line(f"o = pk.o; e = o + {nbytes}")
+            o.line(f"if e > pk.n: self._v = False; raise ParserError({pts})")
+            names = []
+            for gi, (gw, _members) in enumerate(groups):
+                for pi in range(len(_parts(gw // 8))):
+                    names.append(f"g{gi}_{pi}")
+            o.line(f"{', '.join(names)}{',' if len(names) == 1 else ''} = {sname}.unpack_from(pk.b, o); pk.o = e")
+            for gi, (gw, members) in enumerate(groups):
+                parts = _parts(gw // 8)
+                if len(parts) == 1:
+                    gv = f"g{gi}_0"
+                    if parts[0][0] == "s":
+                        gv = f"int.from_bytes(g{gi}_0, 'big')"
+                else:
+                    acc = f"g{gi}_0"
+                    for pi in range(1, len(parts)):
+                        acc = f"(({acc}) << {parts[pi][1] * 8}) | g{gi}_{pi}"
+                    gv = acc
+                if len(members) == 1:
+                    a, w = members[0]
+                    o.line(f"self.{a} = {self._conv_in(gv, types[a], w, True)}")
+                    continue
+                if gv != f"g{gi}_0":
+                    o.line(f"g{gi}_0 = {gv}")
+                    gv = f"g{gi}_0"
+                sh = gw
+                for a, w in members:
+                    sh -= w
+                    src = f"{gv} >> {sh}" if sh else gv
+                    o.line(f"self.{a} = {self._conv_in(src, types[a], w, sh == gw - w)}")
+            o.line("self._v = True")
+        self.extract_inline[id(self._current)] = [ln.strip() for ln in o.lines[mark:]]
+        o.line("def _emit(self):")
+        with o.indent():
+            args = []
+            for gi, (gw, members) in enumerate(groups):
+                expr = _pack_expr([(self._conv_out(f"self.{a}", types[a], w), w) for a, w in members], 0)
+                parts = _parts(gw // 8)
+                if len(parts) == 1:
+                    if parts[0][0] == "s":
+                        args.append(f"({expr}).to_bytes({gw // 8}, 'big')")
+                    else:
+                        args.append(expr)
+                else:
+                    gv = expr
+                    if len(members) > 1:
+                        o.line(f"g{gi} = {expr}")
+                        gv = f"g{gi}"
+                    rem = gw
+                    for _code, nb in parts:
+                        rem -= nb * 8
+                        args.append(f"({gv} >> {rem}) & {hex((1 << (nb * 8)) - 1)}" if rem else f"{gv} & {hex((1 << (nb * 8)) - 1)}")
+            o.line(f"return {sname}.pack({', '.join(args)})")
+            if all(len(_parts(gw // 8)) == 1 or len(m) == 1 for gw, m in groups):
+                self.emit_inline[id(self._current)] = f"{sname}.pack({', '.join(args)})"
+        o.line("def _nbytes(self):")
+        with o.indent():
+            o.line(f"return {nbytes}")
+
+    @staticmethod
+    def _conv_in(src: str, ft: Type, w: int, top: bool) -> str:
+        b = strip_newtype(ft)
+        masked = f"({src})" if top else f"(({src}) & {hex((1 << w) - 1)})"
+        if isinstance(b, BoolType):
+            return f"{masked} != 0"
+        if isinstance(b, BitType) and b.signed:
+            h = 1 << (w - 1)
+            return f"(({masked} + {hex(h)}) & {hex((1 << w) - 1)}) - {hex(h)}"
+        return masked
+
+    @staticmethod
+    def _conv_out(src: str, ft: Type, w: int) -> str:
+        b = strip_newtype(ft)
+        if isinstance(b, BoolType):
+            return f"(1 if {src} else 0)"
+        if isinstance(b, BitType) and b.signed:
+            return f"({src} & {hex((1 << w) - 1)})"
+        return src
+
+
+def _pack_expr(parts: list[tuple[str, int]], pad: int) -> str:
+    """MSB-first concatenation of already-in-range values."""
+    if not parts:
+        return "0"
+    expr = parts[0][0]
+    for code, w in parts[1:]:
+        expr = f"(({expr}) << {w}) | {code}" if w else expr
+    if pad:
+        expr = f"(({expr}) << {pad})"
+    return expr
+
+
+def pack_expr(parts: list[tuple[str, int]]) -> tuple[str, int]:
+    """(expression, nbytes) packing (code, width) parts as BMv2 field lists: zero-padded at the end."""
+    total = sum(w for _, w in parts)
+    pad = -total & 7
+    return _pack_expr(parts, pad), (total + pad) // 8
+
+
+_CODES = {1: "B", 2: "H", 4: "I", 8: "Q"}
+
+
+def _parts(nbytes: int) -> list[tuple[str, int]]:
+    """struct codes covering a group of `nbytes` bytes, most significant first."""
+    if nbytes in _CODES:
+        return [(_CODES[nbytes], nbytes)]
+    if nbytes > 8:
+        return [(f"{nbytes}s", nbytes)]
+    out = []
+    for size in (4, 2, 1):
+        while nbytes >= size:
+            out.append((_CODES[size], size))
+            nbytes -= size
+    return out
+
+
+def field_groups(fields: list[tuple[str, int]]) -> list[tuple[int, list[tuple[str, int]]]]:
+    """Consecutive fields grouped so that every group starts and ends on a byte boundary."""
+    groups: list[tuple[int, list[tuple[str, int]]]] = []
+    cur: list[tuple[str, int]] = []
+    bits = 0
+    for name, w in fields:
+        cur.append((name, w))
+        bits += w
+        if bits % 8 == 0:
+            groups.append((bits, cur))
+            cur, bits = [], 0
+    if cur:
+        groups.append((bits, cur))
+    return groups
+
+
+def struct_format(groups: list[tuple[int, list[tuple[str, int]]]]) -> tuple[str, int]:
+    fmt = "".join(code for gw, _ in groups for code, _ in _parts(gw // 8))
+    return fmt, sum(gw for gw, _ in groups) // 8

@@ -1,0 +1,580 @@
+"""The v1model switch: runs a CompiledProgram's generated pipeline on packets.
+
+Order (BMv2 simple_switch): parser -> verify_checksum -> ingress -> (clone, digest,
+resubmit, multicast / drop / unicast) -> traffic manager -> egress -> (E2E clone, drop)
+-> compute_checksum -> deparser -> (recirculate | output). See
+/work/shared/notes/v1model-semantics.md for the rules implemented here.
+
+Failed assert/assume: BMv2 simple_switch aborts the whole process; a library must not,
+so the switch logs an error, counts it in `assert_failures` and drops the packet.
+
+Header values (checked against p4c's gauntlet STF tests, which leave these bytes as
+don't-care): fields keep their stored value whatever the validity; setValid does not
+clear them; writes to fields of an invalid header are stored; an invalid header is
+not deparsed. An I2E clone re-parses the original bytes (BMv2 does too); an E2E clone
+carries the egress-modified headers with metadata reset except the preserved fields.
+
+Hot path: `receive` -> generated `run_ingress` (parser, verify, ingress spliced into
+one function) -> TrafficManager.enqueue; on dequeue `_on_dequeue` -> generated
+`run_egress` (egress, checksum, deparser). Clones, resubmit, recirculate, digests,
+truncation and multicast take the slower general paths.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from emu.core.clock import Clock, VirtualClock
+from emu.p4.tables import (
+    ActionCall,
+    ActionProfile,
+    ActionScope,
+    ActionSpec,
+    InitialEntry,
+    KeyField,
+    Lpm,
+    MatchKind,
+    Range,
+    Table,
+    Ternary,
+)
+from emu.p4.v1model.hashes import hash_function, hash_result
+from emu.p4.v1model.replication import PacketReplicationEngine
+from emu.p4.v1model.stateful import CounterArray, Meter, MeterArray, RegisterArray
+from emu.p4.v1model.traffic_manager import DequeueInfo, DropCounters, DropReason, TrafficManager
+
+from . import runtime
+from .program import CompiledProgram
+
+log = logging.getLogger("emu.p4.switch")
+p4log = logging.getLogger("emu.p4.log_msg")
+
+NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 4, 5, 6
+MAX_RESUBMIT_DEPTH = 16  # guards against programs that resubmit/recirculate forever
+
+
+class OutputPacket(NamedTuple):
+    """A packet leaving the switch (a tuple: cheap to create on the hot path)."""
+
+    port: int
+    data: bytes
+    instance_type: int = 0
+    time_ns: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Digest:
+    name: str
+    receiver: int
+    values: tuple[int, ...]
+    time_ns: int = 0
+
+
+class PacketState:
+    """Per-packet state beside the P4-visible structs (requests made by externs).
+
+    Defaults live on the class so that creating one per packet is cheap."""
+
+    hdr: Any = None
+    meta: Any = None
+    sm: Any = None
+    payload = b""
+    base_len = 0
+    clone: tuple[str, int, str | None] | None = None
+    resubmit: tuple[str | None] | None = None
+    recirc: tuple[str | None] | None = None
+    trunc = 0
+    depth = 0
+    digests: tuple[tuple[str, int, tuple[int, ...]], ...] = ()  # generated code appends
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.length = len(data)
+
+
+class DirectMeter:
+    """A direct_meter: one Meter per table entry, created on first use; `color` is the
+    result of the last execution, read by direct_meter.read()."""
+
+    def __init__(self, name: str, kind: str, clock: Clock) -> None:
+        self.name = name
+        self.kind = kind
+        self.clock = clock
+        self.color = 0
+
+    def execute_entry(self, entry: Any, nbytes: int) -> int:
+        m = entry.meter_state
+        if m is None:
+            m = entry.meter_state = Meter(self.kind, self.clock)
+            if entry.meter_config is not None:
+                m.set_rates(entry.meter_config)
+        return m.execute(nbytes)
+
+
+def _match_input(m: Any) -> Any:
+    if m is None or isinstance(m, int):
+        return m
+    kind = m[0]
+    if kind == "ternary":
+        return Ternary(m[1], m[2])
+    if kind == "lpm":
+        return Lpm(m[1], m[2])
+    if kind == "range":
+        return Range(m[1], m[2])
+    raise ValueError(f"bad match {m!r}")
+
+
+class V1ModelSwitch:
+    """One switch instance running a compiled program (data plane + object registry)."""
+
+    def __init__(self, program: CompiledProgram, clock: Clock | None = None, *,
+                 drop_port: int = 511, seed: int = 0, queue_depth_pkts: int = 64,
+                 priority_queues: int = 1, cpu_port: int | None = None) -> None:
+        self.program = program
+        self.clock = clock if clock is not None else VirtualClock()
+        self.drop_port = drop_port
+        self.cpu_port = cpu_port
+        self.rng = random.Random(seed)
+        self.pre = PacketReplicationEngine()
+        self.drops = DropCounters()
+        self.tm = TrafficManager(self.clock, self._on_dequeue, default_depth_pkts=queue_depth_pkts,
+                                 default_priority_queues=priority_queues, drops=self.drops)
+        self.tables: dict[str, Table] = {}
+        self.registers: dict[str, RegisterArray] = {}
+        self.counters: dict[str, CounterArray] = {}
+        self.direct_counters: dict[str, list[Table]] = {}
+        self.meters: dict[str, MeterArray] = {}
+        self.direct_meters: dict[str, DirectMeter] = {}
+        self.action_profiles: dict[str, ActionProfile] = {}
+        self.value_sets: dict[str, runtime.ValueSet] = {}
+        self.digests: list[Digest] = []
+        self.assert_failures = 0
+        self.output_handlers: list[Callable[[OutputPacket], None]] = []
+        self.packet_in_handler: Callable[[bytes], None] | None = None
+        self.field_lists = program.info.field_lists
+        self._build()
+
+    # ------------------------------------------------------------------ setup
+    def _build(self) -> None:
+        info = self.program.info
+        ns: dict[str, Any] = {
+            "ParserError": runtime.ParserError, "ExitBlock": runtime.ExitBlock,
+            "AssertFailed": runtime.AssertFailed, "Stack": runtime.Stack,
+            "stack_next": runtime.stack_next, "stack_last": runtime.stack_last,
+            "stack_get": runtime.stack_get, "pack": runtime.pack, "sat_add": runtime.sat_add,
+            "hash_result": hash_result, "DROP_PORT": self.drop_port, "RNG": self.rng,
+            "log_msg": self._log_msg, "Pkt": runtime.Pkt,
+        }
+        tables_by_name = {t["name"]: t for t in info.tables}
+        for ob in info.objects:
+            kind, py, name = ob["kind"], ob["py"], ob["name"]
+            if kind == "hash":
+                ns[py] = _hash_fn(ob["algo"], self.rng)
+            elif kind == "register":
+                r = RegisterArray(name, max(1, ob["size"]), ob["width"])
+                self.registers[name] = ns[py] = r
+            elif kind == "counter":
+                c = CounterArray(name, max(1, ob["size"]), _ckind(ob["type"]))
+                self.counters[name] = ns[py] = c
+            elif kind == "direct_counter":
+                self.direct_counters.setdefault(name, [])
+                ns[py] = None
+            elif kind == "meter":
+                m = MeterArray(name, max(1, ob["size"]), _mkind(ob["type"]), self.clock)
+                self.meters[name] = ns[py] = m
+            elif kind == "direct_meter":
+                dm = DirectMeter(name, _mkind(ob["type"]), self.clock)
+                self.direct_meters[name] = ns[py] = dm
+            elif kind == "action_profile":
+                ap = ActionProfile(name, size=ob.get("size") or 0, with_selector=ob["with_selector"])
+                self.action_profiles[name] = ns[py] = ap
+                algo = _algo(ob.get("algo", "crc16"))
+                ns[py + "_hash"] = _hash_fn(algo, self.rng)
+            elif kind == "value_set":
+                vs = runtime.ValueSet(name, max(1, ob["size"]), tuple(ob["widths"]))
+                self.value_sets[name] = ns[py] = vs
+        for ob in info.objects:
+            if ob["kind"] != "table":
+                continue
+            t = self._make_table(tables_by_name[ob["table"]])
+            self.tables[ob["name"]] = ns[ob["py"]] = t
+            ns[ob["py"] + "_apply"] = t.apply
+            ns[ob["py"] + "_lookup"] = t.lookup
+            ns[ob["py"] + "_default"] = t.default_entry
+        exec(self.program.code, ns)
+        self.ns = ns
+        self._parse = ns["parse"]
+        self._verify = ns["verify"]
+        self._ingress = ns["ingress"]
+        self._egress = ns["egress"]
+        self._compute = ns["compute"]
+        self._deparse = ns["deparse"]
+        self._hdr_len = ns["hdr_len"]
+        self._run_ingress = ns["run_ingress"]
+        self._run_egress = ns["run_egress"]
+        self._now_ns = self.clock.now_ns
+        self._new_hdr = ns[info.hdr_class]
+        self._new_meta = ns[info.meta_class]
+        self._new_sm = ns[info.sm_class]
+        self._static_length = info.static_length
+        self._fl = {k: [p[0].split(".") for p in v] for k, v in self.field_lists.items()}
+
+    def _make_table(self, t: dict[str, Any]) -> Table:
+        keys = [KeyField(k["name"], MatchKind(k["match_kind"]), k["bitwidth"]) for k in t["keys"]]
+        actions = [ActionSpec(a["name"], param_widths=tuple(w for _, w in a["params"]),
+                              scope=ActionScope(a.get("scope", "TABLE_AND_DEFAULT")))
+                   for a in t["actions"]]
+        da = t["default_action"]
+        impl = self.action_profiles.get(t["implementation"]) if t.get("implementation") else None
+        table = Table(t["name"], keys, size=max(t["size"], len(t["entries"]), 1), actions=actions,
+                      default_action=ActionCall(da[0], tuple(da[1])),
+                      const_default_action=t["const_default_action"],
+                      is_const=t["is_const"] and not any("bmv2_priority" in e for e in t["entries"]),
+                      implementation=impl, largest_priority_wins=t["largest_priority_wins"],
+                      priority_delta=t["priority_delta"], support_timeout=t["support_timeout"],
+                      clock=self.clock.now_ns)
+        if any("bmv2_priority" in e for e in t["entries"]):
+            # @priority annotations: the smaller number wins, entries without one rank by
+            # position (as p4c's BMv2 back end numbers them).
+            big = 1 << 30
+            for i, e in enumerate(t["entries"]):
+                bp = e.get("bmv2_priority", i + 1)
+                table.insert([_match_input(m) for m in e["match"]],
+                             ActionCall(e["action"][0], tuple(e["action"][1])),
+                             priority=(big - bp) if table.needs_priority else 0)
+            table.is_const = t["is_const"]
+        elif t["entries"]:
+            ents = [InitialEntry([_match_input(m) for m in e["match"]],
+                                 ActionCall(e["action"][0], tuple(e["action"][1])),
+                                 e["priority"], e["is_const"]) for e in t["entries"]]
+            table.add_initial_entries(ents, const_entries=t["is_const"])
+        if t.get("direct_counter"):
+            self.direct_counters.setdefault(t["direct_counter"], []).append(table)
+        return table
+
+    def _log_msg(self, msg: str, values: tuple[Any, ...]) -> None:
+        if values:
+            parts = msg.split("{}")
+            text = parts[0] + "".join(str(v) + p for v, p in zip(values, parts[1:], strict=False))
+        else:
+            text = msg
+        p4log.info("%s", text)
+
+    # ------------------------------------------------------------------ data plane
+    def receive(self, port: int, data: bytes) -> None:
+        """A frame arrives on `port`: run ingress now (egress runs when dequeued)."""
+        # Fast path of _ingress_packet for normal packets (the generated run_ingress).
+        if type(data) is not bytes:
+            data = bytes(data)
+        ps = PacketState(data)
+        try:
+            sm = self._run_ingress(ps, data, port, self._now_ns() // 1000)
+        except runtime.AssertFailed as e:
+            self._assert_failed(e)
+            return
+        if ps.clone is not None or ps.digests or ps.resubmit is not None:
+            if self._end_of_ingress_special(ps, port, data, ps.hdr, ps.meta, sm, 0):
+                return
+        mgid = sm.mcast_grp
+        if mgid:
+            self._multicast(mgid, ps, ps.hdr, ps.meta, sm)
+            return
+        spec = sm.egress_spec
+        if spec == self.drop_port:
+            self.drops.count(port, DropReason.PIPELINE_DROP)
+            return
+        self.tm.enqueue(spec, ps, ps.length, sm.priority)
+
+    def _restore(self, meta: Any, sm: Any, saved: dict[str, Any] | None) -> None:
+        if not saved:
+            return
+        for path, v in saved.items():
+            obj = meta if path.startswith("meta.") else sm
+            parts = path.split(".")[1:]
+            for p in parts[:-1]:
+                obj = getattr(obj, p)
+            setattr(obj, parts[-1], v)
+
+    def _save(self, fl: str | None, meta: Any, sm: Any) -> dict[str, Any] | None:
+        if fl is None:
+            return None
+        out: dict[str, Any] = {}
+        for parts in self._fl.get(fl, ()):
+            obj = meta if parts[0] == "meta" else sm
+            for p in parts[1:]:
+                obj = getattr(obj, p)
+            out[".".join(parts)] = obj.copy() if hasattr(obj, "copy") else obj
+        return out
+
+    def _run_parser(self, ps: PacketState, data: bytes, sm: Any) -> tuple[Any, Any]:
+        hdr = self._new_hdr()
+        meta = ps.meta
+        pk = runtime.Pkt(data)
+        try:
+            self._parse(pk, hdr, meta, sm, ps)
+        except runtime.ParserError as e:
+            if e.code is not None:
+                sm.parser_error = e.code
+        ps.payload = data[pk.o:]
+        ps.base_len = pk.o if self._static_length else self._hdr_len(hdr)
+        return hdr, meta
+
+    def _ingress_packet(self, port: int, data: bytes, instance_type: int,
+                        saved: dict[str, Any] | None, depth: int) -> None:
+        # The hot path: keep attribute lookups and calls to a minimum.
+        ps = PacketState(data)
+        sm = self._new_sm()
+        ps.sm = sm
+        sm.ingress_port = port
+        if instance_type:
+            sm.instance_type = instance_type
+            ps.depth = depth
+        sm.packet_length = ps.length
+        sm.ingress_global_timestamp = self.clock.now_ns() // 1000
+        ps.meta = meta = self._new_meta()
+        if saved:
+            self._restore(meta, sm, saved)
+        hdr = self._new_hdr()
+        ps.hdr = hdr
+        pk = runtime.Pkt(data)
+        try:
+            try:
+                self._parse(pk, hdr, meta, sm, ps)
+            except runtime.ParserError as e:
+                if e.code is not None:
+                    sm.parser_error = e.code
+            o = pk.o
+            ps.payload = data[o:] if o else data
+            ps.base_len = o if self._static_length else self._hdr_len(hdr)
+            self._verify(hdr, meta, ps)
+            self._ingress(hdr, meta, sm, ps)
+        except runtime.AssertFailed as e:
+            self._assert_failed(e)
+            return
+        # End of ingress: clone, digest, resubmit, then multicast / drop / unicast.
+        if ps.clone is not None or ps.digests or ps.resubmit is not None:
+            if self._end_of_ingress_special(ps, port, data, hdr, meta, sm, depth):
+                return
+        mgid = sm.mcast_grp
+        if mgid:
+            self._multicast(mgid, ps, hdr, meta, sm)
+            return
+        spec = sm.egress_spec
+        if spec == self.drop_port:
+            self.drops.count(port, DropReason.PIPELINE_DROP)
+            return
+        self.tm.enqueue(spec, ps, ps.length, sm.priority)
+
+    def _end_of_ingress_special(self, ps: PacketState, port: int, data: bytes, hdr: Any,
+                                meta: Any, sm: Any, depth: int) -> bool:
+        """Clone, digests and resubmit; True when the packet is consumed (resubmitted)."""
+        if ps.clone is not None and ps.clone[0] == "I2E":
+            self._clone_i2e(ps, hdr, meta, sm)
+        ps.clone = None
+        if ps.digests:
+            now = self.clock.now_ns()
+            for name, recv, vals in ps.digests:
+                self.digests.append(Digest(name, recv, vals, now))
+        if ps.resubmit is not None:
+            if depth < MAX_RESUBMIT_DEPTH:
+                kept = self._save(ps.resubmit[0], meta, sm)
+                self.clock.call_soon(lambda: self._ingress_packet(
+                    port, data, RESUBMIT, kept, depth + 1))
+            return True
+        return False
+
+    def _multicast(self, mgid: int, ps: PacketState, hdr: Any, meta: Any, sm: Any) -> None:
+        for rep in self.pre.replicate(mgid):
+            h2, m2, s2 = hdr.copy(), meta.copy(), sm.copy()
+            s2.egress_rid = rep.instance
+            s2.instance_type = REPLICATION
+            self._enqueue(rep.egress_port, h2, m2, s2, ps, copy_state=True)
+
+    def _enqueue(self, port: int, hdr: Any, meta: Any, sm: Any, ps: PacketState,
+                 copy_state: bool) -> None:
+        if copy_state:
+            ps2 = PacketState(ps.data)
+            ps2.payload = ps.payload
+            ps2.base_len = ps.base_len
+            ps2.length = ps.length
+            ps2.depth = ps.depth
+            ps = ps2
+        ps.hdr, ps.meta, ps.sm = hdr, meta, sm
+        ps.clone = None
+        ps.recirc = None
+        ps.trunc = 0
+        self.tm.enqueue(port, ps, ps.length, sm.priority)
+
+    def _clone_i2e(self, ps: PacketState, hdr: Any, meta: Any, sm: Any) -> None:
+        assert ps.clone is not None
+        _, sid, fl = ps.clone
+        sess = self.pre.clone_session(sid)
+        if sess is None:
+            return
+        kept = self._save(fl, meta, sm)
+        for rep in sess.replicas:
+            # BMv2 re-parses the original packet for an ingress clone.
+            cps = PacketState(ps.data)
+            cps.depth = ps.depth
+            csm = self._new_sm()
+            cps.sm = csm
+            csm.ingress_port = sm.ingress_port
+            csm.instance_type = INGRESS_CLONE
+            csm.packet_length = len(ps.data)
+            csm.ingress_global_timestamp = sm.ingress_global_timestamp
+            cps.meta = self._new_meta()
+            self._restore(cps.meta, csm, kept)
+            chdr, cmeta = self._run_parser(cps, ps.data, csm)
+            csm.egress_rid = rep.instance
+            if sess.packet_length_bytes:
+                cps.trunc = sess.packet_length_bytes
+            self._enqueue(rep.egress_port, chdr, cmeta, csm, cps, copy_state=False)
+            cps.trunc = sess.packet_length_bytes
+
+    def _on_dequeue(self, port: int, ps: Any, info: DequeueInfo) -> None:
+        if ps.depth or ps.trunc:
+            self._on_dequeue_full(port, ps, info)
+            return
+        try:
+            data = self._run_egress(ps, port, info, self._now_ns() // 1000)
+        except runtime.AssertFailed as e:
+            self._assert_failed(e)
+            return
+        if data is None or ps.recirc is not None:
+            self._after_egress_special(port, ps, data)
+            return
+        pkt = OutputPacket(port, data, ps.sm.instance_type, self._now_ns())
+        if port == self.cpu_port and self.packet_in_handler is not None:
+            self.packet_in_handler(data)
+        for h in self.output_handlers:
+            h(pkt)
+
+    def _after_egress_special(self, port: int, ps: Any, data: bytes | None) -> None:
+        """E2E clone, drop or recirculate after a fast-path egress."""
+        hdr, meta, sm = ps.hdr, ps.meta, ps.sm
+        if data is None:
+            if ps.clone is not None and ps.clone[0] == "E2E":
+                self._clone_e2e(ps, hdr, meta, sm)
+            if sm.egress_spec == self.drop_port:
+                self.drops.count(port, DropReason.PIPELINE_DROP)
+                return
+            ps.clone = None
+            self._compute(hdr, meta, ps)
+            parts: list[bytes] = []
+            self._deparse(parts, hdr, ps)
+            parts.append(ps.payload)
+            data = b"".join(parts)
+        if ps.trunc and len(data) > ps.trunc:
+            data = data[: ps.trunc]
+        if ps.recirc is not None:
+            if ps.depth < MAX_RESUBMIT_DEPTH:
+                kept = self._save(ps.recirc[0], meta, sm)
+                ing = sm.ingress_port
+                d = ps.depth + 1
+                final = data
+                self.clock.call_soon(lambda: self._ingress_packet(ing, final, RECIRC, kept, d))
+            return
+        self._output(port, data, sm.instance_type)
+
+    def _on_dequeue_full(self, port: int, ps: Any, info: DequeueInfo) -> None:
+        hdr, meta, sm = ps.hdr, ps.meta, ps.sm
+        sm.egress_port = port
+        sm.egress_spec = 0
+        sm.enq_timestamp = info.enq_timestamp & 0xFFFFFFFF
+        sm.enq_qdepth = info.enq_qdepth
+        sm.deq_timedelta = info.deq_timedelta & 0xFFFFFFFF
+        sm.deq_qdepth = info.deq_qdepth
+        sm.egress_global_timestamp = self.clock.now_ns() // 1000
+        if self._static_length:
+            sm.packet_length = ps.length
+        else:
+            sm.packet_length = ps.length + self._hdr_len(hdr) - ps.base_len
+        try:
+            self._egress(hdr, meta, sm, ps)
+        except runtime.AssertFailed as e:
+            self._assert_failed(e)
+            return
+        if ps.clone is not None and ps.clone[0] == "E2E":
+            self._clone_e2e(ps, hdr, meta, sm)
+        if sm.egress_spec == self.drop_port:
+            self.drops.count(port, DropReason.PIPELINE_DROP)
+            return
+        self._compute(hdr, meta, ps)
+        parts: list[bytes] = []
+        self._deparse(parts, hdr, ps)
+        parts.append(ps.payload)
+        data = b"".join(parts)
+        if ps.trunc and len(data) > ps.trunc:
+            data = data[: ps.trunc]
+        if ps.recirc is not None:
+            if ps.depth < MAX_RESUBMIT_DEPTH:
+                kept = self._save(ps.recirc[0], meta, sm)
+                ing = sm.ingress_port
+                d = ps.depth + 1
+                self.clock.call_soon(lambda: self._ingress_packet(ing, data, RECIRC, kept, d))
+            return
+        pkt = OutputPacket(port, data, sm.instance_type, self.clock.now_ns())
+        if port == self.cpu_port and self.packet_in_handler is not None:
+            self.packet_in_handler(data)
+        for h in self.output_handlers:
+            h(pkt)
+
+    def _clone_e2e(self, ps: PacketState, hdr: Any, meta: Any, sm: Any) -> None:
+        assert ps.clone is not None
+        _, sid, fl = ps.clone
+        sess = self.pre.clone_session(sid)
+        if sess is None:
+            return
+        kept = self._save(fl, meta, sm)
+        for rep in sess.replicas:
+            csm = self._new_sm()
+            csm.ingress_port = sm.ingress_port
+            csm.instance_type = EGRESS_CLONE
+            csm.egress_rid = rep.instance
+            cmeta = self._new_meta()
+            self._restore(cmeta, csm, kept)
+            cps = PacketState(ps.data)
+            cps.payload = ps.payload
+            cps.depth = ps.depth
+            chdr = hdr.copy()
+            cps.length = ps.length + self._hdr_len(chdr) - ps.base_len
+            cps.base_len = self._hdr_len(chdr)
+            self._enqueue(rep.egress_port, chdr, cmeta, csm, cps, copy_state=False)
+            cps.trunc = sess.packet_length_bytes
+
+    def _output(self, port: int, data: bytes, instance_type: int) -> None:
+        pkt = OutputPacket(port, data, instance_type, self.clock.now_ns())
+        if port == self.cpu_port and self.packet_in_handler is not None:
+            self.packet_in_handler(data)
+        for h in self.output_handlers:
+            h(pkt)
+
+    def _assert_failed(self, e: Exception) -> None:
+        self.assert_failures += 1
+        log.error("P4 %s; packet dropped", e)
+
+
+def _hash_fn(algo: str, rng: random.Random) -> Callable[[bytes], int]:
+    # crc16: the two-bytes-per-step version in runtime (same values, faster); every
+    # deterministic algorithm is memoised per input (packets of a flow hash alike).
+    if algo == "random":
+        return hash_function(algo, rng=rng)
+    return runtime.cached(runtime.crc16 if algo == "crc16" else hash_function(algo))
+
+
+def _ckind(t: str) -> str:
+    t = t.rsplit(".", 1)[-1]
+    return t if t in ("packets", "bytes", "packets_and_bytes") else "packets"
+
+
+def _mkind(t: str) -> str:
+    t = t.rsplit(".", 1)[-1]
+    return t if t in ("packets", "bytes") else "packets"
+
+
+def _algo(a: str) -> str:
+    return a.rsplit(".", 1)[-1]
