@@ -1,0 +1,50 @@
+"""Fabric controller: routes and next-hop groups, LB modes, ECN, TE; programs switches.
+
+Pure computation (`routes`, `te`, `params`, `program`) is separate from the switch
+interface (`southbound`: SwitchHandle and its implementations) and the `controller`.
+"""
+
+from .controller import FabricController, GroupCounters, PortCounters
+from .errors import (
+    ControlError,
+    NoPathError,
+    ParamError,
+    SouthboundError,
+    UnknownHostError,
+    UnknownLinkError,
+    UnknownSwitchError,
+)
+from .params import MAX_MEMBERS, EcnSettings, LbMode, LbSettings, QosSettings
+from .routes import Route, SwitchRoutes, all_routes, switch_routes
+from .southbound import Lpm, MemorySwitchHandle, SwitchHandle, TableEntry, Ternary
+from .te import Flow, Placement, place_flows
+
+__all__ = [
+    "MAX_MEMBERS",
+    "ControlError",
+    "EcnSettings",
+    "FabricController",
+    "Flow",
+    "GroupCounters",
+    "LbMode",
+    "LbSettings",
+    "Lpm",
+    "MemorySwitchHandle",
+    "NoPathError",
+    "ParamError",
+    "Placement",
+    "PortCounters",
+    "QosSettings",
+    "Route",
+    "SouthboundError",
+    "SwitchHandle",
+    "SwitchRoutes",
+    "TableEntry",
+    "Ternary",
+    "UnknownHostError",
+    "UnknownLinkError",
+    "UnknownSwitchError",
+    "all_routes",
+    "place_flows",
+    "switch_routes",
+]

@@ -1,0 +1,120 @@
+"""The controller's view of one switch: a few by-name operations, nothing else.
+
+`SwitchHandle` is what the controller programs. Implementations stay thin:
+`MemorySwitchHandle` (records state; unit tests and dry runs), `emu.control.inprocess`
+(an in-process `emu.p4` switch by name) and `emu.control.p4rt` (any target speaking
+P4Runtime, names mapped to ids through the P4Info).
+
+Names are P4Info names (`FabricIngress.routing.ipv4_lpm`, match fields by their P4
+expression such as `hdr.ipv4.dstAddr`); values are plain ints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from .errors import SouthboundError
+
+
+@dataclass(frozen=True)
+class Lpm:
+    value: int
+    prefix_len: int
+
+
+@dataclass(frozen=True)
+class Ternary:
+    value: int
+    mask: int
+
+
+MatchValue = int | Lpm | Ternary  # an int is an exact match
+MatchKey = tuple[tuple[str, MatchValue], ...]
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    table: str
+    match: Mapping[str, MatchValue]
+    action: str
+    params: Mapping[str, int] = field(default_factory=dict)
+    priority: int | None = None
+
+    @property
+    def key(self) -> tuple[str, MatchKey]:
+        """Identity of the entry in its table (what a modify/delete names)."""
+        return self.table, tuple(sorted(self.match.items()))
+
+    def same_action(self, other: TableEntry) -> bool:
+        return self.action == other.action and dict(self.params) == dict(other.params)
+
+
+@runtime_checkable
+class SwitchHandle(Protocol):
+    """One switch, programmed by name."""
+
+    name: str
+
+    def insert_entry(self, entry: TableEntry) -> None: ...
+
+    def modify_entry(self, entry: TableEntry) -> None: ...
+
+    def delete_entry(self, table: str, match: Mapping[str, MatchValue]) -> None: ...
+
+    def set_default(self, table: str, action: str, params: Mapping[str, int]) -> None: ...
+
+    def read_counter(self, counter: str, index: int) -> tuple[int, int]:
+        """(packets, bytes) of one counter cell."""
+        ...
+
+    def read_register(self, register: str, index: int) -> int: ...
+
+    def write_register(self, register: str, index: int, value: int) -> None: ...
+
+
+class MemorySwitchHandle:
+    """A switch that only remembers what it was told: for tests and dry runs."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.entries: dict[tuple[str, MatchKey], TableEntry] = {}
+        self.defaults: dict[str, tuple[str, dict[str, int]]] = {}
+        self.counters: dict[tuple[str, int], tuple[int, int]] = {}
+        self.registers: dict[tuple[str, int], int] = {}
+        self.log: list[tuple[str, str]] = []  # (operation, table) in order
+
+    def insert_entry(self, entry: TableEntry) -> None:
+        if entry.key in self.entries:
+            raise SouthboundError(f"{self.name}: {entry.table}: entry exists: {dict(entry.match)}")
+        self.entries[entry.key] = entry
+        self.log.append(("insert", entry.table))
+
+    def modify_entry(self, entry: TableEntry) -> None:
+        if entry.key not in self.entries:
+            raise SouthboundError(f"{self.name}: {entry.table}: no entry {dict(entry.match)}")
+        self.entries[entry.key] = entry
+        self.log.append(("modify", entry.table))
+
+    def delete_entry(self, table: str, match: Mapping[str, MatchValue]) -> None:
+        key = (table, tuple(sorted(match.items())))
+        if self.entries.pop(key, None) is None:
+            raise SouthboundError(f"{self.name}: {table}: no entry {dict(match)}")
+        self.log.append(("delete", table))
+
+    def set_default(self, table: str, action: str, params: Mapping[str, int]) -> None:
+        self.defaults[table] = (action, dict(params))
+        self.log.append(("default", table))
+
+    def read_counter(self, counter: str, index: int) -> tuple[int, int]:
+        return self.counters.get((counter, index), (0, 0))
+
+    def read_register(self, register: str, index: int) -> int:
+        return self.registers.get((register, index), 0)
+
+    def write_register(self, register: str, index: int, value: int) -> None:
+        self.registers[(register, index)] = value
+
+    def table(self, table: str) -> list[TableEntry]:
+        return [e for (t, _), e in self.entries.items() if t == table]

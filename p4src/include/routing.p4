@@ -1,0 +1,225 @@
+/* Routing and load balancing: LPM -> next-hop group -> member, by the switch's LB mode.
+ *
+ * The member is chosen by the program, not by an action_selector, so that every mode
+ * can decide: ecmp_group gives the group's size and member ports (one entry per group,
+ * so a group is replaced atomically when a link fails), the mode computes a member
+ * index, and the index selects the port.
+ *
+ * Groups hold at most MAX_MEMBERS (8) members: P4 has no loops, so the adaptive
+ * least-occupied choice is unrolled over 8 candidates.
+ */
+#ifndef FABRIC_ROUTING_P4
+#define FABRIC_ROUTING_P4
+
+#include "headers.p4"
+
+/* Egress queue readings, written by egress for every packet it sends and read by the
+ * adaptive mode in ingress: packets left in the port's queue (deq_qdepth) and when. */
+register<bit<32>, bit<32>>(PORT_SLOTS) port_qdepth;
+register<bit<32>, bit<32>>(PORT_SLOTS) port_qdepth_time_us;
+
+/* Fibonacci hashing: the seed enters the CRC linearly (a CRC of seed ++ key is the CRC
+ * of key xor a constant), so different seeds alone would pick correlated members on
+ * consecutive switches; the multiply mixes the low bits non-linearly. */
+#define MIX_TO_INDEX(RAW, OUT, COUNT) \
+    RAW = RAW * 32w0x9E3779B1; \
+    hash(OUT, HashAlgorithm.identity, 32w0, { RAW[31:16] }, (bit<32>) COUNT)
+
+/* One adaptive candidate: key = (queue depth, rotation rank), smaller wins; readings
+ * older than qdepth_max_age_us count as an empty queue. */
+#define ADAPTIVE_CANDIDATE(I, PORT) \
+    if ((bit<32>) meta.member_count > I) { \
+        port_qdepth.read(meta.cand_depth, (bit<32>) PORT); \
+        port_qdepth_time_us.read(meta.cand_time, (bit<32>) PORT); \
+        if (meta.now_us - meta.cand_time > meta.qdepth_max_age_us) { \
+            meta.cand_depth = 0; \
+        } \
+        if (I >= meta.ecmp_index) { \
+            meta.cand_rank = I - meta.ecmp_index; \
+        } else { \
+            meta.cand_rank = I + (bit<32>) meta.member_count - meta.ecmp_index; \
+        } \
+        meta.cand_key = (meta.cand_depth << 3) | meta.cand_rank; \
+        if (meta.cand_key < meta.best_key) { \
+            meta.best_key = meta.cand_key; \
+            meta.member_index = I; \
+        } \
+    }
+
+control Routing(inout headers_t hdr,
+                inout metadata_t meta,
+                inout standard_metadata_t standard_metadata) {
+
+    counter<bit<32>>(MEMBER_SLOTS, CounterType.packets_and_bytes) member_packets;
+    register<bit<32>, bit<32>>(FLOWLET_SLOTS) flowlet_time_us;
+    register<bit<32>, bit<32>>(FLOWLET_SLOTS) flowlet_member;   /* member + 1; 0 = none */
+    register<bit<32>, bit<32>>(MAX_GROUPS) spray_next;
+
+    action drop() {
+        mark_to_drop(standard_metadata);
+    }
+
+    /* The switch's load-balancing mode (LB_*) and its parameters. */
+    action set_lb_config(bit<8> mode, bit<32> seed, bit<32> flowlet_timeout_us,
+                         bit<32> qdepth_max_age_us) {
+        meta.lb_mode = mode;
+        meta.lb_seed = seed;
+        meta.flowlet_timeout_us = flowlet_timeout_us;
+        meta.qdepth_max_age_us = qdepth_max_age_us;
+    }
+
+    table lb_config {
+        actions = { set_lb_config; }
+        default_action = set_lb_config(LB_ECMP, 0, 500, 1000);
+    }
+
+    action route_to_port(bit<9> port) {
+        standard_metadata.egress_spec = port;
+        meta.routed_to_group = false;
+    }
+
+    action route_to_group(bit<16> group_id) {
+        meta.group_id = group_id;
+        meta.routed_to_group = true;
+    }
+
+    table ipv4_lpm {
+        key = { hdr.ipv4.dstAddr: lpm; }
+        actions = { route_to_port; route_to_group; drop; }
+        default_action = drop();
+        size = 4096;
+    }
+
+    action set_group(bit<8> member_count,
+                     bit<9> port_0, bit<9> port_1, bit<9> port_2, bit<9> port_3,
+                     bit<9> port_4, bit<9> port_5, bit<9> port_6, bit<9> port_7) {
+        meta.member_count = member_count;
+        meta.member_port_0 = port_0;
+        meta.member_port_1 = port_1;
+        meta.member_port_2 = port_2;
+        meta.member_port_3 = port_3;
+        meta.member_port_4 = port_4;
+        meta.member_port_5 = port_5;
+        meta.member_port_6 = port_6;
+        meta.member_port_7 = port_7;
+    }
+
+    table ecmp_group {
+        key = { meta.group_id: exact; }
+        actions = { set_group; drop; }
+        default_action = drop();
+        size = MAX_GROUPS;
+    }
+
+    /* TE: a centrally computed member for one 5-tuple (used in LB_TE mode). */
+    action te_pin(bit<32> member_index) {
+        meta.member_index = member_index;
+        meta.te_pinned = true;
+    }
+
+    table te_flow {
+        key = {
+            hdr.ipv4.srcAddr: exact;
+            hdr.ipv4.dstAddr: exact;
+            hdr.ipv4.protocol: exact;
+            meta.l4_sport: exact;
+            meta.l4_dport: exact;
+        }
+        actions = { te_pin; NoAction; }
+        default_action = NoAction();
+        size = 4096;
+    }
+
+    apply {
+        meta.now_us = (bit<32>) standard_metadata.ingress_global_timestamp;
+        lb_config.apply();
+        ipv4_lpm.apply();
+        if (!meta.routed_to_group) {
+            return;
+        }
+        ecmp_group.apply();
+        if (meta.member_count == 0 || standard_metadata.egress_spec == 511) {
+            mark_to_drop(standard_metadata);
+            return;
+        }
+
+        /* The seeded 5-tuple hash: the ecmp choice, and the tie-break of adaptive. */
+        hash(meta.cand_key, HashAlgorithm.crc32, 32w0,
+             { meta.lb_seed, hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
+               meta.l4_sport, meta.l4_dport },
+             32w0xFFFFFFFF);
+        MIX_TO_INDEX(meta.cand_key, meta.ecmp_index, meta.member_count);
+        meta.member_index = meta.ecmp_index;
+
+        if (meta.lb_mode == LB_FLOWLET) {
+            hash(meta.flowlet_slot, HashAlgorithm.crc32, 32w0,
+                 { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
+                   meta.l4_sport, meta.l4_dport },
+                 (bit<32>) FLOWLET_SLOTS);
+            flowlet_time_us.read(meta.cand_time, meta.flowlet_slot);
+            flowlet_member.read(meta.cand_rank, meta.flowlet_slot);
+            if (meta.cand_rank == 0 || meta.cand_rank > (bit<32>) meta.member_count
+                    || meta.now_us - meta.cand_time > meta.flowlet_timeout_us) {
+                /* A new flowlet: pick again, with the time in the hash. */
+                hash(meta.cand_key, HashAlgorithm.crc32, 32w0,
+                     { meta.lb_seed, hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
+                       meta.l4_sport, meta.l4_dport, meta.now_us },
+                     32w0xFFFFFFFF);
+                MIX_TO_INDEX(meta.cand_key, meta.member_index, meta.member_count);
+                flowlet_member.write(meta.flowlet_slot, meta.member_index + 1);
+            } else {
+                meta.member_index = meta.cand_rank - 1;
+            }
+            flowlet_time_us.write(meta.flowlet_slot, meta.now_us);
+        } else if (meta.lb_mode == LB_ADAPTIVE) {
+            meta.best_key = 32w0xFFFFFFFF;
+            ADAPTIVE_CANDIDATE(32w0, meta.member_port_0)
+            ADAPTIVE_CANDIDATE(32w1, meta.member_port_1)
+            ADAPTIVE_CANDIDATE(32w2, meta.member_port_2)
+            ADAPTIVE_CANDIDATE(32w3, meta.member_port_3)
+            ADAPTIVE_CANDIDATE(32w4, meta.member_port_4)
+            ADAPTIVE_CANDIDATE(32w5, meta.member_port_5)
+            ADAPTIVE_CANDIDATE(32w6, meta.member_port_6)
+            ADAPTIVE_CANDIDATE(32w7, meta.member_port_7)
+        } else if (meta.lb_mode == LB_SPRAY) {
+            /* Round robin per group. */
+            spray_next.read(meta.member_index, (bit<32>) meta.group_id);
+            if (meta.member_index >= (bit<32>) meta.member_count) {
+                meta.member_index = 0;
+            }
+            meta.cand_key = meta.member_index + 1;
+            if (meta.cand_key >= (bit<32>) meta.member_count) {
+                meta.cand_key = 0;
+            }
+            spray_next.write((bit<32>) meta.group_id, meta.cand_key);
+        } else if (meta.lb_mode == LB_TE) {
+            meta.te_pinned = false;
+            te_flow.apply();
+            if (!meta.te_pinned || meta.member_index >= (bit<32>) meta.member_count) {
+                /* Unpinned flows, and stale pins after a group shrank, use ecmp. */
+                meta.member_index = meta.ecmp_index;
+            }
+        }
+
+        if (meta.member_index == 0) {
+            standard_metadata.egress_spec = meta.member_port_0;
+        } else if (meta.member_index == 1) {
+            standard_metadata.egress_spec = meta.member_port_1;
+        } else if (meta.member_index == 2) {
+            standard_metadata.egress_spec = meta.member_port_2;
+        } else if (meta.member_index == 3) {
+            standard_metadata.egress_spec = meta.member_port_3;
+        } else if (meta.member_index == 4) {
+            standard_metadata.egress_spec = meta.member_port_4;
+        } else if (meta.member_index == 5) {
+            standard_metadata.egress_spec = meta.member_port_5;
+        } else if (meta.member_index == 6) {
+            standard_metadata.egress_spec = meta.member_port_6;
+        } else {
+            standard_metadata.egress_spec = meta.member_port_7;
+        }
+        member_packets.count(((bit<32>) meta.group_id << 3) + meta.member_index);
+    }
+}
+
+#endif

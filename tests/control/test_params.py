@@ -1,0 +1,63 @@
+"""LB / ECN / QoS settings: validation and the values fabric.p4 receives."""
+
+from __future__ import annotations
+
+import pytest
+
+from emu.control import EcnSettings, LbMode, LbSettings, ParamError, QosSettings
+from emu.control.params import ECN_PROB_ONE
+
+
+def test_lb_modes_and_codes():
+    assert [m.code for m in LbMode] == [0, 1, 2, 3, 4]
+    assert LbSettings(mode="flowlet").mode is LbMode.FLOWLET
+    with pytest.raises(ParamError, match="unknown load-balancing mode 'wcmp'.*ecmp, flowlet"):
+        LbSettings(mode="wcmp")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kw", [{"seed": -1}, {"seed": 1 << 32}, {"flowlet_timeout_us": 0},
+                                {"qdepth_max_age_us": -5}])
+def test_lb_parameters_out_of_range(kw):
+    with pytest.raises(ParamError):
+        LbSettings(**kw)
+
+
+def test_per_switch_seeds_differ_and_a_fixed_seed_is_shared():
+    lb = LbSettings()
+    seeds = {lb.seed_for(d) for d in range(1, 100)}
+    assert len(seeds) == 99
+    same = LbSettings(seed=7)
+    assert {same.seed_for(d) for d in range(1, 10)} == {7}
+    assert same.action_params(3) == {"mode": 0, "seed": 7, "flowlet_timeout_us": 500,
+                                     "qdepth_max_age_us": 1000}
+
+
+def test_ecn_thresholds_validated():
+    with pytest.raises(ParamError, match="kmin < kmax"):
+        EcnSettings(kmin_pkts=10, kmax_pkts=10)
+    with pytest.raises(ParamError, match="pmax"):
+        EcnSettings(pmax=1.5)
+    s = EcnSettings(kmin_pkts=5, kmax_pkts=80)
+    with pytest.raises(ParamError, match="exceeds the queue depth of leaf1:3 \\(64 packets\\)"):
+        s.validate_for(64, "leaf1:3")
+    s.validate_for(80)
+    EcnSettings(kmin_pkts=5, kmax_pkts=80, enabled=False).validate_for(64)
+
+
+def test_ecn_red_line():
+    s = EcnSettings(kmin_pkts=10, kmax_pkts=30, pmax=0.5)
+    assert s.slope == round(0.5 * ECN_PROB_ONE / 20)
+    assert s.mark_probability(10) == 0.0
+    assert s.mark_probability(9) == 0.0
+    assert s.mark_probability(20) == pytest.approx(0.25, abs=1e-6)
+    assert s.mark_probability(30) == 1.0
+    assert s.action_params() == {"kmin": 10, "kmax": 30, "slope": s.slope}
+
+
+def test_qos_priorities_must_exist():
+    with pytest.raises(ParamError, match="needs 8 priority queues; the switches have 2"):
+        QosSettings(priority_queues=2, dscp_priority={48: 7})
+    with pytest.raises(ParamError, match="DSCP"):
+        QosSettings(priority_queues=2, dscp_priority={64: 1})
+    assert QosSettings.roce(4).dscp_priority == {48: 3}
+    assert QosSettings.roce(1).dscp_priority == {}

@@ -1,0 +1,89 @@
+"""ECN marking on real queues (bursts into a 20 Mbit/s port), and DSCP priority."""
+
+from __future__ import annotations
+
+from emu.control import EcnSettings, QosSettings
+from emu.sim.fabric import SimFabric
+from emu.sim.frames import udp_frame
+from emu.topo import load_topology
+
+from .helpers import received
+
+KMIN, KMAX, PMAX = 10, 30, 0.5
+BURST = 40
+ECN_NOT_ECT, ECN_ECT1, ECN_ECT0, ECN_CE = 0, 1, 2, 3
+
+
+def _burst(sim: SimFabric, n: int, ecn_of, psn0: int = 0, dscp_of=lambda i: 26) -> None:
+    """n frames from h1 to h2 arriving at leaf1 at the same instant: the i-th one finds
+    i packets in the egress queue of port 2 (enq_qdepth = i)."""
+    fabric = sim.fabric
+    h1, h2 = fabric.host("h1"), fabric.host("h2")
+    leaf1 = sim.switches["leaf1"]
+    for i in range(n):
+        frame = udp_frame(h1.mac, h1.gateway_mac, str(h1.ip), str(h2.ip), 50000,
+                          ecn=ecn_of(i), psn=psn0 + i, dscp=dscp_of(i))
+        leaf1.inject(h1.switch_port, frame)
+
+
+def _ecn_of(i: int) -> int:
+    # Kmin (10) and Kmax (30) themselves carry ECT(0): the edges of the RED line are tested
+    return (ECN_ECT0, ECN_ECT1, ECN_ECT0, ECN_ECT0, ECN_NOT_ECT)[i % 5]
+
+
+def test_red_marking_on_queue_depth():
+    s = EcnSettings(kmin_pkts=KMIN, kmax_pkts=KMAX, pmax=PMAX)
+    sim = SimFabric(load_topology("clos4"), ecn=s)
+    rounds = 150
+    marked = [0] * BURST
+    ect = [0] * BURST
+    for r in range(rounds):
+        _burst(sim, BURST, _ecn_of, psn0=r * BURST)
+        sim.run_until_idle()
+        got = received(sim, "h2")
+        assert len(got) == BURST
+        for p in got:
+            q = p.psn - r * BURST
+            sent = _ecn_of(q)
+            assert p.checksum_ok
+            if sent == ECN_NOT_ECT:
+                assert p.ecn == ECN_NOT_ECT  # never marked
+                continue
+            assert p.ecn in (sent, ECN_CE)
+            ect[q] += 1
+            marked[q] += p.ecn == ECN_CE
+    for q in range(BURST):
+        if q <= KMIN:
+            assert marked[q] == 0, q
+        elif q >= KMAX:
+            assert marked[q] == ect[q], q
+    # in between: the marked fraction follows the RED line, in bins of 5 depths
+    for lo in range(KMIN + 1, KMAX, 5):
+        qs = range(lo, min(lo + 5, KMAX))
+        n = sum(ect[q] for q in qs)
+        frac = sum(marked[q] for q in qs) / n
+        expect = sum(s.mark_probability(q) * ect[q] for q in qs) / n
+        assert abs(frac - expect) < 0.06, (lo, frac, expect)
+    marks = sim.controller.port_counters("leaf1")[2].ecn_marks
+    assert marks == sum(marked)
+
+
+def test_no_ecn_config_means_no_marks():
+    sim = SimFabric(load_topology("clos4"), ecn=EcnSettings(enabled=False))
+    _burst(sim, BURST, lambda i: ECN_ECT0)
+    sim.run_until_idle()
+    assert all(p.ecn == ECN_ECT0 for p in received(sim, "h2"))
+
+
+def _control_position(qos: QosSettings) -> int:
+    sim = SimFabric(load_topology("clos4"), qos=qos)
+    _burst(sim, 30, lambda i: ECN_ECT0, dscp_of=lambda i: 48 if i == 29 else 26)
+    sim.run_until_idle()
+    order = [p.psn for p in received(sim, "h2")]
+    assert sorted(order) == list(range(30))
+    return order.index(29)
+
+
+def test_cnp_and_ack_class_overtakes_queued_data():
+    assert _control_position(QosSettings.roce(2)) == 0
+    assert _control_position(QosSettings(priority_queues=1)) == 29

@@ -1,0 +1,59 @@
+"""Flowlet switching and packet spraying on clos4."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from emu.control import LbSettings
+from emu.sim.fabric import SimFabric
+from emu.topo import load_topology
+
+from .helpers import diff, member_packets, received
+
+US = 1000
+
+
+def test_flowlet_keeps_the_path_inside_the_timeout_and_moves_after_idle_gaps():
+    sim = SimFabric(load_topology("clos4"), lb=LbSettings(mode="flowlet", flowlet_timeout_us=500))
+    h1 = sim.hosts["h1"]
+    # 100 packets 100 us apart: never idle for 500 us, so never a new member
+    before = member_packets(sim, "leaf1", "leaf2")
+    for psn in range(100):
+        h1.send_udp("h3", sport=50000, psn=psn)
+        sim.run_for(100 * US)
+    used = diff(member_packets(sim, "leaf1", "leaf2"), before)
+    assert list(used.values()) == [100]
+    # 120 flowlets of 3 packets, separated by 2 ms of silence
+    chosen: list[int] = []
+    for burst in range(120):
+        before = member_packets(sim, "leaf1", "leaf2")
+        for k in range(3):
+            h1.send_udp("h3", sport=50000, psn=1000 + burst * 3 + k)
+            sim.run_for(60 * US)
+        sim.run_for(200 * US)  # the last one reaches leaf1 (serialisation + delay)
+        used = diff(member_packets(sim, "leaf1", "leaf2"), before)
+        assert len(used) == 1 and sum(used.values()) == 3  # one member per flowlet
+        chosen.append(next(iter(used)))
+        sim.run_for(1800 * US)
+    sim.run_until_idle()
+    counts = Counter(chosen)
+    assert set(counts) == set(sim.controller.routes("leaf1").by_leaf["leaf2"])
+    # a flowlet gap is longer than any path-delay difference: no reordering
+    psns = [p.psn for p in received(sim, "h3")]
+    assert psns == sorted(psns) and len(psns) == 100 + 360
+
+
+def test_spray_rotates_consecutive_packets_over_all_members():
+    sim = SimFabric(load_topology("clos4"), lb=LbSettings(mode="spray"))
+    members = sim.controller.routes("leaf1").by_leaf["leaf2"]
+    seq = []
+    for psn in range(12):
+        before = member_packets(sim, "leaf1", "leaf2")
+        sim.hosts["h1"].send_udp("h3", sport=50000, psn=psn)
+        sim.run_for(100 * US)
+        (port,) = diff(member_packets(sim, "leaf1", "leaf2"), before)
+        seq.append(port)
+    assert set(seq[:4]) == set(members)
+    assert Counter(seq) == {m: 3 for m in members}
+    sim.run_until_idle()
+    assert len(received(sim, "h3")) == 12
