@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from emu.core.clock import Clock
 
@@ -86,17 +87,19 @@ class DropCounters:
         self._counts.clear()
 
 
-@dataclass(frozen=True, slots=True)
-class EnqueueResult:
-    """What ingress-to-egress metadata gets at enqueue (v1model names, microseconds)."""
+class EnqueueResult(NamedTuple):
+    """What ingress-to-egress metadata gets at enqueue (v1model names, microseconds).
+
+    NamedTuples, not frozen dataclasses: one is built per packet, and a frozen
+    dataclass's __init__ costs several times more.
+    """
 
     enq_timestamp: int
     enq_qdepth: int
     qid: int
 
 
-@dataclass(frozen=True, slots=True)
-class DequeueInfo:
+class DequeueInfo(NamedTuple):
     """The queueing metadata egress sees for a dequeued packet (microseconds, packets)."""
 
     enq_timestamp: int
@@ -124,7 +127,7 @@ class _Port:
 
     __slots__ = (
         "port", "queues", "depths", "qbytes", "rate_bps", "rate_pps", "pkts", "bytes",
-        "busy_until", "scheduled", "carry", "stats",
+        "busy_until", "scheduled", "carry", "stats", "serve",
     )
 
     def __init__(self, port: int, nq: int, depth: int,
@@ -142,6 +145,7 @@ class _Port:
         self.scheduled = False  # a service callback is pending on the clock
         self.carry = 0  # remainder of the last serialisation division, so times don't drift
         self.stats = PortQueueStats()
+        self.serve: Callable[[], None] = lambda: None  # bound by the TrafficManager
 
     def service_ns(self, size_bytes: int) -> int:
         if self.rate_bps is not None:
@@ -217,7 +221,7 @@ class TrafficManager:
             bps, pps = self._default_bps, self._default_pps
         else:
             bps, pps = _check_rate(rate_bps, rate_pps)
-        p = _Port(port, nq, depth, bps, pps)
+        p = self._new_port(port, nq, depth, bps, pps)
         if old is not None:
             p.busy_until, p.stats = old.busy_until, old.stats
         self._ports[port] = p
@@ -260,9 +264,15 @@ class TrafficManager:
     def _port(self, port: int) -> _Port:
         p = self._ports.get(port)
         if p is None:
-            p = _Port(port, self._default_nq, self._default_depth,
-                      self._default_bps, self._default_pps)
+            p = self._new_port(port, self._default_nq, self._default_depth,
+                               self._default_bps, self._default_pps)
             self._ports[port] = p
+        return p
+
+    def _new_port(self, port: int, nq: int, depth: int,
+                  rate_bps: int | None, rate_pps: int | None) -> _Port:
+        p = _Port(port, nq, depth, rate_bps, rate_pps)
+        p.serve = lambda: self._serve(p)  # one callback per port, not one per packet
         return p
 
     # --- data path ----------------------------------------------------------------------------
@@ -292,39 +302,41 @@ class TrafficManager:
         st.enq_bytes += size_bytes
         if not p.scheduled:
             p.scheduled = True
-            if p.busy_until > now:
-                clock.call_at(p.busy_until, lambda: self._serve(p))
-            else:
-                clock.call_soon(lambda: self._serve(p))
+            clock.call_at(p.busy_until if p.busy_until > now else now, p.serve)
         return EnqueueResult(ts, qdepth, priority)
 
     def _serve(self, p: _Port) -> None:
+        # An unlimited port sends everything queued now in one clock turn (one timer
+        # per burst instead of one per packet); a rate-limited port sends one packet
+        # and comes back when its transmitter is free.
+        budget = p.pkts if p.rate_bps is None and p.rate_pps is None else 1
         queues = p.queues
-        prio = len(queues) - 1
-        while prio >= 0 and not queues[prio]:
-            prio -= 1
-        if prio < 0:  # the port was reconfigured or emptied meanwhile
-            p.scheduled = False
-            return
-        pkt, size, ts, qdepth = queues[prio].popleft()
-        p.pkts -= 1
-        p.bytes -= size
-        p.qbytes[prio] -= size
-        st = p.stats
-        st.deq_pkts += 1
-        st.deq_bytes += size
         clock = self._clock
-        now = clock.now_ns()
-        p.busy_until = now + p.service_ns(size)
-        if p.pkts:
-            if p.busy_until > now:
-                clock.call_at(p.busy_until, lambda: self._serve(p))
-            else:
-                clock.call_soon(lambda: self._serve(p))
-        else:
-            p.scheduled = False
-        # State is settled before the callback, which may enqueue again.
-        self._on_dequeue(p.port, pkt, DequeueInfo(ts, qdepth, now // 1000 - ts, p.pkts, prio))
+        on_dequeue = self._on_dequeue
+        st = p.stats
+        while budget > 0:
+            budget -= 1
+            prio = len(queues) - 1
+            while prio >= 0 and not queues[prio]:
+                prio -= 1
+            if prio < 0:  # the port was reconfigured or emptied meanwhile
+                p.scheduled = False
+                return
+            pkt, size, ts, qdepth = queues[prio].popleft()
+            p.pkts -= 1
+            p.bytes -= size
+            p.qbytes[prio] -= size
+            st.deq_pkts += 1
+            st.deq_bytes += size
+            now = clock.now_ns()
+            p.busy_until = now + p.service_ns(size)
+            if budget == 0:
+                if p.pkts:
+                    clock.call_at(p.busy_until if p.busy_until > now else now, p.serve)
+                else:
+                    p.scheduled = False
+            # State is settled before the callback, which may enqueue again.
+            on_dequeue(p.port, pkt, DequeueInfo(ts, qdepth, now // 1000 - ts, p.pkts, prio))
 
     # --- observation ------------------------------------------------------------------------
 
