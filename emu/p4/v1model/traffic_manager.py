@@ -133,8 +133,8 @@ class _Port:
     def __init__(self, port: int, nq: int, depth: int,
                  rate_bps: int | None, rate_pps: int | None) -> None:
         self.port = port
-        # queues[p] holds (pkt, size_bytes, enq_timestamp_us, enq_qdepth) for priority p.
-        self.queues: list[deque[tuple[object, int, int, int]]] = [deque() for _ in range(nq)]
+        # queues[p] holds (pkt, size_bytes, enq_timestamp_us, enq_qdepth, enq_ns) for priority p.
+        self.queues: list[deque[tuple[object, int, int, int, int]]] = [deque() for _ in range(nq)]
         self.depths = [depth] * nq
         self.qbytes = [0] * nq
         self.rate_bps = rate_bps
@@ -183,8 +183,14 @@ class TrafficManager:
         default_depth_pkts: int = DEFAULT_DEPTH_PKTS,
         default_priority_queues: int = 1,
         drops: DropCounters | None = None,
+        max_catchup_ns: int = 1_000_000,
     ) -> None:
         self._clock = clock
+        # On a real clock the service timer fires late; a backlogged port then starts
+        # its next packet at the scheduled time, not at the late wake-up, so the
+        # configured rate holds. Catch-up is bounded so a long stall is not followed
+        # by an unbounded burst.
+        self._max_catchup_ns = max_catchup_ns
         self._on_dequeue = on_dequeue
         self._default_depth = default_depth_pkts
         self._default_nq = default_priority_queues
@@ -293,7 +299,7 @@ class TrafficManager:
         now = clock.now_ns()
         ts = now // 1000
         qdepth = p.pkts
-        q.append((pkt, size_bytes, ts, qdepth))
+        q.append((pkt, size_bytes, ts, qdepth, now))
         p.pkts += 1
         p.bytes += size_bytes
         p.qbytes[priority] += size_bytes
@@ -322,14 +328,19 @@ class TrafficManager:
             if prio < 0:  # the port was reconfigured or emptied meanwhile
                 p.scheduled = False
                 return
-            pkt, size, ts, qdepth = queues[prio].popleft()
+            pkt, size, ts, qdepth, enq_ns = queues[prio].popleft()
             p.pkts -= 1
             p.bytes -= size
             p.qbytes[prio] -= size
             st.deq_pkts += 1
             st.deq_bytes += size
             now = clock.now_ns()
-            p.busy_until = now + p.service_ns(size)
+            start = p.busy_until
+            if start < enq_ns:
+                start = enq_ns  # the transmitter was idle when this packet arrived
+            if start < now - self._max_catchup_ns:
+                start = now - self._max_catchup_ns
+            p.busy_until = start + p.service_ns(size)
             if budget == 0:
                 if p.pkts:
                     clock.call_at(p.busy_until if p.busy_until > now else now, p.serve)

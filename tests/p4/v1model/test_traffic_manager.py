@@ -202,3 +202,48 @@ def test_config_errors() -> None:
     tm.enqueue(1, "b", 1)
     with pytest.raises(RuntimeError):
         tm.configure_port(1)
+
+
+class LateClock(VirtualClock):
+    """A virtual clock whose timers fire `late_ns` after their time, like a busy reactor."""
+
+    def __init__(self, late_ns: int) -> None:
+        super().__init__()
+        self.late_ns = late_ns
+
+    def call_at(self, when_ns, fn):  # type: ignore[no-untyped-def]
+        return super().call_at(when_ns + self.late_ns, fn)
+
+
+def test_late_wakeups_do_not_lower_the_configured_rate() -> None:
+    clock = LateClock(late_ns=300_000)  # every wake-up 0.3 ms late
+    sink = Sink(clock)
+    tm = TrafficManager(clock, sink)
+    tm.configure_port(1, rate_pps=1000, depth_pkts=200)
+    for i in range(100):
+        tm.enqueue(1, i, 100)
+    clock.run_until_idle()
+    times = sink.times()
+    assert sink.pkts() == list(range(100))
+    # 100 packets at 1000 pps take ~99 ms; with the lateness compounding they would
+    # take ~129 ms. Departures follow the schedule, not the late wake-ups.
+    assert times[-1] - times[0] <= 100 * MS
+
+
+def test_catch_up_after_a_stall_is_bounded() -> None:
+    clock = LateClock(late_ns=0)
+    sink = Sink(clock)
+    tm = TrafficManager(clock, sink, max_catchup_ns=2 * MS)
+    tm.configure_port(1, rate_pps=1000, depth_pkts=200)
+    for i in range(50):
+        tm.enqueue(1, i, 100)  # the first service timer is set now, on time
+    clock.late_ns = 19 * MS  # ...the next one (due at 1 ms) fires at 20 ms: a stall
+    clock.advance(1)
+    clock.late_ns = 0
+    clock.run_until_idle()
+    times = sink.times()
+    assert times[:2] == [0, 20 * MS]
+    # Only 2 ms of the 19 ms backlog is caught up: 3 packets leave at 20 ms, then
+    # the port is back to one packet per ms.
+    assert sum(1 for t in times if t == 20 * MS) == 3
+    assert times[4] - times[3] == 1 * MS
