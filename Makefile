@@ -28,6 +28,7 @@ help:
 	@echo "make bench                 print performance figures"
 	@echo "make stop                  remove what a killed run left behind"
 	@echo "make clean                 remove build outputs (keeps .venv and results/)"
+	@echo "make vm / vm-test / vm-run TOPO=clos4 TARGET=bmv2   the BMv2 reference VM (Vagrant)"
 
 setup:
 	@bash scripts/setup.sh
@@ -52,3 +53,5 @@ stop:
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache
 	find . -name __pycache__ -type d -not -path './.venv/*' -prune -exec rm -rf {} +
+
+include vagrant/vm.mk

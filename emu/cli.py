@@ -21,6 +21,8 @@ COMMAND_GROUPS: list[tuple[str, str]] = [
     # (group name, "module:function" registering its subparser)
     ("topo", "emu.topo.commands:register"),
     ("run", "emu.experiments.commands:register"),
+    ("calibrate", "emu.experiments.calibrate:register"),
+    ("crosscheck", "emu.targets.crosscheck:register"),
 ]
 
 

@@ -1,0 +1,1 @@
+"""The switch daemon (`python -m emu.p4 switch`): see daemon.py."""

@@ -1,0 +1,107 @@
+"""`python -m emu.p4 switch ...`: command line of the switch daemon (simple_switch_grpc's)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from .daemon import PortSettings, SwitchOptions, run_switch, setup_logging
+
+
+def _port_value(text: str, conv: Any) -> tuple[int | None, Any]:
+    """'[PORT=]VALUE' -> (port or None, value)."""
+    port, sep, value = text.partition("=")
+    if sep:
+        return int(port), conv(value)
+    return None, conv(text)
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "switch", help="run a switch daemon: AF_PACKET ports + P4Runtime server",
+        description="Like simple_switch_grpc: ports on interfaces, pipeline over P4Runtime.")
+    p.add_argument("program", nargs="?", metavar="PROG.p4",
+                   help="P4 program compiled and loaded at start (else: --no-p4)")
+    p.add_argument("--no-p4", action="store_true",
+                   help="start without a pipeline; push one with SetForwardingPipelineConfig")
+    p.add_argument("--device-id", type=int, default=0)
+    p.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFACE",
+                   help="bind port number PORT to interface IFACE (repeatable)")
+    p.add_argument("--grpc-addr", "--grpc-server-addr", default="127.0.0.1:9559",
+                   metavar="HOST:PORT|unix:PATH")
+    p.add_argument("--cpu-port", type=int, default=None,
+                   help="the port whose frames are PacketIn/PacketOut (e.g. 255)")
+    p.add_argument("--pcap", metavar="DIR", help="write <iface>_in.pcap / <iface>_out.pcap")
+    p.add_argument("--log-console", action="store_true")
+    p.add_argument("--log-file", metavar="F")
+    p.add_argument("--log-level", default="INFO")
+    p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR")
+    p.add_argument("--admin-socket", metavar="PATH",
+                   help="JSON-lines admin socket (queue rate/depth, link delay, stats)")
+    p.add_argument("--ready-file", metavar="PATH", help="written once every port is open")
+    p.add_argument("--ready-fd", type=int, metavar="FD", help="written and closed when ready")
+    p.add_argument("--port-netns", metavar="NAME",
+                   help="open the ports inside this network namespace")
+    p.add_argument("--priority-queues", type=int, default=1)
+    p.add_argument("--queue-depth", action="append", default=[], metavar="[PORT=]PKTS")
+    p.add_argument("--queue-rate-bps", action="append", default=[], metavar="[PORT=]BPS")
+    p.add_argument("--queue-rate-pps", action="append", default=[], metavar="[PORT=]PPS")
+    p.add_argument("--link-delay-us", action="append", default=[], metavar="[PORT=]US")
+    p.add_argument("--port-config", metavar="FILE.json",
+                   help='{"default": {...}, "ports": {"1": {"rate_bps": .., "rate_pps": .., '
+                        '"depth_pkts": .., "delay_us": ..}}}')
+    p.add_argument("--allow-python-pipelines", action="store_true",
+                   help="accept emu-python-v1 device configs (they import Python code)")
+    p.add_argument("--no-pdeathsig", action="store_true",
+                   help="keep running when the parent process exits")
+    p.set_defaults(func=cmd_switch)
+
+
+def options_from_args(args: argparse.Namespace) -> SwitchOptions:
+    if args.program and args.no_p4:
+        raise SystemExit("error: give PROG.p4 or --no-p4, not both")
+    ifaces: dict[int, str] = {}
+    for item in args.interface:
+        num, sep, iface = item.partition("@")
+        if not sep or not num.isdigit() or not iface:
+            raise SystemExit(f"error: bad -i {item!r}: expected PORT@IFACE")
+        if int(num) in ifaces:
+            raise SystemExit(f"error: port {num} given twice")
+        ifaces[int(num)] = iface
+    default = PortSettings()
+    ports: dict[int, PortSettings] = {}
+    if args.port_config:
+        with open(args.port_config) as f:
+            cfg = json.load(f)
+        default = PortSettings(**cfg.get("default", {}))
+        for k, v in cfg.get("ports", {}).items():
+            ports[int(k)] = PortSettings(**{**default.__dict__, **v})
+
+    def put(items: list[str], attr: str, conv: Any) -> None:
+        for item in items:
+            port, value = _port_value(item, conv)
+            if port is None:
+                setattr(default, attr, value)
+                for s in ports.values():
+                    setattr(s, attr, value)
+            else:
+                s = ports.setdefault(port, PortSettings(**default.__dict__))
+                setattr(s, attr, value)
+
+    put(args.queue_depth, "depth_pkts", int)
+    put(args.queue_rate_bps, "rate_bps", float)
+    put(args.queue_rate_pps, "rate_pps", float)
+    put(args.link_delay_us, "delay_us", float)
+    return SwitchOptions(
+        device_id=args.device_id, interfaces=ifaces, grpc_addr=args.grpc_addr,
+        cpu_port=args.cpu_port, pcap_dir=args.pcap, program=args.program,
+        include_dirs=tuple(args.include_dirs), admin_socket=args.admin_socket,
+        ready_file=args.ready_file, ready_fd=args.ready_fd, port_netns=args.port_netns,
+        allow_python=args.allow_python_pipelines, priority_queues=args.priority_queues,
+        default_port=default, ports=ports, pdeathsig=not args.no_pdeathsig)
+
+
+def cmd_switch(args: argparse.Namespace) -> int:
+    setup_logging(args.log_console, args.log_file, args.log_level)
+    return run_switch(options_from_args(args))

@@ -1,0 +1,520 @@
+"""The switch daemon: AF_PACKET ports + the embedded v1model pipeline + P4Runtime.
+
+Like `simple_switch_grpc`: one process per switch, ports given as `-i N@IFACE`,
+the pipeline pushed over P4Runtime (or a PROG.p4 compiled at start). On top:
+
+- Readiness: ports are opened first, then the gRPC server and the admin socket;
+  only then is readiness signalled (a line `READY ...` on stdout, `--ready-file`
+  written atomically, `--ready-fd` written and closed). A gRPC port that accepts
+  connections therefore also means the ports are open.
+- SIGTERM / SIGINT stop the loop; the daemon closes ports, flushes pcaps and
+  removes its sockets. PR_SET_PDEATHSIG makes the kernel signal it when the
+  parent dies (plus a 1 s getppid() poll), so a killed run leaves no orphan.
+- Interfaces that disappear (ENETDOWN / ENODEV) mark their port down without a
+  traceback; the switch keeps serving the others.
+- Link emulation lives in the traffic manager of the loaded pipeline (rates,
+  depths) plus a per-port link delay applied here, because the kernel here has
+  no netem. Settings persist across pipeline changes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import gc
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from emu.core import netns
+from emu.core.port import AfPacketPort
+from emu.runtime.admin import AdminServer
+from emu.runtime.device import Dataplane, LocalDevice
+from emu.runtime.server import P4RuntimeServer
+
+from .clock import PreciseClock
+from .pcap import PcapWriter, pcap_paths
+
+log = logging.getLogger("emu.p4.switch")
+
+PR_SET_PDEATHSIG = 1
+
+
+def set_pdeathsig(sig: int) -> None:
+    """Ask the kernel to send `sig` when the parent process exits (Linux prctl)."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
+        log.warning("prctl(PR_SET_PDEATHSIG) failed: %s", os.strerror(ctypes.get_errno()))
+
+
+@dataclass
+class PortSettings:
+    """Queue and link settings of one port (None: the target's default)."""
+
+    rate_bps: float | None = None
+    rate_pps: float | None = None
+    depth_pkts: int | None = None
+    delay_us: float = 0.0
+
+
+@dataclass
+class SwitchOptions:
+    device_id: int = 0
+    interfaces: dict[int, str] = field(default_factory=dict)
+    grpc_addr: str = "127.0.0.1:9559"
+    cpu_port: int | None = None
+    pcap_dir: str | None = None
+    program: str | None = None
+    include_dirs: tuple[str, ...] = ()
+    admin_socket: str | None = None
+    ready_file: str | None = None
+    ready_fd: int | None = None
+    port_netns: str | None = None
+    allow_python: bool = False
+    priority_queues: int = 1
+    default_port: PortSettings = field(default_factory=PortSettings)
+    ports: dict[int, PortSettings] = field(default_factory=dict)
+    pdeathsig: bool = True
+
+
+class SwitchDaemon:
+    def __init__(self, opts: SwitchOptions) -> None:
+        self.opts = opts
+        self.clock = PreciseClock()
+        self.ports: dict[int, AfPacketPort] = {}
+        self.pcaps: dict[int, tuple[PcapWriter, PcapWriter]] = {}
+        self.delay_ns: dict[int, int] = {}
+        self._senders: dict[int, Any] = {}
+        self.no_pipeline_drops: dict[int, int] = {}
+        self.no_port_drops: dict[int, int] = {}
+        self.device = LocalDevice(opts.device_id, self.clock, cpu_port=opts.cpu_port,
+                                  output=self._output, allow_python=opts.allow_python,
+                                  on_commit=self._apply_settings,
+                                  priority_queues=opts.priority_queues)
+        self.server = P4RuntimeServer(self.device)
+        self.admin: AdminServer | None = None
+        self.grpc_port = 0
+        self._down_logged: set[int] = set()
+        self._stop_requested = False
+
+    # ------------------------------------------------------------------ start / stop
+
+    def start(self) -> None:
+        o = self.opts
+        if o.pcap_dir:
+            os.makedirs(o.pcap_dir, exist_ok=True)
+            for num, iface in o.interfaces.items():
+                pin, pout = pcap_paths(o.pcap_dir, iface)
+                self.pcaps[num] = (PcapWriter(pin), PcapWriter(pout))
+            self._schedule_pcap_flush()
+        ctx = netns.inside(o.port_netns) if o.port_netns else contextlib.nullcontext()
+        with ctx:
+            for num, iface in sorted(o.interfaces.items()):
+                port = AfPacketPort(iface, self.clock)
+                self.ports[num] = port
+        for num, port in self.ports.items():
+            port.set_receiver(self._receiver(num))
+        for num in o.interfaces:
+            self.delay_ns[num] = int(self._settings(num).delay_us * 1000)
+        if o.program:
+            self._load_program(o.program)
+        self.grpc_port = self.server.start(o.grpc_addr)
+        if o.admin_socket:
+            self.admin = AdminServer(o.admin_socket, self.clock, self._admin_handlers())
+        self._signal_ready()
+
+    def _signal_ready(self) -> None:
+        _settle_gc()
+        o = self.opts
+        info = {"device_id": o.device_id, "pid": os.getpid(), "grpc_port": self.grpc_port,
+                "grpc_addr": o.grpc_addr, "admin_socket": o.admin_socket,
+                "ports": {str(k): v for k, v in o.interfaces.items()}}
+        line = "READY " + json.dumps(info)
+        print(line, flush=True)
+        log.info("%s", line)
+        if o.ready_file:
+            tmp = o.ready_file + ".tmp"
+            with open(tmp, "w") as f:
+                f.write(json.dumps(info) + "\n")
+            os.replace(tmp, o.ready_file)
+        if o.ready_fd is not None:
+            try:
+                os.write(o.ready_fd, (json.dumps(info) + "\n").encode())
+                os.close(o.ready_fd)
+            except OSError:
+                pass
+
+    def run(self) -> None:
+        self.device.loop_thread = threading.get_ident()
+        # RealClock.run() clears a stop() that came before it (a SIGTERM during start-up):
+        # the flag, checked on the loop's first turn, keeps that request.
+        self.clock.call_soon(lambda: self.clock.stop() if self._stop_requested else None)
+        try:
+            self.clock.run()
+        finally:
+            self.device.loop_thread = None
+
+    def stop(self) -> None:
+        self._stop_requested = True
+        self.clock.stop()
+
+    def watch_parent(self, parent: int, period_ns: int = 1_000_000_000) -> None:
+        """Stop when the parent process is gone (re-checked every period_ns)."""
+        def check() -> None:
+            if os.getppid() != parent:
+                log.warning("parent process %d is gone; stopping", parent)
+                self.stop()
+            else:
+                self.clock.call_later(period_ns, check)
+        self.clock.call_later(period_ns, check)
+
+    def close(self) -> None:
+        try:
+            self.server.stop(0.2)
+        except Exception:  # shutting down: report, keep closing the rest
+            log.exception("stopping the gRPC server")
+        if self.admin is not None:
+            self.admin.close()
+        for p in self.ports.values():
+            with contextlib.suppress(OSError):
+                p.close()
+        for pin, pout in self.pcaps.values():
+            pin.close()
+            pout.close()
+        if self.opts.ready_file:
+            with contextlib.suppress(OSError):
+                os.unlink(self.opts.ready_file)
+        self.clock.close()
+
+    def _schedule_pcap_flush(self) -> None:
+        def flush() -> None:
+            for pin, pout in self.pcaps.values():
+                pin.flush()
+                pout.flush()
+            self.clock.call_later(100_000_000, flush)
+        self.clock.call_later(100_000_000, flush)
+
+    def _load_program(self, path: str) -> None:
+        """Compile PROG.p4 and commit it, as if pushed with VERIFY_AND_COMMIT.
+
+        The device config is a p4-source bundle (so GetForwardingPipelineConfig
+        returns something a client can push elsewhere): the program's directory
+        as `./`, each -I directory as `inc<N>/`.
+        """
+        from p4.v1 import p4runtime_pb2
+
+        from emu.p4.frontend import load_program
+        from emu.p4.p4info import generate_p4info
+        from emu.runtime.devconfig import make_source_config
+
+        p4info = generate_p4info(load_program(path, self.opts.include_dirs))
+        files: dict[str, str] = {}
+        roots = [("", os.path.dirname(os.path.abspath(path)))]
+        roots += [(f"inc{i}/", os.path.abspath(d)) for i, d in enumerate(self.opts.include_dirs)]
+        for prefix, base in roots:
+            files.update(_source_files(base, prefix))
+        main = os.path.basename(path)
+        cfg = p4runtime_pb2.ForwardingPipelineConfig(
+            p4info=p4info, p4_device_config=make_source_config(
+                main, files, include_dirs=[p.rstrip("/") for p, _ in roots[1:]]))
+        self.server.load_initial(cfg)
+
+    # The per-packet path is written flat (closures over locals, one dict probe) because
+    # at ~20 us per packet every Python call shows in the forwarding rate.
+
+    def _receiver(self, num: int) -> Any:
+        device = self.device
+        pin = self.pcaps[num][0] if num in self.pcaps else None
+        drops = self.no_pipeline_drops
+        run_due = self.clock.run_due
+
+        def receive(frame: bytes) -> None:
+            if pin is not None:
+                pin.write(frame)
+            dp = device.dataplane
+            if dp is not None:
+                dp.inject(num, frame)
+                run_due()  # egress for what the traffic manager can send right away
+            else:
+                drops[num] = drops.get(num, 0) + 1
+
+        return receive
+
+    def _output(self, num: int, frame: bytes) -> None:
+        send = self._senders.get(num)
+        if send is None:
+            send = self._make_sender(num)
+        send(frame)
+
+    def _make_sender(self, num: int) -> Any:
+        """The send function of one port: pcap, link delay, down-port logging."""
+        port = self.ports.get(num)
+        if port is None:
+            def no_port(frame: bytes) -> None:
+                self.no_port_drops[num] = self.no_port_drops.get(num, 0) + 1
+            return no_port
+        pout = self.pcaps[num][1] if num in self.pcaps else None
+        psend = port.send
+        delay = self.delay_ns.get(num, 0)
+        call_later = self.clock.call_later
+
+        def send_now(frame: bytes) -> None:
+            if pout is not None:
+                pout.write(frame)
+            if not psend(frame) and port.down and num not in self._down_logged:
+                self._down_logged.add(num)
+                log.warning("port %d (%s) is down; its frames are dropped", num, port.iface)
+
+        if not delay:
+            fn: Any = send_now
+        else:
+            def fn(frame: bytes) -> None:
+                call_later(delay, lambda: send_now(frame))
+        self._senders[num] = fn
+        return fn
+
+    # ------------------------------------------------------------------ settings
+
+    def _settings(self, num: int | None) -> PortSettings:
+        if num is None:
+            return self.opts.default_port
+        return self.opts.ports.get(num, self.opts.default_port)
+
+    def _port_settings_for_update(self, num: int | None) -> list[PortSettings]:
+        """The settings objects a change for `num` (None = all) must touch."""
+        if num is None:
+            return [self.opts.default_port, *self.opts.ports.values()]
+        if num not in self.opts.ports:
+            self.opts.ports[num] = PortSettings(**asdict(self.opts.default_port))
+        return [self.opts.ports[num]]
+
+    def _apply_settings(self, dp: Dataplane) -> None:
+        """Push stored queue settings into a freshly committed pipeline."""
+        _settle_gc()
+        d = self.opts.default_port
+        if d.rate_bps or d.rate_pps:
+            dp.set_queue_rate(None, rate_bps=d.rate_bps, rate_pps=d.rate_pps)
+        if d.depth_pkts is not None:
+            dp.set_queue_depth(None, d.depth_pkts)
+        ports = set(self.opts.interfaces) | set(self.opts.ports)
+        for num in sorted(ports):
+            s = self._settings(num)
+            if s.rate_bps or s.rate_pps:
+                dp.set_queue_rate(num, rate_bps=s.rate_bps, rate_pps=s.rate_pps)
+            if s.depth_pkts is not None:
+                dp.set_queue_depth(num, s.depth_pkts)
+
+    # ------------------------------------------------------------------ admin
+
+    def _admin_handlers(self) -> dict[str, Any]:
+        def port_arg(req: dict[str, Any]) -> int | None:
+            p = req.get("port")
+            if p is not None and (not isinstance(p, int) or isinstance(p, bool) or p < 0):
+                raise ValueError("port must be a non-negative integer or null")
+            return p
+
+        def ping(req: dict[str, Any]) -> Any:
+            return {"device_id": self.opts.device_id, "pid": os.getpid(),
+                    "ports": {str(k): v for k, v in self.opts.interfaces.items()},
+                    "pipeline": self.device.dataplane is not None}
+
+        def set_queue_rate(req: dict[str, Any]) -> Any:
+            port = port_arg(req)
+            bps, pps = req.get("rate_bps"), req.get("rate_pps")
+            if bps is not None and pps is not None:
+                raise ValueError("give rate_bps or rate_pps, not both")
+            for v in (bps, pps):
+                if v is not None and (not isinstance(v, (int, float)) or v < 0):
+                    raise ValueError("rates must be non-negative numbers")
+            dp = self.device.dataplane
+            if dp is not None:
+                dp.set_queue_rate(port, rate_bps=bps, rate_pps=pps)
+            for s in self._port_settings_for_update(port):
+                s.rate_bps, s.rate_pps = bps, pps
+            return None
+
+        def set_queue_depth(req: dict[str, Any]) -> Any:
+            port = port_arg(req)
+            depth = req.get("depth_pkts")
+            prio = req.get("priority")
+            if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
+                raise ValueError("depth_pkts must be a non-negative integer")
+            dp = self.device.dataplane
+            if dp is not None:
+                dp.set_queue_depth(port, depth, priority=prio)
+            if prio is None:
+                for s in self._port_settings_for_update(port):
+                    s.depth_pkts = depth
+            return None
+
+        def set_link_delay(req: dict[str, Any]) -> Any:
+            port = port_arg(req)
+            delay = req.get("delay_us")
+            if not isinstance(delay, (int, float)) or isinstance(delay, bool) or delay < 0:
+                raise ValueError("delay_us must be a non-negative number")
+            for s in self._port_settings_for_update(port):
+                s.delay_us = float(delay)
+            targets = self.opts.interfaces if port is None else [port]
+            for num in targets:
+                self.delay_ns[num] = int(delay * 1000)
+            self._senders.clear()  # rebuilt with the new delay on next use
+            return None
+
+        def get_port_config(req: dict[str, Any]) -> Any:
+            port = port_arg(req)
+            if port is None:
+                raise ValueError("port is required")
+            out: dict[str, Any] = {"delay_us": self.delay_ns.get(port, 0) / 1000}
+            dp = self.device.dataplane
+            if dp is not None:
+                out.update(dp.queue_info(port))
+            else:
+                s = self._settings(port)
+                out.update({"rate_bps": s.rate_bps, "rate_pps": s.rate_pps,
+                            "depths_pkts": [s.depth_pkts or 64]})
+            return out
+
+        def drops(req: dict[str, Any]) -> Any:
+            out: dict[str, dict[str, int]] = {}
+            dp = self.device.dataplane
+            if dp is not None:
+                for (port, reason), n in dp.drops.snapshot().items():
+                    out.setdefault(str(port), {})[reason] = n
+            for port, n in self.no_pipeline_drops.items():
+                out.setdefault(str(port), {})["no_pipeline"] = n
+            for port, n in self.no_port_drops.items():
+                out.setdefault(str(port), {})["no_such_port"] = n
+            for num, p in self.ports.items():
+                k = p.kernel_drops()
+                if k:
+                    out.setdefault(str(num), {})["kernel_rx"] = k
+                if p.stats.tx_drops:
+                    out.setdefault(str(num), {})["tx"] = p.stats.tx_drops
+            return out
+
+        def stats(req: dict[str, Any]) -> Any:
+            ports: dict[str, Any] = {}
+            dp = self.device.dataplane
+            for num, p in self.ports.items():
+                st = p.stats
+                ports[str(num)] = {
+                    "iface": p.iface, "down": p.down, "rx_frames": st.rx_frames,
+                    "rx_bytes": st.rx_bytes, "tx_frames": st.tx_frames,
+                    "tx_bytes": st.tx_bytes, "tx_drops": st.tx_drops,
+                    "kernel_drops": p.kernel_drops(),
+                    "queue": dp.queue_info(num) if dp is not None else None,
+                }
+            return {"ports": ports, "drops": drops(req), "p4runtime": dict(self.server.stats)}
+
+        return {"ping": ping, "set_queue_rate": set_queue_rate,
+                "set_queue_depth": set_queue_depth, "set_link_delay": set_link_delay,
+                "get_port_config": get_port_config, "drops": drops, "stats": stats}
+
+
+# ---------------------------------------------------------------------- entry point
+
+
+def _source_files(base: str, prefix: str, max_files: int = 500,
+                  max_bytes: int = 16 << 20) -> dict[str, str]:
+    """P4 sources under `base` (recursively, hidden and venv dirs skipped), bounded."""
+    out: dict[str, str] = {}
+    total = 0
+    for root, dirs, names in os.walk(base):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("venv", "__pycache__")]
+        for n in sorted(names):
+            if not n.endswith((".p4", ".h", ".p4inc", ".p4h")):
+                continue
+            full = os.path.join(root, n)
+            size = os.path.getsize(full)
+            if len(out) >= max_files or total + size > max_bytes:
+                raise OSError(f"too many P4 sources under {base} to bundle")
+            with open(full) as f:
+                out[prefix + os.path.relpath(full, base)] = f.read()
+            total += size
+    return out
+
+
+def _settle_gc() -> None:
+    """Keep the cyclic GC off the long-lived objects (modules, gRPC, tables).
+
+    Per-packet work allocates many small objects, which triggers collections;
+    a full collection walking every object the process holds costs milliseconds
+    and shows as latency spikes. Freezing what exists now (after start-up or a
+    pipeline commit) leaves the collector only the young objects.
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20_000, 50, 1000)
+
+
+
+# The kernel sends PDEATH_SIGNAL when the *thread* that forked us exits, which can
+# happen while the parent process lives on (a multi-threaded launcher); so it is not
+# SIGTERM, and its handler checks that the parent process is really gone. A 1 s poll
+# of getppid() covers that launcher case once its process does exit.
+PDEATH_SIGNAL = signal.SIGUSR2
+
+
+@contextlib.contextmanager
+def _signals(daemon: SwitchDaemon, parent: int | None) -> Iterator[None]:
+    def stop(signum: int, frame: object) -> None:
+        daemon.stop()
+
+    def parent_gone(signum: int, frame: object) -> None:
+        if parent is not None and os.getppid() != parent:
+            daemon.stop()
+
+    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    old[PDEATH_SIGNAL] = signal.signal(PDEATH_SIGNAL, parent_gone)
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def setup_logging(console: bool, log_file: str | None, level: str) -> None:
+    handlers: list[logging.Handler] = []
+    if console:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    if log_file:
+        handlers.append(logging.FileHandler(log_file))
+    if not handlers:
+        handlers.append(logging.StreamHandler(sys.stderr))
+        level = "WARNING" if level == "INFO" else level
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), handlers=handlers,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
+
+
+def run_switch(opts: SwitchOptions) -> int:
+    parent = os.getppid()
+    watch: int | None = None
+    if opts.pdeathsig:
+        set_pdeathsig(PDEATH_SIGNAL)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            return 1
+        watch = parent
+    daemon = SwitchDaemon(opts)
+    with _signals(daemon, watch):
+        try:
+            if watch is not None:
+                daemon.watch_parent(watch)
+            daemon.start()
+        except Exception as exc:
+            log.error("cannot start the switch: %s", exc)
+            print(f"error: cannot start the switch: {exc}", file=sys.stderr)
+            daemon.close()
+            return 1
+        try:
+            daemon.run()
+        finally:
+            daemon.close()
+    log.info("switch %d stopped", opts.device_id)
+    return 0

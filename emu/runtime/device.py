@@ -1,0 +1,369 @@
+"""What the P4Runtime server needs from a switch: the device interface.
+
+The server speaks P4Runtime; a *device* holds the running program. The split:
+
+- `ControlPlane`: the committed program's control-plane objects, looked up by
+  their P4Info (fully qualified) names -- the table engine's `Table` and
+  `ActionProfile`, the stateful externs, the replication engine. The server
+  translates P4Runtime entities onto these engine objects itself.
+- `Dataplane`: one loaded program instance: a ControlPlane plus packet I/O
+  (`inject(port, frame)`, an output callback per frame) and its traffic
+  manager knobs. Built from a device config by `load_dataplane` (formats in
+  `emu.runtime.devconfig`).
+- `Device`: the switch as the server sees it: verify/commit a pipeline,
+  run control-plane work serialised with the data path (`call`), packet-out,
+  packet-in and digest sinks. `LocalDevice` implements it for any Dataplane on
+  any Clock; the switch daemon (emu.p4.switch) wires it to AF_PACKET ports.
+
+`InfoControlPlane` builds all control-plane objects from a P4Info alone. It
+backs the `emu-null-v1` device config (control plane only, every packet
+dropped), which lets the server be tested without a compiled program, and the
+Python reference pipelines used by tests and the benchmark.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+import grpc
+
+from emu.core.clock import Clock, RealClock
+from emu.p4.tables import ActionCall, ActionProfile, SizeSemantics, Table
+from emu.p4.v1model.replication import PacketReplicationEngine
+from emu.p4.v1model.stateful import CounterArray, MeterArray, RegisterArray
+from emu.p4.v1model.traffic_manager import DropCounters
+
+from .errors import P4RTError, failed_precondition
+from .translate import P4InfoIndex
+
+T = TypeVar("T")
+
+OutputFn = Callable[[int, bytes], None]
+DigestFn = Callable[[str, tuple[int, ...]], None]
+
+__all__ = [
+    "ControlPlane", "Dataplane", "Device", "DigestFn", "InfoControlPlane", "LocalDevice",
+    "NullDataplane", "OutputFn",
+]
+
+
+class ControlPlane(Protocol):
+    """Control-plane objects of one program, by P4Info name. KeyError if absent."""
+
+    pre: PacketReplicationEngine
+
+    def table(self, name: str) -> Table: ...
+    def action_profile(self, name: str) -> ActionProfile: ...
+    def counter(self, name: str) -> CounterArray: ...
+    def meter(self, name: str) -> MeterArray: ...
+    def register(self, name: str) -> RegisterArray: ...
+
+
+class Dataplane(Protocol):
+    """One loaded program instance with packet I/O and queue knobs."""
+
+    control: ControlPlane
+    drops: DropCounters
+
+    def inject(self, port: int, frame: bytes) -> None: ...
+    def set_output(self, out: OutputFn) -> None: ...
+    def set_digest_sink(self, sink: DigestFn | None) -> None: ...
+    def set_queue_rate(self, port: int | None, *, rate_bps: float | None = None,
+                       rate_pps: float | None = None) -> None: ...
+    def set_queue_depth(self, port: int | None, depth_pkts: int, *,
+                        priority: int | None = None) -> None: ...
+    def queue_info(self, port: int) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+
+
+class Device(Protocol):
+    """The switch as the P4Runtime server sees it."""
+
+    device_id: int
+    cpu_port: int | None
+
+    def prepare(self, index: P4InfoIndex, device_config: bytes) -> object:
+        """Verify a pipeline (raise P4RTError); return a handle for commit()."""
+        ...
+
+    def commit(self, prepared: object) -> ControlPlane: ...
+    def control(self) -> ControlPlane | None: ...
+    def call(self, fn: Callable[[], T]) -> T: ...
+    def packet_out(self, frame: bytes) -> None: ...
+    def set_packet_in_sink(self, sink: Callable[[bytes], None] | None) -> None: ...
+    def set_digest_sink(self, sink: DigestFn | None) -> None: ...
+
+
+# ---------------------------------------------------------------------------
+
+
+class InfoControlPlane:
+    """Control-plane objects built from a P4Info alone (no program needed)."""
+
+    def __init__(self, index: P4InfoIndex, clock: Clock) -> None:
+        self.index = index
+        self.pre = PacketReplicationEngine()
+        self.profiles: dict[str, ActionProfile] = {}
+        self.tables: dict[str, Table] = {}
+        self.counters: dict[str, CounterArray] = {}
+        self.meters: dict[str, MeterArray] = {}
+        self.registers: dict[str, RegisterArray] = {}
+        actions_of_profile: dict[int, list[Any]] = {}
+        for ti in index.tables.values():
+            if ti.profile_id:
+                actions_of_profile.setdefault(ti.profile_id, []).extend(ti.action_specs)
+        for pid, p in index.profiles.items():
+            specs = {s.name: s for s in actions_of_profile.get(pid, [])}
+            sem = (SizeSemantics.SUM_OF_MEMBERS
+                   if p.WhichOneof("selector_size_semantics") == "sum_of_members"
+                   else SizeSemantics.SUM_OF_WEIGHTS)
+            self.profiles[p.preamble.name] = ActionProfile(
+                p.preamble.name, profile_id=pid, size=p.size, with_selector=p.with_selector,
+                max_group_size=p.max_group_size, size_semantics=sem,
+                actions=list(specs.values()))
+        now = clock.now_ns
+        for ti in index.tables.values():
+            t = ti.proto
+            default = None
+            if t.HasField("initial_default_action") and not ti.profile_id:
+                ida = t.initial_default_action
+                a = index.actions.get(ida.action_id)
+                if a is not None and len(ida.arguments) == len(a.params):
+                    default = ActionCall(a.preamble.name, tuple(
+                        int.from_bytes(arg.value, "big") for arg in ida.arguments))
+            elif ti.const_default_action_id:
+                a = index.actions.get(ti.const_default_action_id)
+                if a is not None and not a.params:
+                    default = ActionCall(a.preamble.name)
+            impl = None
+            if ti.profile_id:
+                impl = self.profiles[index.profiles[ti.profile_id].preamble.name]
+            self.tables[ti.name] = Table(
+                ti.name, ti.key, table_id=t.preamble.id, size=t.size or 1024,
+                actions=ti.action_specs if not ti.profile_id else None,
+                default_action=default, const_default_action=bool(ti.const_default_action_id),
+                is_const=t.is_const_table, implementation=impl,
+                support_timeout=t.idle_timeout_behavior == t.NOTIFY_CONTROL,
+                clock=now)
+        kinds = {0: "packets_and_bytes", 1: "bytes", 2: "packets", 3: "packets_and_bytes"}
+        for c in index.counters.values():
+            self.counters[c.preamble.name] = CounterArray(
+                c.preamble.name, max(1, c.size), kinds.get(c.spec.unit, "packets_and_bytes"))
+        for m in index.meters.values():
+            self.meters[m.preamble.name] = MeterArray(
+                m.preamble.name, max(1, m.size), "packets" if m.spec.unit == 2 else "bytes",
+                clock)
+        for r in index.registers.values():
+            width = r.type_spec.bitstring.bit.bitwidth or r.type_spec.bitstring.int.bitwidth
+            self.registers[r.preamble.name] = RegisterArray(r.preamble.name, max(1, r.size),
+                                                            max(1, width))
+
+    def table(self, name: str) -> Table:
+        return self.tables[name]
+
+    def action_profile(self, name: str) -> ActionProfile:
+        return self.profiles[name]
+
+    def counter(self, name: str) -> CounterArray:
+        return self.counters[name]
+
+    def meter(self, name: str) -> MeterArray:
+        return self.meters[name]
+
+    def register(self, name: str) -> RegisterArray:
+        return self.registers[name]
+
+
+class NullDataplane:
+    """Control plane from P4Info; the data plane drops every packet (emu-null-v1)."""
+
+    def __init__(self, index: P4InfoIndex, clock: Clock) -> None:
+        self.control = InfoControlPlane(index, clock)
+        self.drops = DropCounters()
+        self._depths: dict[int | None, int] = {}
+
+    def inject(self, port: int, frame: bytes) -> None:
+        self.drops.count(port, "no_pipeline_logic")
+
+    def set_output(self, out: OutputFn) -> None:
+        pass
+
+    def set_digest_sink(self, sink: DigestFn | None) -> None:
+        pass
+
+    def set_queue_rate(self, port: int | None, *, rate_bps: float | None = None,
+                       rate_pps: float | None = None) -> None:
+        pass
+
+    def set_queue_depth(self, port: int | None, depth_pkts: int, *,
+                        priority: int | None = None) -> None:
+        self._depths[port] = depth_pkts
+
+    def queue_info(self, port: int) -> dict[str, Any]:
+        return {"depth_pkts": self._depths.get(port, self._depths.get(None, 64))}
+
+    def close(self) -> None:
+        pass
+
+
+class _Prepared:
+    __slots__ = ("index", "config", "dataplane")
+
+    def __init__(self, index: P4InfoIndex, config: bytes, dataplane: Dataplane) -> None:
+        self.index, self.config, self.dataplane = index, config, dataplane
+
+
+class LocalDevice:
+    """A Device for any Dataplane on any Clock.
+
+    `output(port, frame)` receives every frame the pipeline sends to a port
+    other than the CPU port; frames to the CPU port go to the packet-in sink.
+    With a RealClock whose loop runs in another thread, `call` hands work to
+    that thread (control-plane changes never race the data path); otherwise it
+    runs the work under a lock.
+    """
+
+    def __init__(self, device_id: int, clock: Clock, *, cpu_port: int | None = 255,
+                 output: OutputFn | None = None, allow_python: bool = False,
+                 on_commit: Callable[[Dataplane], None] | None = None,
+                 priority_queues: int = 1) -> None:
+        self.device_id = device_id
+        self.cpu_port = cpu_port
+        self.clock = clock
+        self.allow_python = allow_python
+        self.priority_queues = priority_queues
+        self.dataplane: Dataplane | None = None
+        self._output = output
+        self._on_commit = on_commit
+        self._packet_in: Callable[[bytes], None] | None = None
+        self._digest: DigestFn | None = None
+        self._lock = threading.RLock()
+        self.loop_thread: int | None = None  # set by whoever runs the RealClock loop
+
+    # -- Device -------------------------------------------------------------
+
+    def prepare(self, index: P4InfoIndex, device_config: bytes) -> object:
+        from .devconfig import load_dataplane
+
+        dp = load_dataplane(index, device_config, self.clock, allow_python=self.allow_python,
+                            priority_queues=self.priority_queues)
+        _check_consistent(index, dp.control)
+        return _Prepared(index, device_config, dp)
+
+    def commit(self, prepared: object) -> ControlPlane:
+        assert isinstance(prepared, _Prepared)
+        dp = prepared.dataplane
+
+        def swap() -> None:
+            old = self.dataplane
+            dp.set_output(self._emit)
+            dp.set_digest_sink(self._on_digest)
+            self.dataplane = dp
+            if old is not None:
+                old.close()
+            if self._on_commit is not None:
+                self._on_commit(dp)
+
+        self.call(swap)
+        return dp.control
+
+    def control(self) -> ControlPlane | None:
+        dp = self.dataplane
+        return None if dp is None else dp.control
+
+    def call(self, fn: Callable[[], T]) -> T:
+        loop = self.loop_thread
+        if (loop is None or loop == threading.get_ident()
+                or not isinstance(self.clock, RealClock)):
+            with self._lock:
+                return fn()
+        fut: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            if not fut.set_running_or_notify_cancel():
+                return
+            try:
+                fut.set_result(fn())
+            except BaseException as exc:  # handed back to the caller's thread
+                fut.set_exception(exc)
+
+        self.clock.call_soon_threadsafe(run)
+        deadline = 300  # x 0.1 s
+        while True:
+            try:
+                return fut.result(timeout=0.1)
+            except concurrent.futures.TimeoutError:
+                pass
+            # The loop stopped (shutdown) before taking the work: do it here, once.
+            if self.loop_thread is None and fut.cancel():
+                with self._lock:
+                    return fn()
+            deadline -= 1
+            if deadline <= 0:
+                raise P4RTError(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                "switch loop did not answer in 30 s")
+
+    def packet_out(self, frame: bytes) -> None:
+        dp = self.dataplane
+        if dp is None:
+            raise failed_precondition("no forwarding pipeline config")
+        port = self.cpu_port if self.cpu_port is not None else 0
+        self.call(lambda: dp.inject(port, frame))
+
+    def set_packet_in_sink(self, sink: Callable[[bytes], None] | None) -> None:
+        self._packet_in = sink
+
+    def set_digest_sink(self, sink: DigestFn | None) -> None:
+        self._digest = sink
+
+    # -- data path ----------------------------------------------------------
+
+    def inject(self, port: int, frame: bytes) -> bool:
+        """A frame arrived on `port`: False when no pipeline is loaded (dropped)."""
+        dp = self.dataplane
+        if dp is None:
+            return False
+        dp.inject(port, frame)
+        return True
+
+    def set_output(self, output: OutputFn | None) -> None:
+        self._output = output
+
+    def _emit(self, port: int, frame: bytes) -> None:
+        if port == self.cpu_port:
+            sink = self._packet_in
+            if sink is not None:
+                sink(frame)
+            return
+        out = self._output
+        if out is not None:
+            out(port, frame)
+
+    def _on_digest(self, name: str, values: tuple[int, ...]) -> None:
+        sink = self._digest
+        if sink is not None:
+            sink(name, values)
+
+
+def _check_consistent(index: P4InfoIndex, cp: ControlPlane) -> None:
+    """Every P4Info object must exist in the program (else the two don't belong together)."""
+    from .errors import invalid
+
+    checks: list[tuple[str, Callable[[str], object], list[str]]] = [
+        ("table", cp.table, [t.name for t in index.tables.values()]),
+        ("action profile", cp.action_profile,
+         [p.preamble.name for p in index.profiles.values()]),
+        ("counter", cp.counter, [c.preamble.name for c in index.counters.values()]),
+        ("meter", cp.meter, [m.preamble.name for m in index.meters.values()]),
+        ("register", cp.register, [r.preamble.name for r in index.registers.values()]),
+    ]
+    for kind, get, names in checks:
+        for n in names:
+            try:
+                get(n)
+            except KeyError:
+                raise invalid(f"P4Info {kind} {n!r} is not in the device config's program"
+                              ) from None

@@ -1,0 +1,104 @@
+"""Dataplane adapter for the compiled v1model switch (emu.p4.api.P4Switch).
+
+The server only needs the Dataplane interface of device.py; this maps it onto
+P4Switch: tables / action profiles / externs by qualified name, inject, the
+output handlers (CPU-port frames included: the device routes them to PacketIn),
+digests and the traffic manager.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from emu.core.clock import Clock
+from emu.p4.tables import ActionProfile, Table
+from emu.p4.v1model.replication import PacketReplicationEngine
+from emu.p4.v1model.stateful import CounterArray, MeterArray, RegisterArray
+
+from .device import DigestFn, OutputFn
+from .translate import P4InfoIndex
+
+
+class _Control:
+    def __init__(self, sw: Any) -> None:
+        self._sw = sw
+        self.pre: PacketReplicationEngine = sw.pre
+
+    def table(self, name: str) -> Table:
+        return self._sw.tables[name]  # type: ignore[no-any-return]
+
+    def action_profile(self, name: str) -> ActionProfile:
+        return self._sw.action_profiles[name]  # type: ignore[no-any-return]
+
+    def counter(self, name: str) -> CounterArray:
+        return self._sw.counters[name]  # type: ignore[no-any-return]
+
+    def meter(self, name: str) -> MeterArray:
+        return self._sw.meters[name]  # type: ignore[no-any-return]
+
+    def register(self, name: str) -> RegisterArray:
+        return self._sw.registers[name]  # type: ignore[no-any-return]
+
+
+class _DigestTap(list):  # type: ignore[type-arg]
+    """Stands in for V1ModelSwitch.digests: forwards each digest, keeps none."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sink: DigestFn | None = None
+
+    def append(self, d: Any) -> None:
+        sink = self.sink
+        if sink is not None:
+            sink(d.name, tuple(d.values))
+
+
+class P4SwitchDataplane:
+    def __init__(self, program: Any, index: P4InfoIndex, clock: Clock, *,
+                 priority_queues: int = 1) -> None:
+        from emu.p4.api import P4Switch
+
+        # cpu_port=None: every output goes through the output handler; the device
+        # routes the CPU port's frames to PacketIn.
+        self.switch = P4Switch(program, clock=clock, capture=False,
+                               priority_queues=priority_queues)
+        self.sw = self.switch.sw
+        self.control = _Control(self.sw)
+        self.drops = self.sw.drops
+        self._out: OutputFn | None = None
+        self._digests = _DigestTap()
+        self.sw.digests = self._digests
+        self.sw.output_handlers.append(self._on_output)
+
+    def _on_output(self, pkt: Any) -> None:
+        out = self._out
+        if out is not None:
+            out(pkt.port, pkt.data)
+
+    def inject(self, port: int, frame: bytes) -> None:
+        self.sw.receive(port, frame)
+
+    def set_output(self, out: OutputFn) -> None:
+        self._out = out
+
+    def set_digest_sink(self, sink: DigestFn | None) -> None:
+        self._digests.sink = sink
+
+    def set_queue_rate(self, port: int | None, *, rate_bps: float | None = None,
+                       rate_pps: float | None = None) -> None:
+        self.sw.tm.set_queue_rate(port, rate_bps=rate_bps, rate_pps=rate_pps)
+
+    def set_queue_depth(self, port: int | None, depth_pkts: int, *,
+                        priority: int | None = None) -> None:
+        self.sw.tm.set_queue_depth(port, depth_pkts, priority=priority)
+
+    def queue_info(self, port: int) -> dict[str, Any]:
+        tm = self.sw.tm
+        pk, by = tm.occupancy(port)
+        st = tm.stats(port)
+        return {**tm.port_config(port), "queued_pkts": pk, "queued_bytes": by,
+                "enq_pkts": st.enq_pkts, "deq_pkts": st.deq_pkts}
+
+    def close(self) -> None:
+        self._out = None
+        self._digests.sink = None

@@ -1,0 +1,61 @@
+"""Switch targets behind one interface: the embedded Python switch and BMv2.
+
+`get_target(name)` returns a `SwitchTarget`; everything above (Mininet nodes,
+the controller, experiments) is written against `emu.targets.base` only.
+"""
+
+from emu.targets.base import (
+    Capabilities,
+    CompiledPipeline,
+    PortQueueConfig,
+    SpecError,
+    SwitchProcess,
+    SwitchSpec,
+    SwitchTarget,
+    TargetUnavailable,
+    Unsupported,
+)
+
+__all__ = [
+    "TARGET_NAMES",
+    "Capabilities",
+    "CompiledPipeline",
+    "PortQueueConfig",
+    "SwitchProcess",
+    "SwitchSpec",
+    "SpecError",
+    "SwitchTarget",
+    "TargetUnavailable",
+    "Unsupported",
+    "available_targets",
+    "get_target",
+    "require_target",
+]
+
+TARGET_NAMES = ("embedded", "bmv2")
+
+
+def get_target(name: str) -> SwitchTarget:
+    """The target called `name` ("embedded" or "bmv2")."""
+    if name == "embedded":
+        from emu.targets.embedded import EmbeddedTarget
+
+        return EmbeddedTarget()
+    if name == "bmv2":
+        from emu.targets.bmv2 import Bmv2Target
+
+        return Bmv2Target()
+    raise ValueError(f"unknown switch target {name!r} (choose embedded or bmv2)")
+
+
+def available_targets() -> list[str]:
+    """Names of the targets whose tools are installed here."""
+    return [n for n in TARGET_NAMES if not get_target(n).missing()]
+
+
+def require_target(name: str) -> SwitchTarget:
+    """`get_target(name)`, raising TargetUnavailable (one line: what is missing and how to
+    get it) when its tools are not installed. Front ends print the message and exit 1."""
+    target = get_target(name)
+    target.check_available()
+    return target

@@ -1,0 +1,139 @@
+"""Process plumbing shared by the targets: parent-death signal, ports, readiness, stop."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+PR_SET_PDEATHSIG = 1
+
+# Loaded in the parent: a preexec_fn must not load libraries after fork.
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+def pdeathsig_preexec(sig: int = signal.SIGKILL) -> Callable[[], None]:
+    """A preexec_fn: the child gets `sig` when its parent dies (kept across exec,
+    so also through `ip netns exec`, which execs the command in place).
+
+    Linux counts the *thread* that forked as the parent: start switches from a
+    thread that lives as long as they should (the main thread), not a worker.
+    """
+
+    def preexec() -> None:
+        _libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+
+    return preexec
+
+
+def free_tcp_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now (the usual bind-to-0 trick)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def tcp_answers(host: str, port: int, timeout_s: float = 0.2) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def grpc_answers(addr: str, device_id: int, timeout_s: float = 0.5) -> str | None:
+    """Does a P4Runtime server answer at `addr`? Returns None if it does, else why not.
+
+    Capabilities first (P4Runtime >= 1.1); a server that does not implement it is
+    asked GetForwardingPipelineConfig. Any status but UNAVAILABLE/DEADLINE_EXCEEDED
+    (e.g. FAILED_PRECONDITION: no pipeline yet) means the server is up.
+    """
+    import grpc
+    from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+    down = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+    with grpc.insecure_channel(addr) as channel:
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        try:
+            stub.Capabilities(p4runtime_pb2.CapabilitiesRequest(), timeout=timeout_s)
+            return None
+        except grpc.RpcError as exc:
+            code = exc.code()  # type: ignore[attr-defined]
+            if code in down:
+                return f"{code.name}"
+            if code != grpc.StatusCode.UNIMPLEMENTED:
+                return None
+        req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
+            device_id=device_id,
+            response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.COOKIE_ONLY)
+        try:
+            stub.GetForwardingPipelineConfig(req, timeout=timeout_s)
+        except grpc.RpcError as exc:
+            code = exc.code()  # type: ignore[attr-defined]
+            if code in down:
+                return f"{code.name}"
+        return None
+
+
+def iface_exists(iface: str, netns: str | None = None) -> bool:
+    if netns is None:
+        return os.path.exists(f"/sys/class/net/{iface}")
+    r = subprocess.run(["ip", "-n", netns, "link", "show", "dev", iface],
+                       capture_output=True, check=False)
+    return r.returncode == 0
+
+
+def tail(path: Path | None, n: int = 15) -> str:
+    """The last lines of a log file, for error messages ('' if none)."""
+    if path is None:
+        return ""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-n:])
+
+
+def terminate(proc: subprocess.Popen[Any], timeout_s: float,
+              first: int = signal.SIGTERM) -> None:
+    """Stop a child started with start_new_session=True: its whole process group,
+    `first` then SIGKILL after `timeout_s`; reaps it. Idempotent."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, first)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+    # Anything left in the group (a helper the switch forked): kill it too.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def spawn(cmd: Sequence[str], *, log: IO[bytes] | int, pass_fds: Sequence[int] = (),
+          env: dict[str, str] | None = None, cwd: str | None = None,
+          stdin: int | None = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
+    """Start a switch process: own session (group kill), dies with its parent."""
+    return subprocess.Popen(list(cmd), stdin=stdin, stdout=log, stderr=subprocess.STDOUT,
+                            preexec_fn=pdeathsig_preexec(), start_new_session=True,
+                            pass_fds=tuple(pass_fds), env=env, cwd=cwd, close_fds=True)
+
+
+def wait_until(pred: Callable[[], bool], timeout_s: float, interval_s: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if pred():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval_s)
