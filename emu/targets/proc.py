@@ -6,6 +6,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -123,9 +124,20 @@ def terminate(proc: subprocess.Popen[Any], timeout_s: float,
 def spawn(cmd: Sequence[str], *, log: IO[bytes] | int, pass_fds: Sequence[int] = (),
           env: dict[str, str] | None = None, cwd: str | None = None,
           stdin: int | None = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
-    """Start a switch process: own session (group kill), dies with its parent."""
-    return subprocess.Popen(list(cmd), stdin=stdin, stdout=log, stderr=subprocess.STDOUT,
-                            preexec_fn=pdeathsig_preexec(), start_new_session=True,
+    """Start a switch process: own session (group kill), dies with its parent.
+
+    The parent-death signal is set by util-linux `setpriv` in the child, not by a
+    Python preexec_fn: after the parent has used gRPC, its fork handlers make a child
+    that runs Python code before exec abort now and then (grpc/grpc#43055).
+    """
+    setpriv = shutil.which("setpriv")
+    if setpriv is not None:
+        argv = [setpriv, "--pdeathsig", "KILL", "--", *cmd]
+        preexec = None
+    else:  # pragma: no cover - util-linux is essential on Debian and Ubuntu
+        argv, preexec = list(cmd), pdeathsig_preexec()
+    return subprocess.Popen(argv, stdin=stdin, stdout=log, stderr=subprocess.STDOUT,
+                            preexec_fn=preexec, start_new_session=True,
                             pass_fds=tuple(pass_fds), env=env, cwd=cwd, close_fds=True)
 
 
