@@ -20,7 +20,27 @@ CASES = sorted(p.stem for p in Path(SAMPLES).glob("*-bmv2.stf")) if SAMPLES else
 pytestmark = pytest.mark.skipif(not SAMPLES, reason="set P4C_SAMPLES to p4c's p4_16_samples")
 
 
-@pytest.mark.parametrize("name", CASES or ["none"])
+_STALE = "the stored copy predates p4c#522: today's p4c rejects bit<N> = bit<M> without a cast"
+# Known mismatches that are not emulator bugs (strict: a fix makes them fail loudly).
+KNOWN = {
+    "arith-bmv2": _STALE,
+    "arith3-bmv2": _STALE,
+    "arith4-bmv2": _STALE,
+    "arith5-bmv2": _STALE,
+    "stack_complex-bmv2": _STALE + " (and old `table t()` syntax)",
+    "checksum-l4-bmv2": "expects (bit<16>)(ihl*4) with a 4-bit ihl to give 20, while "
+                        "checksum-tcp-bmv2 expects the same expression truncated to 4 bits",
+    "runtime-index-bmv2": "expected output keeps vector[0] unchanged after `vector[0].e = pool[1].val`",
+}
+
+
+def _case(name: str) -> object:
+    if name in KNOWN:
+        return pytest.param(name, marks=pytest.mark.xfail(reason=KNOWN[name], strict=True))
+    return name
+
+
+@pytest.mark.parametrize("name", [_case(n) for n in CASES] or ["none"])
 def test_p4c_stf(name: str) -> None:
     assert SAMPLES is not None
     base = Path(SAMPLES)

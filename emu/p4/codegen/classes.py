@@ -200,10 +200,14 @@ class ClassTable:
                 o.line(f"return {nbytes}")
             return
         hts = self.err.get("HeaderTooShort", 4)
+        pia = self.err.get("ParserInvalidArgument", 6)
         vmax = next(ft.max_width for _, ft in fields if isinstance(ft, VarbitType))
         o.line("def _exv(self, pk, nbits):")
         with o.indent():
             o.line(f"if nbits > {vmax}: raise ParserError({hts})")
+            # BMv2 extracts whole bytes only: a header of a fractional byte length is an
+            # invalid argument (test-parserinvalidargument-error-bmv2)
+            o.line(f"if ({fixed} + nbits) & 7: raise ParserError({pia})")
             o.line(f"total = {fixed} + nbits; nb = (total + 7) >> 3")
             o.line("o = pk.o; e = o + nb")
             o.line(f"if e > pk.n: self._v = False; raise ParserError({pts})")
@@ -256,7 +260,7 @@ class ClassTable:
                 parts = _parts(gw // 8)
                 if len(parts) == 1:
                     gv = f"g{gi}_0"
-                    if parts[0][0] == "s":
+                    if parts[0][0].endswith("s"):  # a group wider than 8 bytes: "16s"
                         gv = f"int.from_bytes(g{gi}_0, 'big')"
                 else:
                     acc = f"g{gi}_0"
@@ -284,7 +288,7 @@ class ClassTable:
                 expr = _pack_expr([(self._conv_out(f"self.{a}", types[a], w), w) for a, w in members], 0)
                 parts = _parts(gw // 8)
                 if len(parts) == 1:
-                    if parts[0][0] == "s":
+                    if parts[0][0].endswith("s"):
                         args.append(f"({expr}).to_bytes({gw // 8}, 'big')")
                     else:
                         args.append(expr)

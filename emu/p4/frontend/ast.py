@@ -329,9 +329,24 @@ class Switch(Stmt):
 
 @dataclass(eq=False)
 class ForStmt(Stmt):
-    """Parsed so that it can be reported; the embedded target rejects it."""
+    """`for (init; cond; update) body` (P4 1.2.5). A `for (T x in range)` loop has no body
+    here (body is None): it is parsed so that it can be reported."""
 
+    init: list[Stmt] = field(default_factory=list)
+    cond: Expr | None = None
+    update: list[Stmt] = field(default_factory=list)
+    body: Stmt | None = None
     text: str = "for"
+
+
+@dataclass(eq=False)
+class Break(Stmt):
+    pass
+
+
+@dataclass(eq=False)
+class Continue(Stmt):
+    pass
 
 
 # ------------------------------------------------------------------ declarations

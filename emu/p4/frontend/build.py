@@ -492,7 +492,40 @@ class ToAst(Transformer):
         return A.SwitchCase(items[0], body, pos=items[0].pos)
 
     def for_classic(self, items: list[Any]) -> A.ForStmt:
-        return A.ForStmt(pos=self.p(items[0]))
+        loop = A.ForStmt(pos=self.p(items[0]), body=items[-1])
+        for it in items[1:-1]:  # the optional parts, told apart by their builders' results
+            if isinstance(it, _ForInit):
+                loop.init = list(it)
+            elif isinstance(it, _ForUpdate):
+                loop.update = list(it)
+            else:
+                loop.cond = it
+        return loop
+
+    def for_init(self, items: list[Any]) -> _ForInit:
+        return _ForInit(items)
+
+    def for_update(self, items: list[Any]) -> _ForUpdate:
+        return _ForUpdate(items)
+
+    def for_decl(self, items: list[Any]) -> A.VarDecl:
+        annos, typeref, name, init = items
+        return A.VarDecl(str(name), typeref, init, annotations=annos, pos=self.p(name))
+
+    def for_assign(self, items: list[Any]) -> A.Assign:
+        if len(items) == 3:
+            return A.Assign(items[0], items[2], str(items[1]), pos=items[0].pos)
+        return A.Assign(items[0], items[1], pos=items[0].pos)
+
+    def for_call(self, items: list[Any]) -> A.CallStmt:
+        func = items[0]
+        return A.CallStmt(A.Call(func, [], items[1], pos=func.pos), pos=func.pos)
+
+    def break_stmt(self, items: list[Any]) -> A.Break:
+        return A.Break(pos=self.p(items[0]))
+
+    def continue_stmt(self, items: list[Any]) -> A.Continue:
+        return A.Continue(pos=self.p(items[0]))
 
     def for_in(self, items: list[Any]) -> A.ForStmt:
         return A.ForStmt(pos=self.p(items[0]))
@@ -616,3 +649,11 @@ class SyntaxIssue(Exception):
         super().__init__(message)
         self.pos = pos
         self.message = message
+
+
+class _ForInit(list):  # type: ignore[type-arg]
+    """The init part of a for loop (a list of statements)."""
+
+
+class _ForUpdate(list):  # type: ignore[type-arg]
+    """The update part of a for loop (a list of statements)."""

@@ -201,6 +201,7 @@ class Checker:
         self.in_action = False
         self.in_parser = False
         self.owner: Any = None  # innermost parser/control/action/function being checked
+        self.loops = 0  # nesting depth of for loops (break/continue need one)
 
     # ================================================================ entry
     def check(self, prog: A.Program) -> CheckedProgram:
@@ -213,7 +214,12 @@ class Checker:
         pipeline: dict[str, A.ParserDecl | A.ControlDecl] = {}
         if main is not None and isinstance(main.type, BlockType) and main.type.kind == "package":
             pdecl = main.type.decl
-            for p, a in zip(pdecl.params, main.args, strict=False):
+            by_name = {p.name: p for p in pdecl.params}
+            for i, a in enumerate(main.args):
+                # named arguments (V1Switch(p = ..., ig = ...)) pair by name, others by position
+                p = by_name.get(a.name) if a.name else (pdecl.params[i] if i < len(pdecl.params) else None)
+                if p is None:
+                    continue
                 v = a.value
                 if isinstance(v, A.CtorCall) and isinstance(v.type, BlockType):
                     if isinstance(v.type.decl, A.ParserDecl | A.ControlDecl):
@@ -667,7 +673,7 @@ class Checker:
 
     def function(self, d: A.FunctionDecl, s: Scope) -> None:
         self.functions[d.name] = d
-        self.declare(s, d.name, Ref("function", d.name, d, MethodType([d.proto], "function")), d)
+        self.declare(s, d.name, Ref("function", d.name, d, MethodType([d.proto], "function", d)), d)
         inner = Scope(s, "function")
         for tp in d.proto.type_params:
             inner.types[tp] = TypeVar(tp, d)
@@ -874,7 +880,25 @@ class Checker:
         elif isinstance(st, A.Switch):
             self.switch(st, s)
         elif isinstance(st, A.ForStmt):
-            self.err(st, "'for' loops are not supported by the embedded target")
+            if st.body is None:
+                self.err(st, "'for ... in' loops are not supported by the embedded target")
+                return
+            inner = Scope(s)  # the loop variables live in the loop
+            for x in st.init:
+                self.stmt_safe(x, inner)
+            if st.cond is not None:
+                self.expr(st.cond, inner, BOOL)
+                self.expect_bool(st.cond, "condition of 'for'")
+            self.loops += 1
+            try:
+                self.stmt_safe(st.body, Scope(inner))
+            finally:
+                self.loops -= 1
+            for x in st.update:
+                self.stmt_safe(x, inner)
+        elif isinstance(st, A.Break | A.Continue):
+            if not self.loops:
+                self.err(st, f"'{type(st).__name__.lower()}' outside a loop")
         else:
             self.err(st, f"'{type(st).__name__}' {_UNSUPPORTED_MSG}")
 
@@ -1146,7 +1170,8 @@ class Checker:
         if r is None:
             t = s.lookup_type(e.name)
             if t is not None:
-                e.ref = Ref("type", e.name, None, t)
+                # the declaration too (a parser/control type applied directly: P.apply(...))
+                e.ref = Ref("type", e.name, getattr(t, "decl", None), t)
                 return TypeOfType(t)
             raise self.fatal(e, f"unknown name '{e.name}'")
         e.ref = r
@@ -1458,9 +1483,10 @@ class Checker:
             self.bind_args(bt.decl.params, e.args, s, {}, {}, f"apply of '{bt.name}'", e)
             return VOID
         if ft.kind == "function":
-            fd = ft.decls[0]
-            e.kind, e.target = "function", fd
-            return self.invoke(fd, e, s, {}, {}, targs)
+            proto = ft.decls[0]
+            # the target is the FunctionDecl (body and all); the prototype types the call
+            e.kind, e.target = "function", ft.receiver if isinstance(ft.receiver, A.FunctionDecl) else proto
+            return self.invoke(proto, e, s, {}, {}, targs)
         # extern functions / methods, possibly overloaded by arity.
         cands = [m for m in ft.decls if self.arity_ok(m.params, e.args)]
         name = ft.decls[0].name if ft.decls else "?"

@@ -57,7 +57,7 @@ _KEYWORDS = {
     "entries", "enum", "error", "exit", "extern", "false", "header", "header_union", "if", "in",
     "inout", "int", "key", "match_kind", "out", "package", "parser", "priority", "return", "select",
     "state", "struct", "switch", "table", "transition", "true", "tuple", "typedef", "type",
-    "value_set", "varbit", "void", "this", "list", "for",
+    "value_set", "varbit", "void", "this", "list", "for", "break", "continue",
 }
 
 

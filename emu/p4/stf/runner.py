@@ -1,8 +1,9 @@
 """Runs a p4c-style STF test against the embedded v1model switch.
 
 Follows p4c's backends/bmv2/bmv2stf.py: commands run in file order; table and action
-names match exactly or by a unique suffix; key fields match by name or name suffix
-(`valid` / `$valid$` keys are the isValid() keys); packets are processed to completion in
+names match exactly or by a unique suffix; key fields are named as in P4Info
+(`hdr.h.$valid$` for isValid(), @name honoured) and match by name, suffix or bmv2stf's
+`h.valid` spelling (see StfRunner.key_index); packets are processed to completion in
 virtual time one after another; outputs are compared per port, in order, by
 `emu.p4.stf.expect.check_outputs`. STF priorities pass through unchanged (larger wins
 here as in BMv2 after bmv2stf's 10000 - prio); ternary entries without one get
@@ -49,29 +50,27 @@ class StfRunner:
         self.notes: list[str] = []
 
     def key_index(self, table: str, name: str) -> int:
+        """Index of the key field `name` names, following bmv2stf.py's spellings.
+
+        Keys are named as in P4Info (`hdr.h.$valid$`, @name honoured). STF files use that
+        name, BMv2's JSON target (`h.$valid$`), a suffix of either, `h.valid` or the header
+        alone for an isValid() key, and `x$0` for `x[0]`.
+        """
         keys = self.key_info[table]
-        alias = name.replace("$valid$", "isValid()")
-        if alias.endswith(".valid"):
-            alias = alias[: -len(".valid")] + ".isValid()"
-        cands: list[int] = []
-        for forms in (("name",), ("text",)):
-            for i, k in enumerate(keys):
-                for f in forms:
-                    kn = k[f]
-                    if kn in (name, alias):
-                        return i
-        for i, k in enumerate(keys):
-            for kn in (k["name"], k["text"]):
-                if kn.endswith("." + name) or kn.endswith("." + alias) or alias.endswith("." + kn):
-                    cands.append(i)
-                    break
-        if len(set(cands)) == 1:
-            return cands[0]
-        # p4c may name a key by the header instance only (`h.valid` vs `hdr.h.isValid()`).
-        short = alias.split(".")[-1]
-        cands = [i for i, k in enumerate(keys) if k["text"].split(".")[-1] == short]
-        if len(cands) == 1:
-            return cands[0]
+        name = re.sub(r"\$(\d+)", r"[\1]", name)
+        spellings = [name, name + ".$valid$"]
+        if name.endswith(".valid") or name == "valid":
+            spellings.append(name[: -len("valid")] + "$valid$")
+        # the P4Info names first, then the source text of the key expression
+        for form in ("name", "text"):
+            names = [k[form].replace(".isValid()", ".$valid$") for k in keys]
+            for sp in spellings:
+                if sp in names:
+                    return names.index(sp)
+            for sp in spellings:
+                cands = [i for i, n in enumerate(names) if n.endswith("." + sp)]
+                if len(cands) == 1:
+                    return cands[0]
         raise KeyError(f"table {table}: no key field {name!r}")
 
     def field_match(self, key: dict[str, Any], text: str) -> Any:
@@ -214,26 +213,7 @@ def run_stf(p4_path: str | Path, stf_path: str | Path, include_dirs: Sequence[st
     """Compile `p4_path`, run the STF test in `stf_path`; `ok` when every expectation holds."""
     program = compile_file(str(p4_path), include_dirs, defines)
     text = Path(stf_path).read_text()
-    return StfRunner(program).run(parse_stf_lenient(text, str(stf_path)))
-
-
-_EMPTY_PACKET = re.compile(r"^\s*packet\s+(\d+)\s*(#.*)?$", re.IGNORECASE)
-
-
-def parse_stf_lenient(text: str, filename: str) -> list[M.StfCommand]:
-    """parse_stf, plus `packet <port>` without data (an empty frame, as bmv2stf.py sends;
-    emu.p4.stf.parser rejects it)."""
-    lines = text.split("\n")
-    empties: list[M.StfCommand] = []
-    for i, ln in enumerate(lines):
-        m = _EMPTY_PACKET.match(ln)
-        if m:
-            empties.append(M.Packet(int(m.group(1)), b"", line=i + 1))
-            lines[i] = ""
-    commands = parse_stf("\n".join(lines), filename, strict=False)
-    if empties:
-        commands = sorted(commands + empties, key=lambda c: c.line)
-    return commands
+    return StfRunner(program).run(parse_stf(text, str(stf_path), strict=False))
 
 
 __all__ = ["StfResult", "StfRunner", "run_stf"]

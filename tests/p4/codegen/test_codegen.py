@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import zlib
 
 from emu.p4.api import P4Switch
 from emu.p4.target import runtime
@@ -83,3 +84,171 @@ def test_cached_hash_is_transparent() -> None:
     for n in range(20):
         data = bytes([n, n + 1])
         assert h(data) == crc16(data) == h(data)
+
+
+NAMING = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<8> b; }
+header o_t { bit<8> x; }
+struct H { h_t h; o_t o; }
+struct M { bit<8> hash1; }
+parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
+    state start { pk.extract(hdr.h); transition accept; }
+}
+control VC(inout H hdr, inout M m) { apply { } }
+control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    action set(bit<8> v) { hdr.h.b = v; }
+    table k {
+        key = { hdr.o.isValid(): exact; hdr.h.a: ternary @name("alpha"); hdr.h.b[3:0]: exact; }
+        actions = { set; NoAction; }
+        default_action = NoAction();
+    }
+    table sel {
+        key = { hdr.h.a: exact; m.hash1: selector; }
+        actions = { set; NoAction; }
+        @name("prof") implementation = action_selector(HashAlgorithm.identity, 32w16, 32w8);
+    }
+    apply { k.apply(); sel.apply(); }
+}
+control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }
+control CC(inout H hdr, inout M m) { apply { } }
+control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def test_key_fields_and_property_instances_use_p4info_names() -> None:
+    from emu.p4.frontend import check_source
+    from emu.p4.p4info import generate_p4info
+
+    info = generate_p4info(check_source(NAMING))
+    sw = P4Switch(compile_source(NAMING))
+    p4info_keys = {t.preamble.name: [f.name for f in t.match_fields] for t in info.tables}
+    assert p4info_keys["I.k"] == ["hdr.o.$valid$", "alpha", "hdr.h.b[3:0]"]
+    for t in info.tables:
+        table = sw.table(t.preamble.name)
+        assert [f.name for f in table.match_fields] == p4info_keys[t.preamble.name]
+    # the anonymous selector is named by the property's @name, as in P4Info
+    assert [p.preamble.name for p in info.action_profiles] == ["prof"]
+    assert "prof" in sw.sw.action_profiles
+
+
+def test_fields_wider_than_eight_bytes_extract_emit_and_hash() -> None:
+    # a byte-aligned group over 8 bytes goes through struct as "16s" (bytes), not an int
+    a = bytes(range(1, 17))
+    out = run("bit<128> a; bit<32> c;",
+              "hdr.h.a = hdr.h.a + 1; "
+              "hash(hdr.h.c, HashAlgorithm.crc32, 32w0, { hdr.h.a }, 32w0xFFFFFFFF);",
+              a + bytes(4))
+    a1 = (int.from_bytes(a, "big") + 1).to_bytes(16, "big")
+    assert out[:16] == a1
+    assert int.from_bytes(out[16:], "big") == zlib.crc32(a1) % 0xFFFFFFFF
+
+
+def test_lvalue_index_is_evaluated_before_the_right_hand_side() -> None:
+    # p4c orders the left side's index first (gauntlet_index_7-bmv2): f() resets i after
+    decls = "bit<8> f(inout bit<8> i) { i = 0; return 9; }"
+    fields = "bit<8> i; bit<8> x0; bit<8> x1;"
+    skeleton = SKELETON.replace("struct H {{ h_t h; }}", "header e_t {{ bit<8> v; }}\nstruct H {{ h_t h; }}")
+    body = ("e_t[2] st; st[0].setValid(); st[1].setValid(); st[0].v = 0; st[1].v = 0; "
+            "st[hdr.h.i].v = f(hdr.h.i); hdr.h.x0 = st[0].v; hdr.h.x1 = st[1].v;")
+    prog = compile_source(skeleton.format(fields=fields, body=body, decls=decls), "t.p4")
+    sw = P4Switch(prog)
+    sw.inject(0, bytes([1, 0, 0]))
+    sw.run_until_idle()
+    (o,) = sw.outputs()
+    assert o.data == bytes([0, 0, 9])
+
+
+VARBIT = """
+#include <core.p4>
+#include <v1model.p4>
+header l_t { bit<8> len; bit<8> err; }
+header v_t { varbit<16> opt; }
+struct H { l_t l; v_t v; }
+struct M { }
+parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
+    state start { pk.extract(hdr.l); pk.extract(hdr.v, (bit<32>)hdr.l.len); transition accept; }
+}
+control VC(inout H hdr, inout M m) { apply { } }
+control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    apply {
+        sm.egress_spec = 1;
+        if (sm.parser_error == error.ParserInvalidArgument) { hdr.l.err = 6; }
+        else if (sm.parser_error == error.HeaderTooShort) { hdr.l.err = 4; }
+    }
+}
+control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }
+control CC(inout H hdr, inout M m) { apply { } }
+control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.l); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def test_varbit_extract_of_a_fractional_byte_length_is_an_invalid_argument() -> None:
+    # BMv2 extracts whole bytes: 7 bits is ParserInvalidArgument, over the maximum HeaderTooShort
+    sw = P4Switch(compile_source(VARBIT, "t.p4"))
+    for n, err in ((8, 0), (7, 6), (24, 4)):
+        sw.inject(0, bytes([n, 0, 0xAA, 0xBB, 0xCC]))
+        sw.run_until_idle()
+        (o,) = sw.outputs(clear=True)
+        assert o.data[:2] == bytes([n, err])
+
+
+CTOR_BLOCK = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<16> x; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
+    state start { pk.extract(hdr.h); transition accept; }
+}
+control VC(inout H hdr, inout M m) { apply { } }
+control step_t(inout bit<16> x);
+control Inc(inout bit<16> x) {
+    counter(32w4, CounterType.packets) hits;
+    apply { x = x + 1; hits.count(32w1); }
+}
+control Twice(inout bit<16> x)(step_t s) {
+    apply { x = x << 1; s.apply(x); }
+}
+control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    Inc() inc;
+    Twice(inc) a;
+    Twice(inc) b;
+    apply { sm.egress_spec = 1; a.apply(hdr.h.x); b.apply(hdr.h.x); }
+}
+control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }
+control CC(inout H hdr, inout M m) { apply { } }
+control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def test_control_instance_passed_as_constructor_argument() -> None:
+    # issue1566-bmv2's form: both users of `inc` share its counter
+    sw = P4Switch(compile_source(CTOR_BLOCK, "t.p4"))
+    sw.inject(0, bytes([0, 3]))
+    sw.run_until_idle()
+    (o,) = sw.outputs()
+    assert o.data == ((3 * 2 + 1) * 2 + 1).to_bytes(2, "big")
+    assert sw.counter_read("I.inc.hits", 1)[0] == 2
+
+
+def test_for_loops_with_break_and_continue() -> None:
+    decls = """
+    action count_odd() {
+        hdr.h.b = 0;
+        for (bit<8> i = 0; i < hdr.h.a; i = i + 1) {
+            if ((i & 1) == 0) { continue; }
+            if (i == 7) { break; }
+            hdr.h.b = hdr.h.b + 1;
+        }
+    }"""
+    body = "count_odd(); bit<8> n = 0; for (bit<8> j = 0, bit<8> k = 3; j < k; j = j + 1, k = k + 1) " \
+           "{ n = n + 1; if (n == 5) { break; } } hdr.h.c = n;"
+    assert run("bit<8> a; bit<8> b; bit<8> c;", body, bytes([6, 0, 0]), decls) == bytes([6, 3, 5])
+    # odd i below 7 only: 1, 3, 5
+    assert run("bit<8> a; bit<8> b; bit<8> c;", body, bytes([20, 0, 0]), decls) == bytes([20, 3, 5])

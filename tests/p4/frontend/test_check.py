@@ -94,9 +94,9 @@ def test_unknown_type_state_and_match_kind() -> None:
 
 
 def test_unsupported_construct_is_named() -> None:
-    prog = ingress_program("    apply {\n        for (bit<8> i = 0; i < 4; i = i + 1) { }\n    }")
+    prog = ingress_program("    apply {\n        for (bit<8> i in hdr.h.a) { }\n    }")
     _, _, msg, _ = _first(prog)
-    assert msg == "'for' loops are not supported by the embedded target"
+    assert msg == "'for ... in' loops are not supported by the embedded target"
 
 
 def test_action_data_and_in_params_are_read_only() -> None:

@@ -1,0 +1,277 @@
+"""Packing of header/struct fields (hash, checksum, digest data) and the per-program helpers
+the switch calls: field lists, packet paths, header length."""
+
+from __future__ import annotations
+
+import re
+
+from emu.p4.frontend import ast as A
+from emu.p4.frontend.types import (
+    BitType,
+    BoolType,
+    HeaderStackType,
+    HeaderType,
+    HeaderUnionType,
+    StructLikeType,
+    StructType,
+    Type,
+    VarbitType,
+)
+
+from .analysis import (
+    _unpadded,
+)
+from .base import (
+    Ctx,
+    LowererBase,
+    bt,
+    mask,
+)
+from .classes import _parts, field_groups, fld, pack_expr, struct_format
+
+
+class LayoutLowerer(LowererBase):
+    def flatten(self, e: A.Expr, ctx: Ctx) -> list[tuple[str, int, str | None]]:
+        """(code, width, validity-code) leaves of a field list, MSB first."""
+        if isinstance(e, A.ListExpr):
+            out = []
+            for it in e.items:
+                out.extend(self.flatten(it, ctx))
+            return out
+        if isinstance(e, A.StructExpr):
+            out = []
+            for _, it in e.fields:
+                out.extend(self.flatten(it, ctx))
+            return out
+        t = bt(e.type)
+        if isinstance(t, StructLikeType | HeaderStackType):
+            code = self.value(e, ctx)
+            return self.flatten_code(code, t, None)
+        code = self.value(e, ctx)
+        valid = None
+        if isinstance(e, A.Member) and isinstance(bt(e.expr.type), HeaderType):
+            valid = self.value(e.expr, ctx) + "._v"
+        if isinstance(t, BoolType):
+            return [(f"(1 if {code} else 0)", 1, valid)]
+        if isinstance(t, VarbitType):
+            return [(f"({code}, {code}__w)", -1, valid)]
+        w = self.width(t, e)
+        if isinstance(t, BitType) and t.signed:
+            code = f"({code} & {mask(w)})"
+        return [(code, w, valid)]
+
+    def flatten_code(self, code: str, t: Type, valid: str | None) -> list[tuple[str, int, str | None]]:
+        t = bt(t)  # type: ignore[assignment]
+        out: list[tuple[str, int, str | None]] = []
+        if isinstance(t, HeaderStackType):
+            for i in range(t.size):
+                out.extend(self.flatten_code(f"{code}.a[{i}]", t.elem, valid))
+            return out
+        if isinstance(t, HeaderUnionType):
+            for f, ft in t.fields:
+                out.extend(self.flatten_code(f"{code}.{fld(f)}", ft, valid))
+            return out
+        assert isinstance(t, StructLikeType)
+        v = f"{code}._v" if isinstance(t, HeaderType) else valid
+        for f, ft in t.fields:
+            b = bt(ft)
+            if isinstance(b, StructLikeType | HeaderStackType):
+                out.extend(self.flatten_code(f"{code}.{fld(f)}", b, v))
+            elif isinstance(b, VarbitType):
+                out.append((f"({code}.{fld(f)}, {code}.{fld(f)}__w)", -1, v))
+            elif isinstance(b, BoolType):
+                out.append((f"(1 if {code}.{fld(f)} else 0)", 1, v))
+            elif isinstance(b, BitType) and b.signed:
+                out.append((f"({code}.{fld(f)} & {mask(b.width)})", b.width, v))
+            else:
+                out.append((f"{code}.{fld(f)}", self.width(b), v))
+        return out
+
+    def struct_pack(self, parts: list[tuple[str, int]]) -> tuple[str, int] | None:
+        """`_STn.pack(...)` for byte-aligned field groups of at most 8 bytes, else None."""
+        total = sum(w for _, w in parts)
+        if total % 8 or not parts:
+            return None
+        groups = field_groups(parts)
+        if any(gw > 64 for gw, _ in groups):
+            return None
+        fmt, nb = struct_format(groups)
+        sname = f"_ST{len(self.cls.structs)}"
+        self.cls.structs.append((sname, "!" + fmt))
+        args = []
+        for gw, members in groups:
+            expr = _unpadded(members)
+            codes = _parts(gw // 8)
+            if len(codes) == 1:
+                # a group wider than 8 bytes packs as bytes ("16s")
+                args.append(f"({expr}).to_bytes({gw // 8}, 'big')" if codes[0][0].endswith("s") else expr)
+            else:
+                t = self.tmp("g")
+                self.out.line(f"{t} = {expr}")
+                rem = gw
+                for _c, n in codes:
+                    rem -= n * 8
+                    args.append(f"(({t} >> {rem}) & {mask(n * 8)})" if rem else f"({t} & {mask(n * 8)})")
+        return f"{sname}.pack({', '.join(args)})", nb
+
+    def pack_leaves(self, leaves: list[tuple[str, int, str | None]]) -> str:
+        """Python expression giving the packed bytes, skipping fields of invalid headers."""
+        valids = sorted({v for _, _, v in leaves if v is not None})
+        if not any(w < 0 for _, w, _ in leaves):
+            sp = self.struct_pack([(c, w) for c, w, _ in leaves])
+            if sp is not None:
+                fast = sp[0]
+            else:
+                pe, nb = pack_expr([(c, w) for c, w, _ in leaves])
+                fast = f"({pe}).to_bytes({nb}, 'big')"
+            if not valids:
+                return fast
+            items = ", ".join(f"(({c}, {w}),) if {v} else ()" if v else f"(({c}, {w}),)" for c, w, v in leaves)
+            slow = f"pack(sum(({items},), ()))"
+            return f"({fast} if {' and '.join(valids)} else {slow})"
+        parts = []
+        for c, w, v in leaves:
+            item = f"({c},)" if w < 0 else f"(({c}, {w}),)"
+            parts.append(f"({item} if {v} else ())" if v else item)
+        return f"pack(sum(({', '.join(parts)},), ()))"
+
+    def gen_field_lists(self) -> None:
+        """@field_list(N) annotations on user metadata fields -> preserved field lists."""
+        lists: dict[str, list[list[str]]] = {}
+
+        def walk(t: StructLikeType, path: list[str]) -> None:
+            decl = t.decl
+            anns = {}
+            if decl is not None:
+                for sf in decl.fields:
+                    anns[sf.name] = sf.annotations
+            for f, ft in t.fields:
+                b = bt(ft)
+                for an in anns.get(f, []):
+                    if an.name == "field_list":
+                        for arg in an.args:
+                            lists.setdefault(str(arg), []).append([".".join(path + [fld(f)])])
+                if isinstance(b, StructType):
+                    walk(b, path + [fld(f)])
+
+        walk(self.meta_t, ["meta"])
+        for k, v in lists.items():
+            self.info.field_lists.setdefault(k, v)
+
+    def gen_packet_paths(self) -> None:
+        """Per-packet wrappers for the switch's hot path (normal packets): one call runs
+        parser + verify + ingress, one runs egress + checksum + deparser; the block bodies
+        are spliced in rather than called."""
+        o = self.out
+        static = self.info.static_length
+        start = len(o.lines)
+        o.line("def run_ingress(ps, data, port, ts_us):")
+        with o.indent():
+            o.line("_ps = ps")
+            o.line(f"sm = {self.info.sm_class}(); ps.sm = sm")
+            o.line("sm.ingress_port = port; sm.packet_length = ps.length; sm.ingress_global_timestamp = ts_us")
+            o.line(f"meta = {self.info.meta_class}(); ps.meta = meta")
+            o.line(f"hdr = {self.info.hdr_class}(); ps.hdr = hdr")
+            mark = len(o.lines)
+            o.line("pk = Pkt(data)")
+            o.line("try:")
+            o.level += 1
+            self.splice("parse", "parse(pk, hdr, meta, sm, ps)", o.level)
+            o.level -= 1
+            o.line("except ParserError as err:")
+            o.line("    if err.code is not None: sm.parser_error = err.code")
+            o.line("o = pk.o")
+            seg = o.lines[mark:]
+            if not any(re.search(r"\bpk\b(?!\.[obn]\b)", ln) for ln in seg[1:]):
+                # The cursor only read through pk.o/.n/.b: keep it in locals instead.
+                seg = [ln.replace("pk.o", "_po").replace("pk.n", "_pn").replace("pk.b", "_pb") for ln in seg]
+                seg[0] = seg[0].replace("pk = Pkt(data)", "_pb = data; _pn = len(data); _po = 0")
+                o.lines[mark:] = seg
+            o.line("ps.payload = data[o:] if o else data")
+            o.line("ps.base_len = o" if static else "ps.base_len = hdr_len(hdr)")
+            if not self.empty_blocks.get("verify", False):
+                self.splice("verify", "verify(hdr, meta, ps)", o.level)
+            self.splice("ingress", "ingress(hdr, meta, sm, ps)", o.level)
+            o.line("return sm")
+        o.line("")
+        o.line("def run_egress(ps, port, info, ts_us):")
+        with o.indent():
+            o.line("_ps = ps; hdr = ps.hdr; meta = ps.meta; sm = ps.sm")
+            o.line("sm.egress_port = port; sm.egress_spec = 0")
+            o.line("sm.enq_timestamp = info.enq_timestamp & 0xffffffff; sm.enq_qdepth = info.enq_qdepth")
+            o.line("sm.deq_timedelta = info.deq_timedelta & 0xffffffff; sm.deq_qdepth = info.deq_qdepth")
+            o.line("sm.egress_global_timestamp = ts_us")
+            o.line("sm.packet_length = ps.length" if static else
+                   "sm.packet_length = ps.length + hdr_len(hdr) - ps.base_len")
+            self.splice("egress", "egress(hdr, meta, sm, ps)", o.level)
+            o.line("if ps.clone is not None or sm.egress_spec == DROP_PORT: return None")
+            if not self.empty_blocks.get("compute", False):
+                self.splice("compute", "compute(hdr, meta, ps)", o.level)
+            o.line("_out = []")
+            self.splice("deparse", "deparse(_out, hdr, ps)", o.level)
+            o.line("_out.append(ps.payload)")
+            o.line("return b''.join(_out)")
+        o.line("")
+        o.lines[start:] = self.alias_headers(o.lines[start:])
+
+    def alias_headers(self, lines: list[str]) -> list[str]:
+        """Replace `hdr.<field>` by a local bound once per function (one attribute load
+        instead of two per access). Valid because aggregate assignments are in place."""
+        aggs = {fld(f) for f, t in self.hdr_t.fields if self.is_agg(t)}
+        pat = re.compile(r"'[^']*'|\bhdr\.(\w+)\b(?!\s*=[^=])")
+        out: list[str] = []
+        used: set[str] = set()
+        func: list[str] = []
+
+        def flush() -> None:
+            if not func:
+                return
+            header, body = func[0], func[1:]
+            # Bind the aliases right after `hdr` is known (first line mentioning "hdr =").
+            for i, ln in enumerate(body):
+                if "hdr = " in ln:
+                    ind = ln[: len(ln) - len(ln.lstrip())]
+                    binds = [f"{ind}_H_{a} = hdr.{a}" for a in sorted(used)]
+                    body = body[: i + 1] + binds + body[i + 1:]
+                    break
+            out.append(header)
+            out.extend(body)
+            func.clear()
+            used.clear()
+
+        def repl(m: re.Match[str]) -> str:
+            if m.group(1) is None or m.group(1) not in aggs:
+                return m.group(0)
+            used.add(m.group(1))
+            return f"_H_{m.group(1)}"
+
+        for ln in lines:
+            if ln.startswith("def "):
+                flush()
+                func.append(ln)
+            elif func:
+                func.append(pat.sub(repl, ln) if "hdr = " not in ln else ln)
+            else:
+                out.append(ln)
+        flush()
+        return out
+
+    def gen_hdr_len(self) -> None:
+        """Bytes of the valid headers (BMv2 adjusts packet_length by header adds/removes)."""
+        o = self.out
+        o.line("def hdr_len(hdr):")
+        with o.indent():
+            o.line("n = 0")
+            for f, ft in self.hdr_t.fields:
+                b = bt(ft)
+                a = f"hdr.{fld(f)}"
+                if isinstance(b, HeaderType):
+                    o.line(f"if {a}._v: n += {a}._nbytes()")
+                elif isinstance(b, HeaderStackType):
+                    o.line(f"for _h in {a}.a:")
+                    o.line("    if _h._v: n += _h._nbytes()")
+                elif isinstance(b, HeaderUnionType):
+                    for uf, _ in b.fields:
+                        o.line(f"if {a}.{fld(uf)}._v: n += {a}.{fld(uf)}._nbytes()")
+            o.line("return n")
+        o.line("")

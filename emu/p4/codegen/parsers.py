@@ -1,0 +1,256 @@
+"""Parser states (a state loop or straight-line code), select, and packet_in methods."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from emu.p4.frontend import ast as A
+from emu.p4.frontend.types import (
+    BoolType,
+    HeaderStackType,
+    HeaderType,
+    HeaderUnionType,
+    StructLikeType,
+)
+
+from .analysis import (
+    _targets,
+)
+from .base import (
+    _SIMPLE,
+    Ctx,
+    LowererBase,
+    _ParserBody,
+    bt,
+    mask,
+    unsupported,
+)
+from .classes import fld
+
+
+class ParserLowerer(LowererBase):
+    # ------------------------------------------------------------------ parsers
+    def parser_states(self, p: A.ParserDecl, ctx: Ctx) -> None:
+        """State machine: `while True` over states with >1 predecessor or in loops; states
+        reached from exactly one transition are inlined at it."""
+        o = self.out
+        states = {s.name: s for s in p.states}
+        preds: dict[str, int] = {n: 0 for n in states}
+        for s in p.states:
+            for t in _targets(s):
+                if t in preds:
+                    preds[t] += 1
+        # A state is in a loop if it can reach itself.
+        looped = set()
+        for n in states:
+            seen: set[str] = set()
+            stack = list(_targets(states[n]))
+            while stack:
+                x = stack.pop()
+                if x == n:
+                    looped.add(n)
+                    break
+                if x in seen or x not in states:
+                    continue
+                seen.add(x)
+                stack.extend(_targets(states[x]))
+        loop_states = [n for n in states if n == "start" or preds[n] != 1 or n in looped]
+        ids = {n: i for i, n in enumerate(loop_states)}
+        stv = self.tmp("st")
+        pctx = ctx.child(in_parser=True)
+        o.line(f"{stv} = 0")
+        o.line("while True:")
+        with o.indent():
+            for i, n in enumerate(loop_states):
+                o.line(f"{'if' if i == 0 else 'elif'} {stv} == {i}:")
+                with o.indent():
+                    self.state_body(states[n], pctx, states, ids, stv)
+
+    def state_body(self, s: A.ParserState, ctx: Ctx, states: dict[str, A.ParserState],
+                   ids: dict[str, int], stv: str) -> None:
+        sctx = ctx.child()
+        for st in s.stmts:
+            self.stmt(st, sctx)
+        tr = s.transition
+        if tr is None:
+            self.goto("reject", sctx, states, ids, stv)
+        elif tr.state is not None:
+            self.goto(tr.state, sctx, states, ids, stv)
+        elif tr.select is not None:
+            self.select(tr.select, sctx, states, ids, stv)
+
+    def goto(self, name: str, ctx: Ctx, states: dict[str, A.ParserState], ids: dict[str, int], stv: str) -> None:
+        o = self.out
+        if name == "accept":
+            o.line("break")
+        elif name == "reject":
+            o.line("raise ParserError(None)")
+        elif name in ids:
+            o.line(f"{stv} = {ids[name]}")
+            o.line("continue")
+        else:
+            self.state_body(states[name], ctx, states, ids, stv)
+
+    def select(self, sel: A.SelectExpr, ctx: Ctx, states: dict[str, A.ParserState], ids: dict[str, int], stv: str) -> None:
+        o = self.out
+        keys = []
+        for e in sel.exprs:
+            c = self.value(e, ctx)
+            if not _SIMPLE.match(c):
+                t = self.tmp("k")
+                o.line(f"{t} = {c}")
+                c = t
+            keys.append((c, e.type))
+        first = True
+        for case in sel.cases:
+            cond = self.keyset_cond(case.keyset, keys, ctx)
+            if cond == "True":
+                if first:
+                    self.goto(case.state, ctx, states, ids, stv)
+                else:
+                    o.line("else:")
+                    with o.indent():
+                        self.goto(case.state, ctx, states, ids, stv)
+                return
+            o.line(f"{'if' if first else 'elif'} {cond}:")
+            first = False
+            with o.indent():
+                self.goto(case.state, ctx, states, ids, stv)
+        nm = self.errcode("NoMatch")
+        if first:
+            o.line(f"raise ParserError({nm})")
+        else:
+            o.line("else:")
+            with o.indent():
+                o.line(f"raise ParserError({nm})")
+
+    def keyset_cond(self, ks: A.Expr, keys: list[tuple[str, Any]], ctx: Ctx) -> str:
+        if isinstance(ks, A.DefaultExpr | A.DontCare):
+            return "True"
+        if isinstance(ks, A.NameRef) and ks.ref is not None and ks.ref.kind == "value_set":
+            vs = ctx.inst[id(ks.ref.decl)]
+            return f"{vs}.match(({', '.join(k for k, _ in keys)},))"
+        items = ks.items if isinstance(ks, A.ListExpr) and len(keys) > 1 else [ks]
+        if isinstance(ks, A.ListExpr) and len(keys) == 1 and len(ks.items) == 1:
+            items = ks.items
+        conds = []
+        for it, (k, kt) in zip(items, keys, strict=False):
+            c = self.elem_cond(it, k, kt, ctx)
+            if c != "True":
+                conds.append(c)
+        return " and ".join(conds) if conds else "True"
+
+    def elem_cond(self, it: A.Expr, k: str, kt: Any, ctx: Ctx) -> str:
+        if isinstance(it, A.DefaultExpr | A.DontCare):
+            return "True"
+        if isinstance(it, A.NameRef) and it.ref is not None and it.ref.kind == "value_set":
+            return f"{ctx.inst[id(it.ref.decl)]}.match(({k},))"
+        if isinstance(it, A.Mask):
+            v, m = self.value(it.value, ctx), self.value(it.mask, ctx)
+            return f"({k} & {m}) == ({v} & {m})"
+        if isinstance(it, A.Range):
+            return f"{self.value(it.lo, ctx)} <= {k} <= {self.value(it.hi, ctx)}"
+        return f"{k} == {self.value(it, ctx)}"
+
+    def packet_in(self, name: str, e: A.Call, args: list[A.Expr | None], pk: str, ctx: Ctx) -> str | None:
+        o = self.out
+        pts = self.errcode("PacketTooShort")
+        if name == "extract":
+            tgt = args[0]
+            assert tgt is not None
+            if isinstance(tgt, A.Member) and isinstance(bt(tgt.expr.type), HeaderStackType) and tgt.name == "next":
+                s = self.value(tgt.expr, ctx)
+                h = f"stack_next({s}, {self.errcode('StackOutOfBounds')})"
+                if len(args) > 1 and args[1] is not None:
+                    o.line(f"{h}._exv({pk}, {self.value(args[1], ctx)})")
+                else:
+                    o.line(f"{h}._ex({pk})")
+                o.line(f"{s}.n += 1")
+                return None
+            if not isinstance(bt(tgt.type), HeaderType):
+                raise unsupported(tgt, "extract into a non-header")
+            h = self.value(tgt, ctx)
+            if len(args) > 1 and args[1] is not None:
+                o.line(f"{h}._exv({pk}, {self.value(args[1], ctx)})")
+            elif id(tgt.type) in self.cls.extract_inline and _SIMPLE.match(h) and _SIMPLE.match(pk):
+                # The extraction body inline (no method call on the hot path).
+                o.line(f"_x = {h}")
+                for ln in self.cls.extract_inline[id(tgt.type)]:
+                    o.line(ln.replace("self.", "_x.").replace("pk.", f"{pk}."))
+            else:
+                o.line(f"{h}._ex({pk})")
+            if isinstance(tgt, A.Member) and isinstance(bt(tgt.expr.type), HeaderUnionType):
+                ut = bt(tgt.expr.type)
+                assert isinstance(ut, HeaderUnionType)
+                pu = self.value(tgt.expr, ctx)
+                for fn, _ in ut.fields:
+                    if fn != tgt.name:
+                        o.line(f"{pu}.{fld(fn)}._v = False")
+            return None
+        if name == "lookahead":
+            t = bt(e.type)
+            if isinstance(t, HeaderType):
+                cn = self.cls.name(t)
+                v = self.tmp("la")
+                o.line(f"{v} = {cn}(); _o = {pk}.o; {v}._ex({pk}); {pk}.o = _o")
+                return v
+            if isinstance(t, StructLikeType):
+                cn = self.cls.name(t)
+                widths = [(f, self.width(ft, e)) for f, ft in t.fields]
+                tw = sum(w for _, w in widths)
+                nb = (tw + 7) // 8
+                v = self.tmp("la")
+                o.line(f"if {pk}.o + {nb} > {pk}.n: raise ParserError({pts})")
+                o.line(f"_x = int.from_bytes({pk}.b[{pk}.o:{pk}.o + {nb}], 'big') >> {nb * 8 - tw}")
+                o.line(f"{v} = {cn}()")
+                sh = tw
+                for f, w in widths:
+                    sh -= w
+                    o.line(f"{v}.{fld(f)} = (_x >> {sh}) & {mask(w)}")
+                return v
+            w = self.width(t, e)
+            nb = (w + 7) // 8
+            v = self.tmp("la")
+            o.line(f"if {pk}.o + {nb} > {pk}.n: raise ParserError({pts})")
+            val = f"(int.from_bytes({pk}.b[{pk}.o:{pk}.o + {nb}], 'big') >> {nb * 8 - w})"
+            if isinstance(t, BoolType):
+                val = f"({val} != 0)"
+            o.line(f"{v} = {val}")
+            return v
+        if name == "advance":
+            n = self.simple(self.value(args[0], ctx))  # type: ignore[arg-type]
+            o.line(f"if {pk}.o + ({n} >> 3) > {pk}.n: raise ParserError({pts})")
+            o.line(f"{pk}.o += {n} >> 3")
+            return None
+        if name == "length":
+            return f"{pk}.n"
+        raise unsupported(e, f"packet_in.{name}")
+
+    def inline_body_custom(self, body: _ParserBody, bctx: Ctx, bound: list[tuple[A.Param, A.Expr | None]],
+                           caller: Ctx, ctor_args: list[A.Argument]) -> None:
+        """A sub-parser: copy-in, its state machine, copy-out (parser errors propagate)."""
+        o = self.out
+        copy_out = []
+        for p, a in bound:
+            if str(p.type) in ("packet_in", "packet_out"):
+                bctx.env[id(p)] = self.value(a, caller) if a is not None else "pk"
+                continue
+            v = self.tmp("p_" + p.name)
+            if p.direction in ("", "in", "inout") and a is not None:
+                o.line(f"{v} = {self.copy_if_agg(self.value(a, caller), a)}")
+            else:
+                o.line(f"{v} = {self.default(p.type)}")
+            bctx.env[id(p)] = v
+            if p.direction in ("out", "inout") and a is not None:
+                copy_out.append((a, v))
+        self.instantiate(body.decl, bctx, ctor_args)
+        if copy_out:
+            o.line("try:")
+            o.level += 1
+        self.parser_states(body.decl, bctx)
+        if copy_out:
+            o.level -= 1
+            o.line("finally:")
+            with o.indent():
+                for a, v in copy_out:
+                    self.assign(a, v, caller)
