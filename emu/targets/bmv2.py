@@ -250,7 +250,9 @@ class Bmv2Target(SwitchTarget):
         return Bmv2Process(spec, popen, out, self, cmd)
 
 
-class Bmv2Process(SwitchProcess):
+class Bmv2Process(proc.SpawnedSwitch, SwitchProcess):
+    kind = "bmv2"
+
     def __init__(self, spec: SwitchSpec, popen: subprocess.Popen[bytes], out: IO[bytes],
                  target: Bmv2Target, cmd: list[str]) -> None:
         self.spec = spec
@@ -265,23 +267,8 @@ class Bmv2Process(SwitchProcess):
 
     # ------------------------------------------------------------------ state
 
-    def alive(self) -> bool:
-        return self.popen.poll() is None
 
-    def output(self) -> str:
-        """What the process wrote to stdout/stderr so far (for error messages)."""
-        try:
-            self.out.flush()
-            self.out.seek(0)
-            data = self.out.read()
-            self.out.seek(0, os.SEEK_END)
-        except (OSError, ValueError):
-            return ""
-        return bytes(data).decode(errors="replace")[-3000:]
 
-    def _died(self, what: str) -> RuntimeError:
-        return RuntimeError(f"bmv2 switch {self.spec.name} {what} (exit {self.popen.poll()}); "
-                            f"command: {' '.join(self.command)}\n{self.output()}")
 
     def wait_ready(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s

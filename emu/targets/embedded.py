@@ -189,7 +189,9 @@ class EmbeddedTarget(SwitchTarget):
         return EmbeddedProcess(spec, popen, out, rfd, admin, cmd)
 
 
-class EmbeddedProcess(SwitchProcess):
+class EmbeddedProcess(proc.SpawnedSwitch, SwitchProcess):
+    kind = "embedded"
+
     def __init__(self, spec: SwitchSpec, popen: subprocess.Popen[bytes], out: IO[bytes],
                  ready_rfd: int, admin_socket: str, cmd: list[str]) -> None:
         self.spec = spec
@@ -203,22 +205,8 @@ class EmbeddedProcess(SwitchProcess):
         self._admin: Any = None
         self._stopped = False
 
-    def alive(self) -> bool:
-        return self.popen.poll() is None
 
-    def output(self) -> str:
-        try:
-            self.out.flush()
-            self.out.seek(0)
-            data = self.out.read()
-            self.out.seek(0, os.SEEK_END)
-        except (OSError, ValueError):
-            return ""
-        return bytes(data).decode(errors="replace")[-3000:]
 
-    def _died(self, what: str) -> RuntimeError:
-        return RuntimeError(f"embedded switch {self.spec.name} {what} (exit {self.popen.poll()})"
-                            f"; command: {' '.join(self.command)}\n{self.output()}")
 
     def wait_ready(self, timeout_s: float) -> None:
         """The daemon writes its READY document on --ready-fd once every port is open

@@ -149,3 +149,32 @@ def wait_until(pred: Callable[[], bool], timeout_s: float, interval_s: float = 0
         if time.monotonic() >= deadline:
             return False
         time.sleep(interval_s)
+
+
+class SpawnedSwitch:
+    """What every switch process started with `spawn` shares: liveness, captured
+    output and the error raised when it dies. Mixed into each target's SwitchProcess."""
+
+    kind = "switch"
+    spec: Any
+    popen: subprocess.Popen[bytes]
+    out: IO[bytes]
+    command: list[str]
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def output(self) -> str:
+        """What the process wrote to stdout/stderr so far (the tail, for error messages)."""
+        try:
+            self.out.flush()
+            self.out.seek(0)
+            data = self.out.read()
+            self.out.seek(0, os.SEEK_END)
+        except (OSError, ValueError):
+            return ""
+        return bytes(data).decode(errors="replace")[-3000:]
+
+    def _died(self, what: str) -> RuntimeError:
+        return RuntimeError(f"{self.kind} switch {self.spec.name} {what} (exit {self.popen.poll()}); "
+                            f"command: {' '.join(self.command)}\n{self.output()}")
