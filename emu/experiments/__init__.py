@@ -1,1 +1,2 @@
-"""Experiments: `emu run` (fabric + workload + metrics) and the cleanup of killed runs."""
+"""Experiments: `emu run` (fabric + workload + metrics + results), `emu calibrate`, and the
+cleanup of killed runs (`state.py`, `emu stop`). See README.md in this package."""

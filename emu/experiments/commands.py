@@ -1,30 +1,55 @@
 """`emu run` and `emu stop`.
 
-The end-to-end run (Mininet fabric of P4 switches, controller, RoCE workload,
-metrics) is being built in stages; until every stage exists, `emu run` checks
-and shows the topology it would build and says plainly what is not built yet.
+`emu run TOPO`: the Mininet fabric of P4 switches running fabric.p4, programmed by
+the controller, a RoCE workload on the hosts, then a summary and a results folder
+(see emu.experiments.run). `emu stop`: remove what a killed run left behind.
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-LB_MODES = ("ecmp", "flowlet", "adaptive", "spray", "te")
-CC_MODES = ("dcqcn", "none")
-RECOVERY_MODES = ("gbn", "sr")
+from emu.experiments.config import CC_MODES, LB_MODES, RECOVERY_MODES, TARGETS, RunConfig
+
+if TYPE_CHECKING:
+    from emu.experiments.plan import RunPlan
+
 WORKLOADS = ("allreduce", "permutation", "incast", "alltoall")
-TARGETS = ("embedded", "bmv2")
 
-# Stages of the end-to-end run that are not in this build yet.
-NOT_BUILT = (
-    "embedded switch daemon and P4Runtime server",
-    "fabric.p4 and the fabric controller",
-    "Mininet fabric with RoCE host agents, workloads, metrics and plots",
-)
+
+def _size(text: str) -> int:
+    """'64K', '1M', '4096' -> bytes (K/M/G are powers of 1024)."""
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
+    try:
+        return int(float(t[:-1] if mult > 1 else t) * mult)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 4096, 64K, 1M)") from None
+
+
+def _rate(text: str) -> int:
+    from emu.topo import UnitError, parse_rate
+
+    try:
+        return int(parse_rate(text))
+    except (UnitError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _link(text: str) -> tuple[str, str]:
+    a, sep, b = text.partition(":")
+    if not sep or not a or not b:
+        raise argparse.ArgumentTypeError(f"expected SWITCH:SWITCH, got {text!r}")
+    return a, b
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    run = sub.add_parser("run", help="run the emulated fabric with a workload")
+    run = sub.add_parser(
+        "run", help="run the emulated fabric with a workload",
+        description="Bring up TOPO as a Mininet fabric of P4 switches running fabric.p4, "
+                    "program it, verify every host pair, run a RoCEv2 workload, then print a "
+                    "summary and write results/<time>-<topo>-<lb>-<cc>/.")
     run.add_argument("topo", metavar="TOPO", help="topology name (in topologies/) or path")
     run.add_argument("--lb", choices=LB_MODES, default="ecmp", help="load-balancing mode")
     run.add_argument("--cc", choices=CC_MODES, default="dcqcn", help="congestion control")
@@ -32,27 +57,123 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                      help="loss recovery: go-back-N or selective repeat")
     run.add_argument("--workload", choices=WORKLOADS, default="allreduce")
     run.add_argument("--target", choices=TARGETS, default="embedded", help="switch target")
-    run.add_argument("--cli", action="store_true", help="open the Mininet CLI on the fabric")
+    run.add_argument("--cli", action="store_true",
+                     help="open the Mininet CLI on the programmed fabric (no automatic workload)")
+    w = run.add_argument_group("workload")
+    w.add_argument("--size", type=_size, default=None, metavar="BYTES",
+                   help="message size: per flow (permutation, incast) or per-rank buffer "
+                        "(allreduce, alltoall); e.g. 64K (default 256K)")
+    w.add_argument("--iterations", type=int, default=1)
+    w.add_argument("--incast-senders", type=int, default=0, metavar="N",
+                   help="incast: N senders (default: every other host)")
+    w.add_argument("--seed", type=int, default=1, help="permutation choice and QP entropy")
+    f = run.add_argument_group("fabric and hosts")
+    f.add_argument("--rate", type=_rate, default=None, metavar="RATE",
+                   help="every link's rate, e.g. 10Mbps (default: the topology's; see "
+                        "`emu calibrate`)")
+    f.add_argument("--dilation", type=float, default=1000.0,
+                   help="time dilation: hosts model links this many times faster (default 1000)")
+    f.add_argument("--dcqcn-profile", choices=("hpcc", "nvidia", "paper"), default="hpcc",
+                   help="DCQCN parameter profile (default hpcc)")
+    f.add_argument("--window", type=int, default=32, metavar="PKTS",
+                   help="outstanding packets per QP (and the sr reorder window)")
+    f.add_argument("--fail-link", type=_link, default=None, metavar="A:B",
+                   help="fail the A-B link during the workload (the controller reroutes)")
+    f.add_argument("--fail-after", type=float, default=1.0, metavar="S")
+    o = run.add_argument_group("output")
+    o.add_argument("--results", default="results", metavar="DIR", help="results root")
+    o.add_argument("--pcap", action="store_true", help="per-port pcaps in the results folder")
+    o.add_argument("--timeout", type=float, default=120.0, metavar="S",
+                   help="workload wall-clock budget")
+    o.add_argument("--no-progress", action="store_true", help="no live view")
+    o.add_argument("--virtual", action="store_true",
+                   help="run in virtual time in one process (no Mininet, no root)")
+    o.add_argument("--dry-run", action="store_true",
+                   help="show the plan (fabric, flows, agents) and exit")
     run.set_defaults(func=cmd_run)
 
     stop = sub.add_parser("stop", help="remove what a killed run left behind")
     stop.set_defaults(func=cmd_stop)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from emu.topo import load_topology
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    from pathlib import Path
 
-    fabric = load_topology(args.topo)
-    print(f"topology {fabric.summary()}")
-    print(f"requested: lb={args.lb} cc={args.cc} recovery={args.recovery} "
-          f"workload={args.workload} target={args.target}")
-    print("not built yet, so no traffic is run:")
-    for stage in NOT_BUILT:
-        print(f"  - {stage}")
-    print(f"see `emu topo show {args.topo}` for the fabric that will be emulated")
-    return 0
+    from emu.experiments.workloads import WorkloadParams
+
+    wl = WorkloadParams(kind=args.workload, iterations=args.iterations,
+                        incast_senders=args.incast_senders, seed=args.seed,
+                        **({"message_bytes": args.size} if args.size else {}))
+    return RunConfig(topo=args.topo, lb=args.lb, cc=args.cc, recovery=args.recovery,
+                     target=args.target, workload=wl, dilation=args.dilation,
+                     dcqcn_profile=args.dcqcn_profile,
+                     rate_bps=args.rate, window_pkts=args.window, timeout_s=args.timeout,
+                     pcap=args.pcap, cli=args.cli, progress=not args.no_progress,
+                     virtual=args.virtual, results_root=Path(args.results),
+                     fail_link=args.fail_link, fail_after_s=args.fail_after)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import sys
+
+    from emu.experiments.config import RunConfigError
+    from emu.experiments.plan import plan_run
+    from emu.experiments.workloads import WorkloadError
+
+    try:
+        cfg = config_from_args(args)
+        plan = plan_run(cfg)
+    except (RunConfigError, WorkloadError) as exc:
+        print(f"emu run: {exc}", file=sys.stderr)
+        return 1
+    if args.dry_run:
+        print(f"topology {plan.fabric.name}: {plan.fabric.summary()}")
+        print(f"workload {cfg.workload.kind}: {len(plan.workload.flows)} flows, "
+              f"{plan.workload.total_bytes()} bytes, {len(plan.agents)} agents")
+        for fl in plan.workload.flows[:20]:
+            dep = f" after {','.join(fl.after)}" if fl.after else ""
+            print(f"  {fl.id}: {fl.src} -> {fl.dst} {fl.size_bytes} B{dep}")
+        if len(plan.workload.flows) > 20:
+            print(f"  ... {len(plan.workload.flows) - 20} more")
+        return 0
+    return _run(cfg, plan)
+
+
+def _run(cfg: RunConfig, plan: RunPlan) -> int:
+    import sys
+
+    from emu.experiments.run import RunError, run_experiment
+
+    try:
+        from emu.experiments.state import StateError
+    except ImportError:  # state.py is another module's; never let it block a run
+        StateError = RuntimeError  # type: ignore[misc,assignment]  # noqa: N806
+    try:
+        summary = run_experiment(cfg, plan=plan)
+    except (RunError, StateError) as exc:
+        print(str(exc) if str(exc).startswith("emu") else f"emu run: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("emu run: interrupted; the fabric was torn down", file=sys.stderr)
+        return 130
+    return 0 if (summary.ok or cfg.cli) else 1
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    print("nothing to stop: no run has recorded state")
-    return 0
+    import os
+    import shutil
+    import sys
+
+    from emu.experiments.state import stop_runs
+
+    # One clear line instead of a traceback halfway through a cleanup.
+    if os.geteuid() != 0:
+        print("emu stop: needs root (it kills processes and deletes interfaces); "
+              "run it as root or with sudo", file=sys.stderr)
+        return 1
+    missing = [tool for tool in ("ip", "tc", "nsenter") if shutil.which(tool) is None]
+    if missing:
+        print(f"emu stop: missing {', '.join(missing)} (apt-get install iproute2 util-linux)",
+              file=sys.stderr)
+        return 1
+    return stop_runs()

@@ -1,0 +1,157 @@
+"""The Mininet CLI on a running experiment, with fabric commands:
+
+    tables SWITCH              entries the controller installed, and the LB mode
+    counters SWITCH            per-port counters (fabric.p4) and next-hop group members
+    lbmode MODE [SWITCH ...]   change the load-balancing mode (all switches by default)
+    fail A B / restore A B     take the A-B link down / up; the controller reroutes
+    workload KIND [SIZE] [N]   run a workload (permutation, incast, allreduce, alltoall)
+                               with SIZE bytes and N iterations; prints its summary
+
+plus everything Mininet's CLI has (nodes, net, links, pingall, `h1 ping h2`, ...).
+Command bodies are plain functions of (experiment, argument words) returning text, so
+they are testable without a terminal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+USAGE = {
+    "tables": "tables SWITCH",
+    "counters": "counters SWITCH",
+    "lbmode": "lbmode MODE [SWITCH ...]",
+    "fail": "fail A B",
+    "restore": "restore A B",
+    "workload": "workload KIND [SIZE_BYTES] [ITERATIONS]",
+}
+
+
+class CommandError(ValueError):
+    """Bad arguments to a CLI command; the message is shown to the user."""
+
+
+def show_tables(exp: Any, args: list[str]) -> str:
+    if len(args) != 1:
+        raise CommandError(f"usage: {USAGE['tables']}")
+    sw = args[0]
+    ctl = exp.controller
+    lb = ctl.lb(sw)
+    lines = [f"{sw}: lb {lb.mode} (flowlet_timeout_us={lb.flowlet_timeout_us}, "
+             f"qdepth_max_age_us={lb.qdepth_max_age_us})"]
+    for e in sorted(ctl.installed(sw), key=lambda e: (e.table, str(e.match))):
+        params = ", ".join(f"{k}={v}" for k, v in e.params.items())
+        lines.append(f"  {e.table}  {dict(e.match)} -> {e.action}({params})")
+    return "\n".join(lines)
+
+
+def show_counters(exp: Any, args: list[str]) -> str:
+    if len(args) != 1:
+        raise CommandError(f"usage: {USAGE['counters']}")
+    sw = args[0]
+    ctl = exp.controller
+    lines = [f"{sw}: port  rx_pkts  tx_pkts  tx_bytes  ecn_marks  drops"]
+    for port, c in sorted(ctl.port_counters(sw).items()):
+        lines.append(f"  {port:>4} {c.rx_pkts:>8} {c.tx_pkts:>8} {c.tx_bytes:>9} "
+                     f"{c.ecn_marks:>10} {c.drops:>6}")
+    for g in ctl.group_counters(sw):
+        members = " ".join(f"port{p}:{n}" for p, n in zip(g.members, g.packets, strict=False))
+        lines.append(f"  group {g.group_id}: {members}")
+    return "\n".join(lines)
+
+
+def set_lb_mode(exp: Any, args: list[str]) -> str:
+    if not args:
+        raise CommandError(f"usage: {USAGE['lbmode']}")
+    switches = args[1:] or None
+    try:
+        exp.controller.set_lb(args[0], switches=switches)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    return f"lb {args[0]} on {', '.join(switches) if switches else 'every switch'}"
+
+
+def _link_args(cmd: str, args: list[str]) -> tuple[str, str]:
+    if len(args) != 2:
+        raise CommandError(f"usage: {USAGE[cmd]}")
+    return args[0], args[1]
+
+
+def fail_link(exp: Any, args: list[str]) -> str:
+    a, b = _link_args("fail", args)
+    try:
+        exp.link_down(a, b)
+    except (ValueError, KeyError) as exc:
+        raise CommandError(str(exc)) from None
+    return f"link {a}-{b} down; routes recomputed around it"
+
+
+def restore_link(exp: Any, args: list[str]) -> str:
+    a, b = _link_args("restore", args)
+    try:
+        exp.link_up(a, b)
+    except (ValueError, KeyError) as exc:
+        raise CommandError(str(exc)) from None
+    return f"link {a}-{b} up; routes recomputed"
+
+
+def run_workload(exp: Any, args: list[str]) -> str:
+    from .plan import plan_run
+    from .report import build_summary, write_results
+    from .summary import render_text
+    from .workloads import WORKLOAD_KINDS, WorkloadError
+
+    if not args or args[0] not in WORKLOAD_KINDS:
+        raise CommandError(f"usage: {USAGE['workload']} (KIND: {', '.join(WORKLOAD_KINDS)})")
+    cfg = exp.plan.config
+    wl = dataclasses.replace(cfg.workload, kind=args[0])
+    try:
+        if len(args) > 1:
+            wl = dataclasses.replace(wl, message_bytes=int(args[1]))
+        if len(args) > 2:
+            wl = dataclasses.replace(wl, iterations=int(args[2]))
+        plan = plan_run(dataclasses.replace(cfg, workload=wl), fabric=exp.plan.fabric)
+    except (ValueError, WorkloadError) as exc:
+        raise CommandError(str(exc)) from None
+    exp.runs = getattr(exp, "runs", 0) + 1
+    tag = f"-cli{exp.runs}"
+    rec = exp.run_workload(plan, tag=tag)
+    out_dir = exp.run_dir / f"workload{exp.runs}-{args[0]}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary = build_summary(plan, rec, out_dir)
+    write_results(out_dir, plan, rec, summary)
+    return render_text(summary) + f"\nresults in {out_dir}"
+
+
+COMMANDS: dict[str, Callable[[Any, list[str]], str]] = {
+    "tables": show_tables,
+    "counters": show_counters,
+    "lbmode": set_lb_mode,
+    "fail": fail_link,
+    "restore": restore_link,
+    "workload": run_workload,
+}
+
+
+def run_cli(exp: Any) -> None:
+    """Mininet's CLI on `exp.net`, with COMMANDS added as do_<name> methods."""
+    from mininet.cli import CLI
+
+    def make(name: str) -> Callable[[Any, str], None]:
+        fn = COMMANDS[name]
+
+        def do(self: Any, line: str) -> None:
+            try:
+                print(fn(exp, line.split()))
+            except CommandError as exc:
+                print(f"*** {exc}")
+            except Exception as exc:  # keep the CLI alive: one bad command, one message
+                print(f"*** {name}: {type(exc).__name__}: {exc}")
+        do.__doc__ = USAGE[name]
+        return do
+
+    methods = {f"do_{name}": make(name) for name in COMMANDS}
+    cls = type("EmuCLI", (CLI,), methods)
+    print("fabric commands: " + "; ".join(USAGE.values()))
+    cls(exp.net.mininet)

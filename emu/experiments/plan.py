@@ -1,0 +1,73 @@
+"""From a RunConfig to what will run: the fabric, the workload, each agent's config.
+
+Pure (no network, no processes): `emu run --dry-run` prints it and tests check it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from emu.topo import Fabric, Role, load_topology
+
+from .agent_configs import AgentSettings, agent_configs
+from .config import RunConfig, with_link_rate
+from .workloads import Workload, build_workload
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    config: RunConfig
+    fabric: Fabric
+    workload: Workload
+    agents: dict[str, dict[str, Any]]  # host -> agent configuration (emu.roce schema)
+
+    def uplinks(self) -> dict[str, list[int]]:
+        """Switch -> its up-facing ports (towards a higher layer)."""
+        return uplinks(self.fabric)
+
+    def te_flows(self) -> list[Any]:
+        """The workload's QP 5-tuples as TE flows (LB=te pins them), demand = the sender's
+        link rate shared by its QPs."""
+        from emu.control import Flow
+
+        out: list[Any] = []
+        for host, cfg in self.agents.items():
+            qps = [q for q in cfg["qps"] if any(f["qpn"] == q["qpn"] for f in cfg["flows"])]
+            rate = cfg["nic"]["line_rate_bps"] / cfg["nic"]["time_dilation"]
+            out.extend(Flow(host, q["peer"], sport=q["udp_sport"],
+                            demand_bps=rate / max(1, len(qps))) for q in qps)
+        return out
+
+    def port_rates(self) -> dict[tuple[str, int], float]:
+        return {(s.name, p.number): float(p.rate_bps) for s in self.fabric.switches
+                for p in s.ports}
+
+
+def uplinks(fabric: Fabric) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for s in fabric.switches:
+        if s.role is Role.CORE:
+            continue
+        ups = [p.number for p in s.fabric_ports if fabric.layer(p.peer.node) > s.role.layer]
+        if ups:
+            out[s.name] = ups
+    return out
+
+
+def agent_settings(cfg: RunConfig) -> AgentSettings:
+    return AgentSettings(cc=cfg.cc, recovery=cfg.recovery, dilation=cfg.dilation,
+                         dcqcn_profile=cfg.dcqcn_profile,
+                         mtu_bytes=cfg.mtu_bytes, window_pkts=cfg.window_pkts,
+                         start_delay_us=cfg.start_delay_s * 1e6, timeout_s=cfg.timeout_s,
+                         plb=cfg.plb)
+
+
+def plan_run(cfg: RunConfig, fabric: Fabric | None = None) -> RunPlan:
+    cfg.validate()
+    if fabric is None:
+        fabric = with_link_rate(cfg.topo, cfg.rate_bps) if cfg.rate_bps else \
+            load_topology(cfg.topo)
+    workload = build_workload(cfg.workload, {h.name: h.switch for h in fabric.hosts})
+    agents = agent_configs(fabric, workload, agent_settings(cfg), seed=cfg.workload.seed)
+    return RunPlan(cfg, fabric, workload, agents)

@@ -1,0 +1,127 @@
+"""After the workload: raw records -> RunSummary -> results folder (data, plots, text).
+
+Shared by the Mininet run and the virtual-time run; pure apart from writing files.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import metrics as M
+from . import plots, results
+from .plan import RunPlan
+from .sampler import Snapshot
+from .summary import RunSummary, render_text
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunRecords:
+    """Everything measured during one run."""
+
+    rows_by_host: dict[str, list[dict[str, Any]]]
+    offsets_s: dict[str, float]  # host -> its agent's READY on the run timeline
+    snapshots: list[Snapshot]  # first: before traffic, last: after
+    duration_s: float
+    bringup_s: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    events: list[tuple[float, str]] = field(default_factory=list)  # (t_s as samples, what)
+
+
+def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSummary:
+    cfg = plan.config
+    flows = M.flow_results(plan.workload, rec.rows_by_host, rec.offsets_s)
+    colls = M.collective_results(plan.workload, flows, cfg.dilation)
+    hosts = M.host_totals(rec.rows_by_host)
+    first = rec.snapshots[0].ports if rec.snapshots else {}
+    last = rec.snapshots[-1].ports if rec.snapshots else {}
+    deltas = M.port_deltas(first, last)
+    fabric = M.totals(deltas)
+    queue_samples = [q for s in rec.snapshots for q in s.queues]
+    lags = [s.tm_lag_ms for s in rec.snapshots if s.tm_lag_ms is not None]
+    fid = M.fidelity(fabric.kernel_drops, hosts, max(lags) if lags else None,
+                     hosts.data_pkts_sent)
+    run = {"topo": plan.fabric.name, "lb": cfg.lb, "cc": cfg.cc, "recovery": cfg.recovery,
+           "workload": cfg.workload.kind, "target": "virtual" if cfg.virtual else cfg.target,
+           "dilation": cfg.dilation, "message_bytes": cfg.workload.message_bytes,
+           "iterations": cfg.workload.iterations,
+           "link_rate_bps": sorted({lk.rate_bps for lk in plan.fabric.links}),
+           "results_dir": str(run_dir) if run_dir else None}
+    ok = bool(flows) and all(f.verified for f in flows)
+    return RunSummary(run=run, ok=ok, duration_s=rec.duration_s, flows=flows,
+                      collectives=colls, hosts=hosts, fabric=fabric,
+                      queues=M.queue_stats(queue_samples, top=5),
+                      uplinks=M.uplink_balance(deltas, plan.uplinks()), fidelity=fid,
+                      bringup_s=dict(rec.bringup_s), notes=[*cfg.notes(), *rec.notes],
+                      events=list(rec.events))
+
+
+def write_results(run_dir: Path, plan: RunPlan, rec: RunRecords, summary: RunSummary,
+                  extra_config: Mapping[str, Any] | None = None) -> list[Path]:
+    """Write the results folder; returns the files written."""
+    written = [results.write_json(run_dir / "config.json", {
+        "run": plan.config.to_dict(), "topology": plan.fabric.to_dict(),
+        "bringup_s": rec.bringup_s, **(extra_config or {})})]
+    for host, cfg in plan.agents.items():
+        written.append(results.write_json(run_dir / "agents" / f"{host}.json", cfg))
+    written.append(results.write_flows(run_dir / "flows.jsonl", summary.flows))
+    first = rec.snapshots[0].ports if rec.snapshots else {}
+    last = rec.snapshots[-1].ports if rec.snapshots else {}
+    ups = plan.uplinks()
+    info = {(s.name, p.number): {"peer": str(p.peer), "rate_bps": p.rate_bps,
+                                 "uplink": p.number in ups.get(s.name, [])}
+            for s in plan.fabric.switches for p in s.ports}
+    written.append(results.write_ports(run_dir / "ports.csv", M.port_deltas(first, last), info))
+    written.append(results.write_port_samples(run_dir / "port_samples.csv",
+                                              [(s.t_s, s.ports) for s in rec.snapshots]))
+    qs = [q for s in rec.snapshots for q in s.queues]
+    written.append(results.write_queue_samples(run_dir / "queues.csv", qs))
+    written.append(results.write_json(run_dir / "summary.json", summary.to_dict()))
+    (run_dir / "summary.txt").write_text(render_text(summary))
+    written.append(run_dir / "summary.txt")
+    written.extend(write_plots(run_dir / "plots", plan, rec, summary))
+    return written
+
+
+def write_plots(plot_dir: Path, plan: RunPlan, rec: RunRecords,
+                summary: RunSummary) -> list[Path]:
+    plot_dir.mkdir(parents=True, exist_ok=True)
+    out: list[Path | None] = []
+    try:
+        out.append(plots.plot_flows(summary.flows, plot_dir / "flow_throughput.png"))
+        qs = [q for s in rec.snapshots for q in s.queues]
+        out.append(plots.plot_queues(qs, summary.queues, plot_dir / "queue_depth.png"))
+        series: dict[M.PortKey, list[tuple[float, int]]] = {}
+        for s in rec.snapshots:
+            for key, c in s.ports.items():
+                series.setdefault(key, []).append((s.t_s, c.tx_bytes))
+        out.append(plots.plot_uplinks(series, plan.uplinks(), plan.port_rates(),
+                                      plot_dir / "uplink_utilization.png"))
+    except Exception as exc:  # a plot must never cost the run its data
+        log.warning("plots: %s", exc)
+        summary.notes.append(f"plots failed: {exc}")
+    return [p for p in out if p is not None]
+
+
+def snapshots_bytes_to_hosts(snap: Snapshot, plan: RunPlan) -> int:
+    """Bytes the leaves sent to their hosts (the live 'moved' figure)."""
+    host_ports = {(s.name, p.number) for s in plan.fabric.switches for p in s.host_ports}
+    return sum(c.tx_bytes for k, c in snap.ports.items() if k in host_ports)
+
+
+def hottest(snap: Snapshot) -> str:
+    if not snap.queues:
+        return "-"
+    _t, sw, port, d = max(snap.queues, key=lambda q: q[3])
+    return f"{sw}:{port} {d:.0f} pkts"
+
+
+def sum_deltas(snaps: Sequence[Snapshot]) -> M.PortCount:
+    if len(snaps) < 2:
+        return M.PortCount()
+    return M.totals(M.port_deltas(snaps[0].ports, snaps[-1].ports))

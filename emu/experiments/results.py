@@ -1,0 +1,98 @@
+"""The results folder of one run: results/<time>-<topo>-<lb>-<cc>/.
+
+    config.json        the resolved RunConfig, the topology, bring-up timings
+    agents/<h>.json    each host agent's configuration; agents/<h>.jsonl its raw results
+    flows.jsonl        one line per flow (FlowResult)
+    ports.csv          per switch port: counter deltas over the workload
+    port_samples.csv   cumulative counters per port, sampled over time
+    queues.csv         sampled egress queue depth per port
+    summary.json       the RunSummary; summary.txt the tables as shown
+    plots/*.png        flow_throughput, queue_depth, uplink_utilization
+    pcap/              per-port captures (on request), logs/ switch logs
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .metrics import FIELDS, FlowResult, PortCount, PortKey
+
+
+def run_dir_name(topo: str, lb: str, cc: str, now: float | None = None) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    return f"{stamp}-{Path(topo).stem}-{lb}-{cc}"
+
+
+def make_run_dir(root: Path, topo: str, lb: str, cc: str) -> Path:
+    """A fresh folder (a suffix keeps two runs in the same second apart)."""
+    root.mkdir(parents=True, exist_ok=True)
+    base = run_dir_name(topo, lb, cc)
+    for i in range(100):
+        d = root / (base if i == 0 else f"{base}-{i}")
+        try:
+            d.mkdir()
+            return d
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"cannot make a fresh run folder under {root}")
+
+
+def write_json(path: Path, data: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def write_flows(path: Path, flows: Sequence[FlowResult]) -> Path:
+    with path.open("w") as fh:
+        for f in flows:
+            fh.write(json.dumps(dataclasses.asdict(f), sort_keys=True) + "\n")
+    return path
+
+
+def write_ports(path: Path, deltas: Mapping[PortKey, PortCount],
+                info: Mapping[PortKey, Mapping[str, Any]] | None = None) -> Path:
+    """Counter deltas per port; `info` adds columns (peer, rate_bps, uplink)."""
+    extra = sorted({k for v in (info or {}).values() for k in v})
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["switch", "port", *extra, *FIELDS])
+        for (sw, port), c in sorted(deltas.items()):
+            meta = (info or {}).get((sw, port), {})
+            w.writerow([sw, port, *(meta.get(k, "") for k in extra), *c.as_tuple()])
+    return path
+
+
+def write_port_samples(path: Path,
+                       samples: Iterable[tuple[float, Mapping[PortKey, PortCount]]]) -> Path:
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["t_s", "switch", "port", *FIELDS])
+        for t, ports in samples:
+            for (sw, port), c in sorted(ports.items()):
+                w.writerow([f"{t:.3f}", sw, port, *c.as_tuple()])
+    return path
+
+
+def write_queue_samples(path: Path, samples: Iterable[tuple[float, str, int, float]]) -> Path:
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["t_s", "switch", "port", "depth_pkts"])
+        for t, sw, port, depth in samples:
+            w.writerow([f"{t:.3f}", sw, port, f"{depth:g}"])
+    return path
+
+
+def read_queue_samples(path: Path) -> list[tuple[float, str, int, float]]:
+    with path.open() as fh:
+        r = csv.DictReader(fh)
+        return [(float(x["t_s"]), x["switch"], int(x["port"]), float(x["depth_pkts"]))
+                for x in r]

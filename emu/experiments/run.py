@@ -1,0 +1,360 @@
+"""`emu run`: fabric up, switches programmed, reachability verified, workload, results.
+
+    summary = run_experiment(RunConfig(topo="clos4", lb="spray", recovery="sr"))
+
+Order: plan (pure) -> results folder -> compile fabric.p4 once -> EmuNet (hosts,
+links, switch processes; torn down on any exit) -> controller programs every switch
+-> every host pair pings -> one agent per host, all READY -> sample counters while
+the agents run (live view; optional link failure) -> agents exit -> summary, results
+folder, plots. With `cli`, the Mininet CLI opens on the programmed fabric instead of
+the automatic workload (the `workload` command runs one from there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .config import RunConfig
+from .plan import RunPlan, plan_run
+from .progress import LiveView, ProgressState
+from .report import (
+    RunRecords,
+    build_summary,
+    hottest,
+    snapshots_bytes_to_hosts,
+    write_results,
+)
+from .results import make_run_dir
+from .sampler import FabricSampler, Snapshot
+from .summary import RunSummary
+
+REPO = Path(__file__).resolve().parents[2]
+FABRIC_P4 = REPO / "p4src" / "fabric.p4"
+P4_SAMPLE_EVERY = 4  # read fabric.p4 counters on every 4th sample (P4Runtime reads are slow)
+
+
+class RunError(RuntimeError):
+    """A run that cannot go on; the message is one line for the user."""
+
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class AgentProc:
+    host: str
+    popen: subprocess.Popen[str]
+    results_path: Path
+    log_path: Path
+    ready_s: float | None = None  # on the run timeline
+    done_s: float | None = None
+    lines: list[str] = field(default_factory=list)
+    _reader: threading.Thread | None = None
+
+    def start_reader(self, t0: float) -> None:
+        def read() -> None:
+            assert self.popen.stdout is not None
+            for line in self.popen.stdout:
+                line = line.strip()
+                self.lines.append(line)
+                if line == "READY" and self.ready_s is None:
+                    self.ready_s = time.monotonic() - t0
+                elif line in ("DONE", "PARTIAL"):
+                    self.done_s = time.monotonic() - t0
+
+        self._reader = threading.Thread(target=read, name=f"agent-{self.host}", daemon=True)
+        self._reader.start()
+
+    def finished(self) -> bool:
+        return self.popen.poll() is not None
+
+    def stderr_tail(self) -> str:
+        try:
+            err = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        lines = [x for x in err.strip().splitlines() if x.strip()]
+        return lines[-1] if lines else ""
+
+
+class Experiment:
+    """One run on a live EmuNet: the pieces `run_experiment` and the CLI share."""
+
+    def __init__(self, plan: RunPlan, net: Any, controller: Any, run_dir: Path,
+                 log: Log) -> None:
+        self.plan = plan
+        self.net = net
+        self.controller = controller
+        self.run_dir = run_dir
+        self.log = log
+        self.t0 = time.monotonic()
+        self.sampler = FabricSampler([s.name for s in plan.fabric.switches], self._target_stats,
+                                     controller, t0=self.t0)
+
+    def _target_stats(self, switch: str) -> dict[str, Any] | None:
+        node = self.net.switches.get(switch)
+        proc = getattr(node, "process", None)
+        call = getattr(proc, "admin_call", None)
+        if call is None:
+            return None  # e.g. BMv2: the P4 counters are all there is
+        result: dict[str, Any] = call("stats")
+        return result
+
+    # -- agents ---------------------------------------------------------------------
+
+    def launch_agents(self, plan: RunPlan, tag: str = "") -> dict[str, AgentProc]:
+        adir = self.run_dir / "agents"
+        adir.mkdir(parents=True, exist_ok=True)
+        procs: dict[str, AgentProc] = {}
+        for host, cfg in plan.agents.items():
+            cfg_path = adir / f"{host}{tag}.json"
+            cfg_path.write_text(json.dumps(cfg, indent=1))
+            res = adir / f"{host}{tag}.jsonl"
+            status = adir / f"{host}{tag}.status"
+            cmd = [sys.executable, "-m", "emu.roce", "agent", "--iface",
+                   plan.fabric.host(host).intf, "--config", str(cfg_path), "--results",
+                   str(res), "--status-file", str(status)]
+            log_path = adir / f"{host}{tag}.log"
+            # stderr to a file: an unread pipe would block a chatty agent.
+            with log_path.open("w") as err:
+                p = self.net.popen(host, cmd, stdout=subprocess.PIPE, stderr=err, text=True,
+                                   cwd=str(REPO), env={**os.environ, "PYTHONPATH": str(REPO)})
+            ap = AgentProc(host, p, res, log_path)
+            ap.start_reader(self.t0)
+            procs[host] = ap
+        return procs
+
+    def run_workload(self, plan: RunPlan, *, view: LiveView | None = None,
+                     tag: str = "") -> RunRecords:
+        cfg = plan.config
+        first = self.sampler.sample(with_p4=True)
+        snaps: list[Snapshot] = [first]
+        agents = self.launch_agents(plan, tag)
+        t_launch = time.monotonic()
+        state = ProgressState(phase="running", hosts=len(agents),
+                              bytes_total=plan.workload.total_bytes())
+        deadline = t_launch + cfg.timeout_s + 10.0  # agents stop themselves at timeout_s
+        failed_link = False
+        t_traffic: float | None = None
+        notes: list[str] = []
+        events: list[tuple[float, str]] = []
+        n = 0
+        base_moved = snapshots_bytes_to_hosts(first, plan)
+        prev_t, prev_moved = first.t_s, 0
+        try:
+            while True:
+                time.sleep(cfg.sample_interval_s)
+                n += 1
+                snap = self.sampler.sample(with_p4=(n % P4_SAMPLE_EVERY == 0))
+                snaps.append(snap)
+                moved = snapshots_bytes_to_hosts(snap, plan) - base_moved
+                d = snap.t_s - prev_t
+                state.rate_bps = (moved - prev_moved) * 8 / d if d > 0 else 0.0
+                prev_t, prev_moved = snap.t_s, moved
+                tot = sum(c.ecn_marks - first.ports.get(k, c).ecn_marks
+                          for k, c in snap.ports.items())
+                state.elapsed_s = time.monotonic() - t_launch
+                state.bytes_moved = moved
+                state.ecn_marks = tot
+                state.drops = sum(c.drops - (first.ports[k].drops if k in first.ports else 0)
+                                  for k, c in snap.ports.items())
+                state.kernel_drops = sum(
+                    c.kernel_drops - (first.ports[k].kernel_drops if k in first.ports else 0)
+                    for k, c in snap.ports.items())
+                state.hosts_done = sum(a.finished() for a in agents.values())
+                state.hottest = hottest(snap)
+                ready = sum(a.ready_s is not None for a in agents.values())
+                state.phase = "running" if ready == len(agents) else f"agents {ready}/{len(agents)}"
+                if moved > 0 and t_traffic is None:
+                    t_traffic = time.monotonic()
+                # The failure clock starts with the traffic, not with the agents' start-up.
+                if (cfg.fail_link and not failed_link and t_traffic is not None
+                        and time.monotonic() - t_traffic >= cfg.fail_after_s):
+                    end_a, end_b = cfg.fail_link
+                    events.append((time.monotonic() - self.t0, f"link_down {end_a} {end_b}"))
+                    self.link_down(end_a, end_b)
+                    events.append((time.monotonic() - self.t0, "rerouted"))
+                    failed_link = True
+                    state.note = (f"link {end_a}-{end_b} failed "
+                                  f"{time.monotonic() - t_traffic:.1f} s into the traffic")
+                    notes.append(state.note)
+                if view is not None:
+                    view.update(state)
+                if all(a.finished() for a in agents.values()):
+                    break
+                if time.monotonic() > deadline:
+                    notes.append(f"agents still running after {cfg.timeout_s:.0f} s: stopped")
+                    for a in agents.values():
+                        if not a.finished():
+                            a.popen.send_signal(signal.SIGTERM)
+                    break
+        finally:
+            # Normally all have exited; on an error or Ctrl-C, stop the rest now (they
+            # write partial results on SIGTERM) rather than wait for their workload.
+            for a in agents.values():
+                if not a.finished():
+                    a.popen.send_signal(signal.SIGTERM)
+            for a in agents.values():
+                try:
+                    a.popen.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    a.popen.kill()
+                    a.popen.wait(timeout=5)
+        duration = time.monotonic() - t_launch
+        snaps.append(self.sampler.sample(with_p4=True))
+        from .metrics import read_jsonl
+
+        rows = {h: read_jsonl(a.results_path) for h, a in agents.items()}
+        for h, a in agents.items():
+            rc = a.popen.returncode
+            if rc not in (0, 2):
+                notes.append(f"agent {h} exited {rc}: {a.stderr_tail() or 'no message'}")
+        offsets = {h: a.ready_s for h, a in agents.items() if a.ready_s is not None}
+        return RunRecords(rows, offsets, snaps, duration, notes=notes, events=events)
+
+    # -- fabric changes -------------------------------------------------------------
+
+    def link_down(self, a: str, b: str) -> None:
+        """Fail the a-b link: both interfaces down, then the controller reroutes."""
+        self.net.mininet.configLinkStatus(a, b, "down")
+        self.controller.link_down(a, b)
+
+    def link_up(self, a: str, b: str) -> None:
+        self.net.mininet.configLinkStatus(a, b, "up")
+        self.controller.link_up(a, b)
+
+
+def preflight(cfg: RunConfig) -> None:
+    """One-line errors before anything is created."""
+    try:
+        from emu.net import NetError, check_environment
+    except ImportError as exc:
+        raise RunError(f"emu run: Mininet integration unavailable ({exc}); "
+                       "apt-get install mininet") from None
+    try:
+        check_environment()
+    except NetError as exc:
+        raise RunError(str(exc)) from None
+    from emu.targets import get_target
+
+    target = get_target(cfg.target)
+    missing = target.missing()
+    if missing:
+        raise RunError(target.unavailable_message(missing))
+
+
+def compile_pipeline(target: Any, build_dir: Path) -> Any:
+    try:
+        return target.compile(FABRIC_P4, build_dir)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise RunError(f"emu run: {target.name} cannot compile fabric.p4: {first}") from exc
+
+
+def bring_up(plan: RunPlan, run_dir: Path, log: Log) -> tuple[Any, Any, Any, dict[str, float]]:
+    """Compile, start EmuNet, program the switches, verify every host pair.
+    Returns (net, controller, pipeline, timings); the caller owns net.stop()."""
+    from emu.control import EcnSettings, FabricController, LbMode, LbSettings, QosSettings
+    from emu.control.p4rt import connect
+    from emu.net import EmuNet
+    from emu.targets import get_target
+
+    cfg = plan.config
+    timings: dict[str, float] = {}
+    t0 = time.monotonic()
+    target = get_target(cfg.target)
+    pipeline = compile_pipeline(target, run_dir / "build")
+    timings["compile_s"] = time.monotonic() - t0
+    net = EmuNet(plan.fabric, target, run_dir, pipeline=pipeline, pcap=cfg.pcap, log=log)
+    net.__enter__()
+    try:
+        timings.update({f"net_{k}": v for k, v in net.timings.items()})
+        t1 = time.monotonic()
+        handles = connect(plan.fabric, net.grpc_addresses(), pipeline.load_p4info(),
+                          device_config=pipeline.device_config())
+        ctl = FabricController(
+            plan.fabric, handles, lb=LbSettings(mode=LbMode.parse(cfg.lb)),
+            ecn=EcnSettings(cfg.ecn_kmin_pkts, cfg.ecn_kmax_pkts, cfg.ecn_pmax),
+            qos=QosSettings.roce(cfg.priority_queues))
+        ctl.program()
+        if cfg.lb == "te":  # pin the workload's flows on least-loaded paths
+            ctl.place_te(plan.te_flows())
+        timings["program_s"] = time.monotonic() - t1
+        t2 = time.monotonic()
+        failed = net.check_reachability(timeout_s=2, attempts=3)
+        timings["reachability_s"] = time.monotonic() - t2
+        if failed:
+            pairs = len(plan.fabric.hosts) * (len(plan.fabric.hosts) - 1)
+            raise RunError(f"emu run: {len(failed)}/{pairs} host pairs unreachable through the "
+                           f"programmed fabric, e.g. {failed[0][0]}->{failed[0][1]}")
+        timings["ready_s"] = time.monotonic() - t0
+    except BaseException:
+        net.__exit__(None, None, None)
+        raise
+    return net, ctl, pipeline, timings
+
+
+def run_experiment(cfg: RunConfig, *, console: Any = None, plan: RunPlan | None = None,
+                   log: Log | None = None) -> RunSummary:
+    """The whole run; raises RunError (one line) when it cannot run."""
+    from .summary import print_summary
+
+    plan = plan or plan_run(cfg)
+    if cfg.virtual:
+        from .virtual import run_virtual
+
+        return run_virtual(plan, console=console)
+    preflight(cfg)
+    say: Log = log or (lambda m: print(m, file=sys.stderr, flush=True))
+    run_dir = make_run_dir(Path(cfg.results_root), cfg.topo, cfg.lb, cfg.cc)
+    from emu.net import NetError
+
+    try:
+        net, ctl, _pipeline, timings = bring_up(plan, run_dir, say)
+    except BaseException as exc:
+        # Nothing ran: a folder holding only the compiler's output is noise.
+        if {p.name for p in run_dir.iterdir()} <= {"build"}:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        if isinstance(exc, NetError):
+            msg = str(exc)
+            raise RunError(msg if msg.startswith("emu") else f"emu run: {msg}") from exc
+        raise
+    try:
+        # Said only now: an error before this point is the one line the user sees.
+        say(f"emu run: {plan.fabric.name} ({plan.fabric.summary()}) fabric ready in "
+            f"{timings['ready_s']:.1f} s ({len(plan.fabric.hosts) * (len(plan.fabric.hosts) - 1)}"
+            f" host pairs verified); results in {run_dir}")
+        exp = Experiment(plan, net, ctl, run_dir, say)
+        if cfg.cli:
+            from .cli_ext import run_cli
+
+            run_cli(exp)
+            rec = RunRecords({}, {}, [exp.sampler.sample(with_p4=True)], 0.0)
+        else:
+            live = cfg.progress and sys.stdout.isatty()
+            with LiveView(live, console) as view:
+                rec = exp.run_workload(plan, view=view)
+    finally:
+        t_stop = time.monotonic()
+        errors = net.stop()
+        timings["teardown_s"] = time.monotonic() - t_stop
+        net.__exit__(None, None, None)
+    rec.bringup_s = timings
+    if errors:
+        rec.notes.append(f"teardown problems (run `make stop`): {'; '.join(errors)}")
+    summary = build_summary(plan, rec, run_dir)
+    if not cfg.cli:
+        write_results(run_dir, plan, rec, summary)
+        print_summary(summary, console)
+    return summary

@@ -1,0 +1,216 @@
+"""The end-of-run summary: one typed object, written as summary.json and shown as tables."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .metrics import (
+    CollectiveResult,
+    Fidelity,
+    FlowResult,
+    HostTotals,
+    PortCount,
+    QueueStats,
+    UplinkBalance,
+)
+
+
+@dataclass
+class RunSummary:
+    run: dict[str, Any]  # topo, lb, cc, recovery, workload, target, dilation, results dir
+    ok: bool  # every flow delivered and verified
+    duration_s: float  # workload wall time (first start to last agent exit)
+    flows: list[FlowResult]
+    collectives: list[CollectiveResult]
+    hosts: HostTotals
+    fabric: PortCount  # summed over every switch port
+    queues: list[QueueStats]
+    uplinks: list[UplinkBalance]
+    fidelity: Fidelity
+    bringup_s: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    events: list[tuple[float, str]] = field(default_factory=list)  # (t_s, what) e.g. failures
+
+    @property
+    def traffic_s(self) -> float | None:
+        """First flow start to last flow arrival (the agents' start-up excluded)."""
+        starts = [f.start_s for f in self.flows if f.start_s is not None]
+        ends = [f.end_s for f in self.flows if f.end_s is not None]
+        if not starts or not ends or max(ends) <= min(starts):
+            return None
+        return max(ends) - min(starts)
+
+    @property
+    def bytes_delivered(self) -> int:
+        return sum(f.size_bytes for f in self.flows if f.delivered)
+
+    def flows_verified(self) -> int:
+        return sum(f.verified for f in self.flows)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["bytes_delivered"] = self.bytes_delivered
+        d["traffic_s"] = self.traffic_s
+        d["flows_verified"] = self.flows_verified()
+        d["flows_total"] = len(self.flows)
+        d["hosts"]["reordered_pkts"] = self.hosts.reordered_pkts()
+        d["fabric"]["drops"] = self.fabric.drops
+        return _finite(d)
+
+
+def _finite(x: Any) -> Any:
+    """JSON has no NaN/Infinity: write null instead."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {str(k): _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    return x
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def fmt_bytes(n: float | None) -> str:
+    if n is None:
+        return "-"
+    for unit, k in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(n) >= k:
+            return f"{n / k:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def fmt_rate(bps: float | None) -> str:
+    if bps is None or not math.isfinite(bps):
+        return "-"
+    for unit, k in (("Tb/s", 1e12), ("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
+        if bps >= k:
+            return f"{bps / k:.2f} {unit}"
+    return f"{bps:.0f} b/s"
+
+
+def fmt_s(s: float | None) -> str:
+    if s is None:
+        return "-"
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.1f} ms"
+    return f"{s * 1e6:.1f} us"
+
+
+def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> Any:
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for i, c in enumerate(columns):
+        t.add_column(c, justify="left" if i == 0 else "right", no_wrap=True)
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
+def tables(s: RunSummary, max_flows: int = 16) -> list[Any]:
+    """rich renderables, in display order."""
+    out: list[Any] = []
+    r = s.run
+    dil = float(r.get("dilation", 1.0))
+    head = (f"{r.get('topo')}  lb={r.get('lb')} cc={r.get('cc')} recovery={r.get('recovery')} "
+            f"workload={r.get('workload')} target={r.get('target')}  dilation x{dil:g}")
+    verdict = "OK" if s.ok else "INCOMPLETE"
+    out.append(f"[bold]{head}[/bold]\n{verdict}: {s.flows_verified()}/{len(s.flows)} flows "
+               f"verified, {fmt_bytes(s.bytes_delivered)} delivered in {fmt_s(s.traffic_s)} "
+               f"(agents ran {fmt_s(s.duration_s)})")
+
+    if s.collectives:
+        rows = [[c.id, c.kind, str(c.ranks), fmt_bytes(c.size_bytes), fmt_s(c.time_s),
+                 fmt_s(c.time_nominal_s),
+                 "-" if c.algbw_nominal_Bps is None else f"{c.algbw_nominal_Bps / 1e9:.2f}",
+                 "-" if c.busbw_nominal_Bps is None else f"{c.busbw_nominal_Bps / 1e9:.2f}"]
+                for c in s.collectives]
+        out.append(_table("Collectives (nominal = wire time / dilation; GB/s as nccl-tests)",
+                          ["collective", "kind", "ranks", "size", "time", "nominal",
+                           "algbw GB/s", "busbw GB/s"], rows))
+
+    flows = s.flows
+    shown = sorted(flows, key=lambda f: (f.fct_s is None, -(f.fct_s or 0)))[:max_flows]
+    rows = [[f.id, f"{f.src}->{f.dst}", fmt_bytes(f.size_bytes), fmt_s(f.fct_s),
+             fmt_rate(f.goodput_bps), fmt_rate(f.goodput_nominal_bps), str(f.retx_pkts),
+             str(f.cnps_rcvd), "yes" if f.verified else "NO"] for f in shown]
+    title = "Flows" if len(flows) <= max_flows else \
+        f"Flows (the {max_flows} slowest of {len(flows)}; all in flows.jsonl)"
+    if flows:
+        fcts = [f.fct_s for f in flows if f.fct_s is not None]
+        if fcts:
+            from .metrics import percentile
+            title += (f"  FCT p50 {fmt_s(percentile(fcts, 50))} p99 {fmt_s(percentile(fcts, 99))}")
+    out.append(_table(title, ["flow", "path", "size", "FCT", "goodput", "nominal", "retx",
+                              "CNPs", "verified"], rows))
+
+    h, fab = s.hosts, s.fabric
+    cnt = [["ECN marks (switches)", str(fab.ecn_marks)],
+           ["CNPs sent / received", f"{h.cnps_sent} / {h.cnps_rcvd}"],
+           ["queue tail drops", str(fab.queue_drops)],
+           ["pipeline drops", str(fab.pipeline_drops)],
+           ["retransmitted packets / timeouts", f"{h.retx_pkts} / {h.timeouts}"],
+           ["out-of-sequence / duplicates", f"{h.out_of_sequence} / {h.duplicates}"],
+           ["reordered packets / reorder buffer max", f"{h.reordered_pkts()} / "
+                                                      f"{h.reorder_hwm_pkts} pkts"],
+           ["switch packets rx / tx", f"{fab.rx_pkts} / {fab.tx_pkts}"]]
+    out.append(_table("Counters", ["counter", "value"], cnt))
+
+    if s.queues:
+        rows = [[f"{q.switch}:{q.port}", str(q.samples), f"{q.p50_pkts:.0f}", f"{q.p90_pkts:.0f}",
+                 f"{q.p99_pkts:.0f}", f"{q.max_pkts:.0f}"] for q in s.queues]
+        out.append(_table("Busiest queues (sampled depth, packets)",
+                          ["port", "samples", "p50", "p90", "p99", "max"], rows))
+    if s.uplinks:
+        rows = [[u.switch, " ".join(f"{p}:{fmt_bytes(b)}" for p, b in u.tx_bytes),
+                 f"{u.jain:.2f}", f"{u.max_over_mean:.2f}"] for u in s.uplinks]
+        out.append(_table("Uplink balance (bytes sent per uplink; Jain 1.00 = even)",
+                          ["switch", "per uplink", "Jain", "max/mean"], rows))
+
+    fd = s.fidelity
+    if fd.cpu_bound:
+        out.append("[bold red]CPU-BOUND:[/bold red] these results reflect the host CPU, not "
+                   "the modelled network: " + "; ".join(fd.reasons) +
+                   ". Lower the link rates (emu calibrate suggests some) or the load.")
+    else:
+        lag = "n/a" if fd.tm_lag_max_ms is None else f"{fd.tm_lag_max_ms:.1f} ms"
+        out.append(f"fidelity: network-bound (kernel drops: switches {fd.switch_kernel_drops}, "
+                   f"hosts {fd.host_kernel_drops}; TM lag max {lag}; "
+                   f"refused sends {fd.send_stalls})")
+    for n in s.notes:
+        out.append(f"note: {n}")
+    return out
+
+
+def render_text(s: RunSummary, width: int = 120) -> str:
+    """The summary as plain text (for summary.txt and tests)."""
+    import io
+
+    from rich.console import Console
+
+    con = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+    for t in tables(s):
+        con.print(t)
+        con.print()
+    return con.export_text()
+
+
+def print_summary(s: RunSummary, console: Any = None) -> None:
+    import sys
+
+    from rich.console import Console
+
+    # Not a terminal (CI logs, pipes): rich would assume 80 columns and truncate.
+    con = console or Console(width=None if sys.stdout.isatty() else 120)
+    for t in tables(s):
+        con.print(t)
+        con.print()
+

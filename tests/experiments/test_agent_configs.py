@@ -1,0 +1,60 @@
+"""Agent configurations: valid for the agent, and both ends of each QP agree."""
+
+from __future__ import annotations
+
+import pytest
+
+from emu.experiments.agent_configs import AgentSettings, agent_configs, udp_sport
+from emu.experiments.workloads import WORKLOAD_KINDS, WorkloadParams, build_workload
+from emu.roce.config import load_dict
+from emu.topo import load_topology
+
+FABRIC = load_topology("clos4")
+LEAF = {h.name: h.switch for h in FABRIC.hosts}
+
+
+@pytest.mark.parametrize("kind", WORKLOAD_KINDS)
+@pytest.mark.parametrize("recovery", ["gbn", "sr"])
+def test_configs_load_and_qps_pair_up(kind: str, recovery: str) -> None:
+    w = build_workload(WorkloadParams(kind, message_bytes=4096, iterations=2), LEAF)  # type: ignore[arg-type]
+    cfgs = agent_configs(FABRIC, w, AgentSettings(recovery=recovery))  # type: ignore[arg-type]
+    loaded = {h: load_dict(c) for h, c in cfgs.items()}  # raises on any schema problem
+    qps = {(h, q.peer): q for h, c in loaded.items() for q in c.qps}
+    for (h, peer), q in qps.items():
+        back = qps[(peer, h)]
+        assert q.peer_qpn == back.qpn and back.peer_qpn == q.qpn
+        assert q.peer_ip == str(FABRIC.host(peer).ip) and q.peer_mac == FABRIC.host(peer).mac
+        assert q.recovery == recovery
+    sent = {f.id for c in loaded.values() for f in c.flows}
+    expected = {fid for c in loaded.values() for fid in c.expect}
+    assert sent == expected == {f.id for f in w.flows}
+    for h, c in loaded.items():
+        for f in c.flows:
+            spec = next(x for x in w.flows if x.id == f.id)
+            assert spec.src == h and qps[(h, spec.dst)].qpn == f.qpn
+
+
+def test_rates_dilation_cc_and_rto() -> None:
+    w = build_workload(WorkloadParams("incast", message_bytes=1000), LEAF)
+    s = AgentSettings(cc="none", dilation=500, rto_wire_ms=50, start_delay_us=2000)
+    cfgs = agent_configs(FABRIC, w, s)
+    c = load_dict(cfgs["h1"])
+    link = FABRIC.links[FABRIC.host("h1").link]
+    assert c.nic.line_rate_bps == pytest.approx(link.rate_bps * 500)
+    assert c.nic.time_dilation == 500
+    assert c.dcqcn.enabled is False
+    assert c.qps[0].rto_ns * 500 == pytest.approx(50e6, rel=1e-6)
+    assert c.nic.min_rto_ns == 50_000_000
+    assert all(f.start_us == 2000 for f in c.flows if not f.after)
+    assert load_dict(agent_configs(FABRIC, w, AgentSettings(cc="dcqcn"))["h1"]).dcqcn.enabled
+
+
+def test_hosts_without_flows_get_no_agent() -> None:
+    w = build_workload(WorkloadParams("incast", incast_senders=2, incast_target="h8"), LEAF)
+    assert sorted(agent_configs(FABRIC, w, AgentSettings())) == ["h1", "h2", "h8"]
+
+
+def test_source_ports_spread_and_stable() -> None:
+    ports = {udp_sport(a, b) for a in LEAF for b in LEAF if a != b}
+    assert len(ports) > 50 and all(49152 <= p < 65536 for p in ports)
+    assert udp_sport("h1", "h2") == udp_sport("h1", "h2") != udp_sport("h2", "h1")

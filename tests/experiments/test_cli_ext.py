@@ -1,0 +1,77 @@
+"""The extra Mininet CLI commands, against a controller over in-memory switch handles."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from emu.control import FabricController, MemorySwitchHandle
+from emu.experiments import cli_ext
+from emu.topo import load_topology
+
+
+class FakeExperiment:
+    """What the commands use of an Experiment: controller, link_down/up."""
+
+    def __init__(self) -> None:
+        self.fabric = load_topology("clos4")
+        self.handles = {s.name: MemorySwitchHandle(s.name) for s in self.fabric.switches}
+        self.controller = FabricController(self.fabric, self.handles)
+        self.controller.program()
+        self.link_calls: list[tuple[str, str, str]] = []
+
+    def link_down(self, a: str, b: str) -> None:
+        self.controller.link_down(a, b)
+        self.link_calls.append(("down", a, b))
+
+    def link_up(self, a: str, b: str) -> None:
+        self.controller.link_up(a, b)
+        self.link_calls.append(("up", a, b))
+
+
+@pytest.fixture
+def exp() -> Any:
+    return FakeExperiment()
+
+
+def test_tables_show_lb_and_entries(exp: Any) -> None:
+    out = cli_ext.show_tables(exp, ["leaf1"])
+    assert out.splitlines()[0].startswith("leaf1: lb ")
+    assert "ipv4_lpm" in out and "ecmp_group" in out
+
+
+def test_counters_list_ports_and_groups(exp: Any) -> None:
+    out = cli_ext.show_counters(exp, ["leaf1"])
+    ports = [p.number for p in exp.fabric.switch("leaf1").ports]
+    assert all(f"\n  {p:>4} " in out for p in ports)
+    assert "group " in out
+
+
+def test_lb_mode_changes_the_switch(exp: Any) -> None:
+    assert "every switch" in cli_ext.set_lb_mode(exp, ["spray"])
+    assert str(exp.controller.lb("spine2").mode) == "spray"
+    cli_ext.set_lb_mode(exp, ["flowlet", "leaf1"])
+    assert str(exp.controller.lb("leaf1").mode) == "flowlet"
+    assert str(exp.controller.lb("leaf2").mode) == "spray"
+    with pytest.raises(cli_ext.CommandError, match="unknown load-balancing mode"):
+        cli_ext.set_lb_mode(exp, ["bogus"])
+
+
+def test_fail_and_restore_reroute(exp: Any) -> None:
+    before = {e.key: e for e in exp.controller.installed("leaf1")}
+    assert "down" in cli_ext.fail_link(exp, ["leaf1", "spine1"])
+    after = {e.key: e for e in exp.controller.installed("leaf1")}
+    assert before != after  # the groups lost the failed uplink
+    cli_ext.restore_link(exp, ["leaf1", "spine1"])
+    assert exp.link_calls == [("down", "leaf1", "spine1"), ("up", "leaf1", "spine1")]
+    with pytest.raises(cli_ext.CommandError):
+        cli_ext.fail_link(exp, ["leaf1"])
+    with pytest.raises(cli_ext.CommandError):
+        cli_ext.fail_link(exp, ["leaf1", "leaf2"])  # no such link
+
+
+@pytest.mark.parametrize("cmd", ["tables", "counters", "lbmode", "workload"])
+def test_usage_errors(exp: Any, cmd: str) -> None:
+    with pytest.raises(cli_ext.CommandError, match="usage"):
+        cli_ext.COMMANDS[cmd](exp, [])

@@ -1,0 +1,93 @@
+"""`emu run` / `emu calibrate` front ends: flags -> RunConfig, dry runs, one-line errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from emu.cli import build_parser, main
+from emu.experiments.calibrate import CalibrationPoint, suggest
+from emu.experiments.commands import config_from_args
+from emu.experiments.config import RunConfig, RunConfigError
+
+
+def test_flags_map_onto_run_config() -> None:
+    args = build_parser().parse_args([
+        "run", "clos4", "--lb", "spray", "--cc", "none", "--recovery", "sr", "--workload",
+        "incast", "--size", "64K", "--iterations", "2", "--incast-senders", "3", "--rate",
+        "10Mbps", "--dilation", "500", "--fail-link", "leaf1:spine2", "--no-progress"])
+    cfg = config_from_args(args)
+    assert isinstance(cfg, RunConfig)
+    assert (cfg.lb, cfg.cc, cfg.recovery, cfg.target) == ("spray", "none", "sr", "embedded")
+    assert cfg.workload.kind == "incast" and cfg.workload.message_bytes == 65536
+    assert cfg.workload.iterations == 2 and cfg.workload.incast_senders == 3
+    assert cfg.rate_bps == 10_000_000 and cfg.dilation == 500
+    assert cfg.fail_link == ("leaf1", "spine2") and not cfg.progress
+
+
+def test_defaults_match_the_issue() -> None:
+    cfg = config_from_args(build_parser().parse_args(["run", "clos4"]))
+    assert isinstance(cfg, RunConfig)
+    assert (cfg.target, cfg.lb, cfg.cc, cfg.workload.kind) == ("embedded", "ecmp", "dcqcn",
+                                                               "allreduce")
+    assert not cfg.cli
+
+
+def test_dry_run_shows_the_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "clos4", "--workload", "permutation", "--size", "1K", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "clos4: 8 switches, 8 hosts" in out and "8 flows, 8192 bytes, 8 agents" in out
+
+
+@pytest.mark.parametrize("argv", [["run", "clos4", "--size", "12Q"],
+                                  ["run", "clos4", "--fail-link", "leaf1"],
+                                  ["run", "clos4", "--lb", "random"]])
+def test_bad_flags_are_rejected(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_impossible_workload_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "clos4", "--workload", "incast", "--incast-senders", "9"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("emu run:") and "only 7 other hosts" in err and "\n" not in err
+
+
+def test_not_root_is_one_line(monkeypatch: pytest.MonkeyPatch,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    assert main(["run", "clos4", "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "needs root" in err and "\n" not in err
+
+
+def test_missing_dependency_is_one_line(monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    real = shutil.which
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    monkeypatch.setattr(shutil, "which", lambda t, *a, **k: None if t == "mnexec" else real(t))
+    assert main(["run", "clos4", "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "missing mnexec" in err and "apt-get install mininet" in err and "\n" not in err
+
+
+def test_run_config_validation() -> None:
+    RunConfig().validate()
+    with pytest.raises(RunConfigError, match="dilation"):
+        RunConfig(dilation=0).validate()
+    with pytest.raises(RunConfigError, match="lb must be"):
+        RunConfig(lb="nope").validate()
+    assert any("go-back-N" in n for n in RunConfig(lb="spray").notes())
+    assert RunConfig(lb="spray", recovery="sr").notes() == []
+
+
+def test_calibration_suggests_the_last_faithful_rate() -> None:
+    def pt(rate: int, eff: float, cpu: bool = False) -> CalibrationPoint:
+        return CalibrationPoint(rate, True, cpu, eff, 1000.0, 0, ())
+
+    assert suggest([pt(5, 0.9), pt(10, 0.8), pt(20, 0.9, cpu=True), pt(40, 0.9)]) == 10
+    assert suggest([pt(5, 0.3)]) is None
+    assert suggest([pt(20, 0.9), pt(5, 0.9), pt(10, 0.2)]) == 5

@@ -1,0 +1,133 @@
+"""Metrics from real agent result lines (agents run in virtual time) and synthetic
+counter records whose right answers are known."""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+import pytest
+
+from emu.experiments import metrics as M
+from emu.experiments.plan import RunPlan
+from emu.experiments.workloads import WorkloadParams, build_workload
+
+Run = tuple[RunPlan, dict[str, list[dict[str, Any]]]]
+
+
+def test_allreduce_flows_all_verified_and_ordered(allreduce_run: Run) -> None:
+    plan, rows = allreduce_run
+    flows = M.flow_results(plan.workload, rows)
+    assert len(flows) == len(plan.workload.flows) == 14 * 8
+    assert all(f.completed and f.delivered and f.verified for f in flows)
+    by_id = {f.id: f for f in flows}
+    for f in plan.workload.flows:  # a step never starts before its dependencies arrived
+        for dep in f.after:
+            assert by_id[f.id].start_s >= by_id[dep].end_s - 1e-9  # type: ignore[operator]
+
+
+def test_collective_bandwidths_follow_nccl_tests(allreduce_run: Run) -> None:
+    plan, rows = allreduce_run
+    flows = M.flow_results(plan.workload, rows)
+    (c,) = M.collective_results(plan.workload, flows, dilation=plan.config.dilation)
+    assert c.completed and c.ranks == 8
+    t = max(f.end_s for f in flows) - min(f.start_s for f in flows)  # type: ignore[type-var,operator]
+    assert c.time_s == pytest.approx(t)
+    assert c.time_nominal_s == pytest.approx(t / plan.config.dilation)
+    assert c.algbw_nominal_Bps == pytest.approx(32 * 1024 / c.time_nominal_s)
+    assert c.busbw_nominal_Bps == pytest.approx(c.algbw_nominal_Bps * 2 * 7 / 8)
+
+
+def test_tampered_or_missing_data_is_not_verified(allreduce_run: Run) -> None:
+    plan, rows = allreduce_run
+    bad = copy.deepcopy(rows)
+    victim = plan.workload.flows[0]
+    for r in bad[victim.dst]:
+        if r.get("flow") == victim.id and r.get("role") == "receiver":
+            r["sha256"] = "0" * 64
+    del bad[plan.workload.flows[1].dst]  # an agent that never reported
+    flows = {f.id: f for f in M.flow_results(plan.workload, bad)}
+    assert flows[victim.id].delivered and not flows[victim.id].verified
+    assert not flows[plan.workload.flows[1].id].delivered
+    (c,) = M.collective_results(plan.workload, list(flows.values()))
+    assert not c.completed and c.algbw_nominal_Bps is None
+
+
+def test_offsets_put_agents_on_one_timeline(allreduce_run: Run) -> None:
+    plan, rows = allreduce_run
+    f0 = plan.workload.flows[0]
+    base = {f.id: f for f in M.flow_results(plan.workload, rows)}[f0.id]
+    shifted = {f.id: f for f in M.flow_results(plan.workload, rows,
+                                              {f0.src: 1.5, f0.dst: 2.0})}[f0.id]
+    assert shifted.start_s == pytest.approx(base.start_s + 1.5)  # type: ignore[operator]
+    assert shifted.end_s == pytest.approx(base.end_s + 2.0)  # type: ignore[operator]
+
+
+def test_host_totals_count_loss_recovery(incast_run: Run) -> None:
+    plan, rows = incast_run
+    flows = M.flow_results(plan.workload, rows)
+    assert all(f.verified for f in flows)
+    t = M.host_totals(rows)
+    assert t.hosts_reported == t.hosts_done == 8
+    assert t.retx_pkts > 0 and t.retx_pkts == sum(f.retx_pkts for f in flows)
+    assert t.data_pkts_sent >= 7 * 64
+    # losses show up as out-of-sequence arrivals at distance > 0 from the expected PSN
+    assert t.out_of_sequence > 0
+    assert t.reordered_pkts() == sum(n for k, n in t.reorder_distance.items() if k != "0") > 0
+
+
+def test_port_deltas_totals_and_drops() -> None:
+    a = {("s", 1): M.PortCount(tx_pkts=10, tx_bytes=100, queue_drops=1)}
+    b = {("s", 1): M.PortCount(tx_pkts=25, tx_bytes=400, queue_drops=4, ecn_marks=2),
+         ("s", 2): M.PortCount(rx_pkts=3, pipeline_drops=1)}
+    d = M.port_deltas(a, b)
+    assert d[("s", 1)] == M.PortCount(tx_pkts=15, tx_bytes=300, queue_drops=3, ecn_marks=2)
+    tot = M.totals(d)
+    assert (tot.tx_pkts, tot.rx_pkts, tot.drops, tot.ecn_marks) == (15, 3, 4, 2)
+
+
+def test_percentiles_and_busiest_queues() -> None:
+    assert M.percentile([1, 2, 3, 4], 50) == 2.5
+    assert M.percentile([5], 99) == 5
+    assert math.isnan(M.percentile([], 50))
+    samples = [(float(i), "leaf1", 3, float(i % 10)) for i in range(100)]
+    samples += [(float(i), "leaf2", 5, 40.0) for i in range(10)]
+    samples += [(float(i), "spine1", 1, 0.0) for i in range(10)]  # idle: left out
+    top = M.queue_stats(samples, top=5)
+    assert [(q.switch, q.port) for q in top] == [("leaf2", 5), ("leaf1", 3)]
+    assert top[1].max_pkts == 9 and top[1].p50_pkts == pytest.approx(4.5)
+
+
+def test_uplink_balance_and_jain() -> None:
+    even = {("l", p): M.PortCount(tx_bytes=100) for p in (3, 4, 5, 6)}
+    one = {("l", 3): M.PortCount(tx_bytes=400)}
+    (e,) = M.uplink_balance(even, {"l": [3, 4, 5, 6]})
+    (o,) = M.uplink_balance(one, {"l": [3, 4, 5, 6]})
+    assert e.jain == pytest.approx(1.0) and e.max_over_mean == pytest.approx(1.0)
+    assert o.jain == pytest.approx(0.25) and o.max_over_mean == pytest.approx(4.0)
+    assert M.uplink_balance({}, {"l": [3]}) == []
+
+
+def test_fidelity_flags_cpu_bound_runs() -> None:
+    ok = M.fidelity(0, M.HostTotals(), None, 10_000)
+    assert not ok.cpu_bound and ok.reasons == ()
+    drops = M.fidelity(50, M.HostTotals(kernel_drops=5), None, 10_000)
+    assert drops.cpu_bound and "55 frames dropped in kernel" in drops.reasons[0]
+    lag = M.fidelity(0, M.HostTotals(), 120.0, 10_000)
+    assert lag.cpu_bound and "120 ms behind" in lag.reasons[0]
+    stalls = M.fidelity(0, M.HostTotals(tx_stalls=900), None, 10_000)
+    assert stalls.cpu_bound
+
+
+def test_read_jsonl_skips_a_torn_last_line(tmp_path: Any) -> None:
+    p = tmp_path / "r.jsonl"
+    p.write_text('{"type": "flow", "flow": "a"}\n{"type": "summ')
+    assert M.read_jsonl(p) == [{"type": "flow", "flow": "a"}]
+    assert M.read_jsonl(tmp_path / "missing.jsonl") == []
+
+
+def test_workload_without_reports_yields_incomplete_flows() -> None:
+    w = build_workload(WorkloadParams("incast", message_bytes=10), {"a": "l1", "b": "l2"})
+    (f,) = M.flow_results(w, {})
+    assert not f.completed and not f.verified and f.start_s is None

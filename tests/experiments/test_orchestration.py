@@ -1,0 +1,104 @@
+"""The run loop (agents, sampling, timeout, interruption) with stand-in agent processes
+on a fake network, so it runs without root; the real thing is in tests/e2e."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from emu.experiments.config import RunConfig
+from emu.experiments.plan import plan_run
+from emu.experiments.run import Experiment
+from emu.experiments.workloads import WorkloadParams
+
+pytestmark = pytest.mark.timeout(120)
+
+# Prints READY, sleeps, writes one summary line to --results, prints DONE; on SIGTERM
+# writes a partial summary and exits 2 (the agent's protocol).
+STANDIN = """
+import json, signal, sys, time
+args = sys.argv[1:]
+res = args[args.index("--results") + 1]
+host = args[args.index("--iface") + 1].split("-")[0]
+sleep_s = float(sys.argv[1])
+def finish(done):
+    with open(res, "w") as f:
+        f.write(json.dumps({"type": "summary", "host": host, "done": done}) + "\\n")
+    print("DONE" if done else "PARTIAL", flush=True)
+    sys.exit(0 if done else 2)
+signal.signal(signal.SIGTERM, lambda *_: finish(False))
+print("READY", flush=True)
+time.sleep(sleep_s)
+finish(True)
+"""
+
+
+class FakeNet:
+    def __init__(self, sleep_s: float) -> None:
+        self.sleep_s = sleep_s
+        self.switches: dict[str, Any] = {}
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def popen(self, host: str, cmd: list[str], **kw: Any) -> subprocess.Popen[str]:
+        agent_args = cmd[cmd.index("agent") + 1:]
+        kw.pop("cwd", None)
+        p: subprocess.Popen[str] = subprocess.Popen(
+            [sys.executable, "-c", STANDIN, str(self.sleep_s), *agent_args], **kw)
+        self.procs.append(p)
+        return p
+
+
+def experiment(tmp_path: Path, sleep_s: float, **cfg: Any) -> tuple[Experiment, FakeNet, Any]:
+    plan = plan_run(RunConfig(workload=WorkloadParams("incast", message_bytes=1000,
+                                                      incast_senders=2),
+                              sample_interval_s=0.05, **cfg))
+    net = FakeNet(sleep_s)
+    return Experiment(plan, net, None, tmp_path, lambda _m: None), net, plan
+
+
+def test_agents_run_and_report(tmp_path: Path) -> None:
+    exp, net, plan = experiment(tmp_path, 0.3)
+    rec = exp.run_workload(plan)
+    assert sorted(rec.rows_by_host) == ["h1", "h2", "h8"]
+    assert all(rows[0]["done"] for rows in rec.rows_by_host.values())
+    assert set(rec.offsets_s) == {"h1", "h2", "h8"}
+    assert all(p.returncode == 0 for p in net.procs)
+    assert len(rec.snapshots) >= 2 and not rec.notes
+    cfg = json.loads((tmp_path / "agents" / "h1.json").read_text())
+    assert cfg["host"]["name"] == "h1"
+
+
+def test_timeout_stops_agents_with_partial_results(tmp_path: Path) -> None:
+    exp, net, plan = experiment(tmp_path, 60, timeout_s=0.2)
+    t0 = time.monotonic()
+    rec = exp.run_workload(plan)
+    assert time.monotonic() - t0 < 30  # timeout_s + the agents' own grace, not 60 s
+    assert any("stopped" in n for n in rec.notes)
+    # stopped by SIGTERM: partial results (2), or killed outright if it came too early
+    assert {p.returncode for p in net.procs} <= {2, -signal.SIGTERM}
+    assert all(rows[0]["done"] is False for rows in rec.rows_by_host.values() if rows)
+
+
+def test_interrupt_stops_agents_now(tmp_path: Path) -> None:
+    exp, net, plan = experiment(tmp_path, 60)
+    main = threading.main_thread().ident
+    assert main is not None
+    timer = threading.Timer(1.0, lambda: signal.pthread_kill(main, signal.SIGINT))
+    timer.start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        exp.run_workload(plan)
+    assert time.monotonic() - t0 < 20
+    assert net.procs and all(p.poll() is not None for p in net.procs)
+    for p in net.procs:
+        with pytest.raises(ProcessLookupError):
+            os.kill(p.pid, 0)

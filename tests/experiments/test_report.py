@@ -1,0 +1,125 @@
+"""Summary, results folder, plots and the live view, from real agent lines."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from emu.experiments import metrics as M
+from emu.experiments.plan import RunPlan
+from emu.experiments.progress import LiveView, ProgressState, render
+from emu.experiments.report import RunRecords, build_summary, write_results
+from emu.experiments.results import make_run_dir, read_queue_samples, run_dir_name
+from emu.experiments.sampler import Snapshot, from_target_stats, merge_p4
+from emu.experiments.summary import fmt_bytes, fmt_rate, fmt_s, render_text
+
+Run = tuple[RunPlan, dict[str, list[dict[str, Any]]]]
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _snapshots(plan: RunPlan) -> list[Snapshot]:
+    """Two samples: leaf1's uplinks carried 1:2:3:4 KB, one queue filled to 30."""
+    ups = plan.uplinks()["leaf1"]
+    s0 = Snapshot(0.0, {("leaf1", p): M.PortCount() for p in ups},
+                  [(0.0, "leaf1", ups[0], 0.0)])
+    s1 = Snapshot(1.0, {("leaf1", p): M.PortCount(tx_bytes=1000 * (i + 1), ecn_marks=i,
+                                                  queue_drops=1)
+                        for i, p in enumerate(ups)},
+                  [(1.0, "leaf1", ups[0], 30.0)])
+    return [s0, s1]
+
+
+def test_summary_and_results_folder(allreduce_run: Run, tmp_path: Path) -> None:
+    plan, rows = allreduce_run
+    rec = RunRecords(rows, {h: 0.0 for h in rows}, _snapshots(plan), 1.0,
+                     bringup_s={"ready_s": 6.5})
+    run_dir = make_run_dir(tmp_path, "clos4", "ecmp", "dcqcn")
+    s = build_summary(plan, rec, run_dir)
+    assert s.ok and s.flows_verified() == len(plan.workload.flows)
+    assert s.fabric.ecn_marks == 0 + 1 + 2 + 3 and s.fabric.queue_drops == 4
+    assert s.uplinks[0].switch == "leaf1" and s.uplinks[0].max_over_mean == pytest.approx(1.6)
+    assert s.queues[0].max_pkts == 30
+
+    text = render_text(s)
+    for needle in ("OK: 112/112 flows verified", "allreduce0", "algbw GB/s", "busbw GB/s",
+                   "ECN marks", "CNPs sent / received", "Busiest queues", "leaf1:3",
+                   "Uplink balance", "network-bound"):
+        assert needle in text, needle
+
+    files = write_results(run_dir, plan, rec, s)
+    names = {p.relative_to(run_dir).as_posix() for p in files}
+    for n in ("config.json", "flows.jsonl", "ports.csv", "port_samples.csv", "queues.csv",
+              "summary.json", "summary.txt", "agents/h1.json", "plots/flow_throughput.png",
+              "plots/queue_depth.png", "plots/uplink_utilization.png"):
+        assert n in names, n
+    for png in run_dir.glob("plots/*.png"):
+        assert png.read_bytes()[:8] == PNG
+    summary = json.loads((run_dir / "summary.json").read_text())  # strict JSON: no NaN
+    assert summary["flows_verified"] == summary["flows_total"] == 112
+    assert summary["collectives"][0]["busbw_nominal_Bps"] > 0
+    cfg = json.loads((run_dir / "config.json").read_text())
+    assert cfg["run"]["workload"]["kind"] == "allreduce" and cfg["topology"]["name"] == "clos4"
+    lines = (run_dir / "flows.jsonl").read_text().splitlines()
+    assert len(lines) == 112 and json.loads(lines[0])["verified"] is True
+    with (run_dir / "ports.csv").open() as fh:
+        ports = list(csv.DictReader(fh))
+    assert {r["uplink"] for r in ports if r["switch"] == "leaf1"} == {"True"}
+    assert read_queue_samples(run_dir / "queues.csv")[-1] == (1.0, "leaf1", 3, 30.0)
+
+
+def test_incomplete_and_cpu_bound_runs_say_so(incast_run: Run) -> None:
+    plan, rows = incast_run
+    rows = {h: r for h, r in rows.items() if h != "h8"}  # the receiver never reported
+    snaps = [Snapshot(0.0, {("leaf4", 1): M.PortCount()}),
+             Snapshot(1.0, {("leaf4", 1): M.PortCount(kernel_drops=500)})]
+    s = build_summary(plan, RunRecords(rows, {}, snaps, 1.0), None)
+    assert not s.ok
+    text = render_text(s)
+    assert "INCOMPLETE: 0/7 flows verified" in text
+    assert "CPU-BOUND" in text and "500 frames dropped in kernel" in text
+
+
+def test_target_stats_become_port_counts() -> None:
+    stats = {"ports": {"1": {"rx_frames": 5, "rx_bytes": 500, "tx_frames": 4, "tx_bytes": 400,
+                             "kernel_drops": 2, "tx_drops": 1, "queue": {"queued_pkts": 7}}},
+             "drops": {"1": {"tail_drop": 3, "pipeline_drop": 9}}}
+    ports, queues, lag = from_target_stats("s1", stats, 2.5)
+    assert ports[("s1", 1)] == M.PortCount(5, 500, 4, 400, 0, 0, 3, 2, 1)
+    assert queues == [(2.5, "s1", 1, 7.0)] and lag is None
+
+    class P4:
+        rx_pkts, rx_bytes, tx_pkts, tx_bytes, ecn_marks, drops = 9, 900, 8, 800, 6, 1
+
+    merged = merge_p4(ports, {("s1", 1): P4(), ("s1", 2): P4()})
+    assert merged[("s1", 1)].ecn_marks == 6 and merged[("s1", 1)].tx_pkts == 4  # target's
+    assert merged[("s1", 2)].tx_pkts == 8  # P4 counters where the target has none
+
+
+def test_progress_view_renders_without_terminal() -> None:
+    from rich.console import Console
+
+    state = ProgressState(phase="running", elapsed_s=3.2, bytes_total=1000, bytes_moved=500,
+                          hosts=8, hosts_done=2, ecn_marks=12, drops=3, hottest="leaf1:3 9 pkts")
+    con = Console(width=120, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    con.print(render(state))
+    out = con.export_text()
+    assert "50%" in out and "hosts done 2/8" in out and "ECN marks" in out and "leaf1:3" in out
+    with LiveView(False) as view:  # disabled: a no-op
+        view.update(state)
+
+
+def test_formatting_and_names() -> None:
+    assert fmt_bytes(1500) == "1.5 KB" and fmt_bytes(None) == "-"
+    assert fmt_rate(2.5e9) == "2.50 Gb/s" and fmt_rate(None) == "-"
+    assert fmt_s(0.0025) == "2.5 ms" and fmt_s(2) == "2.00 s"
+    assert run_dir_name("topologies/clos4.yaml", "spray", "none", 0).endswith("-clos4-spray-none")
+
+
+def test_run_dirs_do_not_collide(tmp_path: Path) -> None:
+    a = make_run_dir(tmp_path, "clos4", "ecmp", "dcqcn")
+    b = make_run_dir(tmp_path, "clos4", "ecmp", "dcqcn")
+    assert a != b and a.is_dir() and b.is_dir()
