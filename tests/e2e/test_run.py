@@ -71,9 +71,14 @@ def test_spray_with_sr_spreads_one_flow_over_every_uplink(tmp_path: Path) -> Non
 
 
 def test_dcqcn_cuts_incast_tail_drops(tmp_path: Path) -> None:
-    wl = WorkloadParams("incast", message_bytes=512 * 1024)
-    none = run(tmp_path / "none", workload=wl, cc="none")
-    dcqcn = run(tmp_path / "dcqcn", workload=wl, cc="dcqcn")
+    # Large enough that the steady state, not the first RTTs before any CNP, sets the
+    # drop count: DCQCN only acts after the first marks come back.
+    wl = WorkloadParams("incast", message_bytes=2 * 1024 * 1024)
+    # Marking starts early (Kmin 2, Kmax 10 packets of a 64-packet queue), as DCQCN
+    # fabrics configure it, so CNPs arrive before the queue overflows.
+    ecn = {"ecn_kmin_pkts": 2, "ecn_kmax_pkts": 10, "ecn_pmax": 1.0}
+    none = run(tmp_path / "none", workload=wl, cc="none", **ecn)
+    dcqcn = run(tmp_path / "dcqcn", workload=wl, cc="dcqcn", **ecn)
     assert none.ok and dcqcn.ok
     assert none.fabric.queue_drops > 200  # 7 senders at line rate into one port
     assert dcqcn.hosts.cnps_rcvd > 0 and dcqcn.fabric.ecn_marks > 0
