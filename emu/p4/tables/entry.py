@@ -1,29 +1,15 @@
-"""Table entries and their direct-resource cells."""
+"""Table entries; their direct counters are v1model CounterCells."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from emu.p4.v1model.stateful import CounterCell  # one counter cell for direct and indirect counters
+
 from .keys import ActionCall, MatchKey
 
 HANDLE_BITS = 32
 _HANDLE_MASK = (1 << HANDLE_BITS) - 1
-
-
-@dataclass(slots=True)
-class CounterCell:
-    """Direct counter cell of one entry (P4Runtime CounterData)."""
-
-    packets: int = 0
-    bytes: int = 0
-
-    def count(self, nbytes: int) -> None:
-        self.packets += 1
-        self.bytes += nbytes
-
-    def reset(self) -> None:
-        self.packets = 0
-        self.bytes = 0
 
 
 # eq=False: entries are compared by identity (they sit in buckets and are removed

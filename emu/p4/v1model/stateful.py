@@ -125,6 +125,16 @@ class CounterCell:
         self.packets = 0
         self.bytes = 0
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CounterCell):
+            return NotImplemented
+        return self.packets == other.packets and self.bytes == other.bytes
+
+    __hash__ = None  # type: ignore[assignment]  # mutable: compared by value, not hashed
+
+    def __repr__(self) -> str:
+        return f"CounterCell(packets={self.packets}, bytes={self.bytes})"
+
 
 class CounterArray:
     """`counter(size, CounterType.kind)`; indices 0..size-1."""
