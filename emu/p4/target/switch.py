@@ -454,7 +454,9 @@ class V1ModelSwitch:
             h(pkt)
 
     def _after_egress_special(self, port: int, ps: Any, data: bytes | None) -> None:
-        """E2E clone, drop or recirculate after a fast-path egress."""
+        """After egress: E2E clone, drop, checksum + deparse (when `data` is None),
+        truncation, recirculation or output. The fast path calls it only for these
+        cases; the full path always does."""
         hdr, meta, sm = ps.hdr, ps.meta, ps.sm
         if data is None:
             if ps.clone is not None and ps.clone[0] == "E2E":
@@ -498,30 +500,7 @@ class V1ModelSwitch:
         except runtime.AssertFailed as e:
             self._assert_failed(e)
             return
-        if ps.clone is not None and ps.clone[0] == "E2E":
-            self._clone_e2e(ps, hdr, meta, sm)
-        if sm.egress_spec == self.drop_port:
-            self.drops.count(port, DropReason.PIPELINE_DROP)
-            return
-        self._compute(hdr, meta, ps)
-        parts: list[bytes] = []
-        self._deparse(parts, hdr, ps)
-        parts.append(ps.payload)
-        data = b"".join(parts)
-        if ps.trunc and len(data) > ps.trunc:
-            data = data[: ps.trunc]
-        if ps.recirc is not None:
-            if ps.depth < MAX_RESUBMIT_DEPTH:
-                kept = self._save(ps.recirc[0], meta, sm)
-                ing = sm.ingress_port
-                d = ps.depth + 1
-                self.clock.call_soon(lambda: self._ingress_packet(ing, data, RECIRC, kept, d))
-            return
-        pkt = OutputPacket(port, data, sm.instance_type, self.clock.now_ns())
-        if port == self.cpu_port and self.packet_in_handler is not None:
-            self.packet_in_handler(data)
-        for h in self.output_handlers:
-            h(pkt)
+        self._after_egress_special(port, ps, None)
 
     def _clone_e2e(self, ps: PacketState, hdr: Any, meta: Any, sm: Any) -> None:
         assert ps.clone is not None
