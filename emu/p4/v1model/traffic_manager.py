@@ -127,7 +127,7 @@ class _Port:
 
     __slots__ = (
         "port", "queues", "depths", "qbytes", "rate_bps", "rate_pps", "pkts", "bytes",
-        "busy_until", "scheduled", "carry", "stats", "serve",
+        "busy_until", "scheduled", "due", "carry", "stats", "serve",
     )
 
     def __init__(self, port: int, nq: int, depth: int,
@@ -143,6 +143,7 @@ class _Port:
         self.bytes = 0
         self.busy_until = 0  # ns; the transmitter is free from then on
         self.scheduled = False  # a service callback is pending on the clock
+        self.due = 0  # ns the pending service callback is scheduled for
         self.carry = 0  # remainder of the last serialisation division, so times don't drift
         self.stats = PortQueueStats()
         self.serve: Callable[[], None] = lambda: None  # bound by the TrafficManager
@@ -198,6 +199,7 @@ class TrafficManager:
         self._default_pps: int | None = None
         self._ports: dict[int, _Port] = {}
         self.drops = drops if drops is not None else DropCounters()
+        self._max_lag_ns = 0
 
     # --- configuration ----------------------------------------------------------------------
 
@@ -308,7 +310,9 @@ class TrafficManager:
         st.enq_bytes += size_bytes
         if not p.scheduled:
             p.scheduled = True
-            clock.call_at(p.busy_until if p.busy_until > now else now, p.serve)
+            due = p.busy_until if p.busy_until > now else now
+            p.due = due
+            clock.call_at(due, p.serve)
         return EnqueueResult(ts, qdepth, priority)
 
     def _serve(self, p: _Port) -> None:
@@ -320,6 +324,11 @@ class TrafficManager:
         clock = self._clock
         on_dequeue = self._on_dequeue
         st = p.stats
+        # How late this service turn runs against its schedule: on a real clock, a
+        # busy process shows here first (the fidelity signal "TM lag").
+        lag = clock.now_ns() - p.due
+        if lag > self._max_lag_ns:
+            self._max_lag_ns = lag
         while budget > 0:
             budget -= 1
             prio = len(queues) - 1
@@ -343,13 +352,22 @@ class TrafficManager:
             p.busy_until = start + p.service_ns(size)
             if budget == 0:
                 if p.pkts:
-                    clock.call_at(p.busy_until if p.busy_until > now else now, p.serve)
+                    due = p.busy_until if p.busy_until > now else now
+                    p.due = due
+                    clock.call_at(due, p.serve)
                 else:
                     p.scheduled = False
             # State is settled before the callback, which may enqueue again.
             on_dequeue(p.port, pkt, DequeueInfo(ts, qdepth, now // 1000 - ts, p.pkts, prio))
 
     # --- observation ------------------------------------------------------------------------
+
+    def take_max_lag_ns(self) -> int:
+        """The largest delay (ns) of a queue service turn behind its scheduled time since
+        the last call; resets it. Near 0 in virtual time; on a real clock it grows when
+        the process cannot keep up, i.e. when queueing happens outside the model."""
+        lag, self._max_lag_ns = self._max_lag_ns, 0
+        return lag
 
     def occupancy(self, port: int) -> tuple[int, int]:
         """(packets, bytes) queued on `port`, all priorities."""

@@ -247,3 +247,32 @@ def test_catch_up_after_a_stall_is_bounded() -> None:
     # the port is back to one packet per ms.
     assert sum(1 for t in times if t == 20 * MS) == 3
     assert times[4] - times[3] == 1 * MS
+
+
+class _LateClock(VirtualClock):
+    """Timers fire `late_ns` after their time, as a busy process's real clock does."""
+
+    def __init__(self, late_ns: int) -> None:
+        super().__init__()
+        self.late_ns = late_ns
+
+    def call_at(self, when_ns, fn):  # type: ignore[no-untyped-def]
+        return super().call_at(when_ns + self.late_ns, fn)
+
+
+def test_lag_is_zero_on_time_and_measures_late_service_turns() -> None:
+    clock, sink, tm = make()
+    tm.configure_port(1, rate_bps=8_000_000)
+    for i in range(3):
+        tm.enqueue(1, i, 1000)
+    clock.run_until_idle()
+    assert tm.take_max_lag_ns() == 0
+
+    late = _LateClock(5 * MS)
+    tm2 = TrafficManager(late, Sink(late))
+    tm2.configure_port(1, rate_bps=8_000_000)
+    for i in range(3):
+        tm2.enqueue(1, i, 1000)
+    late.run_until_idle()
+    assert tm2.take_max_lag_ns() == 5 * MS
+    assert tm2.take_max_lag_ns() == 0  # taking it resets it
