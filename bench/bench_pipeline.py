@@ -61,7 +61,7 @@ def setup_switch() -> P4Switch:
 def bench_switch(pkts: list[bytes], n: int, profile: bool = False) -> tuple[float, int, float]:
     sw = setup_switch()
     count = [0]
-    sw.sw.output_handlers[:] = [lambda p: count.__setitem__(0, count[0] + 1)]
+    sw.sw.frame_handlers[:] = [lambda port, data: count.__setitem__(0, count[0] + 1)]
     inject = sw.sw.receive
     clock = sw.clock
     assert isinstance(clock, VirtualClock)

@@ -27,7 +27,18 @@ from .base import (
     bt,
     mask,
 )
-from .classes import _parts, field_groups, fld, pack_expr, struct_format
+from .classes import _parts, field_groups, fld, pack_expr, scalar_width, struct_format
+
+
+def _fixed_nbytes(t: HeaderType) -> int | None:
+    """Bytes of a header without varbit fields (as its class's _nbytes returns), else None."""
+    total = 0
+    for _, ft in t.fields:
+        w = scalar_width(ft)
+        if w is None:
+            return None
+        total += w
+    return (total + 7) // 8
 
 
 class LayoutLowerer(LowererBase):
@@ -265,13 +276,19 @@ class LayoutLowerer(LowererBase):
             for f, ft in self.hdr_t.fields:
                 b = bt(ft)
                 a = f"hdr.{fld(f)}"
+                # Fixed-size headers add a constant: this runs twice per packet when
+                # headers may be added or removed.
                 if isinstance(b, HeaderType):
-                    o.line(f"if {a}._v: n += {a}._nbytes()")
+                    nb = _fixed_nbytes(b)
+                    o.line(f"if {a}._v: n += {nb if nb is not None else f'{a}._nbytes()'}")
                 elif isinstance(b, HeaderStackType):
                     o.line(f"for _h in {a}.a:")
                     o.line("    if _h._v: n += _h._nbytes()")
                 elif isinstance(b, HeaderUnionType):
-                    for uf, _ in b.fields:
-                        o.line(f"if {a}.{fld(uf)}._v: n += {a}.{fld(uf)}._nbytes()")
+                    for uf, uft in b.fields:
+                        ub = bt(uft)
+                        nb = _fixed_nbytes(ub) if isinstance(ub, HeaderType) else None
+                        size = nb if nb is not None else f"{a}.{fld(uf)}._nbytes()"
+                        o.line(f"if {a}.{fld(uf)}._v: n += {size}")
             o.line("return n")
         o.line("")

@@ -154,6 +154,8 @@ class V1ModelSwitch:
         self.digests: list[Digest] = []
         self.assert_failures = 0
         self.output_handlers: list[Callable[[OutputPacket], None]] = []
+        # Consumers that need only (port, frame): no OutputPacket is built for them.
+        self.frame_handlers: list[Callable[[int, bytes], None]] = []
         self.packet_in_handler: Callable[[bytes], None] | None = None
         self.field_lists = program.info.field_lists
         self._build()
@@ -440,18 +442,22 @@ class V1ModelSwitch:
             self._on_dequeue_full(port, ps, info)
             return
         try:
-            data = self._run_egress(ps, port, info, self._now_ns() // 1000)
+            # The dequeue time in us, as the traffic manager read its clock.
+            data = self._run_egress(ps, port, info, info.enq_timestamp + info.deq_timedelta)
         except runtime.AssertFailed as e:
             self._assert_failed(e)
             return
         if data is None or ps.recirc is not None:
             self._after_egress_special(port, ps, data)
             return
-        pkt = OutputPacket(port, data, ps.sm.instance_type, self._now_ns())
+        for f in self.frame_handlers:
+            f(port, data)
         if port == self.cpu_port and self.packet_in_handler is not None:
             self.packet_in_handler(data)
-        for h in self.output_handlers:
-            h(pkt)
+        if self.output_handlers:
+            pkt = OutputPacket(port, data, ps.sm.instance_type, self._now_ns())
+            for h in self.output_handlers:
+                h(pkt)
 
     def _after_egress_special(self, port: int, ps: Any, data: bytes | None) -> None:
         """After egress: E2E clone, drop, checksum + deparse (when `data` is None),
@@ -526,11 +532,14 @@ class V1ModelSwitch:
             cps.trunc = sess.packet_length_bytes
 
     def _output(self, port: int, data: bytes, instance_type: int) -> None:
-        pkt = OutputPacket(port, data, instance_type, self.clock.now_ns())
+        for f in self.frame_handlers:
+            f(port, data)
         if port == self.cpu_port and self.packet_in_handler is not None:
             self.packet_in_handler(data)
-        for h in self.output_handlers:
-            h(pkt)
+        if self.output_handlers:
+            pkt = OutputPacket(port, data, instance_type, self.clock.now_ns())
+            for h in self.output_handlers:
+                h(pkt)
 
     def _assert_failed(self, e: Exception) -> None:
         self.assert_failures += 1

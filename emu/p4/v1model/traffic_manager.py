@@ -11,7 +11,9 @@ queueing.h QueueingLogicPriRL), and what this module keeps:
 - enq_qdepth = packets queued on the port (all its priority queues) just before the push;
   deq_qdepth = packets left on the port after the pop (BMv2's egress_buffers.size(port)).
 - Timestamps are microseconds of the shared clock; deq_timedelta = dequeue - enqueue time.
-- Without a rate the queues never build: a packet leaves on the next clock turn.
+- Without a rate the queues never build: a packet for an idle port is dequeued (and its
+  egress runs) inside enqueue, as BMv2's egress thread pops it at once; packets that
+  find the port busy (say, enqueued from egress) leave on the next clock turn.
 
 One deliberate difference: BMv2 paces each priority queue on its own (set_queue_rate gives
 every priority queue that rate), so N busy queues can send N times the rate. Here a port is
@@ -121,13 +123,16 @@ class PortQueueStats:
 
 DequeueCallback = Callable[[int, object, DequeueInfo], None]
 
+# NamedTuples built with tuple.__new__ skip their Python-level __new__ (half the cost).
+_tuple_new = tuple.__new__
+
 
 class _Port:
     """One egress port: its queues, transmitter state and counters."""
 
     __slots__ = (
         "port", "queues", "depths", "qbytes", "rate_bps", "rate_pps", "pkts", "bytes",
-        "busy_until", "scheduled", "due", "carry", "stats", "serve",
+        "busy_until", "scheduled", "due", "carry", "stats", "serve", "unlimited",
     )
 
     def __init__(self, port: int, nq: int, depth: int,
@@ -139,6 +144,7 @@ class _Port:
         self.qbytes = [0] * nq
         self.rate_bps = rate_bps
         self.rate_pps = rate_pps
+        self.unlimited = rate_bps is None and rate_pps is None
         self.pkts = 0
         self.bytes = 0
         self.busy_until = 0  # ns; the transmitter is free from then on
@@ -185,6 +191,7 @@ class TrafficManager:
         default_priority_queues: int = 1,
         drops: DropCounters | None = None,
         max_catchup_ns: int = 1_000_000,
+        immediate: bool = True,
     ) -> None:
         self._clock = clock
         # On a real clock the service timer fires late; a backlogged port then starts
@@ -192,6 +199,10 @@ class TrafficManager:
         # configured rate holds. Catch-up is bounded so a long stall is not followed
         # by an unbounded burst.
         self._max_catchup_ns = max_catchup_ns
+        # immediate=False defers even an idle unlimited port's dequeue to the next
+        # clock turn, so packets injected together queue up behind each other.
+        self._immediate = immediate
+        self._in_dequeue = False
         self._on_dequeue = on_dequeue
         self._default_depth = default_depth_pkts
         self._default_nq = default_priority_queues
@@ -244,6 +255,7 @@ class TrafficManager:
         bps, pps = _check_rate(rate_bps, rate_pps)
         for p in self._targets(port):
             p.rate_bps, p.rate_pps, p.carry = bps, pps, 0
+            p.unlimited = bps is None and pps is None
         if port is None:
             self._default_bps, self._default_pps = bps, pps
 
@@ -301,34 +313,48 @@ class TrafficManager:
         now = clock.now_ns()
         ts = now // 1000
         qdepth = p.pkts
+        st = p.stats
+        st.enq_pkts += 1
+        st.enq_bytes += size_bytes
+        if not qdepth and p.unlimited and self._immediate and not p.scheduled \
+                and not self._in_dequeue:
+            # An idle port without a rate sends at once, as BMv2's egress thread
+            # pops a packet as soon as it is pushed: no timer, no queue entry. Packets
+            # enqueued by the callback itself (egress clones) take the queued path, so
+            # a program that clones every clone loops on the clock, not on the stack.
+            st.deq_pkts += 1
+            st.deq_bytes += size_bytes
+            self._in_dequeue = True
+            try:
+                self._on_dequeue(port, pkt, _tuple_new(DequeueInfo, (ts, 0, 0, 0, priority)))
+            finally:
+                self._in_dequeue = False
+            return _tuple_new(EnqueueResult, (ts, 0, priority))
         q.append((pkt, size_bytes, ts, qdepth, now))
         p.pkts += 1
         p.bytes += size_bytes
         p.qbytes[priority] += size_bytes
-        st = p.stats
-        st.enq_pkts += 1
-        st.enq_bytes += size_bytes
         if not p.scheduled:
             p.scheduled = True
             due = p.busy_until if p.busy_until > now else now
             p.due = due
             clock.call_at(due, p.serve)
-        return EnqueueResult(ts, qdepth, priority)
+        return _tuple_new(EnqueueResult, (ts, qdepth, priority))
 
     def _serve(self, p: _Port) -> None:
         # An unlimited port sends everything queued now in one clock turn (one timer
         # per burst instead of one per packet); a rate-limited port sends one packet
         # and comes back when its transmitter is free.
-        budget = p.pkts if p.rate_bps is None and p.rate_pps is None else 1
+        budget = p.pkts if p.unlimited else 1
         queues = p.queues
         clock = self._clock
         on_dequeue = self._on_dequeue
         st = p.stats
+        now = clock.now_ns()
         # How late this service turn runs against its schedule: on a real clock, a
         # busy process shows here first (the fidelity signal "TM lag").
-        lag = clock.now_ns() - p.due
-        if lag > self._max_lag_ns:
-            self._max_lag_ns = lag
+        if now - p.due > self._max_lag_ns:
+            self._max_lag_ns = now - p.due
         while budget > 0:
             budget -= 1
             prio = len(queues) - 1
@@ -343,7 +369,6 @@ class TrafficManager:
             p.qbytes[prio] -= size
             st.deq_pkts += 1
             st.deq_bytes += size
-            now = clock.now_ns()
             start = p.busy_until
             if start < enq_ns:
                 start = enq_ns  # the transmitter was idle when this packet arrived
@@ -358,7 +383,10 @@ class TrafficManager:
                 else:
                     p.scheduled = False
             # State is settled before the callback, which may enqueue again.
-            on_dequeue(p.port, pkt, DequeueInfo(ts, qdepth, now // 1000 - ts, p.pkts, prio))
+            on_dequeue(p.port, pkt,
+                       _tuple_new(DequeueInfo, (ts, qdepth, now // 1000 - ts, p.pkts, prio)))
+            if budget:
+                now = clock.now_ns()
 
     # --- observation ------------------------------------------------------------------------
 

@@ -137,8 +137,21 @@ def test_rate_change_takes_effect_on_next_packet() -> None:
     assert sink.times() == [0, MS, MS + MS // 2]
 
 
-def test_unlimited_ports_deliver_fifo_on_next_turn() -> None:
+def test_unlimited_idle_port_dequeues_inside_enqueue() -> None:
     clock, sink, tm = make()
+    for i in range(10):
+        tm.enqueue(5, i, 100)
+        tm.enqueue(6, 100 + i, 100)
+    # Delivered at once, in order, and no queue ever builds (BMv2's egress thread).
+    assert [p for _, port, p, _ in sink.out if port == 5] == list(range(10))
+    assert [p for _, port, p, _ in sink.out if port == 6] == [100 + i for i in range(10)]
+    assert {info.enq_qdepth for *_, info in sink.out} == {0}
+    assert tm.stats(5).enq_pkts == tm.stats(5).deq_pkts == 10
+    assert clock.pending() == 0  # no timer was needed
+
+
+def test_deferred_unlimited_ports_deliver_fifo_on_next_turn() -> None:
+    clock, sink, tm = make(immediate=False)
     for i in range(10):
         tm.enqueue(5, i, 100)
         tm.enqueue(6, 100 + i, 100)
@@ -147,6 +160,25 @@ def test_unlimited_ports_deliver_fifo_on_next_turn() -> None:
     assert sink.times() == [0] * 20
     assert [p for _, port, p, _ in sink.out if port == 5] == list(range(10))
     assert [p for _, port, p, _ in sink.out if port == 6] == [100 + i for i in range(10)]
+    assert [info.enq_qdepth for _, port, _, info in sink.out if port == 5] == list(range(10))
+
+
+def test_packets_enqueued_by_the_dequeue_callback_follow_on_the_clock() -> None:
+    clock = VirtualClock()
+    seen: list[tuple[object, int]] = []
+    tm: TrafficManager
+
+    def on_dequeue(port: int, pkt: object, info: DequeueInfo) -> None:
+        seen.append((pkt, info.enq_qdepth))
+        if pkt == "a":  # e.g. an egress clone: enqueued while "a" is being sent
+            tm.enqueue(1, "a-clone", 100)
+            tm.enqueue(1, "b", 100)
+
+    tm = TrafficManager(clock, on_dequeue)
+    tm.enqueue(1, "a", 100)
+    assert [p for p, _ in seen] == ["a"]  # not recursively inside the callback
+    clock.run_until_idle()
+    assert seen == [("a", 0), ("a-clone", 0), ("b", 1)]
 
 
 def test_set_queue_rate_and_depth_for_all_ports_and_defaults() -> None:
