@@ -8,6 +8,7 @@ digests and the traffic manager.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from emu.core.clock import Clock
@@ -68,18 +69,13 @@ class P4SwitchDataplane:
         self._out: OutputFn | None = None
         self._digests = _DigestTap()
         self.sw.digests = self._digests
-        self.sw.output_handlers.append(self._on_output)
-
-    def _on_output(self, pkt: Any) -> None:
-        out = self._out
-        if out is not None:
-            out(pkt.port, pkt.data)
-
-    def inject(self, port: int, frame: bytes) -> None:
-        self.sw.receive(port, frame)
+        # The hot path binds straight through: frames in go to the switch's receive,
+        # frames out go to the output function as (port, frame), no wrappers between.
+        self.inject: Callable[[int, bytes], None] = self.sw.receive
 
     def set_output(self, out: OutputFn) -> None:
         self._out = out
+        self.sw.frame_handlers[:] = [out] if out is not None else []
 
     def set_digest_sink(self, sink: DigestFn | None) -> None:
         self._digests.sink = sink
@@ -101,4 +97,5 @@ class P4SwitchDataplane:
 
     def close(self) -> None:
         self._out = None
+        self.sw.frame_handlers.clear()
         self._digests.sink = None
