@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import grpc
+from google.protobuf import any_pb2
 from google.rpc import code_pb2, status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
@@ -65,11 +66,13 @@ def _find(items: Iterable[Any], name: str, what: str) -> Any:
 
 class P4RuntimeClient:
     def __init__(self, address: str, device_id: int, election_id: tuple[int, int] = (0, 1),
-                 *, role: str = "", arbitrate: bool = True, timeout_s: float = 10.0) -> None:
+                 *, role: str = "", role_config: any_pb2.Any | None = None,
+                 arbitrate: bool = True, timeout_s: float = 10.0) -> None:
         self.address = address
         self.device_id = device_id
         self.election_id = election_id
         self.role = role
+        self.role_config = role_config
         self.timeout_s = timeout_s
         self.channel = grpc.insecure_channel(address)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
@@ -84,6 +87,7 @@ class P4RuntimeClient:
         self._rx: threading.Thread | None = None
         self.stream_status: grpc.StatusCode | None = None
         self.is_primary = False
+        self.last_arbitration: p4runtime_pb2.MasterArbitrationUpdate | None = None
         if arbitrate:
             self.open_stream()
             upd = self.arbitrations.get(timeout=timeout_s)
@@ -107,6 +111,8 @@ class P4RuntimeClient:
         req.arbitration.device_id = self.device_id
         if self.role:
             req.arbitration.role.name = self.role
+        if self.role_config is not None:
+            req.arbitration.role.config.CopyFrom(self.role_config)
         self._uint128(req.arbitration.election_id)
         self._out.put(req)
 
@@ -116,6 +122,7 @@ class P4RuntimeClient:
                     kind = msg.WhichOneof("update")
                     if kind == "arbitration":
                         self.is_primary = msg.arbitration.status.code == code_pb2.OK
+                        self.last_arbitration = msg.arbitration
                         self.arbitrations.put(msg.arbitration)
                     elif kind == "packet":
                         self.packets.put(msg.packet)
@@ -283,6 +290,27 @@ class P4RuntimeClient:
                     req.packet.metadata.add(metadata_id=m.id,
                                             value=encode_uint(metadata[m.name]))
         self._out.put(req)
+
+    def send_stream(self, req: p4runtime_pb2.StreamMessageRequest) -> None:
+        """Any StreamMessageRequest (e.g. a second MasterArbitrationUpdate)."""
+        self._out.put(req)
+
+    def ack_digest(self, dl: p4runtime_pb2.DigestList) -> None:
+        """DigestListAck for a received DigestList."""
+        req = p4runtime_pb2.StreamMessageRequest()
+        req.digest_ack.digest_id = dl.digest_id
+        req.digest_ack.list_id = dl.list_id
+        self._out.put(req)
+
+    def digest_entry(self, digest: str, *, max_timeout_ns: int = 0, max_list_size: int = 0,
+                     ack_timeout_ns: int = 0) -> p4runtime_pb2.Entity:
+        d = _find(self._info().digests, digest, "digest")
+        ent = p4runtime_pb2.Entity()
+        ent.digest_entry.digest_id = d.preamble.id
+        c = ent.digest_entry.config
+        c.max_timeout_ns, c.max_list_size, c.ack_timeout_ns = (max_timeout_ns, max_list_size,
+                                                               ack_timeout_ns)
+        return ent
 
     def packet_in(self, timeout: float = 1.0) -> p4runtime_pb2.PacketIn | None:
         try:

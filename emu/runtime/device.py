@@ -89,7 +89,13 @@ class Device(Protocol):
         """Verify a pipeline (raise P4RTError); return a handle for commit()."""
         ...
 
-    def commit(self, prepared: object) -> ControlPlane: ...
+    def commit(self, prepared: object,
+               before_swap: Callable[[ControlPlane], None] | None = None) -> ControlPlane:
+        """Swap the prepared pipeline in. `before_swap(new_control)` runs serialised with
+        the data path just before the swap (state carried over by RECONCILE_AND_COMMIT);
+        if it raises, the prepared pipeline is dropped and the running one stays."""
+        ...
+
     def control(self) -> ControlPlane | None: ...
     def call(self, fn: Callable[[], T]) -> T: ...
     def packet_out(self, frame: bytes) -> None: ...
@@ -253,11 +259,18 @@ class LocalDevice:
         _check_consistent(index, dp.control)
         return _Prepared(index, device_config, dp)
 
-    def commit(self, prepared: object) -> ControlPlane:
+    def commit(self, prepared: object,
+               before_swap: Callable[[ControlPlane], None] | None = None) -> ControlPlane:
         assert isinstance(prepared, _Prepared)
         dp = prepared.dataplane
 
         def swap() -> None:
+            if before_swap is not None:
+                try:
+                    before_swap(dp.control)
+                except BaseException:
+                    dp.close()
+                    raise
             old = self.dataplane
             dp.set_output(self._emit)
             dp.set_digest_sink(self._on_digest)

@@ -66,6 +66,10 @@ def permission_denied(msg: str) -> P4RTError:
     return P4RTError(grpc.StatusCode.PERMISSION_DENIED, msg)
 
 
+def already_exists(msg: str) -> P4RTError:
+    return P4RTError(grpc.StatusCode.ALREADY_EXISTS, msg)
+
+
 def as_p4rt_error(exc: BaseException) -> P4RTError:
     """Map an engine exception onto its P4Runtime code.
 

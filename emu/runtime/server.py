@@ -3,24 +3,29 @@
 Serves one `Device` (see device.py). Semantics follow the P4Runtime spec as
 simple_switch_grpc (PI) implements it, with these choices:
 
-- Write: device_id mismatch NOT_FOUND; a writer that is not the primary of its
-  role PERMISSION_DENIED; no pipeline FAILED_PRECONDITION; atomicity
+- Write: device_id mismatch or a role no stream ever named NOT_FOUND; a writer
+  that is not the primary of its role PERMISSION_DENIED; an update outside the
+  role's config (roles.py) PERMISSION_DENIED for that update; no pipeline
+  FAILED_PRECONDITION; atomicity
   CONTINUE_ON_ERROR only (ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC: UNIMPLEMENTED).
   Any failed update makes the RPC fail with UNKNOWN and one p4.v1.Error per
   update in the binary status details (OK for the ones applied).
 - Read: wildcards per the spec (id 0 = all of that kind, index unset = all
   cells, group/session id 0 = all); registers can be read *and* written (PI
   cannot). Default entries are read only with is_default_action set.
-- StreamChannel: arbitration per role (arbitration.py); PacketOut only from the
-  primary, encoded into the @controller_header("packet_out") header and injected
-  on the CPU port; frames the pipeline sends to the CPU port become PacketIn
-  (header decoded into metadata) for the primary; digests as DigestList.
+- StreamChannel: arbitration per (device, role) with role configs (arbitration.py,
+  roles.py); PacketOut only from a primary, encoded into the
+  @controller_header("packet_out") header and injected on the CPU port; frames
+  the pipeline sends to the CPU port become PacketIn (header decoded into
+  metadata) for every primary whose role takes them; digests only once a
+  DigestEntry configures them, batched, deduplicated and acked (digests.py).
 - SetForwardingPipelineConfig: VERIFY, VERIFY_AND_SAVE, COMMIT (the saved
-  config), VERIFY_AND_COMMIT (state reset), RECONCILE_AND_COMMIT (state kept when
-  the P4Info and device config are unchanged, a plain commit when no pipeline is
-  set, UNIMPLEMENTED otherwise).
+  config), VERIFY_AND_COMMIT (state reset), RECONCILE_AND_COMMIT (state kept;
+  to a different program the state is carried over by name, or the request is
+  INVALID_ARGUMENT and the old pipeline keeps running: reconcile.py).
 - Idle timeout: entries of tables with idle_timeout_behavior NOTIFY_CONTROL
-  whose idle_timeout_ns has passed without a hit are reported to the primary in
+  whose idle_timeout_ns has passed without a hit are reported to the primaries
+  whose role covers the table in
   IdleTimeoutNotification messages (checked every IDLE_POLL_S; each idle period
   once); TableEntry reads fill time_since_last_hit when asked.
 - One-shot action sets (action_profile_action_set) are turned into hidden
@@ -30,7 +35,6 @@ simple_switch_grpc (PI) implements it, with these choices:
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 import time
@@ -48,6 +52,7 @@ from emu.p4.v1model.stateful import MeterRates
 
 from .arbitration import Arbitration, Stream, election_int
 from .device import ControlPlane, Device
+from .digests import DigestConfig, DigestManager
 from .errors import (
     STATUS_DETAILS_KEY,
     P4RTError,
@@ -59,6 +64,8 @@ from .errors import (
     permission_denied,
     unimplemented,
 )
+from .reconcile import IdMap, snapshot_entities, transfer
+from .roles import RoleConfig, entity_p4_id
 from .translate import P4InfoIndex, TableInfo, decode_uint, encode_uint
 
 log = logging.getLogger("emu.runtime.server")
@@ -113,11 +120,12 @@ class _Pipeline:
 class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def __init__(self, device: Device) -> None:
         self.device = device
-        self.arbitration = Arbitration(device.device_id)
+        self.arbitration = Arbitration(device.device_id,
+                                       on_primary_change=self._on_primary_change)
+        self.digests = DigestManager(self._send_digest_list)
         self._pipe: _Pipeline | None = None
         self._saved: tuple[P4InfoIndex, p4runtime_pb2.ForwardingPipelineConfig, object] | None = None
         self._config_lock = threading.Lock()  # serialises pipeline changes and writes
-        self._digest_list_ids = itertools.count(1)
         self._grpc: grpc.Server | None = None
         self._stop = threading.Event()
         self._idle_thread: threading.Thread | None = None
@@ -141,6 +149,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise OSError(f"cannot listen on {address}")
         server.start()
         self._grpc = server
+        self.digests.start()
         self._idle_thread = threading.Thread(target=self._idle_loop, name="p4rt-idle",
                                              daemon=True)
         self._idle_thread.start()
@@ -148,9 +157,11 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def add_to(self, server: grpc.Server) -> None:
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self, server)
+        self.digests.start()  # digest timeouts run whoever owns the gRPC server
 
     def stop(self, grace: float = 0.5) -> None:
         self._stop.set()
+        self.digests.stop()
         for s in self.arbitration.streams():
             s.close()
         if self._grpc is not None:
@@ -171,8 +182,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         pipe = self._pipe
         if pipe is None or not pipe.timeout_tables:
             return 0
-        primary = self.arbitration.primary("")
-        if primary is None:
+        primaries = self.arbitration.primaries()
+        if not primaries:
             return 0
 
         def collect() -> list[p4runtime_pb2.TableEntry]:
@@ -189,11 +200,15 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
         entries = self.device.call(collect)
         if entries:
-            msg = p4runtime_pb2.StreamMessageResponse()
-            msg.idle_timeout_notification.table_entry.extend(entries)
-            msg.idle_timeout_notification.timestamp = time.time_ns()
-            primary.send(msg)
-            self.stats["idle_notifications"] += 1
+            for stream, cfg in primaries:
+                mine = [e for e in entries if cfg is None or cfg.in_scope(e.table_id)]
+                if not mine:
+                    continue
+                msg = p4runtime_pb2.StreamMessageResponse()
+                msg.idle_timeout_notification.table_entry.extend(mine)
+                msg.idle_timeout_notification.timestamp = time.time_ns()
+                stream.send(msg)
+                self.stats["idle_notifications"] += 1
         return len(entries)
 
     # ------------------------------------------------------------------ helpers
@@ -205,6 +220,10 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _check_primary(self, role: str, election_id: p4runtime_pb2.Uint128,
                        has_election: bool) -> None:
+        """Spec order ("Write RPC"): an unknown role NOT_FOUND, then PERMISSION_DENIED."""
+        if not self.arbitration.known_role(role):
+            raise not_found(f"role {role!r} is not known to this device "
+                            "(no StreamChannel arbitrated for it)")
         eid = election_int(election_id) if has_election else -1
         if not self.arbitration.is_primary(role, eid):
             raise permission_denied("not the primary client for role "
@@ -243,6 +262,10 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._check_device(request.device_id)
             self._check_primary(request.role, request.election_id,
                                 request.HasField("election_id"))
+            cfg = self.arbitration.config(request.role)
+            if cfg is not None and not cfg.can_push_pipeline:
+                raise permission_denied(f"role {request.role!r} may not set the pipeline "
+                                        "(its role config has can_push_pipeline false)")
             with self._config_lock:
                 self._set_pipeline(request)
             return p4runtime_pb2.SetForwardingPipelineConfigResponse()
@@ -273,6 +296,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             index, prepared = self._verify(cfg)
             self._commit(index, cfg, prepared)
         elif action == SFPC.RECONCILE_AND_COMMIT:
+            if not cfg.HasField("p4info"):
+                raise invalid("RECONCILE_AND_COMMIT needs a config")
             cur = self._pipe
             if cur is None:
                 index, prepared = self._verify(cfg)
@@ -286,8 +311,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 kept.oneshots, kept.next_oneshot_id = cur.oneshots, cur.next_oneshot_id
                 self._pipe = kept
             else:
-                raise unimplemented("RECONCILE_AND_COMMIT to a different program would lose "
-                                    "state; use VERIFY_AND_COMMIT")
+                index, prepared = self._verify(cfg)
+                self._reconcile(cur, index, cfg, prepared)
         else:
             raise invalid(f"unsupported SetForwardingPipelineConfig action {action}")
 
@@ -303,6 +328,35 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         stored = p4runtime_pb2.ForwardingPipelineConfig()
         stored.CopyFrom(cfg)
         self._pipe = _Pipeline(index, stored, control)
+        self.digests.set_pipeline(index.digests.values())
+
+    def _reconcile(self, cur: _Pipeline, index: P4InfoIndex,
+                   cfg: p4runtime_pb2.ForwardingPipelineConfig, prepared: object) -> None:
+        """Commit a different program keeping the state (reconcile.py); atomic."""
+        ids = IdMap(cur.index, index)
+        stored = p4runtime_pb2.ForwardingPipelineConfig()
+        stored.CopyFrom(cfg)
+        digest_ids = ids.digest_ids()
+        keep: dict[int, DigestConfig] = {}
+        for old_id, dcfg in self.digests.configs().items():
+            if old_id not in digest_ids:
+                name = cur.index.digests[old_id].preamble.name
+                raise invalid("RECONCILE_AND_COMMIT cannot preserve the forwarding state: "
+                              f"digest {name} is configured but not in the new P4Info "
+                              "with the same type")
+            keep[digest_ids[old_id]] = dcfg
+        box: list[_Pipeline] = []
+
+        def carry(control: ControlPlane) -> None:
+            # Runs on the switch loop before the swap: the old pipeline is quiet.
+            new = _Pipeline(index, stored, control)
+            state = snapshot_entities(lambda e: self._read(cur, e), cur.index, cur.control)
+            transfer(ids, state, lambda u: self._apply(new, u))
+            box.append(new)
+
+        self.device.commit(prepared, before_swap=carry)
+        self._pipe = box[0]
+        self.digests.set_pipeline(index.digests.values(), keep)
 
     def GetForwardingPipelineConfig(self, request: p4runtime_pb2.GetForwardingPipelineConfigRequest, context: grpc.ServicerContext
                                     ) -> p4runtime_pb2.GetForwardingPipelineConfigResponse:
@@ -335,10 +389,15 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                                 request.HasField("election_id"))
             if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
                 raise unimplemented("only CONTINUE_ON_ERROR atomicity is supported")
+            role = request.role
+            cfg = self.arbitration.config(role)
             with self._config_lock:
                 pipe = self._pipeline()
                 updates = list(request.updates)
-                results = self.device.call(lambda: [self._apply_safe(pipe, u) for u in updates])
+                denied = [self._role_denies(role, cfg, u) for u in updates]
+                results = self.device.call(lambda: [
+                    d if d is not None else self._apply_safe(pipe, u)
+                    for u, d in zip(updates, denied, strict=True)])
         except P4RTError as e:
             self._abort(context, e)
         except Exception as e:
@@ -350,6 +409,20 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             first = next(r for r in results if r is not None)
             context.abort(grpc.StatusCode.UNKNOWN, f"Write failure: {first}")
         return p4runtime_pb2.WriteResponse()
+
+    def _role_denies(self, role: str, cfg: RoleConfig | None,
+                     u: p4runtime_pb2.Update) -> P4RTError | None:
+        """PERMISSION_DENIED for an update outside the writer's role (roles.py)."""
+        p4_id = entity_p4_id(u.entity)
+        if cfg is not None and not cfg.may_write(p4_id):
+            what = u.entity.WhichOneof("entity")
+            return permission_denied(f"role {role!r} may not write {what} "
+                                     f"(P4 id {p4_id}): not in its role config")
+        if p4_id is not None:
+            owner = self.arbitration.exclusive_owner(p4_id)
+            if owner is not None and owner != role:
+                return permission_denied(f"P4 id {p4_id} belongs exclusively to role {owner!r}")
+        return None
 
     def _apply_safe(self, pipe: _Pipeline, u: p4runtime_pb2.Update) -> P4RTError | None:
         try:
@@ -733,10 +806,9 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise invalid("empty PacketReplicationEngineEntry")
 
     def _write_digest(self, pipe: _Pipeline, typ: int, d: p4runtime_pb2.DigestEntry) -> None:
-        if d.digest_id not in pipe.index.digests:
-            raise not_found(f"digest id {d.digest_id} not in P4Info")
-        # Digests are streamed one DigestList per message whatever the config; accepting the
-        # config keeps controllers that always write it working.
+        if d.digest_id == 0:
+            raise invalid("digest_id 0 (wildcard) is only valid in reads")
+        self.digests.write(typ, d)
 
     # ------------------------------------------------------------------ Read
 
@@ -938,6 +1010,9 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                     out.append(r)
             else:
                 raise invalid("empty PacketReplicationEngineEntry in read")
+        elif which == "digest_entry":
+            out.extend(p4runtime_pb2.Entity(digest_entry=e)
+                       for e in self.digests.read(ent.digest_entry.digest_id))
         elif which is None:
             raise invalid("read of an empty entity")
         else:
@@ -991,12 +1066,14 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         if which == "arbitration":
             a = req.arbitration
             try:
+                if stream.election_id is not None and a.device_id != self.device.device_id:
+                    # spec: a live stream naming another device is FAILED_PRECONDITION
+                    raise failed_precondition("a stream cannot change its device_id")
                 self._check_device(a.device_id)
-                if a.role.HasField("config"):
-                    raise unimplemented("role configs are not supported")
                 self.arbitration.update(stream, a.role.name,
                                         election_int(a.election_id)
-                                        if a.HasField("election_id") else None)
+                                        if a.HasField("election_id") else None,
+                                        a.role.config if a.role.HasField("config") else None)
             except P4RTError as e:
                 stream.fatal = e  # type: ignore[attr-defined]
                 return False
@@ -1009,19 +1086,30 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         if which == "packet":
             self._packet_out(stream, req.packet)
         elif which == "digest_ack":
-            pass  # digests are not held back waiting for acks
+            self._digest_ack(stream, req.digest_ack)
         else:
             self._stream_error(stream, invalid(f"unsupported stream message {which}"))
         return True
 
     def _stream_error(self, stream: Stream, err: P4RTError,
-                      packet: p4runtime_pb2.PacketOut | None = None) -> None:
+                      packet: p4runtime_pb2.PacketOut | None = None,
+                      ack: p4runtime_pb2.DigestListAck | None = None) -> None:
         msg = p4runtime_pb2.StreamMessageResponse()
         msg.error.canonical_code = err.code_value
         msg.error.message = err.message
         if packet is not None:
             msg.error.packet_out.packet_out.CopyFrom(packet)
+        if ack is not None:
+            msg.error.digest_list_ack.digest_list_ack.CopyFrom(ack)
         stream.send(msg)
+
+    def _digest_ack(self, stream: Stream, ack: p4runtime_pb2.DigestListAck) -> None:
+        try:
+            if self.arbitration.primary(stream.role) is not stream:
+                raise permission_denied("only a primary client acks digest lists")
+            self.digests.ack(ack.digest_id, ack.list_id)
+        except P4RTError as e:
+            self._stream_error(stream, e, ack=ack)
 
     def _packet_out(self, stream: Stream, pkt: p4runtime_pb2.PacketOut) -> None:
         try:
@@ -1041,8 +1129,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _on_packet_in(self, frame: bytes) -> None:
         """Called by the device (data-path thread) for each frame sent to the CPU port."""
         pipe = self._pipe
-        primary = self.arbitration.primary("")
-        if pipe is None or primary is None:
+        primaries = self.arbitration.primaries()
+        if pipe is None or not primaries:
             self.stats["packet_in_dropped"] += 1
             return
         msg = p4runtime_pb2.StreamMessageResponse()
@@ -1060,27 +1148,33 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 msg.packet.metadata.add(metadata_id=m.id, value=encode_uint(v))
             frame = frame[nbytes:]
         msg.packet.payload = frame
-        primary.send(msg)
-        self.stats["packet_in"] += 1
+        md = {m.metadata_id: int.from_bytes(m.value, "big") for m in msg.packet.metadata}
+        sent = 0
+        for stream, cfg in primaries:
+            if cfg is None or cfg.wants_packet_in(md):
+                stream.send(msg)
+                sent += 1
+        self.stats["packet_in" if sent else "packet_in_dropped"] += 1
 
     def _on_digest(self, name: str, values: tuple[int, ...]) -> None:
-        pipe = self._pipe
-        primary = self.arbitration.primary("")
-        if pipe is None or primary is None:
-            return
-        info = next((d for d in pipe.index.digests.values() if d.preamble.name == name), None)
-        if info is None:
-            return
-        msg = p4runtime_pb2.StreamMessageResponse()
-        dl = msg.digest
-        dl.digest_id = info.preamble.id
-        dl.list_id = next(self._digest_list_ids)
-        dl.timestamp = time.time_ns()
-        data = dl.data.add()
-        for v in values:
-            data.struct.members.add(bitstring=encode_uint(v))
-        primary.send(msg)
-        self.stats["digests"] += 1
+        """Called by the device (data-path thread) for each digest message."""
+        self.digests.learn(name, values)
+
+    def _send_digest_list(self, dl: p4runtime_pb2.DigestList) -> bool:
+        """Deliver a DigestList to every primary whose role covers the digest."""
+        msg = p4runtime_pb2.StreamMessageResponse(digest=dl)
+        sent = False
+        for stream, cfg in self.arbitration.primaries():
+            if cfg is None or cfg.in_scope(dl.digest_id):
+                stream.send(msg)
+                sent = True
+        if sent:
+            self.stats["digests"] += 1
+        return sent
+
+    def _on_primary_change(self, role: str) -> None:
+        # The new primary has seen none of the cached digest data (spec allows emptying).
+        self.digests.clear_cache()
 
 
 def _pack_header(info: p4info_pb2.ControllerPacketMetadata,

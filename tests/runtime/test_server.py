@@ -15,10 +15,10 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from emu.runtime.client import P4RuntimeClient, WriteError
-from emu.runtime.devconfig import make_null_config, make_python_config, make_source_config
+from emu.runtime.devconfig import make_null_config, make_python_config
 from emu.runtime.translate import encode_uint
 
-from .conftest import CP_P4, DEVICE_ID, ECMP_P4, Rig, wait_for
+from .conftest import CP_P4, DEVICE_ID, ECMP_P4, Rig, compiled_config, wait_for
 
 U = p4runtime_pb2.Update
 SFPC = p4runtime_pb2.SetForwardingPipelineConfigRequest
@@ -40,19 +40,7 @@ def cp_client(rig: Rig, p4info: p4info_pb2.P4Info, config: bytes | None = None
 
 
 def _compiled_config(path: Path) -> bytes:
-    """p4-source config of a test program, or skip when today's compiler cannot build it."""
-    from emu.core.clock import VirtualClock
-    from emu.runtime.device import LocalDevice
-    from emu.runtime.translate import P4InfoIndex
-
-    from .conftest import p4info_of
-
-    cfg = make_source_config(path.name, {path.name: path.read_text()})
-    try:
-        LocalDevice(0, VirtualClock()).prepare(P4InfoIndex.build(p4info_of(path)), cfg)
-    except Exception as exc:  # the compiler is another team's moving part
-        pytest.skip(f"the compiler cannot build {path.name} now: {exc}")
-    return cfg
+    return compiled_config(path)
 
 
 @pytest.fixture(params=["null", "compiled"])
@@ -199,7 +187,8 @@ def test_pipeline_config_actions(rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None
     with pytest.raises(grpc.RpcError) as ei:
         c.set_pipeline(cp_p4info, make_python_config(REF),
                        action=SFPC.RECONCILE_AND_COMMIT)
-    assert ei.value.code() is grpc.StatusCode.UNIMPLEMENTED
+    assert ei.value.code() is grpc.StatusCode.INVALID_ARGUMENT  # a config that cannot work
+    assert len(c.read([c.table_entry("MyIngress.fwd")])) == 1
     # VERIFY_AND_COMMIT resets the state
     c.set_pipeline(cp_p4info, make_null_config())
     assert c.read([c.table_entry("MyIngress.fwd")]) == []
@@ -710,9 +699,9 @@ def test_p4info_files_are_current() -> None:
     """The checked-in P4Info files match what our generator makes of the programs."""
     from emu.p4.frontend import P4Error
 
-    from .conftest import CP_P4, ECMP_P4, generated_p4info, p4info_of
+    from .conftest import CP_BAD_P4, CP_V2_P4, generated_p4info, p4info_of
 
-    for prog in (CP_P4, ECMP_P4):
+    for prog in (CP_P4, CP_V2_P4, CP_BAD_P4, ECMP_P4):
         try:
             fresh = generated_p4info(prog)
         except P4Error as exc:  # the front end is shared and may be mid-change
@@ -727,6 +716,9 @@ def test_compiled_program_forwards_and_sends_digests(rig: Rig,
     dst = 0x0A0B0C0D0E0F
     c.insert_entry("MyIngress.fwd", {"hdr.ethernet.dstAddr": dst}, "MyIngress.forward",
                    {"port": 6})
+    digest = p4runtime_pb2.Entity()
+    digest.digest_entry.digest_id = next(d.preamble.id for d in cp_p4info.digests)
+    c.write_one(U.INSERT, digest)  # digests stream once configured (0 timeout: at once)
     frame = dst.to_bytes(6, "big") + bytes.fromhex("020000000009") + b"\x88\xb5" + bytes(50)
     rig.device.call(lambda: rig.device.inject(2, frame))
     rig.clock.run_until_idle()
