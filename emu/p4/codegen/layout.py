@@ -4,6 +4,7 @@ the switch calls: field lists, packet paths, header length."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from emu.p4.frontend import ast as A
 from emu.p4.frontend.types import (
@@ -39,6 +40,40 @@ def _fixed_nbytes(t: HeaderType) -> int | None:
             return None
         total += w
     return (total + 7) // 8
+
+
+def _sm_fields_read(prog: A.Program, sm_t: Type) -> set[str] | None:
+    """Names of standard_metadata fields the program refers to; None when it uses the
+    struct as a whole somewhere (a digest, a copy, a list), so any field may be read.
+
+    The packet paths skip setting fields nobody reads (a few stores per packet).
+    Passing it to mark_to_drop or to a control/action/function is not a whole use:
+    the callee's own accesses are Members on a parameter of the same type."""
+    names: set[str] = set()
+    ok: set[int] = set()
+    stack: list[Any] = [prog]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, list):
+            stack.extend(n)
+            continue
+        if not isinstance(n, A.Node):
+            continue
+        if isinstance(n, A.Member) and bt(n.expr.type) is sm_t:
+            names.add(n.name)
+            ok.add(id(n.expr))
+        elif isinstance(n, A.Call) and (
+                n.kind in ("apply", "action", "function")
+                or n.kind == "extern_function" and getattr(n.target, "name", "") == "mark_to_drop"):
+            ok.update(id(a.value) for a in n.args)
+        elif isinstance(n, A.Expr) and bt(n.type) is sm_t and id(n) not in ok:
+            return None
+        for k, v in vars(n).items():
+            if k in ("type", "const", "ref", "target", "pos", "decl", "name_pos", "type_bindings"):
+                continue
+            if isinstance(v, A.Node | list):
+                stack.append(v)
+    return names
 
 
 class LayoutLowerer(LowererBase):
@@ -180,7 +215,14 @@ class LayoutLowerer(LowererBase):
         with o.indent():
             o.line("_ps = ps")
             o.line(f"sm = {self.info.sm_class}(); ps.sm = sm")
-            o.line("sm.ingress_port = port; sm.packet_length = ps.length; sm.ingress_global_timestamp = ts_us")
+            used = _sm_fields_read(self.cp.program, self.sm_t)
+
+            def sets(*pairs: tuple[str, str]) -> str:
+                return "; ".join(f"sm.{f} = {v}" for f, v in pairs if used is None or f in used)
+
+            o.line("sm.ingress_port = port")
+            if line := sets(("packet_length", "ps.length"), ("ingress_global_timestamp", "ts_us")):
+                o.line(line)
             o.line(f"meta = {self.info.meta_class}(); ps.meta = meta")
             o.line(f"hdr = {self.info.hdr_class}(); ps.hdr = hdr")
             mark = len(o.lines)
@@ -209,11 +251,15 @@ class LayoutLowerer(LowererBase):
         with o.indent():
             o.line("_ps = ps; hdr = ps.hdr; meta = ps.meta; sm = ps.sm")
             o.line("sm.egress_port = port; sm.egress_spec = 0")
-            o.line("sm.enq_timestamp = info.enq_timestamp & 0xffffffff; sm.enq_qdepth = info.enq_qdepth")
-            o.line("sm.deq_timedelta = info.deq_timedelta & 0xffffffff; sm.deq_qdepth = info.deq_qdepth")
-            o.line("sm.egress_global_timestamp = ts_us")
-            o.line("sm.packet_length = ps.length" if static else
-                   "sm.packet_length = ps.length + hdr_len(hdr) - ps.base_len")
+            for line in (sets(("enq_timestamp", "info.enq_timestamp & 0xffffffff"),
+                              ("enq_qdepth", "info.enq_qdepth")),
+                         sets(("deq_timedelta", "info.deq_timedelta & 0xffffffff"),
+                              ("deq_qdepth", "info.deq_qdepth")),
+                         sets(("egress_global_timestamp", "ts_us"),
+                              ("packet_length", "ps.length" if static else
+                               "ps.length + hdr_len(hdr) - ps.base_len"))):
+                if line:
+                    o.line(line)
             self.splice("egress", "egress(hdr, meta, sm, ps)", o.level)
             o.line("if ps.clone is not None or sm.egress_spec == DROP_PORT: return None")
             if not self.empty_blocks.get("compute", False):

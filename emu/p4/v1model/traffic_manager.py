@@ -132,7 +132,7 @@ class _Port:
 
     __slots__ = (
         "port", "queues", "depths", "qbytes", "rate_bps", "rate_pps", "pkts", "bytes",
-        "busy_until", "scheduled", "due", "carry", "stats", "serve", "unlimited",
+        "busy_until", "scheduled", "due", "carry", "stats", "serve", "unlimited", "direct", "nq",
     )
 
     def __init__(self, port: int, nq: int, depth: int,
@@ -145,6 +145,9 @@ class _Port:
         self.rate_bps = rate_bps
         self.rate_pps = rate_pps
         self.unlimited = rate_bps is None and rate_pps is None
+        self.nq = nq
+        # Set by the TrafficManager: an idle packet may skip the queue (see enqueue).
+        self.direct = False
         self.pkts = 0
         self.bytes = 0
         self.busy_until = 0  # ns; the transmitter is free from then on
@@ -204,6 +207,7 @@ class TrafficManager:
         self._immediate = immediate
         self._in_dequeue = False
         self._on_dequeue = on_dequeue
+        self._now_ns = clock.now_ns
         self._default_depth = default_depth_pkts
         self._default_nq = default_priority_queues
         self._default_bps: int | None = None
@@ -256,6 +260,7 @@ class TrafficManager:
         for p in self._targets(port):
             p.rate_bps, p.rate_pps, p.carry = bps, pps, 0
             p.unlimited = bps is None and pps is None
+            self._set_direct(p)
         if port is None:
             self._default_bps, self._default_pps = bps, pps
 
@@ -272,6 +277,7 @@ class TrafficManager:
                 p.depths = [depth_pkts] * len(p.queues)
             else:
                 p.depths[priority] = depth_pkts
+            self._set_direct(p)
         if port is None and priority is None:
             self._default_depth = depth_pkts
 
@@ -293,7 +299,12 @@ class TrafficManager:
                   rate_bps: int | None, rate_pps: int | None) -> _Port:
         p = _Port(port, nq, depth, rate_bps, rate_pps)
         p.serve = lambda: self._serve(p)  # one callback per port, not one per packet
+        self._set_direct(p)
         return p
+
+    def _set_direct(self, p: _Port) -> None:
+        # A queue of depth 0 drops everything, so it must go through the checks.
+        p.direct = self._immediate and p.unlimited and min(p.depths) > 0
 
     # --- data path ----------------------------------------------------------------------------
 
@@ -301,6 +312,23 @@ class TrafficManager:
                 priority: int = 0) -> EnqueueResult | None:
         """Queue `pkt` for `port`; None when it was dropped (counted in `drops`)."""
         p = self._ports.get(port) or self._port(port)
+        if p.direct and not p.pkts and not self._in_dequeue and 0 <= priority < p.nq:
+            # An idle port without a rate sends at once, as BMv2's egress thread
+            # pops a packet as soon as it is pushed: no timer, no queue entry. Packets
+            # enqueued by the callback itself (egress clones) take the queued path, so
+            # a program that clones every clone loops on the clock, not on the stack.
+            ts = self._now_ns() // 1000
+            st = p.stats
+            st.enq_pkts += 1
+            st.enq_bytes += size_bytes
+            st.deq_pkts += 1
+            st.deq_bytes += size_bytes
+            self._in_dequeue = True
+            try:
+                self._on_dequeue(port, pkt, _tuple_new(DequeueInfo, (ts, 0, 0, 0, priority)))
+            finally:
+                self._in_dequeue = False
+            return _tuple_new(EnqueueResult, (ts, 0, priority))
         queues = p.queues
         if not 0 <= priority < len(queues):
             self.drops.count(port, DropReason.PRIORITY_OUT_OF_RANGE)
@@ -316,20 +344,6 @@ class TrafficManager:
         st = p.stats
         st.enq_pkts += 1
         st.enq_bytes += size_bytes
-        if not qdepth and p.unlimited and self._immediate and not p.scheduled \
-                and not self._in_dequeue:
-            # An idle port without a rate sends at once, as BMv2's egress thread
-            # pops a packet as soon as it is pushed: no timer, no queue entry. Packets
-            # enqueued by the callback itself (egress clones) take the queued path, so
-            # a program that clones every clone loops on the clock, not on the stack.
-            st.deq_pkts += 1
-            st.deq_bytes += size_bytes
-            self._in_dequeue = True
-            try:
-                self._on_dequeue(port, pkt, _tuple_new(DequeueInfo, (ts, 0, 0, 0, priority)))
-            finally:
-                self._in_dequeue = False
-            return _tuple_new(EnqueueResult, (ts, 0, priority))
         q.append((pkt, size_bytes, ts, qdepth, now))
         p.pkts += 1
         p.bytes += size_bytes

@@ -252,3 +252,58 @@ def test_for_loops_with_break_and_continue() -> None:
     assert run("bit<8> a; bit<8> b; bit<8> c;", body, bytes([6, 0, 0]), decls) == bytes([6, 3, 5])
     # odd i below 7 only: 1, 3, 5
     assert run("bit<8> a; bit<8> b; bit<8> c;", body, bytes([20, 0, 0]), decls) == bytes([20, 3, 5])
+
+
+_SM_EGRESS = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<32> a; bit<32> b; }
+struct H { h_t h; }
+struct M { standard_metadata_t copy; }
+parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
+    state start { pk.extract(hdr.h); transition accept; }
+}
+control VC(inout H hdr, inout M m) { apply { } }
+control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    apply { sm.egress_spec = 1; }
+}
+control E(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    apply { %s }
+}
+control CC(inout H hdr, inout M m) { apply { } }
+control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def _egress_out(body: str) -> tuple[bytes, str]:
+    prog = compile_source(_SM_EGRESS % body, "t.p4")
+    sw = P4Switch(prog)
+    sw.clock.advance(5_000_000)  # timestamps are not 0
+    sw.inject(0, bytes(8))
+    sw.run_until_idle()
+    (out,) = sw.outputs()
+    egress = prog.source[prog.source.index("def run_egress"):]
+    return out.data, egress
+
+
+def test_unread_standard_metadata_fields_are_not_set_in_egress() -> None:
+    data, egress = _egress_out("hdr.h.a = (bit<32>)sm.egress_port;")
+    assert data[:4] == (1).to_bytes(4, "big")
+    assert "egress_global_timestamp" not in egress and "enq_qdepth" not in egress
+
+
+def test_standard_metadata_used_whole_keeps_every_field() -> None:
+    # Copied as a struct, then read through the copy: every field must be set.
+    data, egress = _egress_out(
+        "m.copy = sm; hdr.h.a = m.copy.egress_global_timestamp[31:0]; hdr.h.b = (bit<32>)m.copy.egress_port;")
+    assert int.from_bytes(data[:4], "big") == 5000  # us
+    assert data[4:8] == (1).to_bytes(4, "big")
+    assert "egress_global_timestamp" in egress
+
+
+def test_standard_metadata_copied_whole_sets_every_field() -> None:
+    _, egress = _egress_out("m.copy = sm;")  # no field is named, yet all are read
+    for f in ("enq_timestamp", "enq_qdepth", "deq_timedelta", "deq_qdepth",
+              "egress_global_timestamp", "packet_length"):
+        assert f"sm.{f} =" in egress
