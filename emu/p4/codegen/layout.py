@@ -214,7 +214,9 @@ class LayoutLowerer(LowererBase):
         o.line("def run_ingress(ps, data, port, ts_us):")
         with o.indent():
             o.line("_ps = ps")
-            o.line(f"sm = {self.info.sm_class}(); ps.sm = sm")
+            # mcast_grp and priority are read by the switch after ingress: set here
+            # (a read that falls back to the class default is several times slower).
+            o.line(f"sm = {self.info.sm_class}(); ps.sm = sm; sm.mcast_grp = 0; sm.priority = 0")
             used = _sm_fields_read(self.cp.program, self.sm_t)
 
             def sets(*pairs: tuple[str, str]) -> str:

@@ -94,6 +94,14 @@ class PacketState:
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.length = len(data)
+        # The hot path reads these for every packet: as instance attributes the
+        # interpreter's specialised loads apply (class attributes take a slow path).
+        self.clone = None
+        self.digests = ()
+        self.resubmit = None
+        self.recirc = None
+        self.trunc = 0
+        self.depth = 0
 
 
 class DirectMeter:
