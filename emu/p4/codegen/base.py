@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from emu.p4.frontend import CheckedProgram, P4Error
 from emu.p4.frontend import ast as A
-from emu.p4.frontend.diagnostics import Diagnostic
+from emu.p4.frontend.diagnostics import Diagnostic, SourceCache
 from emu.p4.frontend.types import (
     BitType,
     EnumType,
@@ -33,7 +33,8 @@ _SIMPLE = re.compile(r"^[A-Za-z_][\w.]*$|^-?\d+$|^0x[0-9a-fA-F]+$")
 def unsupported(node: A.Node | None, msg: str) -> P4Error:
     pos = node.pos if node is not None else A.NOPOS
     return P4Error([Diagnostic(pos.file, pos.line, pos.col, "error",
-                               f"{msg} (not supported by the embedded v1model target)")])
+                               f"{msg} (not supported by the embedded v1model target)",
+                               SourceCache().line(pos.file, pos.line))])  # read on error only
 
 
 @dataclass
@@ -314,6 +315,6 @@ class LowererBase:
         def hash_call(self, a: dict[str, A.Expr | None], ctx: Ctx, e: A.Call) -> None: ...
         def checksum(self, name: str, a: dict[str, A.Expr | None], ctx: Ctx, e: A.Call) -> None: ...
         def extern_method(self, e: A.Call, ctx: Ctx) -> str | None: ...
-        def emit_value(self, code: str, t: Type | None, out: str) -> None: ...
+        def emit_value(self, code: str, t: Type | None, out: str, node: A.Node | None = None) -> None: ...
         def field_list_from_data(self, data: A.Expr, ctx: Ctx) -> str: ...
         def meta_path(self, e: A.Expr, ctx: Ctx) -> list[str] | None: ...

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from emu.p4.frontend import ast as A
 from emu.p4.frontend.types import (
     ApplyResultType,
@@ -25,6 +27,8 @@ from .base import (
     unsupported,
 )
 from .classes import fld
+
+_SIMPLE_CONST = re.compile(r"^-?\d+$|^0x[0-9a-fA-F]+$|^True$|^False$")  # nothing to snapshot
 
 
 class ExprLowerer(LowererBase):
@@ -98,6 +102,8 @@ class ExprLowerer(LowererBase):
 
     def x_Index(self, e: A.Index, ctx: Ctx) -> str:
         s = self.value(e.expr, ctx)
+        if isinstance(bt(e.expr.type), TupleType):
+            return f"{s}[{e.index.const}]"  # tuples are Python tuples; the index is constant
         if e.index.const is not None:
             return f"{s}.a[{e.index.const}]"
         return f"stack_get({s}, {self.value(e.index, ctx)})"
@@ -148,7 +154,16 @@ class ExprLowerer(LowererBase):
             return tv
         lt = bt(e.left.type)
         left = self.value(e.left, ctx)
-        right = self.value(e.right, ctx)
+        with self.out.capture() as buf:
+            right = self.value(e.right, ctx)
+        if buf:
+            # The right operand runs statements (an inlined call that may write what the left
+            # one reads): P4 evaluates left to right, so take the left value first.
+            if not _SIMPLE_CONST.match(left):
+                tv = self.tmp("l")
+                self.out.line(f"{tv} = {self.copy_if_agg(left, e.left)}")
+                left = tv
+            self.out.extend(buf)
         rt = bt(e.type)
         if op in ("==", "!="):
             if isinstance(lt, StructLikeType) or isinstance(bt(e.right.type), StructLikeType):

@@ -242,7 +242,7 @@ class ExternLowerer(LowererBase):
             if m.name == "emit":
                 arg = args[0]
                 assert arg is not None
-                self.emit_value(self.value(arg, ctx), bt(arg.type), out)
+                self.emit_value(self.value(arg, ctx), bt(arg.type), out, arg)
                 return None
         inst = None
         if isinstance(f.expr, A.NameRef) and f.expr.ref is not None:
@@ -282,11 +282,13 @@ class ExternLowerer(LowererBase):
         if ename == "direct_meter" and m.name == "read":
             res = args[0]
             assert res is not None
-            self.assign(res, f"{py}.color", ctx)
+            o.line(f"if {py}.color is not None:")
+            with o.indent():
+                self.assign(res, f"{py}.color", ctx)
             return None
         raise unsupported(e, f"method '{m.name}' of '{ename}'")
 
-    def emit_value(self, code: str, t: Type | None, out: str) -> None:
+    def emit_value(self, code: str, t: Type | None, out: str, node: A.Node | None = None) -> None:
         o = self.out
         if isinstance(t, HeaderType):
             inline = self.cls.emit_inline.get(id(t))
@@ -297,12 +299,18 @@ class ExternLowerer(LowererBase):
         elif isinstance(t, HeaderStackType):
             o.line(f"for _h in {code}.a:")
             with o.indent():
-                o.line(f"if _h._v: {out}.append(_h._emit())")
+                et = bt(t.elem)
+                if isinstance(et, HeaderUnionType):
+                    # A stack of unions: each element emits its valid member.
+                    for f, _ in et.fields:
+                        o.line(f"if _h.{fld(f)}._v: {out}.append(_h.{fld(f)}._emit())")
+                else:
+                    o.line(f"if _h._v: {out}.append(_h._emit())")
         elif isinstance(t, StructLikeType):
             for f, ft in t.fields:
-                self.emit_value(f"{code}.{fld(f)}", bt(ft), out)
+                self.emit_value(f"{code}.{fld(f)}", bt(ft), out, node)
         else:
-            raise unsupported(None, f"emit of '{t}'")
+            raise unsupported(node, f"emit of '{t}'")
 
     # ------------------------------------------------------------------ field lists
     def field_list_from_data(self, data: A.Expr, ctx: Ctx) -> str:

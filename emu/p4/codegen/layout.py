@@ -331,7 +331,12 @@ class LayoutLowerer(LowererBase):
                     o.line(f"if {a}._v: n += {nb if nb is not None else f'{a}._nbytes()'}")
                 elif isinstance(b, HeaderStackType):
                     o.line(f"for _h in {a}.a:")
-                    o.line("    if _h._v: n += _h._nbytes()")
+                    eb = bt(b.elem)
+                    if isinstance(eb, HeaderUnionType):  # a stack of unions: each valid member
+                        for uf, _ in eb.fields:
+                            o.line(f"    if _h.{fld(uf)}._v: n += _h.{fld(uf)}._nbytes()")
+                    else:
+                        o.line("    if _h._v: n += _h._nbytes()")
                 elif isinstance(b, HeaderUnionType):
                     for uf, uft in b.fields:
                         ub = bt(uft)

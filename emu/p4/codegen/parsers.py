@@ -167,9 +167,34 @@ class ParserLowerer(LowererBase):
                     o.line(f"{h}._ex({pk})")
                 o.line(f"{s}.n += 1")
                 return None
+            if (isinstance(tgt, A.Member) and isinstance(tgt.expr, A.Member) and tgt.expr.name == "next"
+                    and isinstance(bt(tgt.expr.expr.type), HeaderStackType)):
+                # extract(stack.next.member) on a stack of unions: the union at nextIndex
+                # takes the member (the others become invalid) and nextIndex advances,
+                # as BMv2's union_stack extract does.
+                s = self.value(tgt.expr.expr, ctx)
+                u = self.tmp("u")
+                o.line(f"{u} = stack_next({s}, {self.errcode('StackOutOfBounds')})")
+                args2 = f", {self.value(args[1], ctx)}" if len(args) > 1 and args[1] is not None else ""
+                o.line(f"{u}.{fld(tgt.name)}.{'_exv' if args2 else '_ex'}({pk}{args2})")
+                ut = bt(tgt.expr.type)
+                if isinstance(ut, HeaderUnionType):
+                    for fn, _ in ut.fields:
+                        if fn != tgt.name:
+                            o.line(f"{u}.{fld(fn)}._v = False")
+                o.line(f"{s}.n += 1")
+                return None
             if not isinstance(bt(tgt.type), HeaderType):
                 raise unsupported(tgt, "extract into a non-header")
-            h = self.value(tgt, ctx)
+            if isinstance(tgt, A.DontCare):
+                # extract<T>(_): parse into a scratch header, so the bytes are consumed and checked.
+                ht = bt(tgt.type)
+                if not isinstance(ht, HeaderType):
+                    raise unsupported(tgt, "extract into '_' without a header type")
+                h = self.tmp("dc")
+                o.line(f"{h} = {self.cls.name(ht)}()")
+            else:
+                h = self.value(tgt, ctx)
             if len(args) > 1 and args[1] is not None:
                 o.line(f"{h}._exv({pk}, {self.value(args[1], ctx)})")
             elif id(tgt.type) in self.cls.extract_inline and _SIMPLE.match(h) and _SIMPLE.match(pk):

@@ -218,7 +218,8 @@ class TableLowerer(LowererBase):
         if info.get("counter_py"):
             o.line(f"if {hit}: {e}.counter.count(_ps.length)")
         if info.get("meter_py"):
-            o.line(f"{info['meter_py']}.color = {info['meter_py']}.execute_entry({e}, _ps.length) if {hit} else 0")
+            # BMv2 runs a direct meter on a hit only; on a miss read() leaves its target as is.
+            o.line(f"{info['meter_py']}.color = {info['meter_py']}.execute_entry({e}, _ps.length) if {hit} else None")
         c = self.tmp("c")
         if info.get("impl_py"):
             ap = info["impl_py"]

@@ -769,6 +769,9 @@ class Checker:
                 if p.kind == "entries":
                     for en in p.entries:
                         self.entry(en, key_types, action_names, s, d)
+                        if p.is_const and en.priority is not None:
+                            # p4c (entryPriorities.cpp) refuses these; the table could not be built.
+                            self.err(en.priority, f"table '{d.name}': 'const entries' cannot have priorities")
                 elif p.kind == "value":
                     if p.name == "default_action":
                         self.default_action(p, action_names, s, d)
@@ -1346,6 +1349,7 @@ class Checker:
                 self.unify_arith(e)
             elif not self.same_type(lt, rt) and not (isinstance(e.left, A.ListExpr) or isinstance(e.right, A.ListExpr)):
                 raise self.fatal(e, f"cannot compare '{lt}' and '{rt}'")
+            lc, rc = e.left.const, e.right.const  # after unify_arith: an int operand now wraps (-1 == 8w255)
             if lc is not None and rc is not None:
                 e.const = (lc == rc) if op == "==" else (lc != rc)
             return BOOL

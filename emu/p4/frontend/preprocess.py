@@ -26,6 +26,10 @@ from .diagnostics import DiagnosticSink, P4Error
 
 #: Directory holding our own core.p4 and v1model.p4.
 INCLUDE_DIR = str(Path(__file__).resolve().parent.parent / "include")
+# Architecture includes of other p4c back ends: named as unsupported, not as missing files.
+_OTHER_ARCHITECTURES = frozenset({
+    "psa.p4", "pna.p4", "ebpf_model.p4", "ubpf_model.p4", "xdp_model.p4", "tna.p4", "t2na.p4",
+})
 
 _TOKEN_RE = re.compile(
     r'(?P<ws>[ \t\f\r\v]+)|(?P<id>[A-Za-z_][A-Za-z0-9_]*)|(?P<num>[0-9][A-Za-z0-9_]*)'
@@ -355,6 +359,11 @@ class Preprocessor:
                 text = self._read(path, rest[0].pos)
                 self._process(text, path)
                 return
+        if os.path.basename(target) in _OTHER_ARCHITECTURES:
+            # Another target's architecture (p4c's PSA, PNA, eBPF, uBPF, ... samples).
+            self.sink.error(rest[0].pos, f"architecture file '{target}' "
+                            "(not supported by the embedded v1model target)")
+            return
         self.sink.error(rest[0].pos, f"cannot find include file '{target}'")
 
     def _define(self, toks: list[PPToken], at: Pos) -> None:

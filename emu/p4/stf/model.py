@@ -29,6 +29,9 @@ __all__ = [
     "MirroringDelete",
     "NoPacket",
     "Packet",
+    "PvsAdd",
+    "PvsClear",
+    "PvsRemove",
     "RegisterRead",
     "RegisterReset",
     "RegisterWrite",
@@ -236,6 +239,30 @@ class SetQueueRate(StfCommand):
 
     rate_pps: int
     port: int | None = None
+
+
+@dataclass(frozen=True)
+class PvsAdd(StfCommand):
+    """BMv2 CLI `pvs_add <value_set> <value>`: one member (struct members as one
+    concatenated value, first field most significant)."""
+
+    value_set: str
+    value: int
+
+
+@dataclass(frozen=True)
+class PvsRemove(StfCommand):
+    """`pvs_remove <value_set> <value>`."""
+
+    value_set: str
+    value: int
+
+
+@dataclass(frozen=True)
+class PvsClear(StfCommand):
+    """`pvs_clear <value_set>`."""
+
+    value_set: str
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 The dialect is p4c's (tools/stf/stf_lexer.py, stf_parser.py, backends/bmv2/bmv2stf.py):
 one command per line, `#` starts a comment, keywords are case-insensitive; packet data may
 be split by whitespace; BMv2 CLI commands (mirroring_add, mc_*, register_*, counter_*,
-meter_set_rates, set_queue_*) pass through with their CLI arguments.
+meter_set_rates, pvs_*, set_queue_*) pass through with their CLI arguments.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ from emu.p4.stf.model import (
     MirroringDelete,
     NoPacket,
     Packet,
+    PvsAdd,
+    PvsClear,
+    PvsRemove,
     RegisterRead,
     RegisterReset,
     RegisterWrite,
@@ -271,6 +274,13 @@ def _meter_set_rates(rest: str) -> MeterSetRates:
     return MeterSetRates(_name(w[0], "meter"), _int(w[1], "index"), tuple(rates))
 
 
+def _pvs_value(cls: Callable[..., StfCommand], usage: str) -> Callable[[str], StfCommand]:
+    def parse(rest: str) -> StfCommand:
+        w = _words(rest, 2, 2, usage)
+        return cls(_name(w[0], "value_set"), _int(w[1], "value"))
+    return parse
+
+
 def _queue(cls: Callable[..., StfCommand], usage: str) -> Callable[[str], StfCommand]:
     def parse(rest: str) -> StfCommand:
         w = _words(rest, 1, 2, usage)
@@ -302,6 +312,9 @@ _HANDLERS: dict[str, Callable[[str], StfCommand]] = {
     "counter_write": _counter_write,
     "counter_reset": _named(CounterReset, "counter_reset <counter>"),
     "meter_set_rates": _meter_set_rates,
+    "pvs_add": _pvs_value(PvsAdd, "pvs_add <value_set> <value>"),
+    "pvs_remove": _pvs_value(PvsRemove, "pvs_remove <value_set> <value>"),
+    "pvs_clear": _named(PvsClear, "pvs_clear <value_set>"),
     "set_queue_depth": _queue(SetQueueDepth, "set_queue_depth <packets> [<port>]"),
     "set_queue_rate": _queue(SetQueueRate, "set_queue_rate <pps> [<port>]"),
 }

@@ -26,6 +26,7 @@ from emu.p4.stf.parser import parse_stf
 from emu.p4.stf.values import parse_key, parse_number
 from emu.p4.tables import Exact, Lpm, Optional, Range, Table, Ternary
 from emu.p4.target.program import CompiledProgram, compile_file
+from emu.p4.v1model.stateful import MeterRates
 
 _AUTO_PRIORITY_TOP = 1 << 20
 
@@ -178,7 +179,9 @@ class StfRunner:
             elif isinstance(cmd, M.CounterReset):
                 sw.counter_reset(cmd.counter)
             elif isinstance(cmd, M.MeterSetRates):
-                sw.meter_set_rates(cmd.meter, cmd.index, cmd.rates)
+                self.meter_set_rates(cmd)
+            elif isinstance(cmd, M.PvsAdd | M.PvsRemove | M.PvsClear):
+                self.value_set_command(cmd)
             elif isinstance(cmd, M.SetQueueDepth):
                 sw.set_queue_depth(cmd.depth_pkts, cmd.port)
             elif isinstance(cmd, M.SetQueueRate):
@@ -193,6 +196,46 @@ class StfRunner:
                          problems, outputs)
 
     failed_checks: list[str] = []
+
+    def meter_set_rates(self, cmd: M.MeterSetRates) -> None:
+        """Indirect meters by index; for a direct meter the index is the entry handle, as
+        in BMv2's CLI."""
+        sw = self.sw.sw
+        name = resolve_name(cmd.meter, list(sw.meters) + list(sw.direct_meters), "meter")
+        if name in sw.meters:
+            self.sw.meter_set_rates(name, cmd.index, cmd.rates)
+            return
+        (cir, cbs), (pir, pbs) = cmd.rates
+        rates = MeterRates(cir, cbs, pir, pbs)
+        for t in self.program.info.tables:
+            if t.get("direct_meter") != name:
+                continue
+            for e in sw.tables[t["name"]].entries():
+                if e.handle == cmd.index:
+                    e.meter_config = rates
+                    e.meter_state = None  # rebuilt (buckets full) on the next hit
+                    return
+        raise KeyError(f"direct_meter {name}: no entry with handle {cmd.index}")
+
+    def value_set_command(self, cmd: M.PvsAdd | M.PvsRemove | M.PvsClear) -> None:
+        vs = self.sw.sw.value_sets[resolve_name(cmd.value_set, self.sw.sw.value_sets, "value_set")]
+        if isinstance(cmd, M.PvsClear):
+            vs.clear()
+            return
+        # One concatenated value for a struct-typed set: split it, first field on top.
+        fields = []
+        rest = cmd.value
+        for w in reversed(vs.widths):
+            fields.append(rest & ((1 << w) - 1))
+            rest >>= w
+        values = tuple(reversed(fields))
+        if isinstance(cmd, M.PvsAdd):
+            vs.add(values)
+            return
+        full = tuple((v, (1 << w) - 1) for v, w in zip(values, vs.widths, strict=True))
+        if full not in vs.entries:
+            raise KeyError(f"value_set {vs.name}: {cmd.value:#x} is not a member")
+        vs.entries.remove(full)
 
     def check_counter(self, cmd: M.CheckCounter) -> None:
         self.sw.run_until_idle()

@@ -430,15 +430,16 @@ class V1ModelSwitch:
             # BMv2 re-parses the original packet for an ingress clone.
             cps = PacketState(ps.data)
             cps.depth = ps.depth
-            csm = self._new_sm()
-            cps.sm = csm
-            csm.ingress_port = sm.ingress_port
+            cps.sm = self._new_sm()
+            cps.meta = self._new_meta()
+            chdr, _ = self._run_parser(cps, ps.data, cps.sm)
+            # BMv2 (copy_field_list_and_set_type): after the re-parse every metadata field,
+            # standard_metadata included, is reset and only the field list is copied.
+            csm = cps.sm = self._new_sm()
+            cmeta = cps.meta = self._new_meta()
+            self._restore(cmeta, csm, kept)
             csm.instance_type = INGRESS_CLONE
             csm.packet_length = len(ps.data)
-            csm.ingress_global_timestamp = sm.ingress_global_timestamp
-            cps.meta = self._new_meta()
-            self._restore(cps.meta, csm, kept)
-            chdr, cmeta = self._run_parser(cps, ps.data, csm)
             csm.egress_rid = rep.instance
             if sess.packet_length_bytes:
                 cps.trunc = sess.packet_length_bytes
@@ -524,8 +525,7 @@ class V1ModelSwitch:
             return
         kept = self._save(fl, meta, sm)
         for rep in sess.replicas:
-            csm = self._new_sm()
-            csm.ingress_port = sm.ingress_port
+            csm = self._new_sm()  # BMv2 resets all metadata of an egress clone
             csm.instance_type = EGRESS_CLONE
             csm.egress_rid = rep.instance
             cmeta = self._new_meta()

@@ -258,3 +258,21 @@ def test_verify_only_in_parsers() -> None:
     prog = ingress_program("    apply {\n        verify(true, error.NoMatch);\n    }")
     line, col, msg, _ = _first(prog)
     assert (line, col, msg) == (INGRESS_LINE + 1, 9, "'verify' can only be called in a parser")
+
+
+def test_const_entries_cannot_have_priorities() -> None:
+    """p4c rejects `priority = N:` under `const entries`; so does the checker, at the value."""
+    body = ("    action a() { }\n"
+            "    table t {\n"
+            "        key = { hdr.h.a: ternary; }\n"
+            "        actions = { a; }\n"
+            "        const entries = {\n"
+            "            priority = 3: 1 &&& 1 : a();\n"
+            "        }\n"
+            "    }\n"
+            "    apply { t.apply(); }")
+    line, col, msg, _ = _first(ingress_program(body))
+    assert (line, col) == (INGRESS_LINE + 5, 24)
+    assert msg == "table 't': 'const entries' cannot have priorities"
+    # Without `const` the same entry is fine.
+    check_source(ingress_program(body.replace("const entries", "entries")), "prog.p4")

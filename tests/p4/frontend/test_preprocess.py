@@ -124,6 +124,16 @@ def test_error_directive_and_missing_include() -> None:
     assert msgs[1][:2] == (3, 10) and "cannot find include file 'nope.p4'" in msgs[1][2]
 
 
+def test_other_architecture_include_is_named_unsupported() -> None:
+    """p4c's PSA / eBPF samples include their architecture: an unsupported target, not a
+    missing file (the corpus runner skips those as unsupported)."""
+    with pytest.raises(P4Error) as ei:
+        preprocess_text("#include <core.p4>\n#include <psa.p4>\n", "psa.p4")
+    d = ei.value.diagnostics[0]
+    assert (d.line, d.col) == (2, 10)
+    assert d.message == "architecture file 'psa.p4' (not supported by the embedded v1model target)"
+
+
 def test_unterminated_conditional() -> None:
     with pytest.raises(P4Error, match="unterminated conditional"):
         preprocess_text("#ifdef X\nfoo\n", "u.p4")

@@ -24,6 +24,9 @@ from emu.p4.stf.model import (
     MirroringDelete,
     NoPacket,
     Packet,
+    PvsAdd,
+    PvsClear,
+    PvsRemove,
     RegisterRead,
     RegisterReset,
     RegisterWrite,
@@ -167,6 +170,9 @@ def test_state_and_misc_commands() -> None:
         counter_write MyIngress.c 0 5 500
         counter_reset MyIngress.c
         meter_set_rates MyIngress.m 0 0.0001:10 0.0005:20
+        pvs_add P.pvs 0x0A0B
+        pvs_remove pvs 7
+        pvs_clear pvs
         set_queue_depth 16
         set_queue_rate 1000 3
         check_counter c1(10) packets == 2
@@ -183,6 +189,9 @@ def test_state_and_misc_commands() -> None:
         CounterWrite("MyIngress.c", 0, 5, 500),
         CounterReset("MyIngress.c"),
         MeterSetRates("MyIngress.m", 0, ((0.0001, 10), (0.0005, 20))),
+        PvsAdd("P.pvs", 0x0A0B),
+        PvsRemove("pvs", 7),
+        PvsClear("pvs"),
         SetQueueDepth(16),
         SetQueueRate(1000, 3),
         CheckCounter("c1", "10", "packets", "==", 2),
@@ -213,6 +222,8 @@ def test_state_and_misc_commands() -> None:
         ("check_counter c", 1, "usage"),
         ("frobnicate 1 2", 1, "unknown command"),
         ("meter_set_rates m 0 fast", 1, "rate:burst"),
+        ("pvs_add pvs", 1, "usage"),
+        ("pvs_add pvs zz", 1, "bad value"),
     ],
 )
 def test_errors_name_file_and_line(text: str, line: int, fragment: str) -> None:

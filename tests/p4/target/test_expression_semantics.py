@@ -1,0 +1,55 @@
+"""Expression semantics found wrong through p4c's corpus, checked on our own programs."""
+
+from __future__ import annotations
+
+from emu.core.clock import VirtualClock
+from emu.p4.api import P4Switch
+from emu.p4.target.program import compile_source
+
+_PROGRAM = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<8> b; bit<8> c; bit<8> d; }
+struct headers { h_t h; }
+struct metadata { }
+bit<8> bump(inout bit<8> x) {
+    x = 10;
+    return 1;
+}
+parser P(packet_in pk, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    state start { pk.extract(hdr.h); transition accept; }
+}
+control VC(inout headers hdr, inout metadata meta) { apply { } }
+control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    apply {
+        sm.egress_spec = 1;
+        // Left to right: the left operand is read before the call writes it.
+        hdr.h.b = hdr.h.a + bump(hdr.h.a);
+        // A bool from comparing with a negative int literal: -1 is 8w255 here.
+        hdr.h.c = (8w255 == -1) ? 8w1 : 8w0;
+        hdr.h.d = (hdr.h.d != -2) ? 8w1 : 8w0;
+    }
+}
+control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers hdr, inout metadata meta) { apply { } }
+control D(packet_out pk, in headers hdr) { apply { pk.emit(hdr); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def _run(frame: bytes) -> bytes:
+    sw = P4Switch(compile_source(_PROGRAM), VirtualClock())
+    sw.inject(0, frame)
+    sw.run_until_idle()
+    return sw.outputs()[0].data
+
+
+def test_binary_operands_evaluate_left_to_right() -> None:
+    out = _run(bytes([3, 0, 0, 0]))
+    assert out[0] == 10          # the call's write to a
+    assert out[1] == 3 + 1       # a read before the call: 3, not 10
+
+
+def test_int_literal_compares_after_conversion() -> None:
+    assert _run(bytes([0, 0, 0, 0xFE]))[2:] == bytes([1, 0])  # 255 == -1; 0xFE == -2
+    assert _run(bytes([0, 0, 0, 0x02]))[3] == 1
