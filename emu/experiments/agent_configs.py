@@ -8,11 +8,13 @@ negotiation; each ordered pair gets its own UDP source port (ECMP entropy).
 
 from __future__ import annotations
 
+import math
 import zlib
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from emu.topo import Fabric
+from emu.topo.paths import equal_cost_paths
 
 from .workloads import Workload
 
@@ -31,7 +33,13 @@ class AgentSettings:
     mtu_bytes: int = 1024
     timer_resolution_ns: int = 200_000  # no real-clock timer shorter than the reactor honours
     window_pkts: int = 32  # max outstanding packets per QP (= reorder window with sr)
-    rto_wire_ms: float = 100.0  # retransmission timeout in clock time (not dilated)
+    # Retransmission timeout, in clock time (not dilated): `rto_margin` x the worst
+    # queueing delay the path can hold (`path_queue_delay_s`), never below rto_wire_ms.
+    # A shorter RTO fires while the packet still waits in a full switch queue: spurious
+    # retransmissions with zero drops. Repeated timeouts back off exponentially (emu.roce).
+    rto_wire_ms: float = 100.0
+    rto_margin: float = 2.0
+    priority_queues: int = 1  # >1: ACKs/CNPs ride a higher queue, past the data
     start_delay_us: float = 0.0  # flows without dependencies start this long after READY
     timeout_s: float | None = None
     plb: bool = False
@@ -44,6 +52,50 @@ def qpn_for(peer_index: int) -> int:
 def udp_sport(src: str, dst: str, seed: int = 0) -> int:
     """A stable, well-spread source port per ordered host pair."""
     return SPORT_MIN + zlib.crc32(f"{seed}:{src}->{dst}".encode()) % (65536 - SPORT_MIN)
+
+
+FRAME_OVERHEAD_BYTES = 78  # Ethernet + IPv4 + UDP + BTH + ICRC + preamble/IFG around a payload
+
+
+def path_queue_delay_s(fabric: Fabric, src: str, dst: str, mtu_bytes: int,
+                       priority_queues: int = 1) -> float:
+    """The longest a data packet and its ACK can wait in switch queues between hosts
+    `src` and `dst`: every egress queue on the worst equal-cost path full of MTU frames,
+    drained at that port's rate. With one queue per port the ACK waits behind full data
+    queues on the way back too; with priority queues it waits for at most one frame per
+    hop (strict priority, non-preemptive)."""
+    hosts = {h.name: h for h in fabric.hosts}
+    a, b = hosts[src], hosts[dst]
+    frame_bits = (mtu_bytes + FRAME_OVERHEAD_BYTES) * 8
+
+    def egress(sw: str, port: int) -> tuple[float, float]:
+        p = fabric.switch(sw).port(port)
+        rate = float(p.rate_bps) if p.rate_bps else math.inf
+        return p.depth_pkts * frame_bits / rate, frame_bits / rate
+
+    def to_host(sw: str, host: str) -> tuple[float, float]:
+        port = next(p.number for p in fabric.switch(sw).host_ports if p.peer.node == host)
+        return egress(sw, port)
+
+    def one_way(s: str, d: str) -> list[tuple[float, float]]:
+        paths = equal_cost_paths(fabric, hosts[s].switch, hosts[d].switch)
+        worst: list[tuple[float, float]] = []
+        for path in paths:
+            hops = [egress(sw, port) for sw, port in path.hops]
+            if sum(q for q, _f in hops) >= sum(q for q, _f in worst):
+                worst = hops
+        return [*worst, to_host(hosts[d].switch, d)]
+
+    fwd = sum(q for q, _f in one_way(a.name, b.name))
+    back = one_way(b.name, a.name)
+    rev = sum(q for q, _f in back) if priority_queues <= 1 else sum(f for _q, f in back)
+    return fwd + rev
+
+
+def rto_wire_ms(fabric: Fabric, src: str, dst: str, settings: AgentSettings) -> float:
+    """The QP's retransmission timeout in clock time (see AgentSettings)."""
+    delay = path_queue_delay_s(fabric, src, dst, settings.mtu_bytes, settings.priority_queues)
+    return max(settings.rto_wire_ms, settings.rto_margin * delay * 1e3)
 
 
 def agent_configs(fabric: Fabric, workload: Workload, settings: AgentSettings,
@@ -76,8 +128,9 @@ def agent_configs(fabric: Fabric, workload: Workload, settings: AgentSettings,
                 "reorder_window_pkts": max(settings.window_pkts, 1),
                 "max_outstanding_pkts": max(settings.window_pkts, 1),
                 # The QP's RTO is nominal (the NIC multiplies it by the dilation): give
-                # the nominal value that lands on rto_wire_ms in clock time.
-                "rto_ns": max(1, int(settings.rto_wire_ms * 1e6 / settings.dilation)),
+                # the nominal value that lands on the clock-time RTO.
+                "rto_ns": max(1, int(rto_wire_ms(fabric, name, peer, settings) * 1e6
+                                     / settings.dilation)),
             })
         flows = [{"id": f.id, "qpn": qpn_for(index[f.dst]), "size_bytes": f.size_bytes,
                   "op": "write", "after": list(f.after),

@@ -4,21 +4,28 @@ A Python fabric forwards only so many packets per second; past that, queues form
 kernel socket buffers and the CPU scheduler instead of the modelled switch queues.
 Calibration runs a short all-hosts permutation (every host at line rate, no
 congestion control, so the offered load is known) at rising link rates and records,
-per rate, the packets per second the switches forwarded, the goodput achieved as a
-fraction of the offered load, and the fidelity signals (kernel drops, lag, refused
-sends). It suggests the highest rate whose run was network-bound and efficient.
+per rate, the packets per second the switches forwarded, the busiest link's utilisation
+while traffic ran (with every host at line rate it must stay high on a network-bound
+run), the mean flow goodput as a fraction of the link rate (ECMP collisions halve it
+legitimately), and the fidelity signals (kernel drops, TM lag, sender pacing lag,
+refused sends). It suggests the highest rate whose run was network-bound and efficient
+and saves it (emu.experiments.rates: `emu run` then uses it for this topology).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-DEFAULT_RATES_BPS = (5_000_000, 10_000_000, 20_000_000, 40_000_000)
-MIN_EFFICIENCY = 0.6  # achieved / offered goodput below which a rate is "too fast"
+DEFAULT_RATES_BPS = (2_000_000, 5_000_000, 10_000_000, 20_000_000)
+# Busiest-link utilisation below which a rate is "too fast": stricter than the run
+# guard's bound (metrics.FidelityLimits), so the suggested rate leaves headroom for
+# heavier workloads than a permutation.
+MIN_EFFICIENCY = 0.6
 
 
 @dataclass(frozen=True)
@@ -26,24 +33,31 @@ class CalibrationPoint:
     rate_bps: int
     ok: bool  # every flow verified
     cpu_bound: bool
-    efficiency: float  # mean flow goodput / link rate
+    efficiency: float  # busiest link's utilisation while traffic ran
+    goodput_ratio: float  # mean flow goodput / link rate
     switch_pps: float  # packets the switches sent per second, summed
     kernel_drops: int
+    tm_lag_ms: float | None
+    tx_lag_p99_ms: float | None
     reasons: tuple[str, ...]
 
     @property
     def faithful(self) -> bool:
         return self.ok and not self.cpu_bound and self.efficiency >= MIN_EFFICIENCY
 
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "faithful": self.faithful}
+
 
 def point_from_summary(rate_bps: int, summary: Any) -> CalibrationPoint:
     gps = [f.goodput_bps for f in summary.flows if f.goodput_bps]
-    eff = (sum(gps) / len(gps) / rate_bps) if gps else 0.0
-    dur = summary.duration_s or 0.0
-    pps = summary.fabric.tx_pkts / dur if dur > 0 else 0.0
+    ratio = (sum(gps) / len(gps) / rate_bps) if gps else 0.0
+    window = summary.traffic_s or summary.duration_s or 0.0
+    pps = summary.fabric.tx_pkts / window if window > 0 else 0.0
     fd = summary.fidelity
-    return CalibrationPoint(rate_bps, summary.ok, fd.cpu_bound, eff, pps,
-                            fd.switch_kernel_drops + fd.host_kernel_drops, fd.reasons)
+    return CalibrationPoint(rate_bps, summary.ok, fd.cpu_bound, fd.efficiency or 0.0, ratio,
+                            pps, fd.switch_kernel_drops + fd.host_kernel_drops,
+                            fd.tm_lag_max_ms, fd.tx_lag_p99_ms, fd.reasons)
 
 
 def suggest(points: list[CalibrationPoint]) -> int | None:
@@ -66,7 +80,8 @@ def calibrate(topo: str, rates_bps: tuple[int, ...], size_bytes: int, target: st
     for rate in rates_bps:
         cfg = RunConfig(topo=topo, lb="ecmp", cc="none", recovery="gbn", target=target,
                         workload=WorkloadParams(kind="permutation", message_bytes=size_bytes),
-                        rate_bps=rate, progress=False, timeout_s=60.0,
+                        rate_bps=rate, rate_reason="calibration point", progress=False,
+                        timeout_s=60.0,
                         results_root=results_root)
         print(f"calibrate: {topo} at {rate / 1e6:g} Mb/s ...", file=sys.stderr, flush=True)
         summary = run_experiment(cfg, console=_QuietConsole())
@@ -90,6 +105,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--size", type=int, default=128 * 1024, help="bytes per flow")
     p.add_argument("--target", default="embedded", choices=("embedded", "bmv2"))
     p.add_argument("--results", default="results/calibrate", metavar="DIR")
+    p.add_argument("--no-save", action="store_true",
+                   help="do not save the suggested rate for `emu run` (default: saved to "
+                        "$XDG_CACHE_HOME/emu/calibration.json or ~/.cache/emu/...)")
     p.set_defaults(func=cmd_calibrate)
 
 
@@ -108,17 +126,25 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     except RunError as exc:
         print(str(exc), file=sys.stderr)
         return 1
-    print(f"{'rate':>10} {'verified':>8} {'efficiency':>10} {'switch pps':>11} "
-          f"{'kernel drops':>12}  verdict")
+    print(f"{'rate':>10} {'verified':>8} {'busiest link':>12} {'goodput/rate':>12} "
+          f"{'switch pps':>10} {'kdrops':>6} {'TM lag':>8} {'tx lag p99':>10}  verdict")
     for p in points:
         verdict = "faithful" if p.faithful else ("CPU-bound: " + "; ".join(p.reasons)
                                                  if p.cpu_bound else "too slow")
-        print(f"{p.rate_bps / 1e6:>7g} Mb/s {str(p.ok):>8} {p.efficiency:>10.2f} "
-              f"{p.switch_pps:>11.0f} {p.kernel_drops:>12}  {verdict}")
+        tm = "n/a" if p.tm_lag_ms is None else f"{p.tm_lag_ms:.1f} ms"
+        tx = "n/a" if p.tx_lag_p99_ms is None else f"{p.tx_lag_p99_ms:.1f} ms"
+        print(f"{p.rate_bps / 1e6:>5g} Mb/s {str(p.ok):>8} {p.efficiency:>12.2f} "
+              f"{p.goodput_ratio:>12.2f} {p.switch_pps:>10.0f} {p.kernel_drops:>6} {tm:>8} "
+              f"{tx:>10}  {verdict}")
     best = suggest(points)
     if best is None:
         print("no rate tried was faithful: try lower rates (--rates 1Mbps,2Mbps)")
         return 1
-    print(f"suggested: --rate {best / 1e6:g}Mbps (make run ... with the topology's rate "
-          f"set to {best / 1e6:g}Mbps)")
+    print(f"suggested: --rate {best / 1e6:g}Mbps")
+    if not args.no_save:
+        from .rates import calibration_path, save_calibration
+
+        path = calibration_path()
+        save_calibration(path, args.topo, args.target, best, [p.to_dict() for p in points])
+        print(f"saved to {path}: `emu run {args.topo}` uses it when no --rate is given")
     return 0

@@ -18,6 +18,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from .config import spray_gbn_warning
+
 USAGE = {
     "tables": "tables SWITCH",
     "counters": "counters SWITCH",
@@ -69,7 +71,9 @@ def set_lb_mode(exp: Any, args: list[str]) -> str:
         exp.controller.set_lb(args[0], switches=switches)
     except ValueError as exc:
         raise CommandError(str(exc)) from None
-    return f"lb {args[0]} on {', '.join(switches) if switches else 'every switch'}"
+    out = f"lb {args[0]} on {', '.join(switches) if switches else 'every switch'}"
+    warning = spray_gbn_warning(args[0], exp.plan.config.recovery)
+    return f"{out}\nwarning: {warning}" if warning else out
 
 
 def _link_args(cmd: str, args: list[str]) -> tuple[str, str]:

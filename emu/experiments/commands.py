@@ -28,8 +28,14 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 4096, 64K, 1M)") from None
 
 
+TOPOLOGY_RATE = 0  # `--rate topology`: the rates written in the topology file
+
+
 def _rate(text: str) -> int:
     from emu.topo import UnitError, parse_rate
+
+    if text.strip().lower() == "topology":
+        return TOPOLOGY_RATE
 
     try:
         return int(parse_rate(text))
@@ -69,10 +75,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     w.add_argument("--seed", type=int, default=1, help="permutation choice and QP entropy")
     f = run.add_argument_group("fabric and hosts")
     f.add_argument("--rate", type=_rate, default=None, metavar="RATE",
-                   help="every link's rate, e.g. 10Mbps (default: the topology's; see "
-                        "`emu calibrate`)")
-    f.add_argument("--dilation", type=float, default=1000.0,
-                   help="time dilation: hosts model links this many times faster (default 1000)")
+                   help="every link's rate, e.g. 10Mbps (default: the rate `emu calibrate "
+                        "TOPO` saved for this machine, else a built-in rate this 2-core "
+                        "class of machine sustains; `--rate topology` keeps the YAML's)")
+    f.add_argument("--priority-queues", type=int, default=2, metavar="N",
+                   help="strict-priority queues per switch port; with 2 or more, ACKs and "
+                        "CNPs (DSCP 48) ride the top one (default 2; 1 = one shared queue)")
+    f.add_argument("--dilation", type=float, default=None,
+                   help="time dilation: hosts model links this many times faster (default: "
+                        "1000 x the topology's rate / the rate used, so the modelled network "
+                        "stays the topology's at 1000x: 20 Mbps in the YAML = 20 Gb/s)")
     f.add_argument("--dcqcn-profile", choices=("hpcc", "nvidia", "paper"), default="hpcc",
                    help="DCQCN parameter profile (default hpcc)")
     f.add_argument("--window", type=int, default=32, metavar="PKTS",
@@ -86,6 +98,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     o.add_argument("--timeout", type=float, default=120.0, metavar="S",
                    help="workload wall-clock budget")
     o.add_argument("--no-progress", action="store_true", help="no live view")
+    o.add_argument("--sample-interval", type=float, default=0.05, metavar="S",
+                   help="sample switch counters and queue depths every S seconds "
+                        "(default %(default)s)")
     o.add_argument("--virtual", action="store_true",
                    help="run in virtual time in one process (no Mininet, no root)")
     o.add_argument("--dry-run", action="store_true",
@@ -104,11 +119,21 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     wl = WorkloadParams(kind=args.workload, iterations=args.iterations,
                         incast_senders=args.incast_senders, seed=args.seed,
                         **({"message_bytes": args.size} if args.size else {}))
+    from emu.experiments.rates import choose_rate, default_dilation
+
+    if args.rate == TOPOLOGY_RATE:
+        rate, reason = None, "as written in the topology: --rate topology"
+    else:
+        choice = choose_rate(args.topo, args.target, args.rate)
+        rate, reason = choice.rate_bps, choice.reason
+    dilation = args.dilation if args.dilation is not None else default_dilation(args.topo, rate)
     return RunConfig(topo=args.topo, lb=args.lb, cc=args.cc, recovery=args.recovery,
-                     target=args.target, workload=wl, dilation=args.dilation,
-                     dcqcn_profile=args.dcqcn_profile,
-                     rate_bps=args.rate, window_pkts=args.window, timeout_s=args.timeout,
+                     target=args.target, workload=wl, dilation=dilation,
+                     dcqcn_profile=args.dcqcn_profile, priority_queues=args.priority_queues,
+                     rate_bps=rate, rate_reason=reason,
+                     window_pkts=args.window, timeout_s=args.timeout,
                      pcap=args.pcap, cli=args.cli, progress=not args.no_progress,
+                     sample_interval_s=args.sample_interval,
                      virtual=args.virtual, results_root=Path(args.results),
                      fail_link=args.fail_link, fail_after_s=args.fail_after)
 
@@ -128,6 +153,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 1
     if args.dry_run:
         print(f"topology {plan.fabric.name}: {plan.fabric.summary()}")
+        from emu.experiments.rates import rate_line
+
+        print(rate_line(plan.fabric, cfg.rate_reason, cfg.dilation))
         print(f"workload {cfg.workload.kind}: {len(plan.workload.flows)} flows, "
               f"{plan.workload.total_bytes()} bytes, {len(plan.agents)} agents")
         for fl in plan.workload.flows[:20]:

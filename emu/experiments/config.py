@@ -36,10 +36,14 @@ class RunConfig:
     # DCQCN then reacts too late to prevent drops.
     dilation: float = 1000.0
     rate_bps: int | None = None  # every link's rate (None: the topology's)
+    rate_reason: str = ""  # why this rate (`emu run` chose it: --rate, calibrated, built-in)
     ecn_kmin_pkts: int = 5
     ecn_kmax_pkts: int = 20
     ecn_pmax: float = 0.2
-    priority_queues: int = 1  # >1 puts ACKs/CNPs on the top queue (needs switch support)
+    # Strict-priority egress queues per switch port; with >1, fabric.p4 puts DSCP 48
+    # (ACKs, NAKs, CNPs) on the top queue, so feedback does not wait behind data (as
+    # RoCE fabrics configure it). 1: everything shares one queue.
+    priority_queues: int = 2
     window_pkts: int = 32  # outstanding packets per QP (and the sr reorder window)
     mtu_bytes: int = 1024  # RoCE path MTU (payload per packet)
     # emu.roce.dcqcn profiles: hpcc (a CNP per marked packet, rates scaled to the link)
@@ -47,7 +51,10 @@ class RunConfig:
     # nominal, which dilation stretches to tens of milliseconds.
     dcqcn_profile: str = "hpcc"
     plb: bool = False
-    sample_interval_s: float = 0.25  # counters and queue depths
+    # Counters and queue depths: one admin `stats` call per switch per sample (cheap;
+    # fabric.p4 counters over P4Runtime are read less often, see run.P4_SAMPLE_S).
+    sample_interval_s: float = 0.05
+    agent_progress_s: float = 0.25  # agents print their counters this often (live view)
     timeout_s: float = 120.0  # the workload's wall-clock budget
     start_delay_s: float = 0.3  # after every agent is READY, before the first flow
     pcap: bool = False
@@ -76,6 +83,10 @@ class RunConfig:
             raise bad("rate_bps must be positive")
         if self.sample_interval_s <= 0 or self.timeout_s <= 0:
             raise bad("sample_interval_s and timeout_s must be positive")
+        if self.agent_progress_s < 0:
+            raise bad("agent_progress_s must be >= 0")
+        if not 1 <= self.priority_queues <= 8:
+            raise bad(f"priority_queues must be 1..8, got {self.priority_queues}")
         if self.window_pkts < 1:
             raise bad("window_pkts must be >= 1")
         self.workload.validate()
@@ -86,11 +97,17 @@ class RunConfig:
         return d
 
     def notes(self) -> list[str]:
-        out = []
-        if self.lb == "spray" and self.recovery == "gbn":
-            out.append("spray reorders packets and go-back-N resends on every gap: "
-                       "expect retransmissions (RECOVERY=sr tolerates reordering)")
-        return out
+        warning = spray_gbn_warning(self.lb, self.recovery)
+        return [warning] if warning else []
+
+
+def spray_gbn_warning(lb: str, recovery: str) -> str | None:
+    """Spraying reorders nearly every packet; go-back-N treats each gap as a loss and
+    resends the whole window, which reorders again: livelock-prone."""
+    if lb == "spray" and recovery == "gbn":
+        return ("spray with go-back-N: every reorder triggers a resend of the whole window "
+                "(livelock-prone); use --recovery sr (RECOVERY=sr)")
+    return None
 
 
 def with_link_rate(topo: str, rate_bps: int) -> Any:

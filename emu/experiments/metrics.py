@@ -108,6 +108,15 @@ def flow_results(workload: Workload, rows_by_host: Mapping[str, Sequence[Mapping
     return out
 
 
+def traffic_window_s(flows: Sequence[FlowResult]) -> float | None:
+    """First flow start to last flow arrival (the agents' start-up excluded)."""
+    starts = [f.start_s for f in flows if f.start_s is not None]
+    ends = [f.end_s for f in flows if f.end_s is not None]
+    if not starts or not ends or max(ends) <= min(starts):
+        return None
+    return max(ends) - min(starts)
+
+
 @dataclass(frozen=True)
 class CollectiveResult:
     id: str
@@ -160,6 +169,9 @@ class HostTotals:
     nic_drops: int = 0
     kernel_drops: int = 0  # host AF_PACKET receive-ring drops
     tx_stalls: int = 0  # sends the kernel refused (socket buffer full): a CPU-bound sign
+    tx_lag_p99_us: float = 0.0  # the worst host's p99 transmit-turn lateness
+    tx_lag_max_us: float = 0.0
+    tx_lag_turns: int = 0  # transmit turns measured, all hosts
     hosts_done: int = 0
     hosts_reported: int = 0
 
@@ -176,6 +188,11 @@ def host_totals(rows_by_host: Mapping[str, Sequence[Mapping[str, Any]]]) -> Host
             t.nic_drops += sum(int(v) for v in (s.get("nic_drops") or {}).values())
             t.kernel_drops += int((s.get("port") or {}).get("kernel_drops") or 0)
             t.tx_stalls += int(s.get("tx_stalls") or 0)
+            lag = s.get("tx_lag") or {}
+            if lag.get("turns"):
+                t.tx_lag_turns += int(lag["turns"])
+                t.tx_lag_p99_us = max(t.tx_lag_p99_us, float(lag.get("p99_us") or 0.0))
+                t.tx_lag_max_us = max(t.tx_lag_max_us, float(lag.get("max_us") or 0.0))
             for qp in (s.get("qps") or {}).values():
                 rq, rs = qp.get("requester", {}), qp.get("responder", {})
                 t.data_pkts_sent += int(rq.get("data_pkts_sent", 0))
@@ -315,33 +332,112 @@ def uplink_balance(deltas: Mapping[PortKey, PortCount],
 # --------------------------------------------------------------------------- fidelity
 
 
+WIRE_OVERHEAD_BYTES = 20  # preamble, SFD and inter-frame gap: on the link, not in tx_bytes
+
+
+def busiest_link_utilisation(deltas: Mapping[PortKey, PortCount],
+                             rates_bps: Mapping[PortKey, float],
+                             traffic_s: float | None) -> tuple[float | None, PortKey | None]:
+    """The most loaded switch egress port's utilisation over the traffic window: its
+    frames' wire time / the window. The workloads here are bandwidth-bound (each flow
+    sends at the line rate unless congestion control slows it), so on a network-bound
+    run the bottleneck link (a collided uplink, an incast receiver's downlink, a ring
+    hop) stays busy most of the window; a busiest link mostly idle means the CPU, not
+    the modelled network, set the pace."""
+    if not traffic_s or traffic_s <= 0:
+        return None, None
+    best: tuple[float, PortKey] | None = None
+    for key, c in deltas.items():
+        rate = rates_bps.get(key)
+        if not rate or not math.isfinite(rate) or c.tx_pkts == 0:
+            continue
+        busy_s = (c.tx_bytes + WIRE_OVERHEAD_BYTES * c.tx_pkts) * 8 / rate
+        if best is None or busy_s > best[0]:
+            best = (busy_s, key)
+    if best is None:
+        return None, None
+    return min(1.0, best[0] / traffic_s), best[1]
+
+
+@dataclass(frozen=True)
+class FidelityLimits:
+    """Where a run stops counting as network-bound (see `fidelity`)."""
+
+    kernel_drop_fraction: float = 0.001  # of data packets
+    # The switches' traffic-manager lag: a service turn late by L leaves the modelled
+    # link idle for L, i.e. L / frame time packets of capacity lost. Judged on the p90 of
+    # the per-sample-window maxima (one GC pause or scheduler hiccup is not a verdict),
+    # in frame times at the host line rate (absolute ms when the frame time is unknown).
+    tm_lag_frames: float = 4.0
+    tm_lag_ms: float = 20.0
+    tx_lag_frames: float = 4.0  # senders' p99 lateness, in frame times at the line rate
+    stall_fraction: float = 0.05  # of data packets, sends refused by a full socket buffer
+    # The busiest link's utilisation while traffic ran, when nothing in the model explains
+    # idle links: senders at line rate (no congestion control) and no drops (go-back-N
+    # and timeouts idle links legitimately). DCQCN may hold senders below the capacity
+    # (virtual-time clos4 runs, free of CPU effects: 0.37..0.98), hence its lower bound.
+    min_efficiency: float = 0.5
+    min_efficiency_dcqcn: float = 0.2
+
+
 @dataclass(frozen=True)
 class Fidelity:
     """Signs that the host CPU, not the modelled network, shaped the results."""
 
     switch_kernel_drops: int
     host_kernel_drops: int
-    tm_lag_max_ms: float | None  # traffic manager behind its schedule (if the target says)
+    tm_lag_max_ms: float | None  # traffic manager behind its schedule (None: target has none)
     send_stalls: int  # agents' sends the kernel refused (socket buffer full)
     cpu_bound: bool
     reasons: tuple[str, ...]
+    tm_lag_p90_ms: float | None = None  # p90 over sample windows of the switches' worst lag
+    tx_lag_p99_ms: float | None = None  # senders' transmit turns behind the paced schedule
+    tx_lag_max_ms: float | None = None
+    frame_time_ms: float | None = None  # one MTU frame at the host line rate (wire)
+    efficiency: float | None = None  # busiest link's utilisation while traffic ran
+    busiest_port: str | None = None  # "leaf1:6"
 
 
-def fidelity(switch_kernel_drops: int, host: HostTotals, tm_lag_max_ms: float | None,
-             data_pkts: int, *, drop_fraction: float = 0.001,
-             lag_ms: float = 20.0, stall_fraction: float = 0.05) -> Fidelity:
-    """A run is flagged CPU-bound when packets were lost in kernel buffers (beyond
-    `drop_fraction` of the data packets), the traffic manager fell more than `lag_ms`
-    behind, or more than `stall_fraction` of sends were refused by a full socket buffer."""
+def fidelity(switch_kernel_drops: int, host: HostTotals, tm_lags_ms: Sequence[float] | None,
+             data_pkts: int, *, frame_time_ms: float | None = None,
+             efficiency: float | None = None, busiest_port: str | None = None,
+             dcqcn: bool = False, fabric_drops: int = 0,
+             limits: FidelityLimits | None = None) -> Fidelity:
+    """A run is flagged CPU-bound when packets were lost in kernel buffers, the switches'
+    traffic managers or the senders ran behind their schedules, sends were refused by
+    full socket buffers, or the busiest link was mostly idle while traffic ran (see
+    FidelityLimits for the bounds). Each reason names its figure and its bound."""
+    lim = limits or FidelityLimits()
     reasons = []
     pkts = max(1, data_pkts)
     kd = switch_kernel_drops + host.kernel_drops
-    if kd > drop_fraction * pkts:
+    if kd > lim.kernel_drop_fraction * pkts:
         reasons.append(f"{kd} frames dropped in kernel socket buffers "
                        f"({switch_kernel_drops} at switches, {host.kernel_drops} at hosts)")
-    if tm_lag_max_ms is not None and tm_lag_max_ms > lag_ms:
-        reasons.append(f"traffic manager up to {tm_lag_max_ms:.0f} ms behind schedule")
-    if host.tx_stalls > stall_fraction * pkts:
+    tm_max = max(tm_lags_ms) if tm_lags_ms else None
+    tm_p90 = percentile(tm_lags_ms, 90) if tm_lags_ms else None
+    if tm_p90 is not None:
+        if frame_time_ms:
+            if tm_p90 > lim.tm_lag_frames * frame_time_ms:
+                reasons.append(f"switch traffic managers behind schedule: p90 {tm_p90:.1f} ms "
+                               f"= {tm_p90 / frame_time_ms:.0f} frame times (bound "
+                               f"{lim.tm_lag_frames:g}), max {tm_max:.0f} ms")
+        elif tm_p90 > lim.tm_lag_ms:
+            reasons.append(f"switch traffic managers behind schedule: p90 {tm_p90:.1f} ms "
+                           f"(bound {lim.tm_lag_ms:g} ms)")
+    tx_p99 = None if host.tx_lag_turns == 0 else host.tx_lag_p99_us / 1e3
+    tx_max = None if host.tx_lag_turns == 0 else host.tx_lag_max_us / 1e3
+    if tx_p99 is not None and frame_time_ms and tx_p99 > lim.tx_lag_frames * frame_time_ms:
+        reasons.append(f"senders' p99 pacing lag {tx_p99:.1f} ms = "
+                       f"{tx_p99 / frame_time_ms:.0f} frame times (bound "
+                       f"{lim.tx_lag_frames:g})")
+    if host.tx_stalls > lim.stall_fraction * pkts:
         reasons.append(f"{host.tx_stalls} host sends refused by full socket buffers")
-    return Fidelity(switch_kernel_drops, host.kernel_drops, tm_lag_max_ms, host.tx_stalls,
-                    bool(reasons), tuple(reasons))
+    bound = lim.min_efficiency_dcqcn if dcqcn else lim.min_efficiency
+    if efficiency is not None and fabric_drops == 0 and efficiency < bound:
+        where = f" ({busiest_port})" if busiest_port else ""
+        reasons.append(f"busiest link{where} only {efficiency:.0%} utilised while traffic "
+                       f"ran (bound {bound:.0%}{' with DCQCN' if dcqcn else ''})")
+    return Fidelity(switch_kernel_drops, host.kernel_drops, tm_max, host.tx_stalls,
+                    bool(reasons), tuple(reasons), tm_p90, tx_p99, tx_max, frame_time_ms,
+                    efficiency, busiest_port)

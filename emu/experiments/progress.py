@@ -1,5 +1,6 @@
 """The live view while a workload runs (rich): elapsed time, bytes moved, flows done,
-ECN marks, CNPs, drops, and the fullest queue right now.
+ECN marks, CNPs, retransmissions, drops, fidelity lags, and the fullest queue right now.
+CNPs and host counters come from the agents' periodic `progress` lines.
 
 `ProgressState` is plain data the orchestrator fills from samples; `render` turns it
 into a table, so the view is testable without a terminal.
@@ -23,7 +24,12 @@ class ProgressState:
     hosts_done: int = 0
     hosts: int = 0
     ecn_marks: int = 0
-    cnps: int | None = None  # known only when agents report (at the end)
+    cnps: int | None = None  # CNPs the hosts sent (agents' periodic reports; None: none yet)
+    ecn_marked_rcvd: int = 0  # marked packets the hosts received
+    retx_pkts: int = 0
+    timeouts: int = 0
+    tm_lag_max_ms: float | None = None  # switches' traffic-manager lag so far (None: n/a)
+    tx_lag_max_ms: float = 0.0  # hosts' transmit turns behind schedule so far
     drops: int = 0
     kernel_drops: int = 0
     hottest: str = "-"  # "leaf2:3 12 pkts"
@@ -43,9 +49,12 @@ def render(s: ProgressState) -> Any:
               f"hosts done {s.hosts_done}/{s.hosts}")
     t.add_row("moved", f"{fmt_bytes(s.bytes_moved)} of {fmt_bytes(s.bytes_total)}",
               f"now {fmt_rate(s.rate_bps)}", f"hottest queue {s.hottest}")
-    t.add_row("ECN marks", str(s.ecn_marks), "CNPs " + ("(at end)" if s.cnps is None
-                                                        else str(s.cnps)),
+    t.add_row("ECN marks", f"{s.ecn_marks} (hosts saw {s.ecn_marked_rcvd})",
+              "CNPs " + ("-" if s.cnps is None else str(s.cnps)),
               f"drops {s.drops}  kernel {s.kernel_drops}")
+    tm = "n/a" if s.tm_lag_max_ms is None else f"{s.tm_lag_max_ms:.1f} ms"
+    t.add_row("retx", f"{s.retx_pkts} pkts, {s.timeouts} timeouts",
+              f"lag: switches {tm}", f"senders {s.tx_lag_max_ms:.1f} ms")
     if s.note:
         t.add_row("note", s.note, "", "")
     return t

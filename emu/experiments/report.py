@@ -13,6 +13,7 @@ from typing import Any
 
 from . import metrics as M
 from . import plots, results
+from .agent_configs import FRAME_OVERHEAD_BYTES
 from .plan import RunPlan
 from .sampler import Snapshot
 from .summary import RunSummary, render_text
@@ -43,9 +44,10 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
     deltas = M.port_deltas(first, last)
     fabric = M.totals(deltas)
     queue_samples = [q for s in rec.snapshots for q in s.queues]
-    lags = [s.tm_lag_ms for s in rec.snapshots if s.tm_lag_ms is not None]
-    fid = M.fidelity(fabric.kernel_drops, hosts, max(lags) if lags else None,
-                     hosts.data_pkts_sent)
+    fid = M.fidelity(fabric.kernel_drops, hosts, tm_lags_ms(rec.snapshots),
+                     hosts.data_pkts_sent, frame_time_ms=frame_time_ms(plan),
+                     dcqcn=cfg.cc == "dcqcn", fabric_drops=fabric.drops,
+                     **efficiency(plan, deltas, flows))
     run = {"topo": plan.fabric.name, "lb": cfg.lb, "cc": cfg.cc, "recovery": cfg.recovery,
            "workload": cfg.workload.kind, "target": "virtual" if cfg.virtual else cfg.target,
            "dilation": cfg.dilation, "message_bytes": cfg.workload.message_bytes,
@@ -59,6 +61,27 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
                       uplinks=M.uplink_balance(deltas, plan.uplinks()), fidelity=fid,
                       bringup_s=dict(rec.bringup_s), notes=[*cfg.notes(), *rec.notes],
                       events=list(rec.events))
+
+
+def tm_lags_ms(snaps: Sequence[Snapshot]) -> list[float]:
+    """The switches' worst traffic-manager lag per sample window of the workload. The
+    first snapshot is skipped: it holds the lag since the switch started (bring-up)."""
+    return [s.tm_lag_ms for s in snaps[1:] if s.tm_lag_ms is not None]
+
+
+def frame_time_ms(plan: RunPlan) -> float | None:
+    """One MTU-sized frame at the slowest host's line rate, on the wire."""
+    rates = [a["nic"]["line_rate_bps"] / a["nic"]["time_dilation"] for a in plan.agents.values()
+             if a["nic"].get("line_rate_bps")]
+    if not rates:
+        return None
+    return (plan.config.mtu_bytes + FRAME_OVERHEAD_BYTES) * 8 / min(rates) * 1e3
+
+
+def efficiency(plan: RunPlan, deltas: Mapping[M.PortKey, M.PortCount],
+               flows: Sequence[M.FlowResult]) -> dict[str, Any]:
+    util, port = M.busiest_link_utilisation(deltas, plan.port_rates(), M.traffic_window_s(flows))
+    return {"efficiency": util, "busiest_port": None if port is None else f"{port[0]}:{port[1]}"}
 
 
 def write_results(run_dir: Path, plan: RunPlan, rec: RunRecords, summary: RunSummary,

@@ -41,7 +41,10 @@ from .summary import RunSummary
 
 REPO = Path(__file__).resolve().parents[2]
 FABRIC_P4 = REPO / "p4src" / "fabric.p4"
-P4_SAMPLE_EVERY = 4  # read fabric.p4 counters on every 4th sample (P4Runtime reads are slow)
+# fabric.p4 counters (ECN marks, pipeline drops) during the workload at most this often:
+# one read is 4 P4Runtime calls per port (~0.4 s for clos4 on 2 cores, and work for the
+# switches), while the targets' own stats (rx/tx, queues, drops, TM lag) take ~5 ms.
+P4_SAMPLE_S = 2.0
 
 
 class RunError(RuntimeError):
@@ -60,6 +63,8 @@ class AgentProc:
     ready_s: float | None = None  # on the run timeline
     done_s: float | None = None
     lines: list[str] = field(default_factory=list)
+    progress: dict[str, Any] = field(default_factory=dict)  # the agent's latest counters
+    progress_rows: list[str] = field(default_factory=list)  # every `progress` line, as sent
     _reader: threading.Thread | None = None
 
     def start_reader(self, t0: float) -> None:
@@ -67,6 +72,16 @@ class AgentProc:
             assert self.popen.stdout is not None
             for line in self.popen.stdout:
                 line = line.strip()
+                if line.startswith("{"):
+                    # Periodic counters (`--progress-s`): keep the latest only.
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue
+                    if isinstance(row, dict) and row.get("type") == "progress":
+                        self.progress = row
+                        self.progress_rows.append(line)
+                    continue
                 self.lines.append(line)
                 if line == "READY" and self.ready_s is None:
                     self.ready_s = time.monotonic() - t0
@@ -124,7 +139,8 @@ class Experiment:
             status = adir / f"{host}{tag}.status"
             cmd = [sys.executable, "-m", "emu.roce", "agent", "--iface",
                    plan.fabric.host(host).intf, "--config", str(cfg_path), "--results",
-                   str(res), "--status-file", str(status)]
+                   str(res), "--status-file", str(status),
+                   "--progress-s", f"{self.plan.config.agent_progress_s:g}"]
             log_path = adir / f"{host}{tag}.log"
             # stderr to a file: an unread pipe would block a chatty agent.
             with log_path.open("w") as err:
@@ -142,6 +158,8 @@ class Experiment:
         snaps: list[Snapshot] = [first]
         agents = self.launch_agents(plan, tag)
         t_launch = time.monotonic()
+        t_p4 = t_launch
+        cpu0 = time.process_time()  # the orchestrator's own CPU: sampling's cost
         state = ProgressState(phase="running", hosts=len(agents),
                               bytes_total=plan.workload.total_bytes())
         deadline = t_launch + cfg.timeout_s + 10.0  # agents stop themselves at timeout_s
@@ -149,14 +167,15 @@ class Experiment:
         t_traffic: float | None = None
         notes: list[str] = []
         events: list[tuple[float, str]] = []
-        n = 0
         base_moved = snapshots_bytes_to_hosts(first, plan)
         prev_t, prev_moved = first.t_s, 0
         try:
             while True:
                 time.sleep(cfg.sample_interval_s)
-                n += 1
-                snap = self.sampler.sample(with_p4=(n % P4_SAMPLE_EVERY == 0))
+                p4_due = time.monotonic() - t_p4 >= P4_SAMPLE_S
+                if p4_due:
+                    t_p4 = time.monotonic()
+                snap = self.sampler.sample(with_p4=p4_due)
                 snaps.append(snap)
                 moved = snapshots_bytes_to_hosts(snap, plan) - base_moved
                 d = snap.t_s - prev_t
@@ -173,6 +192,17 @@ class Experiment:
                     c.kernel_drops - (first.ports[k].kernel_drops if k in first.ports else 0)
                     for k, c in snap.ports.items())
                 state.hosts_done = sum(a.finished() for a in agents.values())
+                reports = [a.progress for a in agents.values() if a.progress]
+                if reports:
+                    state.cnps = sum(int(r.get("cnps_sent", 0)) for r in reports)
+                    state.retx_pkts = sum(int(r.get("retx_pkts", 0)) for r in reports)
+                    state.timeouts = sum(int(r.get("timeouts", 0)) for r in reports)
+                    state.ecn_marked_rcvd = sum(int(r.get("ecn_marked_rcvd", 0))
+                                                for r in reports)
+                    state.tx_lag_max_ms = max(float(r.get("tx_lag_max_us", 0.0))
+                                              for r in reports) / 1e3
+                if snap.tm_lag_ms is not None:
+                    state.tm_lag_max_ms = max(state.tm_lag_max_ms or 0.0, snap.tm_lag_ms)
                 state.hottest = hottest(snap)
                 ready = sum(a.ready_s is not None for a in agents.values())
                 state.phase = "running" if ready == len(agents) else f"agents {ready}/{len(agents)}"
@@ -212,16 +242,26 @@ class Experiment:
                     a.popen.kill()
                     a.popen.wait(timeout=5)
         duration = time.monotonic() - t_launch
+        sm = self.sampler
+        sampling = {"orchestrator_cpu_s": time.process_time() - cpu0,
+                    "samples": float(len(snaps) - 1), "duration_s": duration,
+                    "target_stats_s": sm.target_s, "p4_reads": float(sm.p4_reads),
+                    "p4_read_s": sm.p4_s}
         snaps.append(self.sampler.sample(with_p4=True))
         from .metrics import read_jsonl
 
         rows = {h: read_jsonl(a.results_path) for h, a in agents.items()}
+        for a in agents.values():  # the agents' counters over time, next to their results
+            if a.progress_rows:
+                a.results_path.with_suffix(".progress.jsonl").write_text(
+                    "\n".join(a.progress_rows) + "\n")
         for h, a in agents.items():
             rc = a.popen.returncode
             if rc not in (0, 2):
                 notes.append(f"agent {h} exited {rc}: {a.stderr_tail() or 'no message'}")
         offsets = {h: a.ready_s for h, a in agents.items() if a.ready_s is not None}
-        return RunRecords(rows, offsets, snaps, duration, notes=notes, events=events)
+        return RunRecords(rows, offsets, snaps, duration, notes=notes, events=events,
+                          bringup_s={f"workload_{k}": v for k, v in sampling.items()})
 
     # -- fabric changes -------------------------------------------------------------
 
@@ -276,7 +316,8 @@ def bring_up(plan: RunPlan, run_dir: Path, log: Log) -> tuple[Any, Any, Any, dic
     target = get_target(cfg.target)
     pipeline = compile_pipeline(target, run_dir / "build")
     timings["compile_s"] = time.monotonic() - t0
-    net = EmuNet(plan.fabric, target, run_dir, pipeline=pipeline, pcap=cfg.pcap, log=log)
+    net = EmuNet(plan.fabric, target, run_dir, pipeline=pipeline, pcap=cfg.pcap, log=log,
+                 priority_queues=cfg.priority_queues)
     net.__enter__()
     try:
         timings.update({f"net_{k}": v for k, v in net.timings.items()})
@@ -311,12 +352,14 @@ def run_experiment(cfg: RunConfig, *, console: Any = None, plan: RunPlan | None 
     from .summary import print_summary
 
     plan = plan or plan_run(cfg)
+    say: Log = log or (lambda m: print(m, file=sys.stderr, flush=True))
+    for warning in cfg.notes():
+        say(f"emu run: warning: {warning}")
     if cfg.virtual:
         from .virtual import run_virtual
 
         return run_virtual(plan, console=console)
     preflight(cfg)
-    say: Log = log or (lambda m: print(m, file=sys.stderr, flush=True))
     run_dir = make_run_dir(Path(cfg.results_root), cfg.topo, cfg.lb, cfg.cc)
     from emu.net import NetError
 
@@ -335,6 +378,9 @@ def run_experiment(cfg: RunConfig, *, console: Any = None, plan: RunPlan | None 
         say(f"emu run: {plan.fabric.name} ({plan.fabric.summary()}) fabric ready in "
             f"{timings['ready_s']:.1f} s ({len(plan.fabric.hosts) * (len(plan.fabric.hosts) - 1)}"
             f" host pairs verified); results in {run_dir}")
+        from .rates import rate_line
+
+        say(rate_line(plan.fabric, cfg.rate_reason, cfg.dilation))
         exp = Experiment(plan, net, ctl, run_dir, say)
         if cfg.cli:
             from .cli_ext import run_cli
@@ -350,7 +396,7 @@ def run_experiment(cfg: RunConfig, *, console: Any = None, plan: RunPlan | None 
         errors = net.stop()
         timings["teardown_s"] = time.monotonic() - t_stop
         net.__exit__(None, None, None)
-    rec.bringup_s = timings
+    rec.bringup_s = {**timings, **rec.bringup_s}
     if errors:
         rec.notes.append(f"teardown problems (run `make stop`): {'; '.join(errors)}")
     summary = build_summary(plan, rec, run_dir)

@@ -52,10 +52,10 @@ def from_target_stats(switch: str, stats: Mapping[str, Any], t_s: float
             kernel_drops=int(p.get("kernel_drops", 0)), link_drops=int(p.get("tx_drops", 0)))
         if "queued_pkts" in q:
             queues.append((t_s, switch, num, float(q["queued_pkts"])))
-        # Targets that report how late their transmit schedule runs (not all do).
-        for key in ("lag_ms", "tm_lag_ms"):
-            if key in q:
-                lag = max(lag or 0.0, float(q[key]))
+    # The embedded daemon reports how late its traffic manager ran since the previous
+    # `stats` call (one figure per switch, reset on read); BMv2 has none (absent/None).
+    if stats.get("tm_lag_ms") is not None:
+        lag = float(stats["tm_lag_ms"])
     return ports, queues, lag
 
 
@@ -85,10 +85,16 @@ class FabricSampler:
         self.t0 = time.monotonic() if t0 is None else t0
         self._p4: dict[PortKey, Any] = {}
         self.errors = 0
+        # Wall time spent reading, per source: what sampling costs (recorded per run).
+        self.target_s = 0.0
+        self.p4_s = 0.0
+        self.p4_reads = 0
 
     def read_p4(self) -> dict[PortKey, Any]:
         if self.controller is None:
             return {}
+        t0 = time.monotonic()
+        self.p4_reads += 1
         out: dict[PortKey, Any] = {}
         for sw in self.switches:
             try:
@@ -98,6 +104,7 @@ class FabricSampler:
                 self.errors += 1
                 log.debug("p4 counters of %s: %s", sw, exc)
         self._p4 = out
+        self.p4_s += time.monotonic() - t0
         return out
 
     def sample(self, with_p4: bool = False) -> Snapshot:
@@ -105,6 +112,7 @@ class FabricSampler:
         ports: dict[PortKey, PortCount] = {}
         queues: list[tuple[float, str, int, float]] = []
         lag: float | None = None
+        t0 = time.monotonic()
         for sw in self.switches:
             try:
                 st = self.target_stats(sw)
@@ -118,6 +126,7 @@ class FabricSampler:
                 queues.extend(q)
                 if lg is not None:
                     lag = max(lag or 0.0, lg)
+        self.target_s += time.monotonic() - t0
         if with_p4 or not self._p4:
             self.read_p4()
         return Snapshot(t, merge_p4(ports, self._p4), queues, lag)

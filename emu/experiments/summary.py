@@ -16,6 +16,7 @@ from .metrics import (
     PortCount,
     QueueStats,
     UplinkBalance,
+    traffic_window_s,
 )
 
 
@@ -38,11 +39,7 @@ class RunSummary:
     @property
     def traffic_s(self) -> float | None:
         """First flow start to last flow arrival (the agents' start-up excluded)."""
-        starts = [f.start_s for f in self.flows if f.start_s is not None]
-        ends = [f.end_s for f in self.flows if f.end_s is not None]
-        if not starts or not ends or max(ends) <= min(starts):
-            return None
-        return max(ends) - min(starts)
+        return traffic_window_s(self.flows)
 
     @property
     def bytes_delivered(self) -> int:
@@ -175,19 +172,30 @@ def tables(s: RunSummary, max_flows: int = 16) -> list[Any]:
         out.append(_table("Uplink balance (bytes sent per uplink; Jain 1.00 = even)",
                           ["switch", "per uplink", "Jain", "max/mean"], rows))
 
-    fd = s.fidelity
-    if fd.cpu_bound:
-        out.append("[bold red]CPU-BOUND:[/bold red] these results reflect the host CPU, not "
-                   "the modelled network: " + "; ".join(fd.reasons) +
-                   ". Lower the link rates (emu calibrate suggests some) or the load.")
-    else:
-        lag = "n/a" if fd.tm_lag_max_ms is None else f"{fd.tm_lag_max_ms:.1f} ms"
-        out.append(f"fidelity: network-bound (kernel drops: switches {fd.switch_kernel_drops}, "
-                   f"hosts {fd.host_kernel_drops}; TM lag max {lag}; "
-                   f"refused sends {fd.send_stalls})")
+    out.append(fidelity_text(s.fidelity))
     for n in s.notes:
         out.append(f"note: {n}")
     return out
+
+
+def _ms(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.1f} ms"
+
+
+def fidelity_text(fd: Fidelity) -> str:
+    """Every fidelity signal with its value, then the verdict and its reasons."""
+    eff = "n/a" if fd.efficiency is None else f"{fd.efficiency:.0%}"
+    where = f" ({fd.busiest_port})" if fd.busiest_port and fd.efficiency is not None else ""
+    frame = "" if fd.frame_time_ms is None else f" (frame time {fd.frame_time_ms:.2f} ms)"
+    signals = (f"kernel drops: switches {fd.switch_kernel_drops}, hosts {fd.host_kernel_drops}; "
+               f"TM lag p90 {_ms(fd.tm_lag_p90_ms)}, max {_ms(fd.tm_lag_max_ms)}; sender pacing lag p99 "
+               f"{_ms(fd.tx_lag_p99_ms)}, max {_ms(fd.tx_lag_max_ms)}{frame}; refused sends "
+               f"{fd.send_stalls}; busiest link utilisation {eff}{where}")
+    if fd.cpu_bound:
+        return ("[bold red]fidelity: CPU-BOUND[/bold red] (" + signals + ")\n  these results "
+                "reflect the host CPU, not the modelled network: " + "; ".join(fd.reasons) +
+                ".\n  Lower the link rate (--rate; `emu calibrate` measures one) or the load.")
+    return f"fidelity: network-bound ({signals})"
 
 
 def render_text(s: RunSummary, width: int = 120) -> str:

@@ -79,7 +79,7 @@ class EmuNet:
                  state: RunState | None = None, grpc: str = "tcp",
                  grpc_base_port: int = GRPC_BASE_PORT, pcap: bool = False,
                  ready_timeout_s: float = 60.0,
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None, priority_queues: int = 1) -> None:
         if grpc not in ("tcp", "unix"):
             raise ValueError("grpc must be 'tcp' or 'unix'")
         self.fabric = fabric
@@ -93,6 +93,9 @@ class EmuNet:
         self.grpc_base_port = grpc_base_port
         self.pcap = pcap
         self.ready_timeout_s = ready_timeout_s
+        if not 1 <= priority_queues <= 8:
+            raise ValueError(f"priority_queues must be 1..8, got {priority_queues}")
+        self.priority_queues = priority_queues
         self.log = log or (lambda _msg: None)
         self.mininet: Mininet | None = None
         self.hosts: dict[str, RoceHost] = {}
@@ -230,7 +233,7 @@ class EmuNet:
                 addr = f"127.0.0.1:{grpc_ports.take()}"
             node = net.addSwitch(
                 s.name, cls=sw_cls, model=s, target=self.target, pipeline=self.pipeline,
-                grpc_addr=addr, queues=queue_configs(s, delays[s.name]),
+                grpc_addr=addr, queues=queue_configs(s, delays[s.name], self.priority_queues),
                 log_path=self.run_dir / "logs" / f"{s.name}.log", pcap_dir=pcap_dir,
                 ready_timeout_s=self.ready_timeout_s)
             self.switches[s.name] = node

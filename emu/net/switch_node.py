@@ -29,10 +29,13 @@ from .errors import NetError
 CPU_PORT = 255
 
 
-def queue_configs(model: TopoSwitch, delays_ns: dict[int, int]) -> dict[int, PortQueueConfig]:
-    """Egress queue per port from the model: the switch emulates rate, depth and delay."""
+def queue_configs(model: TopoSwitch, delays_ns: dict[int, int],
+                  priority_queues: int = 1) -> dict[int, PortQueueConfig]:
+    """Egress queues per port from the model: the switch emulates rate, depth and delay;
+    `priority_queues` strict-priority queues per port (fabric.p4 maps DSCP to them)."""
     return {p.number: PortQueueConfig(rate_bps=p.rate_bps or None, depth_pkts=p.depth_pkts,
-                                      delay_ns=delays_ns.get(p.number, 0))
+                                      delay_ns=delays_ns.get(p.number, 0),
+                                      priority_queues=priority_queues)
             for p in model.ports}
 
 

@@ -1,4 +1,5 @@
-"""`python -m emu.roce agent --iface IFACE --config FILE [--results FILE] [--status-file F]`."""
+"""`python -m emu.roce agent --iface IFACE --config FILE [--results FILE] [--status-file F]
+[--progress-s S]`."""
 
 from __future__ import annotations
 
@@ -16,10 +17,14 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--status-file", help="file that reads ready/done/partial/error")
     a.add_argument("--linger-s", type=float, default=0.3,
                    help="keep answering the peer this long after finishing")
+    a.add_argument("--progress-s", type=float, default=0.0, metavar="S",
+                   help="print a JSON `progress` line (counters so far) on stdout every S "
+                        "seconds (default 0: never)")
     args = ap.parse_args(argv)
     from emu.roce.agent import run
 
-    return run(args.iface, args.config, args.results, args.status_file, args.linger_s)
+    return run(args.iface, args.config, args.results, args.status_file, args.linger_s,
+               progress_s=args.progress_s)
 
 
 if __name__ == "__main__":

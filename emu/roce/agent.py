@@ -201,6 +201,19 @@ class Agent:
         out.append(self.summary())
         return out
 
+    def progress(self) -> dict[str, Any]:
+        """Counters so far, summed over the QPs (the orchestrator's live view)."""
+        c = {"data_pkts_sent": 0, "retx_pkts": 0, "timeouts": 0, "cnps_rcvd": 0,
+             "cnps_sent": 0, "ecn_marked_rcvd": 0}
+        for qp in self.nic.qps.values():
+            for k, v in self._qp_counters(qp).items():
+                if k in c:
+                    c[k] += v
+        return {"type": "progress", "host": self.cfg.host.name,
+                "t_ns": self.clock.now_ns() - self.t0, **c,
+                "flows_done": sum(fs.done_ns is not None for fs in self.flows.values()),
+                "received": len(self.received), "tx_lag_max_us": self.nic.tx_lag_max_ns / 1000}
+
     def summary(self) -> dict[str, Any]:
         qps = {}
         for qpn, qp in self.nic.qps.items():
@@ -215,6 +228,7 @@ class Agent:
         return {"type": "summary", "host": self.cfg.host.name, "done": self.done(),
                 "elapsed_ns": self.clock.now_ns() - self.t0, "nic_drops": dict(self.nic.drops),
                 "ctrl_tx_drops": self.nic.ctrl_tx_drops, "tx_stalls": self.nic.tx_stalls,
+                "tx_lag": self.nic.tx_lag_stats(),
                 "dcqcn_clamped": self.nic.clamped, "unexpected_messages": self.unexpected,
                 "port": dict(st.__dict__), "qps": qps}
 
@@ -226,7 +240,7 @@ def write_results(rows: list[dict[str, Any]], out: IO[str]) -> None:
 
 
 def run(iface: str, config: str, results: str | None = None, status_file: str | None = None,
-        linger_s: float = 0.3) -> int:
+        linger_s: float = 0.3, progress_s: float = 0.0) -> int:
     """Entry point of `python -m emu.roce agent` (see the module docstring)."""
     from emu.core.clock import RealClock
     from emu.core.port import AfPacketPort
@@ -259,6 +273,16 @@ def run(iface: str, config: str, results: str | None = None, status_file: str | 
         status("ready")
         print("READY", flush=True)
         agent.start()
+        if progress_s > 0:
+            period = int(progress_s * 1e9)
+
+            def report() -> None:
+                # One short line per period: cheap next to the packets, and the
+                # orchestrator sees CNPs and ECN marks while the run goes on.
+                print(json.dumps(agent.progress(), sort_keys=True), flush=True)
+                clock.call_at(clock.now_ns() + period, report)
+
+            clock.call_at(clock.now_ns() + period, report)
         # `stopped` is polled too: RealClock.run() clears an earlier stop() request, and a
         # signal may land between READY and run().
         clock.run(until=lambda: stopped or agent.done(), timeout_s=cfg.timeout_s)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -30,6 +31,43 @@ class Pow2Histogram:
                 hi = 0 if b == 0 else (1 << b) - 1
                 out[f"{lo}-{hi}" if hi != lo else str(lo)] = n
         return out
+
+
+class LagHistogram:
+    """Counts of non-negative values (us) in quarter-octave buckets: bucket 0 holds 0,
+    bucket b >= 1 holds [2^((b-1)/4), 2^(b/4)); a quantile's upper bound is within 19%."""
+
+    __slots__ = ("buckets", "count")
+
+    SUB = 4
+    SIZE = 4 * 32
+
+    def __init__(self) -> None:
+        self.buckets: list[int] = [0] * self.SIZE
+        self.count = 0
+
+    def add(self, value: float) -> None:
+        self.count += 1
+        if value < 1:
+            self.buckets[0] += 1
+            return
+        b = int(math.log2(value) * self.SUB) + 1
+        self.buckets[b if b < self.SIZE else self.SIZE - 1] += 1
+
+    def total(self) -> int:
+        return self.count
+
+    def quantile_upper(self, q: float) -> float:
+        """An upper bound of the q-quantile (0..1): the top of the bucket holding it."""
+        if self.count == 0:
+            return 0.0
+        rank = q * self.count
+        seen = 0
+        for b, k in enumerate(self.buckets):
+            seen += k
+            if seen >= rank:
+                return 0.0 if b == 0 else round(2 ** (b / self.SUB), 1)
+        return round(2 ** (self.SIZE / self.SUB), 1)
 
 
 @dataclass

@@ -11,10 +11,12 @@ from emu.core.clock import Clock, TimerHandle
 from emu.core.port import FramePort
 from emu.roce import wire
 from emu.roce.dcqcn import DcqcnParams, NotificationPoint, ReactionPoint, scaled
-from emu.roce.metrics import DropCounter
+from emu.roce.metrics import DropCounter, LagHistogram
 from emu.roce.pacing import Dilation, Pacer
 from emu.roce.plb import Plb, PlbParams
 from emu.roce.qp import QpParams, QueuePair
+
+RTO_BACKOFF_MAX = 8  # the backed-off RTO may grow to this multiple of the base RTO
 
 
 @dataclass
@@ -55,6 +57,11 @@ class Nic:
         self._tx_when: int | None = None
         self._stalled: bytes | None = None
         self._line = Pacer(self.wire_line_rate, params.pacing_burst_ns, params.wire_overhead_bytes)
+        # How late transmit turns run against the time they were scheduled for (the paced
+        # send time, or "now" for a kick): on a real clock, a host CPU that cannot keep the
+        # pacing schedule shows here. Microseconds, quarter-octave buckets, plus the max.
+        self.tx_lag = LagHistogram()
+        self.tx_lag_max_ns = 0
         self.on_message: Callable[[QueuePair, object], None] | None = None
         port.set_receiver(self.on_frame)
 
@@ -67,7 +74,9 @@ class Nic:
         d = self.dilation
         p.rto_ns = max(d.time_ns(p.rto_ns), self.params.min_rto_ns)
         p.ack_interval_ns = d.time_ns(p.ack_interval_ns)
-        p.rto_max_ns = max(p.rto_max_ns, p.rto_ns)
+        # Repeated timeouts double the RTO (reset by progress), as a RoCE NIC's retry
+        # timer backs off; room for at least three doublings whatever rto_max_ns says.
+        p.rto_max_ns = max(p.rto_max_ns, RTO_BACKOFF_MAX * p.rto_ns)
         dc = self.dcqcn
         line = self.wire_line_rate
         pacer = Pacer(line, self.params.pacing_burst_ns, self.params.wire_overhead_bytes)
@@ -105,6 +114,11 @@ class Nic:
         else:
             self.drops["unsupported_opcode"] += 1
 
+    def tx_lag_stats(self) -> dict[str, float | int]:
+        """Transmit-turn lateness: max, p99 (upper edge of its bucket, within 19%), turns."""
+        return {"max_us": self.tx_lag_max_ns / 1000, "p99_us": self.tx_lag.quantile_upper(0.99),
+                "turns": self.tx_lag.total()}
+
     def send_ctrl(self, frame: bytes) -> None:
         """ACK/NAK/CNP frames go out at once, ahead of paced data."""
         if not self.port.send(frame):
@@ -127,10 +141,19 @@ class Nic:
         self._tx_handle = self.clock.call_at(when, self._tx)
 
     def _tx(self) -> None:
-        self._tx_handle = None
-        self._tx_when = None
         clock = self.clock
         now = clock.now_ns()
+        when = self._tx_when
+        if when is not None:
+            late = now - when
+            if late > 0:
+                self.tx_lag.add(late / 1000)
+                if late > self.tx_lag_max_ns:
+                    self.tx_lag_max_ns = late
+            else:
+                self.tx_lag.add(0)
+        self._tx_handle = None
+        self._tx_when = None
         send = self.port.send
         if self._stalled is not None:
             if not send(self._stalled):

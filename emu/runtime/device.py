@@ -76,6 +76,9 @@ class Dataplane(Protocol):
     def set_queue_depth(self, port: int | None, depth_pkts: int, *,
                         priority: int | None = None) -> None: ...
     def queue_info(self, port: int) -> dict[str, Any]: ...
+    def take_tm_lag_ns(self) -> int | None:
+        """Largest lateness of a queue service turn since the last call (None: unknown)."""
+        ...
     def close(self) -> None: ...
 
 
@@ -210,6 +213,9 @@ class NullDataplane:
 
     def queue_info(self, port: int) -> dict[str, Any]:
         return {"depth_pkts": self._depths.get(port, self._depths.get(None, 64))}
+
+    def take_tm_lag_ns(self) -> int | None:
+        return None
 
     def close(self) -> None:
         pass

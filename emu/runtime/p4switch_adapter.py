@@ -88,6 +88,9 @@ class P4SwitchDataplane:
                         priority: int | None = None) -> None:
         self.sw.tm.set_queue_depth(port, depth_pkts, priority=priority)
 
+    def take_tm_lag_ns(self) -> int | None:
+        return self.sw.tm.take_max_lag_ns()
+
     def queue_info(self, port: int) -> dict[str, Any]:
         tm = self.sw.tm
         pk, by = tm.occupancy(port)

@@ -57,6 +57,15 @@ def test_clos4_permutation_every_byte_verified(tmp_path: Path) -> None:
                  "summary.txt", "plots/flow_throughput.png", "plots/uplink_utilization.png"):
         assert (d / name).is_file(), name
     assert s.fabric.tx_pkts > 8 * 64  # the switches forwarded the data, and counted it
+    # Every fidelity signal was measured: the embedded switches' traffic-manager lag, the
+    # senders' pacing lag, the busiest link's utilisation; the agents reported counters
+    # while they ran (the live view's CNPs), kept next to their results.
+    fd = s.fidelity
+    assert fd.tm_lag_max_ms is not None and fd.tx_lag_p99_ms is not None
+    assert fd.efficiency is not None and 0 < fd.efficiency <= 1 and fd.frame_time_ms
+    assert s.hosts.tx_lag_turns > 0
+    assert list((d / "agents").glob("*.progress.jsonl")), "no periodic agent counters"
+    assert "fidelity: " in (d / "summary.txt").read_text()
 
 
 def test_spray_with_sr_spreads_one_flow_over_every_uplink(tmp_path: Path) -> None:

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from emu.experiments.agent_configs import AgentSettings, agent_configs, udp_sport
+from emu.experiments.agent_configs import (
+    AgentSettings,
+    agent_configs,
+    path_queue_delay_s,
+    udp_sport,
+)
 from emu.experiments.workloads import WORKLOAD_KINDS, WorkloadParams, build_workload
 from emu.roce.config import load_dict
 from emu.topo import load_topology
@@ -43,10 +48,35 @@ def test_rates_dilation_cc_and_rto() -> None:
     assert c.nic.line_rate_bps == pytest.approx(link.rate_bps * 500)
     assert c.nic.time_dilation == 500
     assert c.dcqcn.enabled is False
-    assert c.qps[0].rto_ns * 500 == pytest.approx(50e6, rel=1e-6)
+    # The RTO covers the path's full queues (both ways: one queue per port), with margin.
+    peer = c.qps[0].peer
+    worst = path_queue_delay_s(FABRIC, "h1", peer, s.mtu_bytes, priority_queues=1)
+    assert c.qps[0].rto_ns * 500 == pytest.approx(max(50e6, 2 * worst * 1e9), rel=1e-5)
     assert c.nic.min_rto_ns == 50_000_000
     assert all(f.start_us == 2000 for f in c.flows if not f.after)
     assert load_dict(agent_configs(FABRIC, w, AgentSettings(cc="dcqcn"))["h1"]).dcqcn.enabled
+
+
+def test_path_queue_delay_counts_every_full_queue_on_the_path() -> None:
+    frame_s = (1024 + 78) * 8 / 20e6  # clos4: 20 Mb/s links, 64-packet queues
+    same_leaf = path_queue_delay_s(FABRIC, "h1", "h2", 1024, priority_queues=1)
+    cross = path_queue_delay_s(FABRIC, "h1", "h3", 1024, priority_queues=1)
+    assert same_leaf == pytest.approx(2 * 64 * frame_s)  # leaf -> host, each way
+    assert cross == pytest.approx(2 * 3 * 64 * frame_s)  # leaf up, spine down, leaf down
+    # With priority queues the ACK waits for at most one data frame per hop.
+    assert path_queue_delay_s(FABRIC, "h1", "h3", 1024, priority_queues=2) == \
+        pytest.approx((3 * 64 + 3) * frame_s)
+
+
+def test_rto_never_below_the_queueing_the_path_can_hold() -> None:
+    w = build_workload(WorkloadParams("permutation", message_bytes=4096), LEAF)
+    for pq in (1, 2):
+        s = AgentSettings(priority_queues=pq)
+        for h, c in agent_configs(FABRIC, w, s).items():
+            for q in c["qps"]:
+                rto_s = q["rto_ns"] * s.dilation / 1e9
+                assert rto_s >= path_queue_delay_s(FABRIC, h, q["peer"], 1024, pq)
+                assert rto_s >= s.rto_wire_ms / 1e3
 
 
 def test_hosts_without_flows_get_no_agent() -> None:

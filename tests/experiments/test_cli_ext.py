@@ -8,13 +8,16 @@ import pytest
 
 from emu.control import FabricController, MemorySwitchHandle
 from emu.experiments import cli_ext
+from emu.experiments.config import RunConfig
+from emu.experiments.plan import plan_run
 from emu.topo import load_topology
 
 
 class FakeExperiment:
     """What the commands use of an Experiment: controller, link_down/up."""
 
-    def __init__(self) -> None:
+    def __init__(self, recovery: str = "gbn") -> None:
+        self.plan = plan_run(RunConfig(recovery=recovery))  # type: ignore[arg-type]
         self.fabric = load_topology("clos4")
         self.handles = {s.name: MemorySwitchHandle(s.name) for s in self.fabric.switches}
         self.controller = FabricController(self.fabric, self.handles)
@@ -56,6 +59,13 @@ def test_lb_mode_changes_the_switch(exp: Any) -> None:
     assert str(exp.controller.lb("leaf2").mode) == "spray"
     with pytest.raises(cli_ext.CommandError, match="unknown load-balancing mode"):
         cli_ext.set_lb_mode(exp, ["bogus"])
+
+
+def test_lb_mode_spray_warns_with_go_back_n() -> None:
+    gbn = cli_ext.set_lb_mode(FakeExperiment("gbn"), ["spray"])
+    assert "warning:" in gbn and "livelock" in gbn and "--recovery sr" in gbn
+    assert "warning" not in cli_ext.set_lb_mode(FakeExperiment("sr"), ["spray"])
+    assert "warning" not in cli_ext.set_lb_mode(FakeExperiment("gbn"), ["ecmp"])
 
 
 def test_fail_and_restore_reroute(exp: Any) -> None:

@@ -86,7 +86,7 @@ def test_run_config_validation() -> None:
 
 def test_calibration_suggests_the_last_faithful_rate() -> None:
     def pt(rate: int, eff: float, cpu: bool = False) -> CalibrationPoint:
-        return CalibrationPoint(rate, True, cpu, eff, 1000.0, 0, ())
+        return CalibrationPoint(rate, True, cpu, eff, eff / 2, 1000.0, 0, None, None, ())
 
     assert suggest([pt(5, 0.9), pt(10, 0.8), pt(20, 0.9, cpu=True), pt(40, 0.9)]) == 10
     assert suggest([pt(5, 0.3)]) is None

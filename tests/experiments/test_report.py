@@ -99,6 +99,39 @@ def test_target_stats_become_port_counts() -> None:
     assert merged[("s1", 2)].tx_pkts == 8  # P4 counters where the target has none
 
 
+def test_target_traffic_manager_lag_is_read_per_switch() -> None:
+    stats = {"ports": {"1": {"queue": {"queued_pkts": 0}}}, "drops": {}, "tm_lag_ms": 3.5}
+    assert from_target_stats("s1", stats, 0.0)[2] == 3.5
+    assert from_target_stats("s1", {**stats, "tm_lag_ms": None}, 0.0)[2] is None  # BMv2
+
+
+def test_summary_shows_every_fidelity_signal_and_skips_bringup_lag(allreduce_run: Run) -> None:
+    plan, rows = allreduce_run
+    snaps = _snapshots(plan)
+    snaps[0].tm_lag_ms = 900.0  # since the switch started: bring-up, not the workload
+    snaps[1].tm_lag_ms = 0.2
+    s = build_summary(plan, RunRecords(rows, {h: 0.0 for h in rows}, snaps, 1.0), None)
+    assert s.fidelity.tm_lag_max_ms == 0.2
+    assert s.fidelity.frame_time_ms == pytest.approx((1024 + 78) * 8 / 20e6 * 1e3)
+    text = render_text(s)
+    for needle in ("TM lag p90 0.2 ms", "sender pacing lag p99", "frame time 0.44 ms",
+                   "busiest link utilisation", "refused sends 0", "kernel drops"):
+        assert needle in text, needle
+
+
+def test_progress_view_shows_agent_counters_live() -> None:
+    from rich.console import Console
+
+    state = ProgressState(phase="running", cnps=17, ecn_marked_rcvd=21, retx_pkts=3,
+                          timeouts=1, tm_lag_max_ms=2.5, tx_lag_max_ms=1.25)
+    con = Console(width=120, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    con.print(render(state))
+    out = con.export_text()
+    assert "CNPs 17" in out and "hosts saw 21" in out and "3 pkts, 1 timeouts" in out
+    assert "switches 2.5 ms" in out and "senders 1.2 ms" in out
+    assert "(at end)" not in out
+
+
 def test_progress_view_renders_without_terminal() -> None:
     from rich.console import Console
 

@@ -48,6 +48,12 @@ def test_queue_configs_carry_rate_depth_and_link_delay() -> None:
             (p.rate_bps, p.depth_pkts, 50_000)
 
 
+def test_queue_configs_carry_the_run_priority_queues() -> None:
+    leaf1 = load_topology("clos4").switch("leaf1")
+    assert {q.priority_queues for q in queue_configs(leaf1, {}).values()} == {1}
+    assert {q.priority_queues for q in queue_configs(leaf1, {}, 2).values()} == {2}
+
+
 def test_port_allocator_skips_busy_ports_and_never_repeats() -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

@@ -213,6 +213,10 @@ def test_queues_rate_depth_ecn_and_delay(topo) -> None:  # type: ignore[no-untyp
         st = admin.stats()
         assert st["ports"]["1"]["kernel_drops"] == 0
         assert st["ports"]["2"]["queue"]["depths_pkts"] == [64]
+        # The paced port above ran service turns: their lateness is reported, then reset.
+        assert isinstance(st["tm_lag_ms"], float) and st["tm_lag_ms"] >= 0.0
+        h2.drain()
+        assert admin.stats()["tm_lag_ms"] == 0.0  # nothing queued since the last read
     finally:
         admin.close()
         c.close()

@@ -399,6 +399,12 @@ class SwitchDaemon:
                     out.setdefault(str(num), {})["tx"] = p.stats.tx_drops
             return out
 
+        def tm_lag_ms(dp: Any) -> float | None:
+            # How late the traffic manager's service turns ran since the previous `stats`
+            # call (it resets): the fidelity signal "TM lag".
+            lag = dp.take_tm_lag_ns() if dp is not None else None
+            return None if lag is None else lag / 1e6
+
         def stats(req: dict[str, Any]) -> Any:
             ports: dict[str, Any] = {}
             dp = self.device.dataplane
@@ -411,7 +417,8 @@ class SwitchDaemon:
                     "kernel_drops": p.kernel_drops(),
                     "queue": dp.queue_info(num) if dp is not None else None,
                 }
-            return {"ports": ports, "drops": drops(req), "p4runtime": dict(self.server.stats)}
+            return {"ports": ports, "drops": drops(req), "p4runtime": dict(self.server.stats),
+                    "tm_lag_ms": tm_lag_ms(dp)}
 
         return {"ping": ping, "set_queue_rate": set_queue_rate,
                 "set_queue_depth": set_queue_depth, "set_link_delay": set_link_delay,

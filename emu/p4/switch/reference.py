@@ -91,6 +91,9 @@ class EcmpEcnDataplane:
         (self._unshaped if free else self._shaped).add(port)
         return free
 
+    def take_tm_lag_ns(self) -> int | None:
+        return self.tm.take_max_lag_ns()
+
     def queue_info(self, port: int) -> dict[str, Any]:
         pk, by = self.tm.occupancy(port)
         st = self.tm.stats(port)

@@ -1,0 +1,87 @@
+"""The host stack's fidelity signals: transmit-turn lateness (sender pacing lag), the
+RTO backoff room, and the agent's periodic progress line."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from emu.core.clock import TimerHandle, VirtualClock
+from emu.core.port import MemLink
+from emu.roce import config
+from emu.roce.agent import Agent
+from emu.roce.metrics import LagHistogram
+from emu.roce.nic import RTO_BACKOFF_MAX
+
+from .helpers import pair
+from .test_agent import two_hosts
+
+
+class LateClock(VirtualClock):
+    """Every timer fires `late_ns` after the time asked for: a busy host CPU."""
+
+    def __init__(self, late_ns: int) -> None:
+        super().__init__()
+        self.late_ns = late_ns
+
+    def call_at(self, when_ns: int, fn: Callable[[], None]) -> TimerHandle:
+        return super().call_at(when_ns + self.late_ns, fn)
+
+
+def send(clock: VirtualClock | None, size: int = 200_000) -> tuple[object, object]:
+    clk, a, _b, qa, qb, _link = pair(rate_bps=100_000_000, clock=clock)
+    got: list[object] = []
+    qb.responder.on_message = got.append
+    qa.post_send(bytes(size), "write")
+    clk.run_until_idle()
+    assert got, "the message arrived"
+    return a, got
+
+
+def test_an_on_time_sender_shows_no_pacing_lag() -> None:
+    nic, _ = send(None)
+    st = nic.tx_lag_stats()  # type: ignore[attr-defined]
+    assert st["turns"] > 10 and st["max_us"] == 0 and st["p99_us"] == 0
+
+
+def test_a_late_sender_shows_its_lateness() -> None:
+    nic, _ = send(LateClock(300_000))  # every paced turn 300 us late
+    st = nic.tx_lag_stats()  # type: ignore[attr-defined]
+    assert st["max_us"] == 300
+    assert 300 <= st["p99_us"] <= 300 * 1.19  # the top of the bucket holding 300 us
+
+
+def test_histogram_quantile_is_a_close_upper_bound() -> None:
+    h = LagHistogram()
+    assert h.quantile_upper(0.99) == 0
+    for v in [0.0] * 98 + [5.0, 1000.0]:
+        h.add(v)
+    assert h.quantile_upper(0.5) == 0
+    assert 5.0 <= h.quantile_upper(0.99) <= 5.0 * 1.19
+    assert 1000.0 <= h.quantile_upper(1.0) <= 1000.0 * 1.19
+
+
+def test_rto_has_room_to_back_off() -> None:
+    _clk, _a, _b, qa, _qb, _link = pair(qp_kw={"rto_ns": 50_000_000, "rto_max_ns": 1})
+    assert qa.requester.rto_max_ns >= RTO_BACKOFF_MAX * qa.requester.rto_base_ns
+
+
+def test_agent_progress_line_counts_so_far() -> None:
+    clk = VirtualClock()
+    link = MemLink(clk, rate_bps=10_000_000_000, delay_ns=5000, overhead_bytes=24)
+    h1, h2 = two_hosts()
+    a1 = Agent(config.load_dict(h1), clk, link.a)
+    a2 = Agent(config.load_dict(h2), clk, link.b)
+    a1.start()
+    a2.start()
+    before = a1.progress()
+    assert before["type"] == "progress" and before["data_pkts_sent"] == 0
+    clk.run_until_idle()
+    after = json.loads(json.dumps(a1.progress()))
+    assert after["host"] == "h1" and after["flows_done"] == 2 and after["received"] == 1
+    assert after["data_pkts_sent"] >= 300_000 // 1024
+    for key in ("cnps_sent", "cnps_rcvd", "ecn_marked_rcvd", "retx_pkts", "timeouts",
+                "tx_lag_max_us"):
+        assert key in after
+    summary = a1.results()[-1]
+    assert summary["tx_lag"]["turns"] > 0
