@@ -6,7 +6,7 @@ entries the P4Runtime handle would send.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from emu.p4 import tables as T
@@ -89,8 +89,14 @@ class InProcessSwitchHandle:
         packets, nbytes = self.switch.counter_read(counter, index)
         return int(packets), int(nbytes)
 
+    def read_counters(self, counter: str, indices: Sequence[int]) -> dict[int, tuple[int, int]]:
+        return {i: self.read_counter(counter, i) for i in indices}
+
     def read_register(self, register: str, index: int) -> int:
         return int(self.switch.register_read(register, index))
+
+    def read_registers(self, register: str, indices: Sequence[int]) -> dict[int, int]:
+        return {i: self.read_register(register, i) for i in indices}
 
     def write_register(self, register: str, index: int, value: int) -> None:
         self.switch.register_write(register, index, value)

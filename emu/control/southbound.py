@@ -11,7 +11,7 @@ expression such as `hdr.ipv4.dstAddr`); values are plain ints.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -69,7 +69,15 @@ class SwitchHandle(Protocol):
         """(packets, bytes) of one counter cell."""
         ...
 
+    def read_counters(self, counter: str, indices: Sequence[int]) -> dict[int, tuple[int, int]]:
+        """(packets, bytes) of several cells of one counter, in one round trip."""
+        ...
+
     def read_register(self, register: str, index: int) -> int: ...
+
+    def read_registers(self, register: str, indices: Sequence[int]) -> dict[int, int]:
+        """Several cells of one register, in one round trip."""
+        ...
 
     def write_register(self, register: str, index: int, value: int) -> None: ...
 
@@ -110,8 +118,14 @@ class MemorySwitchHandle:
     def read_counter(self, counter: str, index: int) -> tuple[int, int]:
         return self.counters.get((counter, index), (0, 0))
 
+    def read_counters(self, counter: str, indices: Sequence[int]) -> dict[int, tuple[int, int]]:
+        return {i: self.read_counter(counter, i) for i in indices}
+
     def read_register(self, register: str, index: int) -> int:
         return self.registers.get((register, index), 0)
+
+    def read_registers(self, register: str, indices: Sequence[int]) -> dict[int, int]:
+        return {i: self.read_register(register, i) for i in indices}
 
     def write_register(self, register: str, index: int, value: int) -> None:
         self.registers[(register, index)] = value

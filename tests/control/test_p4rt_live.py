@@ -60,6 +60,7 @@ def test_program_a_fabric_over_p4runtime_and_forward():
         h1, h2 = fabric.hosts
         leaf1 = fabric.switch(h1.switch)
         frame = udp_frame(h1.mac, h1.gateway_mac, str(h1.ip), str(h2.ip), 50000, ttl=9)
+        clock.advance(7_000)  # egress timestamps are then 7 us, not 0
         devices[leaf1.name].inject(h1.switch_port, frame)
         clock.run_until_idle()
         ((port, sent),) = outputs[leaf1.name]
@@ -73,6 +74,10 @@ def test_program_a_fabric_over_p4runtime_and_forward():
         assert ctl.port_counters(leaf1.name)[up.number].tx_pkts == 1
         (g,) = ctl.group_counters(leaf1.name)
         assert g.packets == (1,)
+        # registers too, every port in one read: only the uplink saw a dequeue
+        q = ctl.queue_readings(leaf1.name)
+        assert set(q) == {p.number for p in leaf1.ports}
+        assert q[up.number] == (0, 7) and q[h1.switch_port] == (0, 0)
         # a mode change is one default-action write
         ctl.set_lb("ecmp", switches=leaf1.name)
         client = handles[leaf1.name].client
