@@ -13,6 +13,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from emu import __version__
 from emu.topo.errors import TopologyError
@@ -26,15 +27,20 @@ COMMAND_GROUPS: list[tuple[str, str]] = [
 ]
 
 
+def register_groups(sub: Any, groups: Sequence[tuple[str, str]]) -> None:
+    """Call each "module:function" registrar with the subparsers object (lazy imports)."""
+    for _name, target in groups:
+        module, _, func = target.partition(":")
+        getattr(importlib.import_module(module), func)(sub)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="emu", description="Packet-level emulator of RoCEv2 fabrics with P4 switches."
     )
     parser.add_argument("--version", action="version", version=f"emu {__version__}")
     sub = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
-    for _name, target in COMMAND_GROUPS:
-        module, _, func = target.partition(":")
-        getattr(importlib.import_module(module), func)(sub)
+    register_groups(sub, COMMAND_GROUPS)
     return parser
 
 

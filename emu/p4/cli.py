@@ -21,12 +21,12 @@ missing piece only affects its own command.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from emu.cli import register_groups
 from emu.p4.frontend.diagnostics import P4Error
 
 COMMANDS: list[tuple[str, str]] = [
@@ -184,9 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m emu.p4", description="Embedded v1model P4 target: compile, check, STF tests."
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for _name, target in COMMANDS:
-        module, _, func = target.partition(":")
-        getattr(importlib.import_module(module), func)(sub)
+    register_groups(sub, COMMANDS)
     return parser
 
 
