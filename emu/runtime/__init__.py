@@ -8,6 +8,8 @@
 - arbitration.py: primary election per (device, role), role configs kept per role.
 - roles.py: role configs (stratum.P4RoleConfig) and what they allow.
 - digests.py: DigestEntry configs, digest list batching, dedup cache, acks, timeouts.
+- atomicity.py: Write batches under each WriteRequest.Atomicity (undo by inverse updates).
+- valuesets.py: ValueSetEntry (parser value sets) writes and reads.
 - reconcile.py: RECONCILE_AND_COMMIT to a different program (state carried by name).
 - admin.py: the JSON-lines admin protocol (queue rate/depth, link delay, stats).
 - client.py: a thin P4Runtime client, one object per switch.

@@ -4,7 +4,8 @@ The server speaks P4Runtime; a *device* holds the running program. The split:
 
 - `ControlPlane`: the committed program's control-plane objects, looked up by
   their P4Info (fully qualified) names -- the table engine's `Table` and
-  `ActionProfile`, the stateful externs, the replication engine. The server
+  `ActionProfile`, the stateful externs, the parser value sets, the
+  replication engine. The server
   translates P4Runtime entities onto these engine objects itself.
 - `Dataplane`: one loaded program instance: a ControlPlane plus packet I/O
   (`inject(port, frame)`, an output callback per frame) and its traffic
@@ -32,6 +33,7 @@ import grpc
 
 from emu.core.clock import Clock, RealClock
 from emu.p4.tables import ActionCall, ActionProfile, SizeSemantics, Table
+from emu.p4.target.runtime import ValueSet
 from emu.p4.v1model.replication import PacketReplicationEngine
 from emu.p4.v1model.stateful import CounterArray, MeterArray, RegisterArray
 from emu.p4.v1model.traffic_manager import DropCounters
@@ -60,6 +62,7 @@ class ControlPlane(Protocol):
     def counter(self, name: str) -> CounterArray: ...
     def meter(self, name: str) -> MeterArray: ...
     def register(self, name: str) -> RegisterArray: ...
+    def value_set(self, name: str) -> ValueSet: ...
 
 
 class Dataplane(Protocol):
@@ -120,6 +123,10 @@ class InfoControlPlane:
         self.counters: dict[str, CounterArray] = {}
         self.meters: dict[str, MeterArray] = {}
         self.registers: dict[str, RegisterArray] = {}
+        self.value_sets: dict[str, ValueSet] = {
+            vs.preamble.name: ValueSet(vs.preamble.name, max(1, vs.size),
+                                       tuple(m.bitwidth for m in vs.match))
+            for vs in index.value_sets.values()}
         actions_of_profile: dict[int, list[Any]] = {}
         for ti in index.tables.values():
             if ti.profile_id:
@@ -184,6 +191,9 @@ class InfoControlPlane:
 
     def register(self, name: str) -> RegisterArray:
         return self.registers[name]
+
+    def value_set(self, name: str) -> ValueSet:
+        return self.value_sets[name]
 
 
 class NullDataplane:
@@ -378,6 +388,7 @@ def _check_consistent(index: P4InfoIndex, cp: ControlPlane) -> None:
         ("counter", cp.counter, [c.preamble.name for c in index.counters.values()]),
         ("meter", cp.meter, [m.preamble.name for m in index.meters.values()]),
         ("register", cp.register, [r.preamble.name for r in index.registers.values()]),
+        ("value set", cp.value_set, [v.preamble.name for v in index.value_sets.values()]),
     ]
     for kind, get, names in checks:
         for n in names:

@@ -70,6 +70,18 @@ def already_exists(msg: str) -> P4RTError:
     return P4RTError(grpc.StatusCode.ALREADY_EXISTS, msg)
 
 
+def resource_exhausted(msg: str) -> P4RTError:
+    return P4RTError(grpc.StatusCode.RESOURCE_EXHAUSTED, msg)
+
+
+def aborted(msg: str) -> P4RTError:
+    return P4RTError(grpc.StatusCode.ABORTED, msg)
+
+
+def internal(msg: str) -> P4RTError:
+    return P4RTError(grpc.StatusCode.INTERNAL, msg)
+
+
 def as_p4rt_error(exc: BaseException) -> P4RTError:
     """Map an engine exception onto its P4Runtime code.
 

@@ -1,7 +1,7 @@
 """Dataplane adapter for the compiled v1model switch (emu.p4.api.P4Switch).
 
 The server only needs the Dataplane interface of device.py; this maps it onto
-P4Switch: tables / action profiles / externs by qualified name, inject, the
+P4Switch: tables / action profiles / externs / parser value sets by qualified name, inject, the
 output handlers (CPU-port frames included: the device routes them to PacketIn),
 digests and the traffic manager.
 """
@@ -13,6 +13,7 @@ from typing import Any
 
 from emu.core.clock import Clock
 from emu.p4.tables import ActionProfile, Table
+from emu.p4.target.runtime import ValueSet
 from emu.p4.v1model.replication import PacketReplicationEngine
 from emu.p4.v1model.stateful import CounterArray, MeterArray, RegisterArray
 
@@ -39,6 +40,9 @@ class _Control:
 
     def register(self, name: str) -> RegisterArray:
         return self._sw.registers[name]  # type: ignore[no-any-return]
+
+    def value_set(self, name: str) -> ValueSet:
+        return self._sw.value_sets[name]  # type: ignore[no-any-return]
 
 
 class _DigestTap(list):  # type: ignore[type-arg]

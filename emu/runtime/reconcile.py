@@ -9,13 +9,14 @@ cannot be preserved the answer is INVALID_ARGUMENT. How, here:
    members and groups, table entries (one-shot action sets, direct counter data
    and direct meter configs included; const entries come with the program),
    default actions the controller changed, non-zero counter cells, configured
-   meter cells, non-zero register cells.
+   meter cells, non-zero register cells, non-empty parser value sets.
 2. Each entity is re-addressed by *name* into the new P4Info: tables, action
    profiles, counters, meters, registers and actions by their preamble name,
    match fields and action params by their name. Shapes must agree: a table
    keeps the same match fields (name, match kind, bitwidth; order may change),
    an action the same params (name, bitwidth); a direct counter or meter with
-   state needs one in the new table. Anything that does not exist or fit in the
+   state needs one in the new table; a value set with members keeps its match
+   fields the same way. Anything that does not exist or fit in the
    new program is INVALID_ARGUMENT, naming it.
 3. The entities are written into the new pipeline with the server's Write path
    (so every check of a Write applies) while the switch loop holds the data
@@ -125,6 +126,27 @@ class IdMap:
     def register(self, old_id: int) -> int:
         return self._named("register", self.old.registers, self.new.registers, old_id)
 
+    def value_set(self, old_id: int) -> tuple[int, dict[int, int]]:
+        """(new id, match field id map) for a value set present in both with one shape."""
+        o = self.old.value_sets.get(old_id)
+        if o is None:
+            raise _cannot(f"unknown value set id {old_id}")
+        name = o.preamble.name
+        n = self._by_name(self.new.value_sets.values(), name)
+        if n is None:
+            raise _cannot(f"value set {name} has members but is not in the new P4Info")
+        new_fields = {m.name: m for m in n.match}
+        if {m.name for m in o.match} != set(new_fields):
+            raise _cannot(f"value set {name}: match fields changed")
+        fmap = {}
+        for m in o.match:
+            nm = new_fields[m.name]
+            if (nm.match_type, nm.other_match_type, nm.bitwidth) != \
+                    (m.match_type, m.other_match_type, m.bitwidth):
+                raise _cannot(f"value set {name} field {m.name}: match kind or width changed")
+            fmap[m.id] = nm.id
+        return int(n.preamble.id), fmap
+
     def digest_ids(self) -> dict[int, int]:
         """Digests present in both with the same type (old id -> new id)."""
         out = {}
@@ -178,6 +200,12 @@ class IdMap:
             out.meter_entry.meter_id = self.meter(out.meter_entry.meter_id)
         elif which == "register_entry":
             out.register_entry.register_id = self.register(out.register_entry.register_id)
+        elif which == "value_set_entry":
+            vs = out.value_set_entry
+            vs.value_set_id, fmap = self.value_set(vs.value_set_id)
+            for member in vs.members:
+                for fm in member.match:
+                    fm.field_id = fmap[fm.field_id]
         elif which != "packet_replication_engine_entry":  # the PRE needs no P4Info
             raise _cannot(f"cannot carry {which} entities")
         return out
@@ -226,6 +254,9 @@ def snapshot_entities(read: ReadFn, index: P4InfoIndex, control: ControlPlane
             out.append((U.MODIFY, e))
     for e in read(E(register_entry=p4runtime_pb2.RegisterEntry())):
         if e.register_entry.data.bitstring.strip(b"\x00"):
+            out.append((U.MODIFY, e))
+    for e in read(E(value_set_entry=p4runtime_pb2.ValueSetEntry())):
+        if len(e.value_set_entry.members):
             out.append((U.MODIFY, e))
     return out
 

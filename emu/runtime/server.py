@@ -6,10 +6,12 @@ simple_switch_grpc (PI) implements it, with these choices:
 - Write: device_id mismatch or a role no stream ever named NOT_FOUND; a writer
   that is not the primary of its role PERMISSION_DENIED; an update outside the
   role's config (roles.py) PERMISSION_DENIED for that update; no pipeline
-  FAILED_PRECONDITION; atomicity
-  CONTINUE_ON_ERROR only (ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC: UNIMPLEMENTED).
-  Any failed update makes the RPC fail with UNKNOWN and one p4.v1.Error per
-  update in the binary status details (OK for the ones applied).
+  FAILED_PRECONDITION. Atomicity CONTINUE_ON_ERROR, ROLLBACK_ON_ERROR and
+  DATAPLANE_ATOMIC (atomicity.py: a failed all-or-none batch is rolled back,
+  its other updates ABORTED). Any failed update makes the RPC fail with
+  UNKNOWN and one p4.v1.Error per update in the binary status details (OK for
+  the ones applied). ValueSetEntry: MODIFY replaces a parser value set's
+  members, read returns them (valuesets.py).
 - Read: wildcards per the spec (id 0 = all of that kind, index unset = all
   cells, group/session id 0 = all); registers can be read *and* written (PI
   cannot). Default entries are read only with is_default_action set.
@@ -51,6 +53,7 @@ from emu.p4.v1model.replication import Replica
 from emu.p4.v1model.stateful import MeterRates
 
 from .arbitration import Arbitration, Stream, election_int
+from .atomicity import write_batch
 from .device import ControlPlane, Device
 from .digests import DigestConfig, DigestManager
 from .errors import (
@@ -67,12 +70,14 @@ from .errors import (
 from .reconcile import IdMap, snapshot_entities, transfer
 from .roles import RoleConfig, entity_p4_id
 from .translate import P4InfoIndex, TableInfo, decode_uint, encode_uint
+from .valuesets import read_value_sets, write_value_set
 
 log = logging.getLogger("emu.runtime.server")
 
 __all__ = ["P4RuntimeServer", "serve"]
 
 U = p4runtime_pb2.Update
+WR = p4runtime_pb2.WriteRequest
 SFPC = p4runtime_pb2.SetForwardingPipelineConfigRequest
 GFPC = p4runtime_pb2.GetForwardingPipelineConfigRequest
 API_VERSION = "1.4.1"
@@ -387,17 +392,21 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._check_device(request.device_id)
             self._check_primary(request.role, request.election_id,
                                 request.HasField("election_id"))
-            if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
-                raise unimplemented("only CONTINUE_ON_ERROR atomicity is supported")
+            atomicity = request.atomicity
+            if atomicity not in (WR.CONTINUE_ON_ERROR, WR.ROLLBACK_ON_ERROR,
+                                 WR.DATAPLANE_ATOMIC):
+                raise invalid(f"unknown atomicity {atomicity}")
             role = request.role
             cfg = self.arbitration.config(role)
             with self._config_lock:
                 pipe = self._pipeline()
                 updates = list(request.updates)
                 denied = [self._role_denies(role, cfg, u) for u in updates]
-                results = self.device.call(lambda: [
-                    d if d is not None else self._apply_safe(pipe, u)
-                    for u, d in zip(updates, denied, strict=True)])
+                # The whole batch, rollback included, is one call: the switch loop runs
+                # no packet in between, so DATAPLANE_ATOMIC holds (atomicity.py).
+                results = self.device.call(lambda: write_batch(
+                    updates, denied, atomicity, lambda u: self._apply(pipe, u),
+                    lambda e: self._read(pipe, e)))
         except P4RTError as e:
             self._abort(context, e)
         except Exception as e:
@@ -424,16 +433,6 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 return permission_denied(f"P4 id {p4_id} belongs exclusively to role {owner!r}")
         return None
 
-    def _apply_safe(self, pipe: _Pipeline, u: p4runtime_pb2.Update) -> P4RTError | None:
-        try:
-            self._apply(pipe, u)
-            return None
-        except Exception as e:
-            err = as_p4rt_error(e)
-            if err.code is grpc.StatusCode.INTERNAL:
-                log.exception("internal error in update")
-            return err
-
     def _apply(self, pipe: _Pipeline, u: p4runtime_pb2.Update) -> None:
         if u.type not in (U.INSERT, U.MODIFY, U.DELETE):
             raise invalid("update type must be INSERT, MODIFY or DELETE")
@@ -459,6 +458,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._write_pre(pipe, u.type, ent.packet_replication_engine_entry)
         elif which == "digest_entry":
             self._write_digest(pipe, u.type, ent.digest_entry)
+        elif which == "value_set_entry":
+            write_value_set(pipe.index, pipe.control, u.type, ent.value_set_entry)
         elif which is None:
             raise invalid("update without an entity")
         else:
@@ -1013,6 +1014,8 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         elif which == "digest_entry":
             out.extend(p4runtime_pb2.Entity(digest_entry=e)
                        for e in self.digests.read(ent.digest_entry.digest_id))
+        elif which == "value_set_entry":
+            out.extend(read_value_sets(idx, pipe.control, ent.value_set_entry))
         elif which is None:
             raise invalid("read of an empty entity")
         else:

@@ -99,6 +99,7 @@ class P4InfoIndex:
     direct_meters: dict[int, p4info_pb2.DirectMeter] = field(default_factory=dict)
     registers: dict[int, p4info_pb2.Register] = field(default_factory=dict)
     digests: dict[int, p4info_pb2.Digest] = field(default_factory=dict)
+    value_sets: dict[int, p4info_pb2.ValueSet] = field(default_factory=dict)
     packet_in: p4info_pb2.ControllerPacketMetadata | None = None
     packet_out: p4info_pb2.ControllerPacketMetadata | None = None
 
@@ -133,6 +134,8 @@ class P4InfoIndex:
             idx.registers[claim(r.preamble, "register")] = r
         for d in p4info.digests:
             idx.digests[claim(d.preamble, "digest")] = d
+        for vs in p4info.value_sets:
+            idx.value_sets[claim(vs.preamble, "value set")] = vs
         for cpm in p4info.controller_packet_metadata:
             claim(cpm.preamble, "controller packet metadata")
             if cpm.preamble.name == "packet_in":

@@ -255,11 +255,7 @@ def test_batch_reports_each_update(rig: Rig, cp_p4info: p4info_pb2.P4Info, cpc: 
     assert ei.value.code is grpc.StatusCode.UNKNOWN
     assert _codes(ei.value) == [OK, EXISTS, NOT_FOUND, INVALID, OK]
     assert len(c.read([c.table_entry("MyIngress.fwd")])) == 2  # CONTINUE_ON_ERROR
-    for atom in (p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR,
-                 p4runtime_pb2.WriteRequest.DATAPLANE_ATOMIC):
-        with pytest.raises(WriteError) as ei:
-            c.write([U(type=U.INSERT, entity=ok2)], atomicity=atom)
-        assert ei.value.code is grpc.StatusCode.UNIMPLEMENTED
+    # ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC: test_atomicity.py
 
 
 def test_byte_string_encodings(rig: Rig, cp_p4info: p4info_pb2.P4Info, cpc: P4RuntimeClient) -> None:
