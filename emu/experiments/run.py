@@ -42,9 +42,9 @@ from .summary import RunSummary
 REPO = Path(__file__).resolve().parents[2]
 FABRIC_P4 = REPO / "p4src" / "fabric.p4"
 # fabric.p4 counters (ECN marks, pipeline drops) during the workload at most this often:
-# one read is 4 P4Runtime calls per port (~0.4 s for clos4 on 2 cores, and work for the
-# switches), while the targets' own stats (rx/tx, queues, drops, TM lag) take ~5 ms.
-P4_SAMPLE_S = 2.0
+# one read is 4 P4Runtime calls per switch (one per counter array), still work for the
+# switches, while the targets' own stats (rx/tx, queues, drops, TM lag) take ~5 ms.
+P4_SAMPLE_S = 1.0
 
 
 class RunError(RuntimeError):
