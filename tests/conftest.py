@@ -37,8 +37,11 @@ def veth_pair() -> Iterator[Callable[[], tuple[str, str, str, str]]]:
             made.append(ns)
         subprocess.run(["ip", "link", "add", if_a, "netns", ns_a, "type", "veth",
                         "peer", "name", if_b, "netns", ns_b], check=True, capture_output=True)
-        netns.run(ns_a, "ip", "link", "set", if_a, "up")
-        netns.run(ns_b, "ip", "link", "set", if_b, "up")
+        for ns, ifc in ((ns_a, if_a), (ns_b, if_b)):
+            # No IPv6 on the test link: otherwise the kernel sends frames of its own
+            # (neighbour discovery, MLD) that tests counting frames would see.
+            netns.run(ns, "sysctl", "-qw", f"net.ipv6.conf.{ifc}.disable_ipv6=1", check=False)
+            netns.run(ns, "ip", "link", "set", ifc, "up")
         return ns_a, if_a, ns_b, if_b
 
     try:

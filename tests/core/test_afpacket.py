@@ -26,8 +26,10 @@ def test_frames_cross_a_veth_in_order(veth_pair) -> None:  # type: ignore[no-unt
         pb = AfPacketPort(if_b, clock)
     got: list[bytes] = []
     echoed: list[bytes] = []
-    pb.set_receiver(got.append)
-    pa.set_receiver(echoed.append)  # must not see its own transmissions
+    # Only our EtherType: the kernel may put a frame of its own on a fresh link (IPv6
+    # neighbour discovery, MLD), which is not ours to count.
+    pb.set_receiver(lambda f: got.append(f) if f[12:14] == b"\x88\xb5" else None)
+    pa.set_receiver(lambda f: echoed.append(f) if f[12:14] == b"\x88\xb5" else None)
     n = 2000
     sent = 0
 
@@ -47,7 +49,7 @@ def test_frames_cross_a_veth_in_order(veth_pair) -> None:  # type: ignore[no-unt
         assert got[5] == _frame(5)
         assert echoed == []
         assert pb.kernel_drops() == 0
-        assert pa.stats.tx_frames == n and pb.stats.rx_frames == n
+        assert pa.stats.tx_frames == n and pb.stats.rx_frames >= n
     finally:
         pa.close()
         pb.close()
