@@ -128,6 +128,8 @@ class SwitchSpec:
     pcap_dir: Path | None = None
     log_path: Path | None = None
     thrift_port: int | None = None  # BMv2 only (None: a free port is picked at start)
+    # Embedded only: the daemon's busy-wait before paced departures (None: its default).
+    timer_spin_us: float | None = None
 
     def validate(self) -> None:
         """Raise SpecError for a spec no target can run (targets check their own limits)."""

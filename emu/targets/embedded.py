@@ -89,6 +89,8 @@ def daemon_command(spec: SwitchSpec, *, python: str = sys.executable,
     nq = max((q.priority_queues for q in spec.queues.values()), default=1)
     if nq > 1:
         cmd += ["--priority-queues", str(nq)]
+    if spec.timer_spin_us is not None:
+        cmd += ["--timer-spin-us", f"{spec.timer_spin_us:g}"]
     if admin_socket:
         cmd += ["--admin-socket", admin_socket]
     if ready_fd is not None:

@@ -236,3 +236,19 @@ def test_require_target(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
     with pytest.raises(TargetUnavailable, match="^target bmv2: .* not found; run inside the VM"):
         require_target("bmv2")
+
+
+def test_timer_spin_reaches_the_daemon_options():
+    from emu.p4.cli import build_parser
+    from emu.p4.switch.commands import options_from_args
+    from emu.targets.embedded import daemon_command
+
+    cmd = daemon_command(spec(timer_spin_us=0.0), python="py")
+    assert "--timer-spin-us 0" in " ".join(cmd)
+    assert "--timer-spin-us" not in daemon_command(spec(), python="py")  # the daemon's default
+    args = build_parser().parse_args(cmd[3:])
+    assert options_from_args(args).timer_spin_ns == 0
+    args = build_parser().parse_args(["switch", "--no-p4", "--timer-spin-us", "25"])
+    assert options_from_args(args).timer_spin_ns == 25_000
+    args = build_parser().parse_args(["switch", "--no-p4"])
+    assert options_from_args(args).timer_spin_ns == 100_000

@@ -53,6 +53,9 @@ def register(sub: Any) -> None:
                         '"depth_pkts": .., "delay_us": ..}}}')
     p.add_argument("--allow-python-pipelines", action="store_true",
                    help="accept emu-python-v1 device configs (they import Python code)")
+    p.add_argument("--timer-spin-us", type=float, default=100.0, metavar="US",
+                   help="busy-wait up to this long for a paced departure (precise rates on a "
+                        "core of its own; 0 when many switches share the CPUs)")
     p.add_argument("--no-pdeathsig", action="store_true",
                    help="keep running when the parent process exits")
     p.set_defaults(func=cmd_switch)
@@ -99,7 +102,8 @@ def options_from_args(args: argparse.Namespace) -> SwitchOptions:
         include_dirs=tuple(args.include_dirs), admin_socket=args.admin_socket,
         ready_file=args.ready_file, ready_fd=args.ready_fd, port_netns=args.port_netns,
         allow_python=args.allow_python_pipelines, priority_queues=args.priority_queues,
-        default_port=default, ports=ports, pdeathsig=not args.no_pdeathsig)
+        default_port=default, ports=ports, pdeathsig=not args.no_pdeathsig,
+        timer_spin_ns=int(max(0.0, args.timer_spin_us) * 1000))
 
 
 def cmd_switch(args: argparse.Namespace) -> int:
