@@ -4,7 +4,6 @@ the switch calls: field lists, packet paths, header length."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from emu.p4.frontend import ast as A
 from emu.p4.frontend.types import (
@@ -21,6 +20,7 @@ from emu.p4.frontend.types import (
 
 from .analysis import (
     _unpadded,
+    _walk,
 )
 from .base import (
     Ctx,
@@ -51,14 +51,8 @@ def _sm_fields_read(prog: A.Program, sm_t: Type) -> set[str] | None:
     the callee's own accesses are Members on a parameter of the same type."""
     names: set[str] = set()
     ok: set[int] = set()
-    stack: list[Any] = [prog]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, list):
-            stack.extend(n)
-            continue
-        if not isinstance(n, A.Node):
-            continue
+    # _walk yields a node before its children, so marking a child `ok` here is in time.
+    for n in _walk(prog):
         if isinstance(n, A.Member) and bt(n.expr.type) is sm_t:
             names.add(n.name)
             ok.add(id(n.expr))
@@ -68,11 +62,6 @@ def _sm_fields_read(prog: A.Program, sm_t: Type) -> set[str] | None:
             ok.update(id(a.value) for a in n.args)
         elif isinstance(n, A.Expr) and bt(n.type) is sm_t and id(n) not in ok:
             return None
-        for k, v in vars(n).items():
-            if k in ("type", "const", "ref", "target", "pos", "decl", "name_pos", "type_bindings"):
-                continue
-            if isinstance(v, A.Node | list):
-                stack.append(v)
     return names
 
 
