@@ -156,13 +156,7 @@ class P4RuntimeSwitchHandle:
         self._write(p4runtime_pb2.Update.MODIFY, e)
 
     def read_counter(self, counter: str, index: int) -> tuple[int, int]:
-        ent = p4runtime_pb2.Entity()
-        ent.counter_entry.counter_id = self.info.counter(counter).preamble.id
-        ent.counter_entry.index.index = index
-        for got in self.client.read([ent]):
-            d = got.counter_entry.data
-            return d.packet_count, d.byte_count
-        return 0, 0
+        return self.read_counters(counter, [index])[index]
 
     def read_counters(self, counter: str, indices: Sequence[int]) -> dict[int, tuple[int, int]]:
         # One ReadRequest carrying one entity per cell: one round trip, not len(indices).
@@ -199,15 +193,7 @@ class P4RuntimeSwitchHandle:
         return out
 
     def read_register(self, register: str, index: int) -> int:
-        ent = p4runtime_pb2.Entity()
-        ent.register_entry.register_id = self.info.register(register).preamble.id
-        ent.register_entry.index.index = index
-        try:
-            for got in self.client.read([ent]):
-                return decode(got.register_entry.data.bitstring)
-        except Exception as exc:
-            raise SouthboundError(f"{self.name}: register read failed: {exc}") from exc
-        return 0
+        return self.read_registers(register, [index])[index]
 
     def write_register(self, register: str, index: int, value: int) -> None:
         r = self.info.register(register)

@@ -384,10 +384,8 @@ def read_counters(handle: Any, p4info: Any, indices: Sequence[int]) -> dict[str,
     out: dict[str, tuple[int, ...]] = {}
     for c in p4info.counters:
         unit = c.spec.unit  # 1 BYTES, 2 PACKETS, 3 BOTH
-        for i in indices:
-            if i >= c.size:
-                continue
-            pk, by = handle.read_counter(c.preamble.name, i)
+        cells = handle.read_counters(c.preamble.name, [i for i in indices if i < c.size])
+        for i, (pk, by) in cells.items():
             vals = {1: (by,), 2: (pk,)}.get(unit, (pk, by))
             out[f"{c.preamble.name}[{i}]"] = tuple(int(v) for v in vals)
     return out
