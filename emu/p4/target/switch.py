@@ -459,14 +459,7 @@ class V1ModelSwitch:
         if data is None or ps.recirc is not None:
             self._after_egress_special(port, ps, data)
             return
-        for f in self.frame_handlers:
-            f(port, data)
-        if port == self.cpu_port and self.packet_in_handler is not None:
-            self.packet_in_handler(data)
-        if self.output_handlers:
-            pkt = OutputPacket(port, data, ps.sm.instance_type, self._now_ns())
-            for h in self.output_handlers:
-                h(pkt)
+        self._output(port, data, ps.sm)
 
     def _after_egress_special(self, port: int, ps: Any, data: bytes | None) -> None:
         """After egress: E2E clone, drop, checksum + deparse (when `data` is None),
@@ -495,7 +488,7 @@ class V1ModelSwitch:
                 final = data
                 self.clock.call_soon(lambda: self._ingress_packet(ing, final, RECIRC, kept, d))
             return
-        self._output(port, data, sm.instance_type)
+        self._output(port, data, sm)
 
     def _on_dequeue_full(self, port: int, ps: Any, info: DequeueInfo) -> None:
         hdr, meta, sm = ps.hdr, ps.meta, ps.sm
@@ -539,13 +532,14 @@ class V1ModelSwitch:
             self._enqueue(rep.egress_port, chdr, cmeta, csm, cps, copy_state=False)
             cps.trunc = sess.packet_length_bytes
 
-    def _output(self, port: int, data: bytes, instance_type: int) -> None:
+    def _output(self, port: int, data: bytes, sm: Any) -> None:
         for f in self.frame_handlers:
             f(port, data)
         if port == self.cpu_port and self.packet_in_handler is not None:
             self.packet_in_handler(data)
         if self.output_handlers:
-            pkt = OutputPacket(port, data, instance_type, self.clock.now_ns())
+            # instance_type is read only here: a class default, slow to load per packet.
+            pkt = OutputPacket(port, data, sm.instance_type, self._now_ns())
             for h in self.output_handlers:
                 h(pkt)
 
