@@ -101,8 +101,8 @@ def test_show_clos4() -> None:
         "10.0.4.2/24",
         "02:00:00:00:04:02",
         "leaf1-eth3",
-        "20Mbps",
-        "20us",
+        "100Gbps",
+        "1us",
         "equal-cost paths: 4 paths: 12 leaf pairs",
     ):
         assert text in out, text

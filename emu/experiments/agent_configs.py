@@ -32,7 +32,10 @@ class AgentSettings:
     dcqcn_profile: str = "hpcc"
     mtu_bytes: int = 1024
     timer_resolution_ns: int = 200_000  # no real-clock timer shorter than the reactor honours
-    window_pkts: int = 32  # max outstanding packets per QP (= reorder window with sr)
+    # Max outstanding packets per QP (= reorder window with sr). None: twice the QP's
+    # bandwidth-delay product in packets (at least MIN_WINDOW_PKTS), so a lone flow can
+    # fill its path, as a RoCE NIC's window never limits a flow on its own fabric.
+    window_pkts: int | None = None
     # Retransmission timeout, in clock time (not dilated): `rto_margin` x the worst
     # queueing delay the path can hold (`path_queue_delay_s`), never below rto_wire_ms.
     # A shorter RTO fires while the packet still waits in a full switch queue: spurious
@@ -55,6 +58,42 @@ def udp_sport(src: str, dst: str, seed: int = 0) -> int:
 
 
 FRAME_OVERHEAD_BYTES = 78  # Ethernet + IPv4 + UDP + BTH + ICRC + preamble/IFG around a payload
+ACK_FRAME_BYTES = 84  # an ACK on the wire, preamble/IFG included
+MIN_WINDOW_PKTS = 32
+
+
+def base_rtt_s(fabric: Fabric, src: str, dst: str, mtu_bytes: int) -> float:
+    """Round trip on an empty fabric, on the slowest equal-cost path: every link's
+    propagation delay both ways, one MTU frame serialised per hop out and one ACK back."""
+    hosts = {h.name: h for h in fabric.hosts}
+    links = {lk.index: lk for lk in fabric.links}
+
+    def one_way(s: str, d: str, frame_bytes: int) -> float:
+        a, b = hosts[s], hosts[d]
+        worst = 0.0
+        for path in equal_cost_paths(fabric, a.switch, b.switch):
+            ports = [fabric.switch(sw).port(port) for sw, port in path.hops]
+            ports.append(next(p for p in fabric.switch(b.switch).host_ports
+                              if p.peer.node == d))
+            t = sum(links[p.link].delay_ns / 1e9 + frame_bytes * 8 / p.rate_bps
+                    for p in ports)
+            worst = max(worst, t)
+        first = links[a.link]
+        return worst + first.delay_ns / 1e9 + frame_bytes * 8 / first.rate_bps
+
+    frame = mtu_bytes + FRAME_OVERHEAD_BYTES
+    return one_way(src, dst, frame) + one_way(dst, src, ACK_FRAME_BYTES)
+
+
+def window_pkts_for(fabric: Fabric, src: str, dst: str, settings: AgentSettings) -> int:
+    """The QP's window: the setting, else 2 x its bandwidth-delay product in packets."""
+    if settings.window_pkts is not None:
+        return max(1, settings.window_pkts)
+    rate = min(next(lk.rate_bps for lk in fabric.links if lk.index == fabric.host(h).link)
+               for h in (src, dst))
+    frame_bits = (settings.mtu_bytes + FRAME_OVERHEAD_BYTES) * 8
+    bdp = base_rtt_s(fabric, src, dst, settings.mtu_bytes) * rate / frame_bits
+    return max(MIN_WINDOW_PKTS, math.ceil(2 * bdp))
 
 
 def path_queue_delay_s(fabric: Fabric, src: str, dst: str, mtu_bytes: int,
@@ -93,8 +132,10 @@ def path_queue_delay_s(fabric: Fabric, src: str, dst: str, mtu_bytes: int,
 
 
 def rto_wire_ms(fabric: Fabric, src: str, dst: str, settings: AgentSettings) -> float:
-    """The QP's retransmission timeout in clock time (see AgentSettings)."""
+    """The QP's retransmission timeout in clock time (see AgentSettings): the margin x
+    (the base round trip + the worst queueing on the path)."""
     delay = path_queue_delay_s(fabric, src, dst, settings.mtu_bytes, settings.priority_queues)
+    delay += base_rtt_s(fabric, src, dst, settings.mtu_bytes)
     return max(settings.rto_wire_ms, settings.rto_margin * delay * 1e3)
 
 
@@ -121,12 +162,13 @@ def agent_configs(fabric: Fabric, workload: Workload, settings: AgentSettings,
         qps = []
         for peer in sorted(peers[name], key=index.__getitem__):
             p = hosts[peer]
+            window = window_pkts_for(fabric, name, peer, settings)
             qps.append({
                 "qpn": qpn_for(index[peer]), "peer": peer, "peer_ip": str(p.ip),
                 "peer_mac": p.mac, "peer_qpn": qpn_for(index[name]),
                 "udp_sport": udp_sport(name, peer, seed), "recovery": settings.recovery,
-                "reorder_window_pkts": max(settings.window_pkts, 1),
-                "max_outstanding_pkts": max(settings.window_pkts, 1),
+                "reorder_window_pkts": window,
+                "max_outstanding_pkts": window,
                 # The QP's RTO is nominal (the NIC multiplies it by the dilation): give
                 # the nominal value that lands on the clock-time RTO.
                 "rto_ns": max(1, int(rto_wire_ms(fabric, name, peer, settings) * 1e6

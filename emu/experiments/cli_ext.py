@@ -115,7 +115,7 @@ def run_workload(exp: Any, args: list[str]) -> str:
             wl = dataclasses.replace(wl, message_bytes=int(args[1]))
         if len(args) > 2:
             wl = dataclasses.replace(wl, iterations=int(args[2]))
-        plan = plan_run(dataclasses.replace(cfg, workload=wl), fabric=exp.plan.fabric)
+        plan = plan_run(dataclasses.replace(cfg, workload=wl), model=exp.plan.model)
     except (ValueError, WorkloadError) as exc:
         raise CommandError(str(exc)) from None
     exp.runs = getattr(exp, "runs", 0) + 1

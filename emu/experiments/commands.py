@@ -10,7 +10,14 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from emu.experiments.config import CC_MODES, LB_MODES, RECOVERY_MODES, TARGETS, RunConfig
+from emu.experiments.config import (
+    CC_MODES,
+    LB_MODES,
+    RECOVERY_MODES,
+    TARGETS,
+    RunConfig,
+    RunConfigError,
+)
 
 if TYPE_CHECKING:
     from emu.experiments.plan import RunPlan
@@ -28,14 +35,8 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 4096, 64K, 1M)") from None
 
 
-TOPOLOGY_RATE = 0  # `--rate topology`: the rates written in the topology file
-
-
 def _rate(text: str) -> int:
     from emu.topo import UnitError, parse_rate
-
-    if text.strip().lower() == "topology":
-        return TOPOLOGY_RATE
 
     try:
         return int(parse_rate(text))
@@ -75,20 +76,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     w.add_argument("--seed", type=int, default=1, help="permutation choice and QP entropy")
     f = run.add_argument_group("fabric and hosts")
     f.add_argument("--rate", type=_rate, default=None, metavar="RATE",
-                   help="every link's rate, e.g. 10Mbps (default: the rate `emu calibrate "
-                        "TOPO` saved for this machine, else a built-in rate this 2-core "
-                        "class of machine sustains; `--rate topology` keeps the YAML's)")
+                   help="wire rate of the topology's fastest link, e.g. 10Mbps; every link "
+                        "is slowed by the same ratio (the dilation) and every delay and timer "
+                        "stretched by it (default: the rate `emu calibrate TOPO` saved for "
+                        "this machine, else a built-in rate this 2-core class of machine "
+                        "sustains)")
     f.add_argument("--priority-queues", type=int, default=2, metavar="N",
                    help="strict-priority queues per switch port; with 2 or more, ACKs and "
                         "CNPs (DSCP 48) ride the top one (default 2; 1 = one shared queue)")
     f.add_argument("--dilation", type=float, default=None,
-                   help="time dilation: hosts model links this many times faster (default: "
-                        "1000 x the topology's rate / the rate used, so the modelled network "
-                        "stays the topology's at 1000x: 20 Mbps in the YAML = 20 Gb/s)")
+                   help="time dilation instead of --rate: the wire runs the topology's "
+                        "modelled network this many times slower (default: the topology's "
+                        "fastest rate / the wire rate)")
     f.add_argument("--dcqcn-profile", choices=("hpcc", "nvidia", "paper"), default="hpcc",
                    help="DCQCN parameter profile (default hpcc)")
-    f.add_argument("--window", type=int, default=32, metavar="PKTS",
-                   help="outstanding packets per QP (and the sr reorder window)")
+    f.add_argument("--window", type=int, default=None, metavar="PKTS",
+                   help="outstanding packets per QP and the sr reorder window (default: "
+                        "twice the QP's bandwidth-delay product, at least 32)")
     f.add_argument("--fail-link", type=_link, default=None, metavar="A:B",
                    help="fail the A-B link during the workload (the controller reroutes)")
     f.add_argument("--fail-after", type=float, default=1.0, metavar="S")
@@ -119,14 +123,17 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     wl = WorkloadParams(kind=args.workload, iterations=args.iterations,
                         incast_senders=args.incast_senders, seed=args.seed,
                         **({"message_bytes": args.size} if args.size else {}))
-    from emu.experiments.rates import choose_rate, default_dilation
+    from emu.experiments.rates import choose_rate
 
-    if args.rate == TOPOLOGY_RATE:
-        rate, reason = None, "as written in the topology: --rate topology"
+    if args.dilation is not None:
+        if args.rate is not None:
+            raise RunConfigError("give --rate or --dilation, not both: one follows from the "
+                                 "other and the topology's fastest link")
+        rate, reason = None, f"--dilation {args.dilation:g}"
     else:
         choice = choose_rate(args.topo, args.target, args.rate)
         rate, reason = choice.rate_bps, choice.reason
-    dilation = args.dilation if args.dilation is not None else default_dilation(args.topo, rate)
+    dilation = args.dilation
     return RunConfig(topo=args.topo, lb=args.lb, cc=args.cc, recovery=args.recovery,
                      target=args.target, workload=wl, dilation=dilation,
                      dcqcn_profile=args.dcqcn_profile, priority_queues=args.priority_queues,
@@ -141,7 +148,6 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 def cmd_run(args: argparse.Namespace) -> int:
     import sys
 
-    from emu.experiments.config import RunConfigError
     from emu.experiments.plan import plan_run
     from emu.experiments.workloads import WorkloadError
 
@@ -155,7 +161,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"topology {plan.fabric.name}: {plan.fabric.summary()}")
         from emu.experiments.rates import rate_line
 
-        print(rate_line(plan.fabric, cfg.rate_reason, cfg.dilation))
+        print(rate_line(plan, cfg.rate_reason))
         print(f"workload {cfg.workload.kind}: {len(plan.workload.flows)} flows, "
               f"{plan.workload.total_bytes()} bytes, {len(plan.agents)} agents")
         for fl in plan.workload.flows[:20]:

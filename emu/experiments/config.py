@@ -10,12 +10,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from emu.core.units import Dilation
+from emu.topo import Fabric
+
 from .workloads import WorkloadParams
 
 LB_MODES = ("ecmp", "flowlet", "adaptive", "spray", "te")
 CC_MODES = ("dcqcn", "none")
 RECOVERY_MODES = ("gbn", "sr")
 TARGETS = ("embedded", "bmv2")
+# The wire rate of a run that names neither a rate nor a dilation (library and test use;
+# `emu run` picks a calibrated or built-in rate, emu.experiments.rates).
+DEFAULT_WIRE_RATE_BPS = 20_000_000
 
 
 class RunConfigError(ValueError):
@@ -30,12 +36,12 @@ class RunConfig:
     recovery: Literal["gbn", "sr"] = "gbn"
     target: str = "embedded"
     workload: WorkloadParams = field(default_factory=WorkloadParams)
-    # Time dilation: the hosts model links `dilation` times faster than the wire runs
-    # (20 Mb/s x 1000 = 20 Gb/s); DCQCN timers stretch by the same factor. Larger
-    # factors stretch the timers past the time a 64-packet queue takes to fill, and
-    # DCQCN then reacts too late to prevent drops.
-    dilation: float = 1000.0
-    rate_bps: int | None = None  # every link's rate (None: the topology's)
+    # Time dilation (emu.core.units): the topology is the modelled network; the run
+    # divides every rate by the dilation and multiplies every delay and timer by it.
+    # None: derived from `rate_bps`, the wire rate of the topology's fastest link (all
+    # links keep their ratios), else from DEFAULT_WIRE_RATE_BPS. Give one of the two.
+    dilation: float | None = None
+    rate_bps: int | None = None
     rate_reason: str = ""  # why this rate (`emu run` chose it: --rate, calibrated, built-in)
     ecn_kmin_pkts: int = 5
     ecn_kmax_pkts: int = 20
@@ -44,13 +50,22 @@ class RunConfig:
     # (ACKs, NAKs, CNPs) on the top queue, so feedback does not wait behind data (as
     # RoCE fabrics configure it). 1: everything shares one queue.
     priority_queues: int = 2
-    window_pkts: int = 32  # outstanding packets per QP (and the sr reorder window)
+    # Outstanding packets per QP (and the sr reorder window); None: twice each QP's
+    # bandwidth-delay product (emu.experiments.agent_configs.window_pkts_for).
+    window_pkts: int | None = None
     mtu_bytes: int = 1024  # RoCE path MTU (payload per packet)
     # emu.roce.dcqcn profiles: hpcc (a CNP per marked packet, rates scaled to the link)
     # reacts within the queue's fill time here; nvidia rate-limits CNPs to one per 50 us
     # nominal, which dilation stretches to tens of milliseconds.
     dcqcn_profile: str = "hpcc"
     plb: bool = False
+    # fabric.p4's load-balancing timers, modelled (the run stretches them by the
+    # dilation): the idle gap that ends a flowlet (about one base RTT of clos4 at
+    # 100 Gbps; longer than any queueing skew between its paths, so a new flowlet never
+    # overtakes the last) and the age past which adaptive routing treats a queue
+    # reading as empty.
+    flowlet_timeout_us: float = 10.0
+    qdepth_max_age_us: float = 2.0
     # Counters and queue depths: one admin `stats` call per switch per sample (cheap;
     # fabric.p4 counters over P4Runtime are read less often, see run.P4_SAMPLE_S).
     sample_interval_s: float = 0.05
@@ -77,19 +92,28 @@ class RunConfig:
             raise bad(f"recovery must be one of {', '.join(RECOVERY_MODES)}")
         if self.target not in TARGETS:
             raise bad(f"target must be one of {', '.join(TARGETS)}, got {self.target!r}")
-        if self.dilation <= 0:
+        if self.dilation is not None and not self.dilation > 0:
             raise bad("dilation must be positive")
         if self.rate_bps is not None and self.rate_bps <= 0:
             raise bad("rate_bps must be positive")
+        if self.dilation is not None and self.rate_bps is not None:
+            raise bad("give a wire rate (rate_bps) or a dilation, not both: "
+                      "one follows from the other and the topology's fastest link")
         if self.sample_interval_s <= 0 or self.timeout_s <= 0:
             raise bad("sample_interval_s and timeout_s must be positive")
         if self.agent_progress_s < 0:
             raise bad("agent_progress_s must be >= 0")
         if not 1 <= self.priority_queues <= 8:
             raise bad(f"priority_queues must be 1..8, got {self.priority_queues}")
-        if self.window_pkts < 1:
+        if self.window_pkts is not None and self.window_pkts < 1:
             raise bad("window_pkts must be >= 1")
         self.workload.validate()
+
+    def dilation_for(self, model: Fabric) -> Dilation:
+        """The run's one dilation for the modelled fabric `model`."""
+        if self.dilation is not None:
+            return Dilation(self.dilation)
+        return Dilation.for_wire_rate(model.max_rate_bps, self.rate_bps or DEFAULT_WIRE_RATE_BPS)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -108,19 +132,3 @@ def spray_gbn_warning(lb: str, recovery: str) -> str | None:
         return ("spray with go-back-N: every reorder triggers a resend of the whole window "
                 "(livelock-prone); use --recovery sr (RECOVERY=sr)")
     return None
-
-
-def with_link_rate(topo: str, rate_bps: int) -> Any:
-    """The topology with every link's rate set to `rate_bps` (for calibrated runs)."""
-    import yaml
-
-    from emu.topo import loads_topology, resolve_topology
-
-    path = resolve_topology(topo)
-    data = yaml.safe_load(path.read_text())
-    data.setdefault("defaults", {})["rate"] = f"{rate_bps}bps"
-    for key in ("links",):
-        for link in data.get(key) or []:
-            if isinstance(link, dict):
-                link.pop("rate", None)
-    return loads_topology(yaml.safe_dump(data), str(path))

@@ -8,19 +8,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from emu.core.units import Dilation
 from emu.topo import Fabric, Role, load_topology
 
 from .agent_configs import AgentSettings, agent_configs
-from .config import RunConfig, with_link_rate
+from .config import RunConfig
 from .workloads import Workload, build_workload
 
 
 @dataclass(frozen=True)
 class RunPlan:
+    """`model` is the topology as written (the modelled network); `fabric` is the same
+    fabric on the wire (`model.on_wire(dilation)`): what switches, links and hosts run."""
+
     config: RunConfig
     fabric: Fabric
     workload: Workload
     agents: dict[str, dict[str, Any]]  # host -> agent configuration (emu.roce schema)
+    model: Fabric
+    dilation: Dilation
 
     def uplinks(self) -> dict[str, list[int]]:
         """Switch -> its up-facing ports (towards a higher layer)."""
@@ -39,6 +45,19 @@ class RunPlan:
                             demand_bps=rate / max(1, len(qps))) for q in qps)
         return out
 
+    def lb_settings(self) -> Any:
+        """fabric.p4's LB settings with the modelled timers stretched onto the wire."""
+        from emu.control import LbMode, LbSettings
+
+        cfg = self.config
+
+        def wire_us(us: float) -> int:
+            return max(1, round(self.dilation.wire_ns(us * 1e3) / 1e3))
+
+        return LbSettings(mode=LbMode.parse(cfg.lb),
+                          flowlet_timeout_us=wire_us(cfg.flowlet_timeout_us),
+                          qdepth_max_age_us=wire_us(cfg.qdepth_max_age_us))
+
     def port_rates(self) -> dict[tuple[str, int], float]:
         return {(s.name, p.number): float(p.rate_bps) for s in self.fabric.switches
                 for p in s.ports}
@@ -55,19 +74,25 @@ def uplinks(fabric: Fabric) -> dict[str, list[int]]:
     return out
 
 
-def agent_settings(cfg: RunConfig) -> AgentSettings:
-    return AgentSettings(cc=cfg.cc, recovery=cfg.recovery, dilation=cfg.dilation,
+def agent_settings(cfg: RunConfig, dilation: Dilation) -> AgentSettings:
+    return AgentSettings(cc=cfg.cc, recovery=cfg.recovery, dilation=dilation.factor,
                          dcqcn_profile=cfg.dcqcn_profile,
                          mtu_bytes=cfg.mtu_bytes, window_pkts=cfg.window_pkts,
                          start_delay_us=cfg.start_delay_s * 1e6, timeout_s=cfg.timeout_s,
-                         plb=cfg.plb, priority_queues=cfg.priority_queues)
+                         plb=cfg.plb, priority_queues=cfg.priority_queues,
+                         # A virtual clock honours any timer exactly.
+                         timer_resolution_ns=0 if cfg.virtual else
+                         AgentSettings.timer_resolution_ns)
 
 
-def plan_run(cfg: RunConfig, fabric: Fabric | None = None) -> RunPlan:
+def plan_run(cfg: RunConfig, model: Fabric | None = None) -> RunPlan:
+    """`model`: the modelled fabric (default: the run's topology file)."""
     cfg.validate()
-    if fabric is None:
-        fabric = with_link_rate(cfg.topo, cfg.rate_bps) if cfg.rate_bps else \
-            load_topology(cfg.topo)
+    if model is None:
+        model = load_topology(cfg.topo)
+    dilation = cfg.dilation_for(model)
+    fabric = model.on_wire(dilation)
     workload = build_workload(cfg.workload, {h.name: h.switch for h in fabric.hosts})
-    agents = agent_configs(fabric, workload, agent_settings(cfg), seed=cfg.workload.seed)
-    return RunPlan(cfg, fabric, workload, agents)
+    agents = agent_configs(fabric, workload, agent_settings(cfg, dilation),
+                           seed=cfg.workload.seed)
+    return RunPlan(cfg, fabric, workload, agents, model, dilation)

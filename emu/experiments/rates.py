@@ -31,7 +31,6 @@ BUILTIN_RATES_BPS: Mapping[str, int] = {
     "fattree4": 500_000,
 }
 FALLBACK_RATE_BPS = 1_000_000  # a topology nobody calibrated: assume it is large
-BASE_DILATION = 1000.0  # the topology's rates x this = the modelled network
 
 
 @dataclass(frozen=True)
@@ -94,25 +93,14 @@ def choose_rate(topo: str, target: str, given_bps: int | None, *, path: Path | N
                                         f"`emu calibrate {name}` measures this machine")
 
 
-def rate_line(fabric: Any, reason: str, dilation: float) -> str:
-    """One line: the link rate(s) a run uses, what they model, and why."""
-    rates = sorted({lk.rate_bps for lk in fabric.links})
-    shown = ", ".join(f"{r / 1e6:g}" for r in rates)
-    nominal = ", ".join(f"{r * dilation / 1e9:g}" for r in rates)
-    return (f"emu run: link rate {shown} Mb/s x dilation {dilation:g} = {nominal} Gb/s modelled "
-            f"({reason or 'as written in the topology'})")
-
-
-def default_dilation(topo: str, rate_bps: int | None) -> float:
-    """The dilation that keeps the modelled network the topology's at BASE_DILATION: a
-    run slowed to a rate this machine sustains models the same links, in slow motion
-    (every rate / D, every duration x D: the dynamics keep their shape)."""
-    if not rate_bps:
-        return BASE_DILATION
-    try:
-        from emu.topo import load_topology
-
-        topo_rate = max(lk.rate_bps for lk in load_topology(topo).links)
-    except Exception:  # an unreadable topology is reported by the plan, not here
-        return BASE_DILATION
-    return BASE_DILATION * topo_rate / rate_bps
+def rate_line(plan: Any, reason: str) -> str:
+    """One line: the wire rate(s) a run uses, the dilation, what they model, and why."""
+    d = plan.dilation
+    wire = ", ".join(f"{r / 1e6:g}" for r in sorted({lk.rate_bps for lk in plan.fabric.links}))
+    model = ", ".join(f"{r / 1e9:g}" for r in sorted({lk.rate_bps for lk in plan.model.links}))
+    delays = sorted({lk.delay_ns for lk in plan.model.links})
+    delay = ", ".join(f"{x / 1e3:g}" for x in delays)
+    wdelay = ", ".join(f"{d.wire_ns(x) / 1e6:g}" for x in delays)
+    return (f"emu run: wire {wire} Mb/s x dilation {d.factor:g} = {model} Gb/s modelled; "
+            f"link delay {delay} us modelled = {wdelay} ms on the wire "
+            f"({reason or 'default wire rate'})")

@@ -37,7 +37,7 @@ class RunRecords:
 def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSummary:
     cfg = plan.config
     flows = M.flow_results(plan.workload, rec.rows_by_host, rec.offsets_s)
-    colls = M.collective_results(plan.workload, flows, cfg.dilation)
+    colls = M.collective_results(plan.workload, flows, plan.dilation.factor)
     hosts = M.host_totals(rec.rows_by_host)
     first = rec.snapshots[0].ports if rec.snapshots else {}
     last = rec.snapshots[-1].ports if rec.snapshots else {}
@@ -50,7 +50,7 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
                      **efficiency(plan, deltas, flows))
     run = {"topo": plan.fabric.name, "lb": cfg.lb, "cc": cfg.cc, "recovery": cfg.recovery,
            "workload": cfg.workload.kind, "target": "virtual" if cfg.virtual else cfg.target,
-           "dilation": cfg.dilation, "message_bytes": cfg.workload.message_bytes,
+           "dilation": plan.dilation.factor, "message_bytes": cfg.workload.message_bytes,
            "iterations": cfg.workload.iterations,
            "link_rate_bps": sorted({lk.rate_bps for lk in plan.fabric.links}),
            "results_dir": str(run_dir) if run_dir else None}

@@ -306,7 +306,7 @@ def compile_pipeline(target: Any, build_dir: Path) -> Any:
 def bring_up(plan: RunPlan, run_dir: Path, log: Log) -> tuple[Any, Any, Any, dict[str, float]]:
     """Compile, start EmuNet, program the switches, verify every host pair.
     Returns (net, controller, pipeline, timings); the caller owns net.stop()."""
-    from emu.control import EcnSettings, FabricController, LbMode, LbSettings, QosSettings
+    from emu.control import EcnSettings, FabricController, QosSettings
     from emu.control.p4rt import connect
     from emu.net import EmuNet
     from emu.targets import get_target
@@ -326,7 +326,7 @@ def bring_up(plan: RunPlan, run_dir: Path, log: Log) -> tuple[Any, Any, Any, dic
         handles = connect(plan.fabric, net.grpc_addresses(), pipeline.load_p4info(),
                           device_config=pipeline.device_config())
         ctl = FabricController(
-            plan.fabric, handles, lb=LbSettings(mode=LbMode.parse(cfg.lb)),
+            plan.fabric, handles, lb=plan.lb_settings(),
             ecn=EcnSettings(cfg.ecn_kmin_pkts, cfg.ecn_kmax_pkts, cfg.ecn_pmax),
             qos=QosSettings.roce(cfg.priority_queues))
         ctl.program()
@@ -381,7 +381,7 @@ def run_experiment(cfg: RunConfig, *, console: Any = None, plan: RunPlan | None 
             f" host pairs verified); results in {run_dir}")
         from .rates import rate_line
 
-        say(rate_line(plan.fabric, cfg.rate_reason, cfg.dilation))
+        say(rate_line(plan, cfg.rate_reason))
         exp = Experiment(plan, net, ctl, run_dir, say)
         if cfg.cli:
             from .cli_ext import run_cli

@@ -22,14 +22,14 @@ SAMPLE_NS = 5_000_000  # virtual time between samples
 
 def run_virtual(plan: RunPlan, *, console: Any = None, write: bool = True,
                 max_virtual_s: float = 600.0) -> RunSummary:
-    from emu.control import EcnSettings, LbMode, LbSettings, QosSettings
+    from emu.control import EcnSettings, QosSettings
     from emu.roce.agent import Agent
     from emu.roce.config import load_dict
     from emu.sim.fabric import SimFabric
 
     cfg = plan.config
     t_wall = time.monotonic()
-    sim = SimFabric(plan.fabric, lb=LbSettings(mode=LbMode.parse(cfg.lb)),
+    sim = SimFabric(plan.fabric, lb=plan.lb_settings(),
                     ecn=EcnSettings(cfg.ecn_kmin_pkts, cfg.ecn_kmax_pkts, cfg.ecn_pmax),
                     qos=QosSettings.roce(cfg.priority_queues))
     if cfg.lb == "te":

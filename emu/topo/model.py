@@ -9,9 +9,11 @@ from __future__ import annotations
 import enum
 import ipaddress
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
+
+from emu.core.units import Dilation
 
 from . import paths
 from .units import format_delay, format_rate
@@ -205,13 +207,13 @@ class Host:
 class Defaults:
     """Values for links/hosts that do not set their own.
 
-    Rates are deliberately small (20 Mbit/s): switches are a Python emulator, and at
-    20 Mbit/s a 1500-byte frame takes 600 us to serialise, so queues build up at packet
-    rates the emulator can sustain.
+    Like everything in a topology they describe the modelled network (a 100 Gbps link
+    with 1 us of propagation delay); a run slows it down by one dilation onto the wire
+    (`Fabric.on_wire`, docs/topology.md).
     """
 
-    rate_bps: int = 20_000_000
-    delay_ns: int = 20_000
+    rate_bps: int = 100_000_000_000
+    delay_ns: int = 1_000
     depth_pkts: int = 64
     mtu: int = 1500
 
@@ -360,6 +362,31 @@ class Fabric:
     def next_hop_ports(self, switch: str, dst_leaf: str) -> list[int]:
         """Egress ports of `switch` that lie on a shortest path towards `dst_leaf`."""
         return paths.next_hop_ports(self, switch, dst_leaf)
+
+    # -- modelled network -> wire ----------------------------------------------
+
+    def on_wire(self, dilation: Dilation) -> Fabric:
+        """This fabric as it runs on the wire: every rate / dilation, every delay x
+        dilation (emu.core.units); depths and addresses unchanged. Wire rates are whole
+        bits/s (at least 1) and delays whole nanoseconds."""
+        if dilation.factor == 1:
+            return self
+
+        def rate(bps: int) -> int:
+            return max(1, int(round(dilation.wire_rate_bps(bps))))
+
+        links = tuple(replace(lk, rate_bps=rate(lk.rate_bps),
+                              delay_ns=dilation.wire_ns(lk.delay_ns)) for lk in self.links)
+        switches = tuple(replace(s, ports=tuple(replace(p, rate_bps=rate(p.rate_bps))
+                                                for p in s.ports)) for s in self.switches)
+        defaults = replace(self.defaults, rate_bps=rate(self.defaults.rate_bps),
+                           delay_ns=dilation.wire_ns(self.defaults.delay_ns))
+        return replace(self, switches=switches, links=links, defaults=defaults)
+
+    @property
+    def max_rate_bps(self) -> int:
+        """The fastest link's rate (a run's wire rate names this link's)."""
+        return max((lk.rate_bps for lk in self.links), default=self.defaults.rate_bps)
 
     # -- serialisation ---------------------------------------------------------
 

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from emu.experiments.agent_configs import (
     AgentSettings,
     agent_configs,
+    base_rtt_s,
     path_queue_delay_s,
+    window_pkts_for,
     udp_sport,
 )
 from emu.experiments.workloads import WORKLOAD_KINDS, WorkloadParams, build_workload
+from emu.core.units import Dilation
 from emu.roce.config import load_dict
 from emu.topo import load_topology
 
-FABRIC = load_topology("clos4")
+# clos4 on the wire at 20 Mb/s (100 Gb/s modelled / 5000): 5 ms per link.
+FABRIC = load_topology("clos4").on_wire(Dilation(5000))
 LEAF = {h.name: h.switch for h in FABRIC.hosts}
 
 
@@ -48,9 +54,11 @@ def test_rates_dilation_cc_and_rto() -> None:
     assert c.nic.line_rate_bps == pytest.approx(link.rate_bps * 500)
     assert c.nic.time_dilation == 500
     assert c.dcqcn.enabled is False
-    # The RTO covers the path's full queues (both ways: one queue per port), with margin.
+    # The RTO covers the path's round trip and full queues (both ways: one queue per
+    # port), with margin.
     peer = c.qps[0].peer
     worst = path_queue_delay_s(FABRIC, "h1", peer, s.mtu_bytes, priority_queues=1)
+    worst += base_rtt_s(FABRIC, "h1", peer, s.mtu_bytes)
     assert c.qps[0].rto_ns * 500 == pytest.approx(max(50e6, 2 * worst * 1e9), rel=1e-5)
     assert c.nic.min_rto_ns == 50_000_000
     assert all(f.start_us == 2000 for f in c.flows if not f.after)
@@ -58,7 +66,7 @@ def test_rates_dilation_cc_and_rto() -> None:
 
 
 def test_path_queue_delay_counts_every_full_queue_on_the_path() -> None:
-    frame_s = (1024 + 78) * 8 / 20e6  # clos4: 20 Mb/s links, 64-packet queues
+    frame_s = (1024 + 78) * 8 / 20e6  # clos4 at 20 Mb/s: 64-packet queues
     same_leaf = path_queue_delay_s(FABRIC, "h1", "h2", 1024, priority_queues=1)
     cross = path_queue_delay_s(FABRIC, "h1", "h3", 1024, priority_queues=1)
     assert same_leaf == pytest.approx(2 * 64 * frame_s)  # leaf -> host, each way
@@ -88,3 +96,14 @@ def test_source_ports_spread_and_stable() -> None:
     ports = {udp_sport(a, b) for a in LEAF for b in LEAF if a != b}
     assert len(ports) > 50 and all(49152 <= p < 65536 for p in ports)
     assert udp_sport("h1", "h2") == udp_sport("h1", "h2") != udp_sport("h2", "h1")
+
+
+def test_base_rtt_and_window_follow_the_path() -> None:
+    """Hand calculation on clos4 at 20 Mb/s (5 ms per link): h1 -> h3 crosses four links
+    each way; out, one 1102-byte frame per link; back, one 84-byte ACK per link."""
+    rtt = base_rtt_s(FABRIC, "h1", "h3", 1024)
+    assert rtt == pytest.approx(8 * 5e-3 + 4 * 1102 * 8 / 20e6 + 4 * 84 * 8 / 20e6)
+    # 2 x BDP in 1102-byte frames (~ 2 x 92): a lone QP is never window-limited.
+    bdp = rtt * 20e6 / (1102 * 8)
+    assert window_pkts_for(FABRIC, "h1", "h3", AgentSettings()) == math.ceil(2 * bdp)
+    assert window_pkts_for(FABRIC, "h1", "h3", AgentSettings(window_pkts=8)) == 8

@@ -13,14 +13,14 @@ from emu.experiments.config import RunConfig, RunConfigError
 def test_flags_map_onto_run_config() -> None:
     args = build_parser().parse_args([
         "run", "clos4", "--lb", "spray", "--cc", "none", "--recovery", "sr", "--workload",
-        "incast", "--size", "64K", "--iterations", "2", "--incast-senders", "3", "--rate",
-        "10Mbps", "--dilation", "500", "--fail-link", "leaf1:spine2", "--no-progress"])
+        "incast", "--size", "64K", "--iterations", "2", "--incast-senders", "3",
+        "--dilation", "500", "--fail-link", "leaf1:spine2", "--no-progress"])
     cfg = config_from_args(args)
     assert isinstance(cfg, RunConfig)
     assert (cfg.lb, cfg.cc, cfg.recovery, cfg.target) == ("spray", "none", "sr", "embedded")
     assert cfg.workload.kind == "incast" and cfg.workload.message_bytes == 65536
     assert cfg.workload.iterations == 2 and cfg.workload.incast_senders == 3
-    assert cfg.rate_bps == 10_000_000 and cfg.dilation == 500
+    assert cfg.rate_bps is None and cfg.dilation == 500
     assert cfg.fail_link == ("leaf1", "spine2") and not cfg.progress
 
 

@@ -30,11 +30,11 @@ def test_allreduce_flows_all_verified_and_ordered(allreduce_run: Run) -> None:
 def test_collective_bandwidths_follow_nccl_tests(allreduce_run: Run) -> None:
     plan, rows = allreduce_run
     flows = M.flow_results(plan.workload, rows)
-    (c,) = M.collective_results(plan.workload, flows, dilation=plan.config.dilation)
+    (c,) = M.collective_results(plan.workload, flows, dilation=plan.dilation.factor)
     assert c.completed and c.ranks == 8
     t = max(f.end_s for f in flows) - min(f.start_s for f in flows)  # type: ignore[type-var,operator]
     assert c.time_s == pytest.approx(t)
-    assert c.time_nominal_s == pytest.approx(t / plan.config.dilation)
+    assert c.time_nominal_s == pytest.approx(t / plan.dilation.factor)
     assert c.algbw_nominal_Bps == pytest.approx(32 * 1024 / c.time_nominal_s)
     assert c.busbw_nominal_Bps == pytest.approx(c.algbw_nominal_Bps * 2 * 7 / 8)
 

@@ -9,6 +9,9 @@ import pytest
 from emu.cli import build_parser
 from emu.experiments import rates
 from emu.experiments.commands import config_from_args
+from emu.experiments.config import RunConfig, RunConfigError
+from emu.experiments.plan import plan_run
+from emu.topo import load_topology
 
 
 def test_given_rate_wins(tmp_path: Path) -> None:
@@ -53,11 +56,28 @@ def test_dilation_keeps_the_modelled_network(monkeypatch: pytest.MonkeyPatch,
                                              tmp_path: Path) -> None:
     monkeypatch.setenv("EMU_CALIBRATION", str(tmp_path / "none.json"))
     parse = build_parser().parse_args
-    cfg = config_from_args(parse(["run", "clos4"]))  # clos4's YAML: 20 Mbps
+    cfg = config_from_args(parse(["run", "clos4"]))  # clos4's YAML: 100 Gbps, 1 us
     assert cfg.rate_bps == rates.BUILTIN_RATES_BPS["clos4"]
-    assert cfg.rate_bps * cfg.dilation == pytest.approx(20e6 * 1000)
     assert "built-in default" in cfg.rate_reason
-    given = config_from_args(parse(["run", "clos4", "--rate", "4Mbps", "--dilation", "50"]))
-    assert (given.rate_bps, given.dilation) == (4_000_000, 50)
-    yaml = config_from_args(parse(["run", "clos4", "--rate", "topology"]))
-    assert yaml.rate_bps is None and yaml.dilation == 1000
+    plan = plan_run(cfg)
+    assert plan.dilation.factor == pytest.approx(100e9 / cfg.rate_bps)
+    assert {lk.rate_bps for lk in plan.fabric.links} == {cfg.rate_bps}
+    assert {lk.delay_ns for lk in plan.fabric.links} == {plan.dilation.wire_ns(1000)}
+    given = plan_run(config_from_args(parse(["run", "clos4", "--rate", "4Mbps"])))
+    assert given.dilation.factor == 25_000
+    assert {lk.delay_ns for lk in given.fabric.links} == {25_000_000}  # 1 us x 25000
+    dil = plan_run(config_from_args(parse(["run", "clos4", "--dilation", "50"])))
+    assert {lk.rate_bps for lk in dil.fabric.links} == {2_000_000_000}
+    with pytest.raises(RunConfigError, match="not both"):
+        config_from_args(parse(["run", "clos4", "--rate", "4Mbps", "--dilation", "50"]))
+
+
+def test_a_run_rate_keeps_the_topologys_ratios() -> None:
+    """#16 item 13: the wire rate scales every link by one ratio (leafspine2's uplinks
+    run at half its host links, so its leaves stay oversubscribed)."""
+    model = load_topology("leafspine2")
+    plan = plan_run(RunConfig(topo="leafspine2", rate_bps=2_000_000), model)
+    for lm, lw in zip(model.links, plan.fabric.links, strict=True):
+        assert lw.rate_bps * plan.dilation.factor == pytest.approx(lm.rate_bps)
+        assert lw.delay_ns == pytest.approx(lm.delay_ns * plan.dilation.factor)
+    assert plan.fabric.oversubscription("leaf2") == model.oversubscription("leaf2") == 2

@@ -77,7 +77,11 @@ def test_failed_link_is_routed_around() -> None:
     port = max(leaf1.tx_bytes, key=lambda pb: pb[1])[0]
     plan = plan_run(RunConfig(workload=wl))
     spine = plan.fabric.switch("leaf1").port(port).peer.node
-    s = run(workload=wl, fail_link=("leaf1", spine), fail_after_s=base.duration_s / 4)
+    # while leaf1's flows still run (they start after start_delay_s)
+    start = plan.config.start_delay_s
+    leaf1_end = min(f.end_s for f in base.flows if f.src in ("h1", "h2"))
+    s = run(workload=wl, fail_link=("leaf1", spine),
+            fail_after_s=start + (leaf1_end - start) / 4)
     assert s.ok and s.flows_verified() == 8
     assert any("failed" in n for n in s.notes)
     assert [e for _t, e in s.events] == [f"link_down leaf1 {spine}", "rerouted"]

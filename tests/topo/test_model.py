@@ -67,7 +67,7 @@ def test_explicit_and_assigned_ports(ls2: Fabric) -> None:
     assert [p.number for p in sw.fabric_ports] == [3, 4]
     assert sw.port(4).intf == "leaf2-eth4"
     assert sw.port(4).depth_pkts == 32
-    assert sw.port(3).rate_bps == 10_000_000
+    assert sw.port(3).rate_bps == 50_000_000_000
 
 
 def test_link_attributes(ls2: Fabric) -> None:
@@ -76,10 +76,10 @@ def test_link_attributes(ls2: Fabric) -> None:
     assert ls2.link_between("spine1", "leaf1") == parallel
     assert ls2.link_between("leaf1", "leaf2") == []
     (l2s1,) = ls2.link_between("leaf2", "spine1")
-    assert l2s1.delay_ns == 50_000 and l2s1.rate_bps == 10_000_000 and l2s1.depth_pkts == 64
+    assert l2s1.delay_ns == 2_000 and l2s1.rate_bps == 50_000_000_000 and l2s1.depth_pkts == 64
     assert l2s1.peer("leaf2") == Endpoint("spine1", 3)
     (h1link,) = ls2.link_between("h1", "leaf1")
-    assert h1link.rate_bps == 20_000_000 and h1link.delay_ns == 20_000
+    assert h1link.rate_bps == 100_000_000_000 and h1link.delay_ns == 1_000
 
 
 def test_hosts(ls2: Fabric) -> None:
@@ -177,8 +177,8 @@ def test_to_dict_is_json(ls2: Fabric) -> None:
     assert d["hosts"][0]["ip"] == "10.0.1.1"
     assert d["switches"][0]["ports"][0]["intf"] == "leaf1-eth1"
     assert d["defaults"] == {
-        "rate_bps": 20_000_000,
-        "delay_ns": 20_000,
+        "rate_bps": 100_000_000_000,
+        "delay_ns": 1_000,
         "depth_pkts": 64,
         "mtu": 1500,
     }

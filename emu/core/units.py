@@ -1,0 +1,41 @@
+"""Modelled network versus wire: the one time-dilation rule.
+
+A topology describes the modelled network (say 100 Gbps links with 1 us of propagation
+delay). The emulator runs it `factor` times slower on the wire: every rate is divided by
+the factor and every duration (link delay, timers, intervals) multiplied by it, while byte
+and packet counts (MTU, queue depths, ECN thresholds, buffers) stay. Packets per unit of
+time, bandwidth-delay products in packets and packets per timer period are then those of
+the modelled network, so its dynamics keep their shape at any factor.
+
+Every modelled-to-wire conversion of a run goes through one `Dilation`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Dilation:
+    factor: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.factor > 0:
+            raise ValueError(f"time dilation must be positive, got {self.factor!r}")
+
+    @classmethod
+    def for_wire_rate(cls, modelled_bps: float, wire_bps: float) -> Dilation:
+        """The dilation that runs a modelled link of `modelled_bps` at `wire_bps`."""
+        return cls(modelled_bps / wire_bps)
+
+    def wire_rate_bps(self, modelled_bps: float) -> float:
+        return modelled_bps / self.factor
+
+    def wire_ns(self, modelled_ns: float) -> int:
+        return int(round(modelled_ns * self.factor))
+
+    def modelled_rate_bps(self, wire_bps: float) -> float:
+        return wire_bps * self.factor
+
+    def modelled_ns(self, wire_ns: float) -> float:
+        return wire_ns / self.factor
