@@ -6,16 +6,16 @@ import math
 
 import pytest
 
+from emu.core.units import Dilation
 from emu.experiments.agent_configs import (
     AgentSettings,
     agent_configs,
     base_rtt_s,
     path_queue_delay_s,
-    window_pkts_for,
     udp_sport,
+    window_pkts_for,
 )
 from emu.experiments.workloads import WORKLOAD_KINDS, WorkloadParams, build_workload
-from emu.core.units import Dilation
 from emu.roce.config import load_dict
 from emu.topo import load_topology
 
