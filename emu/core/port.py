@@ -50,6 +50,11 @@ class FramePort(ABC):
         self.stats = PortStats()
         self._receiver: Receiver | None = None
 
+    @property
+    def receiver(self) -> Receiver | None:
+        """The callback frames go to (a tap wraps it: `set_receiver(tap)`)."""
+        return self._receiver
+
     def set_receiver(self, receiver: Receiver | None) -> None:
         self._receiver = receiver
 

@@ -29,7 +29,9 @@ def run_virtual(plan: RunPlan, *, console: Any = None, write: bool = True,
 
     cfg = plan.config
     t_wall = time.monotonic()
+    run_dir = make_run_dir(Path(cfg.results_root), cfg.topo, cfg.lb, cfg.cc) if write else None
     sim = SimFabric(plan.fabric, lb=plan.lb_settings(),
+                    pcap_dir=run_dir / "pcap" if run_dir is not None and cfg.pcap else None,
                     ecn=EcnSettings(cfg.ecn_kmin_pkts, cfg.ecn_kmax_pkts, cfg.ecn_pmax),
                     qos=QosSettings.roce(cfg.priority_queues))
     if cfg.lb == "te":
@@ -82,10 +84,10 @@ def run_virtual(plan: RunPlan, *, console: Any = None, write: bool = True,
     duration = clock.now_ns() / 1e9
     clock.advance(50_000_000)  # the last ACKs
     snaps.append(sample(True))
+    sim.close_pcaps()
     rows = {h: a.results() for h, a in agents.items()}
     rec = RunRecords(rows, {h: 0.0 for h in agents}, snaps, duration,
                      bringup_s={"wall_s": time.monotonic() - t_wall}, notes=notes, events=events)
-    run_dir = make_run_dir(Path(cfg.results_root), cfg.topo, cfg.lb, cfg.cc) if write else None
     summary = build_summary(plan, rec, run_dir)
     if run_dir is not None:
         write_results(run_dir, plan, rec, summary)

@@ -76,7 +76,7 @@ class SimFabric:
     def __init__(self, fabric: Fabric, *, lb: LbSettings | None = None,
                  ecn: EcnSettings | None = None, qos: QosSettings | None = None,
                  clock: VirtualClock | None = None, program: Any = None,
-                 program_switches: bool = True) -> None:
+                 program_switches: bool = True, pcap_dir: Path | None = None) -> None:
         from emu.p4.api import P4Switch
 
         self.fabric = fabric
@@ -99,10 +99,15 @@ class SimFabric:
             self.links[link.index] = ml
             self._ports[(link.a.node, link.a.port)] = ml.a
             self._ports[(link.b.node, link.b.port)] = ml.b
+        self._pcaps: dict[tuple[str, int], tuple[Any, Any]] = {}
+        if pcap_dir is not None:
+            self._open_pcaps(Path(pcap_dir))
         for name, p4 in self.switches.items():
             for port in fabric.switch(name).ports:
                 fp = self._ports[(name, port.number)]
-                fp.set_receiver(functools.partial(p4.inject, port.number))
+                inject = functools.partial(p4.inject, port.number)
+                pcaps = self._pcaps.get((name, port.number))
+                fp.set_receiver(inject if pcaps is None else self._captured(pcaps[0], inject))
             p4.on_output(functools.partial(self._switch_out, name))
         self.hosts = {h.name: SimHost(h, self._ports[(h.name, h.port)], self.clock, self)
                       for h in fabric.hosts}
@@ -111,9 +116,37 @@ class SimFabric:
         if program_switches:
             self.controller.program()
 
+    def _open_pcaps(self, directory: Path) -> None:
+        """`<iface>_in.pcap` / `<iface>_out.pcap` per switch port, as the switch daemon
+        (and BMv2's --pcap) writes them; stamps are virtual time since the start."""
+        from emu.p4.switch.pcap import PcapWriter, pcap_paths
+
+        directory.mkdir(parents=True, exist_ok=True)
+        for sw in self.fabric.switches:
+            for port in sw.ports:
+                pin, pout = pcap_paths(str(directory), port.intf)
+                self._pcaps[(sw.name, port.number)] = (PcapWriter(pin), PcapWriter(pout))
+
+    def _captured(self, writer: Any, then: Callable[[bytes], None]) -> Callable[[bytes], None]:
+        now = self.clock.now_ns
+
+        def capture(frame: bytes) -> None:
+            writer.write(frame, now())
+            then(frame)
+
+        return capture
+
+    def close_pcaps(self) -> None:
+        for pin, pout in self._pcaps.values():
+            pin.close()
+            pout.close()
+
     def _switch_out(self, switch: str, pkt: Any) -> None:
         fp = self._ports.get((switch, pkt.port))
         if fp is not None:
+            pcaps = self._pcaps.get((switch, pkt.port)) if self._pcaps else None
+            if pcaps is not None:
+                pcaps[1].write(pkt.data, self.clock.now_ns())
             fp.send(pkt.data)
 
     def port(self, node: str, port: int) -> FramePort:
