@@ -87,8 +87,11 @@ def efficiency(plan: RunPlan, deltas: Mapping[M.PortKey, M.PortCount],
 def write_results(run_dir: Path, plan: RunPlan, rec: RunRecords, summary: RunSummary,
                   extra_config: Mapping[str, Any] | None = None) -> list[Path]:
     """Write the results folder; returns the files written."""
+    from .effective import effective_values
+
     written = [results.write_json(run_dir / "config.json", {
         "run": plan.config.to_dict(), "topology": plan.fabric.to_dict(),
+        "topology_modelled": plan.model.to_dict(), "effective": effective_values(plan),
         "bringup_s": rec.bringup_s, **(extra_config or {})})]
     for host, cfg in plan.agents.items():
         written.append(results.write_json(run_dir / "agents" / f"{host}.json", cfg))

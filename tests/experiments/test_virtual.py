@@ -132,3 +132,31 @@ def test_virtual_pcap_writes_every_switch_port(tmp_path: Path) -> None:
 class _Quiet:
     def print(self, *_a: Any, **_k: Any) -> None:
         pass
+
+
+def test_results_record_the_effective_values(tmp_path: Path) -> None:
+    """#13: config.json records DCQCN/ECN/queue values as modelled and on the wire, the
+    clamped ones and why, the seed, the dilation and the project version."""
+    import json
+
+    from emu.experiments.virtual import run_virtual
+
+    wl = WorkloadParams("permutation", message_bytes=8 * 1024, seed=7)
+    plan = plan_run(RunConfig(virtual=True, workload=wl, results_root=tmp_path,
+                              progress=False, dilation=2000))
+    s = run_virtual(plan, console=_Quiet())
+    eff = json.loads((Path(s.run["results_dir"]) / "config.json").read_text())["effective"]
+    assert eff["seed"] == 7 and eff["dilation"] == 2000 and eff["version"]
+    dc = eff["dcqcn"]
+    assert dc["profile"] == "hpcc"
+    m, w = dc["modelled"], dc["wire"]
+    for name in ("time_reset_ns", "rate_reduce_period_ns", "alpha_period_ns"):
+        if name not in dc["clamped"]:
+            assert w[name] == m[name] * 2000
+        else:
+            assert w[name] == dc["timer_floor_ns"] > m[name] * 2000 and dc["clamp_reason"]
+    assert w["min_rate_bps"] == pytest.approx(m["min_rate_bps"] / 2000)
+    assert eff["ecn"]["kmin_pkts"] == plan.config.ecn_kmin_pkts
+    link = eff["links"][0]
+    assert link["wire_delay_ns"] == link["modelled_delay_ns"] * 2000
+    assert link["wire_rate_bps"] * 2000 == link["modelled_rate_bps"]
