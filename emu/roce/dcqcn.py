@@ -3,32 +3,53 @@
 All parameters are given in nominal units (the emulated link, e.g. 100 Gbps) and turned
 into wire units by a `Dilation` (see `emu.roce.pacing`): rates divide by the dilation
 factor D and durations multiply by it, byte counts stay. The reaction point works only
-in wire units.
+in wire units. docs/dcqcn-profiles.md lists the profiles and where each value comes from.
 
-Reaction point, per QP (current rate Rc, target rate Rt, alpha), as in the notes:
-- CNP: Rt = Rc; Rc = max(min_rate, Rc * (1 - alpha/2)); alpha = (1-g) alpha + g;
-  the increase timer, byte counter and stage counters i, j restart. A non-zero
-  rate_on_first_cnp_bps replaces the decrease of the first CNP. CNPs that arrive less
-  than rate_reduce_period after the last decrease are counted and ignored (the NIC
-  applies at most one decrease per period).
-- alpha decays, alpha = (1-g) alpha, once per full alpha period without a CNP. It is
-  evaluated lazily (periods elapsed since the last update), which equals a timer
-  restarted at each CNP and costs no events while idle.
-- Increase events: every time_reset (i += 1) and every byte_reset bytes sent (j += 1);
-  fast recovery while max(i, j) < F: Rc = (Rt + Rc)/2; additive when max(i, j) >= F:
-  Rt += R_AI; hyper when min(i, j) >= F: Rt += (min(i, j) - F + 1) * R_HAI; after
-  either, Rc = (Rt + Rc)/2. byte_reset = 0 disables the byte counter (j stays 0, so
-  hyper increase never triggers, as in the HPCC simulator). Rt and Rc never exceed the
-  line rate; once Rc is within 1 bit/s of it, the episode ends and timers stop.
+Reaction point, per QP (current rate Rc, target rate Rt, alpha). Two ways to update
+alpha and decide decreases (`DcqcnParams.alpha_update`):
+
+- "per_period" (NVIDIA NICs; the HPCC simulator's Mellanox model). The first CNP of the
+  QP sets alpha = alpha_init (that CNP does not count as "a CNP arrived") and starts two
+  clocks: alpha is updated at the end of every alpha period, to (1-g) alpha + g if a CNP
+  arrived in that period (whether or not its decrease was suppressed) and to (1-g) alpha
+  otherwise; and at the end of every rate_reduce_period that saw a CNP the rate decreases
+  once, Rc = max(min_rate, Rc (1 - alpha/2)), alpha updates at the same instant coming
+  first. Further CNPs in that period are counted in cnps_ignored. Both clocks are
+  evaluated lazily (nothing is scheduled while no CNP is pending), which equals the
+  free-running timers of the model.
+- "per_cnp" (the paper): each CNP decreases the rate with the current alpha and then
+  sets alpha = (1-g) alpha + g; alpha decays, (1-g) alpha, once per full alpha period
+  without a CNP (a timer restarted at each CNP). A non-zero rate_reduce_period
+  suppresses decreases closer than that to the last one, but never the alpha update.
+
+On each decrease Rt = Rc if clamp_target_rate, or if the increase timer fired since the
+last decrease (the HPCC model's and NVIDIA's clamp-after-timer-increase rule); otherwise
+Rt keeps its value. A non-zero rate_on_first_cnp_bps sets Rc = Rt to it on the first CNP.
+The decrease restarts the increase timer (every time_reset) and the byte counter (every
+byte_reset bytes sent; 0 disables it) and their stage counts i, j. Each increase event
+sets Rc = (Rt + Rc) / 2 after raising Rt as the stage says (`increase_stages`):
+
+- "timer_and_bytes" (QCN/DCQCN): counts i, j include the event; fast recovery (Rt
+  unchanged) while max(i, j) <= F, so F events of either counter; hyper increase
+  Rt += (min(i, j) - F) R_HAI once both exceed F; additive Rt += R_AI otherwise.
+- "timer_only" (the HPCC simulator's Mellanox model): the timer's stage s, counted
+  before the event: fast recovery while s < F (F events), additive at s = F, then
+  hyper with a fixed Rt += R_HAI per event. No byte counter.
+
+Rt never exceeds the line rate; once Rc is within 1 bit/s of it, the episode ends and the
+increase timer stops (further events would leave Rc at the line rate).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal
 
 from emu.core.clock import Clock, TimerHandle
+
+AlphaUpdate = Literal["per_period", "per_cnp"]
+IncreaseStages = Literal["timer_and_bytes", "timer_only"]
 
 
 @dataclass(frozen=True)
@@ -37,7 +58,7 @@ class DcqcnParams:
 
     enabled: bool = True
     g: float = 5 / 1024
-    alpha_init: float = 1.0
+    alpha_init: float = 1023 / 1024
     alpha_period_ns: int = 1_000
     rate_reduce_period_ns: int = 4_000
     min_rate_bps: float = 1e6
@@ -48,6 +69,10 @@ class DcqcnParams:
     ai_rate_bps: float = 5e6
     hai_rate_bps: float = 50e6
     min_time_between_cnps_ns: int = 50_000  # notification point
+    # model differences between the sources (see the module docstring)
+    alpha_update: AlphaUpdate = "per_period"
+    increase_stages: IncreaseStages = "timer_and_bytes"
+    clamp_target_rate: bool = False
 
     def validate(self) -> None:
         if not 0 < self.g < 1:
@@ -58,6 +83,16 @@ class DcqcnParams:
             raise ValueError("dcqcn.alpha_period_ns and time_reset_ns must be positive")
         if self.threshold_f < 1:
             raise ValueError("dcqcn.threshold_f must be >= 1")
+        if self.alpha_update not in ("per_period", "per_cnp"):
+            raise ValueError("dcqcn.alpha_update must be 'per_period' or 'per_cnp'")
+        if self.increase_stages not in ("timer_and_bytes", "timer_only"):
+            raise ValueError("dcqcn.increase_stages must be 'timer_and_bytes' or 'timer_only'")
+        if self.alpha_update == "per_period" and self.rate_reduce_period_ns <= 0:
+            raise ValueError("dcqcn.rate_reduce_period_ns must be positive with "
+                             "alpha_update 'per_period' (decreases are checked once per period)")
+        if self.increase_stages == "timer_only" and self.byte_reset_bytes:
+            raise ValueError("dcqcn.byte_reset_bytes must be 0 with increase_stages "
+                             "'timer_only' (that model has no byte counter)")
         for f in fields(self):
             v = getattr(self, f.name)
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
@@ -66,23 +101,130 @@ class DcqcnParams:
 
 PROFILES = ("paper", "nvidia", "hpcc")
 
+AckClass = Literal["qp", "cnp"]
 
-def profile(name: str, line_rate_bps: float = 100e9) -> DcqcnParams:
-    """Named parameter sets from docs/notes (dcqcn.md); rates scale to the link speed
-    where the source does (HPCC's AI/HAI are given per 25 Gbps)."""
-    if name == "nvidia":
-        return DcqcnParams()
+
+@dataclass(frozen=True)
+class ProfileSpec:
+    """A profile as its source runs it: the reaction/notification point parameters plus
+    the switch ECN marking (RED-style ramp from kmin to kmax bytes of queue, marking
+    probability pmax at kmax and 1 above), the switch buffer, and the class ACK/NAK
+    travel in ("qp": the data's own traffic class; "cnp": the high-priority class
+    CNPs use). `sources` names where each value comes from (docs/dcqcn-profiles.md)."""
+
+    name: str
+    dcqcn: DcqcnParams
+    kmin_bytes: int
+    kmax_bytes: int
+    pmax: float
+    buffer_bytes: int
+    ack_class: AckClass
+    cnp_dscp: int | None = None  # None: the source does not set one (CNPs as ACKs)
+    cnp_pcp: int | None = None
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def min_time_between_cnps_ns(self) -> int:
+        return self.dcqcn.min_time_between_cnps_ns
+
+
+_HPCC = "alibaba-edu/High-Precision-Congestion-Control"
+_HPCC_RUN = f"{_HPCC} simulation/run.py (dcqcn run)"
+_HPCC_RDMA = f"{_HPCC} simulation/src/point-to-point/model/rdma-hw.cc (Mlx functions)"
+_DOCA = "NVIDIA DOCA docs, 'DCQCN CC Parameters'"
+_NOTES = "our notes on NVIDIA NIC defaults (not found in the DOCA pages read)"
+_PAPER = "Zhu et al., 'Congestion Control for Large-Scale RDMA Deployments', SIGCOMM 2015"
+_NS3RDMA = "bobzhuyb/ns3-rdma windows/ns-3-dev/mix/config.txt (the paper's simulator)"
+
+
+def _check_rate(line_rate_bps: float) -> None:
+    if not (isinstance(line_rate_bps, (int, float)) and line_rate_bps > 0):
+        raise ValueError(f"line rate must be a positive number of bit/s, got {line_rate_bps!r}")
+
+
+def _hpcc_switch(line_rate_bps: float) -> tuple[int, int, float, int]:
+    """HPCC simulator's marking per link speed (Kmin/Kmax 100/400 kB per 25 Gbps, kB =
+    1000 B in its switch MMU, Pmax 0.2) and buffer (16 MiB per 50 Gbps of NIC speed)."""
+    k25 = line_rate_bps / 25e9
+    return (round(100_000 * k25), round(400_000 * k25), 0.2,
+            round(16 * 1024 * 1024 * line_rate_bps / 50e9))
+
+
+def profile_spec(name: str, line_rate_bps: float = 100e9) -> ProfileSpec:
+    """The named profile at a link speed; rates and thresholds scale with the speed where
+    the source does (HPCC's AI/HAI and thresholds per 25 Gbps; the paper's at 40 Gbps)."""
+    _check_rate(line_rate_bps)
     if name == "hpcc":
         k = line_rate_bps / 25e9
-        return DcqcnParams(g=1 / 256, min_rate_bps=1e9, byte_reset_bytes=0,
-                           ai_rate_bps=5e6 * k, hai_rate_bps=50e6 * k,
-                           min_time_between_cnps_ns=0)
+        dc = DcqcnParams(
+            g=1 / 256, alpha_init=1.0, alpha_period_ns=1_000, rate_reduce_period_ns=4_000,
+            min_rate_bps=1e9, rate_on_first_cnp_bps=0.0, time_reset_ns=300_000,
+            byte_reset_bytes=0, threshold_f=1, ai_rate_bps=5e6 * k, hai_rate_bps=50e6 * k,
+            min_time_between_cnps_ns=0, alpha_update="per_period",
+            increase_stages="timer_only", clamp_target_rate=False)
+        kmin, kmax, pmax, buf = _hpcc_switch(line_rate_bps)
+        return ProfileSpec(
+            "hpcc", dc, kmin, kmax, pmax, buf, ack_class="qp", sources={
+                "rp parameters": _HPCC_RUN + ": ALPHA_RESUME_INTERVAL 1, RATE_DECREASE_INTERVAL "
+                "4, RP_TIMER 300, EWMA_GAIN 1/256, FAST_RECOVERY_TIMES 1, RATE_AI/HAI 5/50 "
+                "Mb/s x bw/25, MIN_RATE 1000 Mb/s, CLAMP_TARGET_RATE 0",
+                "rp model": _HPCC_RDMA,
+                "alpha_init, rate on first CNP": f"{_HPCC} rdma-queue-pair.cc (alpha 1), "
+                "rdma-hw.cc RateOnFirstCnp default 1.0 (rate unchanged)",
+                "cnp pacing": _HPCC_RDMA + ": CNP flag on the ACK of every marked packet "
+                "(run.py L2_ACK_INTERVAL 1: an ACK per packet)",
+                "marking": _HPCC_RUN + ": KMIN_MAP/KMAX_MAP/PMAX_MAP; switch-mmu.cc kB = 1000 B",
+                "buffer": _HPCC_RUN + ": BUFFER_SIZE 16 x bw/50 MiB, one buffer per switch",
+                "ack class": _HPCC_RUN + ": ACK_HIGH_PRIO 1 puts ACKs first at the sending "
+                "NIC only; switch-node.cc queues them by the data's PG (AckHighPrio "
+                "defaults 0, scratch/third.cc never sets it)",
+            })
+    if name == "nvidia":
+        dc = DcqcnParams()
+        kmin, kmax, pmax, buf = _hpcc_switch(line_rate_bps)
+        return ProfileSpec(
+            "nvidia", dc, kmin, kmax, pmax, buf, ack_class="qp", cnp_dscp=48, cnp_pcp=6,
+            sources={
+                "g, alpha period, alpha_init, rate decrease period, min rate, rate on "
+                "first CNP": _DOCA + " (dce_tcp_g 1019 = 1024 (1-g); dce_tcp_rtt 1 us; "
+                "initial_alpha_value 1023/1024; rate_reduce_monitor_period 4 us; "
+                "rpg_min_rate 1 Mb/s; rate_to_set_on_first_cnp 0)",
+                "time/byte reset, F, AI/HAI": _NOTES + ": rpg_time_reset 300 us, "
+                "rpg_byte_reset 32767 B, rpg_threshold 1, rpg_ai_rate/rpg_hai_rate 5/50 Mb/s",
+                "clamp": _NOTES + ": clamp_tgt_rate 0, clamp_tgt_rate_after_time_inc 1",
+                "rp model": _HPCC_RDMA + " (the HPCC simulator's model of these NICs)",
+                "cnp pacing": "firmware setting (min_time_between_cnps); the paper's 50 us",
+                "cnp class": _NOTES + ": cnp_dscp 48, cnp_802p_prio 6",
+                "ack class": "RoCE ACK/NAK use the QP's own traffic class",
+                "marking, buffer": "set on the switch, not the NIC: the HPCC simulator's",
+            })
     if name == "paper":
-        return DcqcnParams(g=1 / 256, alpha_period_ns=55_000, rate_reduce_period_ns=0,
-                           time_reset_ns=55_000, byte_reset_bytes=10 * 1024 * 1024,
-                           threshold_f=5, ai_rate_bps=40e6, hai_rate_bps=400e6,
-                           min_time_between_cnps_ns=50_000)
+        k40 = line_rate_bps / 40e9
+        dc = DcqcnParams(
+            g=1 / 256, alpha_init=1.0, alpha_period_ns=55_000, rate_reduce_period_ns=0,
+            min_rate_bps=1e6, time_reset_ns=55_000, byte_reset_bytes=10 * 1024 * 1024,
+            threshold_f=5, ai_rate_bps=40e6, hai_rate_bps=200e6,
+            min_time_between_cnps_ns=50_000, alpha_update="per_cnp",
+            increase_stages="timer_and_bytes", clamp_target_rate=True)
+        kmax = round(200_000 * k40)
+        return ProfileSpec(
+            "paper", dc, round(5_000 * k40), kmax, 0.01, 2 * kmax, ack_class="qp", sources={
+                "rp parameters": _PAPER + ": g 1/256, K 55 us, timer 55 us, byte counter "
+                "10 MB, F 5, R_AI 40 Mb/s; Rt = Rc on every CNP",
+                "R_HAI": _NS3RDMA + ": RATE_HAI 200Mb/s (the paper gives none)",
+                "min rate": "not in the paper: the NVIDIA NIC default, 1 Mb/s",
+                "cnp pacing": _PAPER + ": at most one CNP per 50 us per QP",
+                "marking": _PAPER + ": Kmin 5 KB, Kmax 200 KB, Pmax 1% at 40 Gbps, "
+                "scaled here with the link speed",
+                "buffer": "not stated: 2 x Kmax, so the ramp and the region above it fit",
+                "ack class": "not stated in the paper: the QP's own class",
+            })
     raise ValueError(f"unknown DCQCN profile {name!r}; choose one of {', '.join(PROFILES)}")
+
+
+def profile(name: str, line_rate_bps: float = 100e9) -> DcqcnParams:
+    """The reaction/notification point parameters of `profile_spec(name, line_rate_bps)`."""
+    return profile_spec(name, line_rate_bps).dcqcn
 
 
 class NotificationPoint:
@@ -118,12 +260,19 @@ class ReactionPoint:
         self.rc = self.line
         self.rt = self.line
         self._alpha = params.alpha_init
-        self._alpha_t = clock.now_ns()
+        self._alpha_t = clock.now_ns()  # per_cnp: start of the current alpha period
+        # per_period: time of the QP's first CNP (the origin of both period clocks), the
+        # alpha period ends processed so far and whether the current one saw a CNP.
+        self._t0: int | None = None
+        self._alpha_k = 0
+        self._alpha_cnp = False
+        self._decrease_pending = False
+        self._decrease_timer: TimerHandle | None = None
         self.i = 0  # timer stage count since the last decrease
         self.j = 0  # byte-counter stage count since the last decrease
         self.bytes = 0
         self.cnps = 0
-        self.cnps_ignored = 0
+        self.cnps_ignored = 0  # CNPs whose own rate decrease was suppressed
         self.decreases = 0
         self.increases = 0
         self.last_decrease_ns: int | None = None
@@ -132,18 +281,42 @@ class ReactionPoint:
         self.trace: list[tuple[int, float]] = [(clock.now_ns(), self.rc)]
         self._trace_max = trace_max
 
+    # -- alpha --------------------------------------------------------------------------
     @property
     def alpha(self) -> float:
-        self._decay(self.clock.now_ns())
+        now = self.clock.now_ns()
+        if self.p.alpha_update == "per_period":
+            self._alpha_catch_up(now)
+        else:
+            self._decay(now)
         return self._alpha
 
     def _decay(self, now: int) -> None:
+        """per_cnp: one (1-g) step per full alpha period since the last CNP."""
         period = self.p.alpha_period_ns
         k = (now - self._alpha_t) // period
         if k > 0:
             self._alpha *= (1.0 - self.p.g) ** k
             self._alpha_t += k * period
 
+    def _alpha_catch_up(self, now: int) -> None:
+        """per_period: apply every alpha period end at or before now."""
+        if self._t0 is None:
+            return
+        n = (now - self._t0) // self.p.alpha_period_ns
+        steps = n - self._alpha_k
+        if steps <= 0:
+            return
+        g = self.p.g
+        a = self._alpha
+        if self._alpha_cnp:  # only the period the flag was set in ends with a CNP
+            a = (1.0 - g) * a + g
+            steps -= 1
+            self._alpha_cnp = False
+        self._alpha = a * (1.0 - g) ** steps
+        self._alpha_k = n
+
+    # -- rate ---------------------------------------------------------------------------
     def _set_rc(self, rc: float) -> None:
         self.rc = rc
         if len(self.trace) < self._trace_max:
@@ -152,23 +325,70 @@ class ReactionPoint:
             self.on_rate(rc)
 
     def on_cnp(self) -> None:
+        self.cnps += 1
+        if self.p.alpha_update == "per_period":
+            self._cnp_per_period()
+        else:
+            self._cnp_per_cnp()
+
+    def _first_cnp_rate(self) -> None:
+        r = self.p.rate_on_first_cnp_bps
+        if r > 0:
+            r = min(self.line, max(self.p.min_rate_bps, r))
+            self.rt = r
+            self._set_rc(r)
+
+    def _cnp_per_period(self) -> None:
         p = self.p
         now = self.clock.now_ns()
-        self.cnps += 1
+        if self._t0 is None:
+            self._t0 = now
+            self._alpha = p.alpha_init
+            self._alpha_k = 0
+            self._alpha_cnp = False  # the first CNP only initialises alpha
+            self._first_cnp_rate()
+        else:
+            self._alpha_catch_up(now)  # period ends up to now belong to earlier CNPs
+            self._alpha_cnp = True
+        if self._decrease_pending:
+            self.cnps_ignored += 1  # one decrease per period, already due
+            return
+        self._decrease_pending = True
+        period = p.rate_reduce_period_ns
+        when = self._t0 + ((now - self._t0) // period + 1) * period
+        self._decrease_timer = self.clock.call_at(when, self._on_decrease_check)
+
+    def _on_decrease_check(self) -> None:
+        self._decrease_timer = None
+        self._decrease_pending = False
+        self._alpha_catch_up(self.clock.now_ns())  # alpha updates at this instant first
+        self._decrease(self._alpha)
+
+    def _cnp_per_cnp(self) -> None:
+        p = self.p
+        now = self.clock.now_ns()
+        self._decay(now)
+        alpha = self._alpha
+        # alpha follows every CNP, a suppressed decrease included
+        self._alpha = (1.0 - p.g) * alpha + p.g
+        self._alpha_t = now
         last = self.last_decrease_ns
         if last is not None and p.rate_reduce_period_ns and now - last < p.rate_reduce_period_ns:
             self.cnps_ignored += 1
             return
-        self._decay(now)
-        alpha = self._alpha
-        self.rt = self.rc
         if self.decreases == 0 and p.rate_on_first_cnp_bps > 0:
-            rc = p.rate_on_first_cnp_bps
-        else:
-            rc = self.rc * (1.0 - alpha / 2.0)
-        rc = min(self.line, max(p.min_rate_bps, rc))
-        self._alpha = (1.0 - p.g) * alpha + p.g
-        self._alpha_t = now
+            self.rt = self.rc
+            self._apply_decrease(min(self.line, max(p.min_rate_bps, p.rate_on_first_cnp_bps)))
+            return
+        self._decrease(alpha)
+
+    def _decrease(self, alpha: float) -> None:
+        if self.p.clamp_target_rate or self.i > 0:
+            self.rt = self.rc
+        self._apply_decrease(min(self.line, max(self.p.min_rate_bps, self.rc * (1.0 - alpha / 2.0))))
+
+    def _apply_decrease(self, rc: float) -> None:
+        now = self.clock.now_ns()
         self.decreases += 1
         self.last_decrease_ns = now
         self.i = self.j = 0
@@ -176,17 +396,29 @@ class ReactionPoint:
         self.active = True
         if self._timer is not None:
             self._timer.cancel()
-        self._timer = self.clock.call_later(p.time_reset_ns, self._on_timer)
+        self._timer = self.clock.call_later(self.p.time_reset_ns, self._on_timer)
         self._set_rc(rc)
 
     def _on_timer(self) -> None:
         self._timer = None
         if not self.active:
             return
-        self.i += 1
-        self._increase()
+        p = self.p
+        if p.increase_stages == "timer_only":
+            s = self.i  # the stage before this event
+            self.i += 1
+            if s < p.threshold_f:
+                step = 0.0
+            elif s == p.threshold_f:
+                step = p.ai_rate_bps
+            else:
+                step = p.hai_rate_bps
+            self._increase(step)
+        else:
+            self.i += 1
+            self._increase(self._qcn_step())
         if self.active:
-            self._timer = self.clock.call_later(self.p.time_reset_ns, self._on_timer)
+            self._timer = self.clock.call_later(p.time_reset_ns, self._on_timer)
 
     def on_sent(self, nbytes: int) -> None:
         """Bytes sent by the QP: drives the byte counter during an episode."""
@@ -199,18 +431,22 @@ class ReactionPoint:
         while self.bytes >= reset and self.active:
             self.bytes -= reset
             self.j += 1
-            self._increase()
+            self._increase(self._qcn_step())
 
-    def _increase(self) -> None:
+    def _qcn_step(self) -> float:
+        """Rt increment of a QCN/DCQCN increase event; i, j include the event."""
         p = self.p
         f = p.threshold_f
-        i, j = self.i, self.j
-        if min(i, j) >= f:
-            self.rt += (min(i, j) - f + 1) * p.hai_rate_bps
-        elif max(i, j) >= f:
-            self.rt += p.ai_rate_bps
-        if self.rt > self.line:
-            self.rt = self.line
+        lo = min(self.i, self.j)
+        if lo > f:
+            return (lo - f) * p.hai_rate_bps
+        if max(self.i, self.j) > f:
+            return p.ai_rate_bps
+        return 0.0  # fast recovery
+
+    def _increase(self, step: float) -> None:
+        if step:
+            self.rt = min(self.line, self.rt + step)
         rc = (self.rt + self.rc) / 2.0
         self.increases += 1
         if self.line - rc < 1.0:
@@ -222,9 +458,11 @@ class ReactionPoint:
         self._set_rc(min(rc, self.line))
 
     def stop(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        for t in (self._timer, self._decrease_timer):
+            if t is not None:
+                t.cancel()
+        self._timer = self._decrease_timer = None
+        self._decrease_pending = False
         self.active = False
 
 

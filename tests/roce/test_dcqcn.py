@@ -15,8 +15,9 @@ LINE = 100e9
 
 def test_cnp_decrease_and_alpha_step_by_step():
     clk = VirtualClock()
-    p = DcqcnParams(g=1 / 16, alpha_period_ns=1000, rate_reduce_period_ns=0,
-                    time_reset_ns=10**9, byte_reset_bytes=0)
+    p = DcqcnParams(g=1 / 16, alpha_init=1.0, alpha_period_ns=1000, rate_reduce_period_ns=0,
+                    time_reset_ns=10**9, byte_reset_bytes=0, alpha_update="per_cnp",
+                    clamp_target_rate=True)
     rp = ReactionPoint(p, LINE, clk)
     rc, rt, alpha = LINE, LINE, 1.0
     last = 0  # time of the last alpha update
@@ -39,9 +40,10 @@ def test_cnp_decrease_and_alpha_step_by_step():
 
 def test_increase_stages_timer_and_byte_counter():
     clk = VirtualClock()
-    p = DcqcnParams(g=1 / 256, alpha_period_ns=1000, rate_reduce_period_ns=0,
+    p = DcqcnParams(g=1 / 256, alpha_init=1.0, alpha_period_ns=1000, rate_reduce_period_ns=0,
                     time_reset_ns=300_000, byte_reset_bytes=10_000, threshold_f=2,
-                    ai_rate_bps=5e6, hai_rate_bps=50e6, min_rate_bps=1e6)
+                    ai_rate_bps=5e6, hai_rate_bps=50e6, min_rate_bps=1e6,
+                    alpha_update="per_cnp", clamp_target_rate=True)
     rp = ReactionPoint(p, LINE, clk)
     rp.on_cnp()
     rc, rt = rp.rc, rp.rt
@@ -49,10 +51,12 @@ def test_increase_stages_timer_and_byte_counter():
     i = j = 0
 
     def expect_step():
+        # QCN stages, i and j counting this event: fast recovery for F events of either
+        # counter, hyper once both have passed F
         nonlocal rc, rt
-        if min(i, j) >= p.threshold_f:
-            rt += (min(i, j) - p.threshold_f + 1) * p.hai_rate_bps
-        elif max(i, j) >= p.threshold_f:
+        if min(i, j) > p.threshold_f:
+            rt += (min(i, j) - p.threshold_f) * p.hai_rate_bps
+        elif max(i, j) > p.threshold_f:
             rt += p.ai_rate_bps
         rt = min(rt, LINE)
         rc = min(LINE, (rt + rc) / 2)
@@ -83,12 +87,13 @@ def test_increase_stages_timer_and_byte_counter():
 
 def test_min_rate_first_cnp_rate_and_reduce_period():
     clk = VirtualClock()
-    p = DcqcnParams(rate_on_first_cnp_bps=10e9, min_rate_bps=4e9, rate_reduce_period_ns=4000)
+    p = DcqcnParams(rate_on_first_cnp_bps=10e9, min_rate_bps=4e9, rate_reduce_period_ns=4000,
+                    alpha_update="per_cnp")
     rp = ReactionPoint(p, LINE, clk)
     rp.on_cnp()
     assert rp.rc == 10e9
     clk.advance(1000)
-    rp.on_cnp()  # within the reduce period: ignored
+    rp.on_cnp()  # within the reduce period: its decrease is suppressed
     assert rp.rc == 10e9 and rp.cnps_ignored == 1
     for _ in range(50):
         clk.advance(4000)
@@ -96,10 +101,29 @@ def test_min_rate_first_cnp_rate_and_reduce_period():
     assert rp.rc == 4e9  # never below min_rate
 
 
+def test_per_period_first_cnp_rate_and_one_decrease_per_period():
+    clk = VirtualClock()
+    p = DcqcnParams(rate_on_first_cnp_bps=10e9, min_rate_bps=4e9, rate_reduce_period_ns=4000)
+    rp = ReactionPoint(p, LINE, clk)
+    rp.on_cnp()
+    assert rp.rc == rp.rt == 10e9 and rp.decreases == 0  # the decrease waits for the check
+    clk.advance(1000)
+    rp.on_cnp()  # same decrease period: merged into the pending decrease
+    assert rp.cnps_ignored == 1
+    clk.advance_to(4000)
+    assert rp.decreases == 1 and rp.rc < 10e9
+    for _ in range(50):
+        clk.advance(4000)
+        rp.on_cnp()
+    clk.advance(4000)
+    assert rp.rc == 4e9 and rp.decreases == 51  # never below min_rate
+
+
 def test_recovers_to_line_rate_and_stops_timers():
     clk = VirtualClock()
     rp = ReactionPoint(dcqcn.profile("nvidia"), LINE, clk)
     rp.on_cnp()
+    clk.advance(4000)  # the decrease check of the period that saw the CNP
     assert rp.rc < LINE
     clk.run_until_idle()  # timers stop once the line rate is reached
     assert rp.rc == LINE and not rp.active

@@ -65,9 +65,15 @@ def test_time_dilation_keeps_the_rate_trajectory(dilation):
             r = rr
         return r
 
+    # Rounding shifts events by up to ~1% of the run by its end, and one increase event
+    # can move Rc halfway to an unclamped Rt: match each sample against the reference
+    # rates within +-2% of the run around it.
     for k in range(1, 40):
         t = fct1 * k / 40
-        assert rate_at(tr2, t) == pytest.approx(rate_at(tr1, t), rel=0.1)
+        lo, hi = t - 0.02 * fct1, t + 0.02 * fct1
+        window = [rate_at(tr1, lo)] + [r for tt, r in tr1 if lo < tt <= hi]
+        r2 = rate_at(tr2, t)
+        assert any(r2 == pytest.approx(r, rel=0.1) for r in window), (t, r2, window)
 
 
 def test_plb_repaths_after_consecutive_congested_rounds():
