@@ -41,8 +41,9 @@ class RunConfig:
     ecn_kmax_pkts: int = 20
     ecn_pmax: float = 0.2
     # Strict-priority egress queues per switch port; with >1, fabric.p4 puts DSCP 48
-    # (ACKs, NAKs, CNPs) on the top queue, so feedback does not wait behind data (as
-    # RoCE fabrics configure it). 1: everything shares one queue.
+    # (CNPs; ACK/NAKs ride with the data unless the agents' ack_class is "cnp") on the
+    # top queue, so feedback does not wait behind data (as RoCE fabrics configure it).
+    # 1: everything shares one queue.
     priority_queues: int = 2
     window_pkts: int = 32  # outstanding packets per QP (and the sr reorder window)
     mtu_bytes: int = 1024  # RoCE path MTU (payload per packet)
