@@ -417,7 +417,12 @@ class Responder:
                     self._ov_id.clear()
                     self._seen = 0
             else:
-                self._moved(n)
+                self._seen >>= n
+                starts = self._ov_start
+                if len(starts) > 1 and starts[1] <= epsn:  # forget jumps wholly below epsn
+                    k = bisect_right(starts, epsn) - 1
+                    del starts[:k]
+                    del self._ov_id[:k]
             self._unacked += 1
             if (p.ackreq or drained or self._unacked >= self.ack_every
                     or p.opcode in wire.ENDS_MSG or now - self._last_ack_ns >= self.ack_interval_ns):
@@ -428,8 +433,19 @@ class Responder:
             if p.ackreq or self._dups >= self.ack_every:
                 self.send_ack()
         else:  # ahead of the expected PSN
-            if d < self.window:
-                self._ahead(frame, epsn, d)
+            if d < self.window:  # late vs lost bookkeeping (see ResponderStats)
+                seq = epsn + d
+                high = self.high
+                bit = 1 << d
+                if seq >= high:
+                    if seq > high:  # [high, seq) overtaken by this frame
+                        self._ov_start.append(high)
+                        self._ov_id.append((frame[18] << 8) | frame[19])
+                    self.high = seq + 1
+                    st.reorder_distance.add(0)
+                elif not self._seen & bit:
+                    self._hole_filled(frame, seq)
+                self._seen |= bit
             if not self.sr:
                 st.out_of_sequence += 1
                 if not self.nak_sent:
@@ -455,21 +471,6 @@ class Responder:
                 self.send_ack()
 
     # -- late (reordered) vs lost: see ResponderStats ------------------------------------
-    def _ahead(self, frame: bytes, epsn: int, d: int) -> None:
-        """Bookkeeping of a packet `d` ahead of the expected sequence number."""
-        seq = epsn + d
-        high = self.high
-        bit = 1 << d
-        if seq >= high:
-            if seq > high:  # [high, seq) overtaken by this frame
-                self._ov_start.append(high)
-                self._ov_id.append((frame[18] << 8) | frame[19])
-            self.high = seq + 1
-            self.stats.reorder_distance.add(0)
-        elif not self._seen & bit:
-            self._hole_filled(frame, seq)
-        self._seen |= bit
-
     def _hole_filled(self, frame: bytes, seq: int) -> None:
         """First arrival of `seq` after a higher sequence number: late or a resend. The
         original was sent before the frame that overtook it, a retransmission after it
@@ -481,18 +482,6 @@ class Responder:
             st.reorder_distance.add(self.high - 1 - seq)
         else:
             st.lost_gaps += 1
-
-    def _moved(self, n: int) -> None:
-        """epsn moved up by n while holes remain above it."""
-        self._seen >>= n
-        starts = self._ov_start
-        epsn = self.epsn
-        k = 0
-        while k + 1 < len(starts) and starts[k + 1] <= epsn:
-            k += 1
-        if k:
-            del starts[:k]
-            del self._ov_id[:k]
 
     def _accept(self, opcode: int, frame: bytes, off: int, end: int, now: int) -> None:
         """Consume the in-order packet at the expected PSN."""
