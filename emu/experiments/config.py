@@ -15,6 +15,7 @@ from .workloads import WorkloadParams
 LB_MODES = ("ecmp", "flowlet", "adaptive", "spray", "te")
 CC_MODES = ("dcqcn", "none")
 RECOVERY_MODES = ("gbn", "sr")
+ACK_CLASSES = ("qp", "cnp")
 TARGETS = ("embedded", "bmv2")
 
 
@@ -45,6 +46,9 @@ class RunConfig:
     # top queue, so feedback does not wait behind data (as RoCE fabrics configure it).
     # 1: everything shares one queue.
     priority_queues: int = 2
+    # ACK/NAK class of the host NICs: "qp" (the data class, as RC NICs send them) or
+    # "cnp" (DSCP 48 with the CNPs, so the top queue carries them past the data).
+    ack_class: Literal["qp", "cnp"] = "qp"
     window_pkts: int = 32  # outstanding packets per QP (and the sr reorder window)
     mtu_bytes: int = 1024  # RoCE path MTU (payload per packet)
     # emu.roce.dcqcn profiles: hpcc (a CNP per marked packet, rates scaled to the link)
@@ -90,6 +94,8 @@ class RunConfig:
             raise bad(f"priority_queues must be 1..8, got {self.priority_queues}")
         if self.window_pkts < 1:
             raise bad("window_pkts must be >= 1")
+        if self.ack_class not in ACK_CLASSES:
+            raise bad(f"ack_class must be one of {', '.join(ACK_CLASSES)}, got {self.ack_class!r}")
         self.workload.validate()
 
     def to_dict(self) -> dict[str, Any]:

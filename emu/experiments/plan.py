@@ -60,7 +60,8 @@ def agent_settings(cfg: RunConfig) -> AgentSettings:
                          dcqcn_profile=cfg.dcqcn_profile,
                          mtu_bytes=cfg.mtu_bytes, window_pkts=cfg.window_pkts,
                          start_delay_us=cfg.start_delay_s * 1e6, timeout_s=cfg.timeout_s,
-                         plb=cfg.plb, priority_queues=cfg.priority_queues)
+                         plb=cfg.plb, priority_queues=cfg.priority_queues,
+                         ack_class=cfg.ack_class)
 
 
 def plan_run(cfg: RunConfig, fabric: Fabric | None = None) -> RunPlan:

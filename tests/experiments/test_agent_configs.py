@@ -73,6 +73,19 @@ def test_cc_none_agents_run_no_notification_point(cc: str) -> None:
         assert agent.summary()["cc"] == cc
 
 
+def test_a_run_chooses_the_ack_class() -> None:
+    from emu.experiments.config import RunConfig, RunConfigError
+    from emu.experiments.plan import plan_run
+
+    for ack_class in ("qp", "cnp"):
+        plan = plan_run(RunConfig(ack_class=ack_class))  # type: ignore[arg-type]
+        assert {c["nic"]["ack_class"] for c in plan.agents.values()} == {ack_class}
+        assert all(load_dict(c).nic.ack_class == ack_class for c in plan.agents.values())
+    assert plan_run(RunConfig()).agents["h1"]["nic"]["ack_class"] == "qp"
+    with pytest.raises(RunConfigError, match="ack_class must be one of qp, cnp"):
+        RunConfig(ack_class="top").validate()  # type: ignore[arg-type]
+
+
 def test_path_queue_delay_counts_every_full_queue_on_the_path() -> None:
     frame_s = (1024 + 78) * 8 / 20e6  # clos4: 20 Mb/s links, 64-packet queues
     same_leaf = path_queue_delay_s(FABRIC, "h1", "h2", 1024, priority_queues=1)
