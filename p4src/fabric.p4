@@ -43,8 +43,9 @@ control FabricIngress(inout headers_t hdr,
         size = PORT_SLOTS;
     }
 
-    /* Strict-priority egress queue by DSCP: RoCE NICs send ACKs and CNPs with their
-     * own DSCP (48 by default), which the controller maps above the data class. */
+    /* Strict-priority egress queue by DSCP: RoCE NICs send CNPs (and, if so configured,
+     * ACK/NAKs) with their own DSCP (48 by default), which the controller maps above the
+     * data class. */
     action set_priority(bit<3> prio) {
         standard_metadata.priority = prio;
     }

@@ -23,7 +23,8 @@ ECN_PROB_ONE = 1 << 24
 U32_MAX = (1 << 32) - 1
 
 DSCP_CONTROL = 48
-"""The DSCP RoCE NICs put on ACKs/NAKs and CNPs (NVIDIA default; emu.roce's ctrl_dscp)."""
+"""The DSCP RoCE NICs put on CNPs (NVIDIA default; emu.roce's ctrl_dscp). ACK/NAKs carry
+the QP's own class unless a NIC is set to send them like CNPs (emu.roce ack_class "cnp")."""
 
 
 class LbMode(str, enum.Enum):
@@ -171,7 +172,8 @@ class QosSettings:
 
     @classmethod
     def roce(cls, priority_queues: int) -> QosSettings:
-        """CNPs and ACKs (DSCP 48) on the highest queue, everything else on queue 0."""
+        """DSCP 48 (CNPs; ACKs too with ack_class "cnp") on the highest queue, the rest
+        on queue 0."""
         if priority_queues <= 1:
             return cls(priority_queues=max(1, priority_queues))
         return cls(priority_queues, {DSCP_CONTROL: priority_queues - 1})

@@ -42,7 +42,10 @@ class AgentSettings:
     # retransmissions with zero drops. Repeated timeouts back off exponentially (emu.roce).
     rto_wire_ms: float = 100.0
     rto_margin: float = 2.0
-    priority_queues: int = 1  # >1: ACKs/CNPs ride a higher queue, past the data
+    priority_queues: int = 1  # >1: CNPs (and ACKs with ack_class "cnp") ride a higher queue
+    # ACK/NAK class (emu.roce NicConfig.ack_class): "qp" = the data class, as RC NICs do;
+    # "cnp" = the CNP class, so ACKs too skip the data queues.
+    ack_class: Literal["qp", "cnp"] = "qp"
     start_delay_us: float = 0.0  # flows without dependencies start this long after READY
     timeout_s: float | None = None
     plb: bool = False
@@ -97,12 +100,13 @@ def window_pkts_for(fabric: Fabric, src: str, dst: str, settings: AgentSettings)
 
 
 def path_queue_delay_s(fabric: Fabric, src: str, dst: str, mtu_bytes: int,
-                       priority_queues: int = 1) -> float:
+                       priority_queues: int = 1, ack_class: str = "qp") -> float:
     """The longest a data packet and its ACK can wait in switch queues between hosts
     `src` and `dst`: every egress queue on the worst equal-cost path full of MTU frames,
-    drained at that port's rate. With one queue per port the ACK waits behind full data
-    queues on the way back too; with priority queues it waits for at most one frame per
-    hop (strict priority, non-preemptive)."""
+    drained at that port's rate. An ACK in the data class (one queue per port, or
+    ack_class "qp") waits behind full data queues on the way back too; in a higher
+    priority queue it waits for at most one frame per hop (strict priority,
+    non-preemptive)."""
     hosts = {h.name: h for h in fabric.hosts}
     a, b = hosts[src], hosts[dst]
     frame_bits = (mtu_bytes + FRAME_OVERHEAD_BYTES) * 8
@@ -127,14 +131,16 @@ def path_queue_delay_s(fabric: Fabric, src: str, dst: str, mtu_bytes: int,
 
     fwd = sum(q for q, _f in one_way(a.name, b.name))
     back = one_way(b.name, a.name)
-    rev = sum(q for q, _f in back) if priority_queues <= 1 else sum(f for _q, f in back)
+    acks_queue_with_data = priority_queues <= 1 or ack_class == "qp"
+    rev = sum(q for q, _f in back) if acks_queue_with_data else sum(f for _q, f in back)
     return fwd + rev
 
 
 def rto_wire_ms(fabric: Fabric, src: str, dst: str, settings: AgentSettings) -> float:
     """The QP's retransmission timeout in clock time (see AgentSettings): the margin x
     (the base round trip + the worst queueing on the path)."""
-    delay = path_queue_delay_s(fabric, src, dst, settings.mtu_bytes, settings.priority_queues)
+    delay = path_queue_delay_s(fabric, src, dst, settings.mtu_bytes, settings.priority_queues,
+                               settings.ack_class)
     delay += base_rtt_s(fabric, src, dst, settings.mtu_bytes)
     return max(settings.rto_wire_ms, settings.rto_margin * delay * 1e3)
 
@@ -185,7 +191,8 @@ def agent_configs(fabric: Fabric, workload: Workload, settings: AgentSettings,
                     "time_dilation": settings.dilation,
                     "timer_resolution_ns": settings.timer_resolution_ns,
                     "mtu": settings.mtu_bytes,
-                    "min_rto_ns": int(settings.rto_wire_ms * 1e6)},
+                    "min_rto_ns": int(settings.rto_wire_ms * 1e6),
+                    "ack_class": settings.ack_class},
             "dcqcn": {"profile": settings.dcqcn_profile, "enabled": settings.cc == "dcqcn"},
             "plb": {"enabled": settings.plb},
             "qps": qps,

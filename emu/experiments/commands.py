@@ -82,8 +82,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "this machine, else a built-in rate this 2-core class of machine "
                         "sustains)")
     f.add_argument("--priority-queues", type=int, default=2, metavar="N",
-                   help="strict-priority queues per switch port; with 2 or more, ACKs and "
-                        "CNPs (DSCP 48) ride the top one (default 2; 1 = one shared queue)")
+                   help="strict-priority queues per switch port; with 2 or more, CNPs "
+                        "(DSCP 48) ride the top one (default 2; 1 = one shared queue)")
     f.add_argument("--dilation", type=float, default=None,
                    help="time dilation instead of --rate: the wire runs the topology's "
                         "modelled network this many times slower (default: the topology's "

@@ -18,6 +18,7 @@ from .workloads import WorkloadParams
 LB_MODES = ("ecmp", "flowlet", "adaptive", "spray", "te")
 CC_MODES = ("dcqcn", "none")
 RECOVERY_MODES = ("gbn", "sr")
+ACK_CLASSES = ("qp", "cnp")
 TARGETS = ("embedded", "bmv2")
 # The wire rate of a run that names neither a rate nor a dilation (library and test use;
 # `emu run` picks a calibrated or built-in rate, emu.experiments.rates).
@@ -47,9 +48,13 @@ class RunConfig:
     ecn_kmax_pkts: int = 20
     ecn_pmax: float = 0.2
     # Strict-priority egress queues per switch port; with >1, fabric.p4 puts DSCP 48
-    # (ACKs, NAKs, CNPs) on the top queue, so feedback does not wait behind data (as
-    # RoCE fabrics configure it). 1: everything shares one queue.
+    # (CNPs; ACK/NAKs ride with the data unless the agents' ack_class is "cnp") on the
+    # top queue, so feedback does not wait behind data (as RoCE fabrics configure it).
+    # 1: everything shares one queue.
     priority_queues: int = 2
+    # ACK/NAK class of the host NICs: "qp" (the data class, as RC NICs send them) or
+    # "cnp" (DSCP 48 with the CNPs, so the top queue carries them past the data).
+    ack_class: Literal["qp", "cnp"] = "qp"
     # Outstanding packets per QP (and the sr reorder window); None: twice each QP's
     # bandwidth-delay product (emu.experiments.agent_configs.window_pkts_for).
     window_pkts: int | None = None
@@ -107,6 +112,8 @@ class RunConfig:
             raise bad(f"priority_queues must be 1..8, got {self.priority_queues}")
         if self.window_pkts is not None and self.window_pkts < 1:
             raise bad("window_pkts must be >= 1")
+        if self.ack_class not in ACK_CLASSES:
+            raise bad(f"ack_class must be one of {', '.join(ACK_CLASSES)}, got {self.ack_class!r}")
         self.workload.validate()
 
     def dilation_for(self, model: Fabric) -> Dilation:

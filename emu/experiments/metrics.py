@@ -49,7 +49,7 @@ class FlowResult:
     collective: str
     completed: bool  # sender saw it acknowledged
     delivered: bool  # receiver got the whole message
-    verified: bool  # receiver's SHA-256 equals the sender's
+    verified: bool  # delivered exactly once, and the receiver's SHA-256 equals the sender's
     start_s: float | None  # on the run timeline
     end_s: float | None  # receiver completion (sender ACK if the receiver did not report)
     fct_s: float | None  # sender: post to last ACK
@@ -98,7 +98,8 @@ def flow_results(workload: Workload, rows_by_host: Mapping[str, Sequence[Mapping
             completed=bool(s.get("completed")), delivered=bool(r.get("completed")),
             verified=bool(r.get("completed") and s.get("sha256")
                           and r.get("sha256") == s.get("sha256")
-                          and r.get("size_bytes") == f.size_bytes),
+                          and r.get("size_bytes") == f.size_bytes
+                          and r.get("deliveries") == 1),
             start_s=start, end_s=end, fct_s=fct, goodput_bps=s.get("goodput_bps"),
             goodput_nominal_bps=s.get("goodput_nominal_bps"),
             retx_pkts=int(s.get("retx_pkts") or 0), timeouts=int(s.get("timeouts") or 0),
@@ -165,6 +166,9 @@ class HostTotals:
     out_of_sequence: int = 0
     duplicates: int = 0
     reorder_hwm_pkts: int = 0  # the largest reorder-buffer occupancy seen on any QP
+    late_pkts: int = 0  # arrived after a higher PSN: reordered on the way (not lost)
+    lost_gaps: int = 0  # PSNs overtaken by a higher one that only a retransmission filled
+    # late packets by how far below the highest PSN received they arrived ("0": in order)
     reorder_distance: dict[str, int] = field(default_factory=dict)  # bucket ("0", "2-3") -> pkts
     nic_drops: int = 0
     kernel_drops: int = 0  # host AF_PACKET receive-ring drops
@@ -176,7 +180,8 @@ class HostTotals:
     hosts_reported: int = 0
 
     def reordered_pkts(self) -> int:
-        return sum(n for d, n in self.reorder_distance.items() if d != "0")
+        """Packets that arrived late (reordering); gaps left by losses are `lost_gaps`."""
+        return self.late_pkts
 
 
 def host_totals(rows_by_host: Mapping[str, Sequence[Mapping[str, Any]]]) -> HostTotals:
@@ -204,6 +209,8 @@ def host_totals(rows_by_host: Mapping[str, Sequence[Mapping[str, Any]]]) -> Host
                 t.out_of_sequence += int(rs.get("out_of_sequence", 0))
                 t.duplicates += int(rs.get("duplicates", 0))
                 t.reorder_hwm_pkts = max(t.reorder_hwm_pkts, int(rs.get("reorder_hwm", 0)))
+                t.late_pkts += int(rs.get("late_pkts", 0))
+                t.lost_gaps += int(rs.get("lost_gaps", 0))
                 for k, v in (rs.get("reorder_distance") or {}).items():
                     t.reorder_distance[str(k)] = t.reorder_distance.get(str(k), 0) + int(v)
     return t

@@ -80,6 +80,7 @@ def agent_settings(cfg: RunConfig, dilation: Dilation) -> AgentSettings:
                          mtu_bytes=cfg.mtu_bytes, window_pkts=cfg.window_pkts,
                          start_delay_us=cfg.start_delay_s * 1e6, timeout_s=cfg.timeout_s,
                          plb=cfg.plb, priority_queues=cfg.priority_queues,
+                         ack_class=cfg.ack_class,
                          # A virtual clock honours any timer exactly.
                          timer_resolution_ns=0 if cfg.virtual else
                          AgentSettings.timer_resolution_ns)

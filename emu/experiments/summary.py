@@ -151,13 +151,16 @@ def tables(s: RunSummary, max_flows: int = 16) -> list[Any]:
 
     h, fab = s.hosts, s.fabric
     cnt = [["ECN marks (switches)", str(fab.ecn_marks)],
-           ["CNPs sent / received", f"{h.cnps_sent} / {h.cnps_rcvd}"],
+           ["CNPs sent / received",
+            "none (cc none: no notification point)"
+            if r.get("cc") == "none" and not (h.cnps_sent or h.cnps_rcvd)
+            else f"{h.cnps_sent} / {h.cnps_rcvd}"],
            ["queue tail drops", str(fab.queue_drops)],
            ["pipeline drops", str(fab.pipeline_drops)],
            ["retransmitted packets / timeouts", f"{h.retx_pkts} / {h.timeouts}"],
            ["out-of-sequence / duplicates", f"{h.out_of_sequence} / {h.duplicates}"],
-           ["reordered packets / reorder buffer max", f"{h.reordered_pkts()} / "
-                                                      f"{h.reorder_hwm_pkts} pkts"],
+           ["late (reordered) packets / lost gaps", f"{h.late_pkts} / {h.lost_gaps}"],
+           ["reorder buffer max", f"{h.reorder_hwm_pkts} pkts"],
            ["switch packets rx / tx", f"{fab.rx_pkts} / {fab.tx_pkts}"]]
     out.append(_table("Counters", ["counter", "value"], cnt))
 

@@ -21,6 +21,7 @@ import random
 import signal
 import sys
 import zlib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,7 +69,8 @@ class Agent:
         self.peers: dict[int, str] = {}
         for q in cfg.qps:
             path = wire.Path(cfg.host.mac, q.peer_mac, cfg.host.ip, q.peer_ip, q.udp_sport,
-                             q.peer_qpn, dscp=n.dscp, ctrl_dscp=n.ctrl_dscp, ttl=n.ttl)
+                             q.peer_qpn, dscp=n.dscp, ctrl_dscp=n.ctrl_dscp, ttl=n.ttl,
+                             ack_class=n.ack_class)
             qp = self.nic.add_qp(QpParams(
                 q.qpn, path, start_psn=q.start_psn, peer_start_psn=q.peer_start_psn, mtu=n.mtu,
                 recovery=q.recovery, reorder_window_pkts=q.reorder_window_pkts,
@@ -79,7 +81,9 @@ class Agent:
             self.peers[q.qpn] = q.peer or q.peer_ip
         self.flows = {f.id: _FlowState(f, self.nic.qps[f.qpn]) for f in cfg.flows}
         self.imm_to_flow = {flow_imm(fid): fid for fid in list(self.flows) + cfg.expect}
-        self.received: dict[str, tuple[QueuePair, Message]] = {}
+        self.received: dict[str, tuple[QueuePair, Message]] = {}  # the first delivery
+        # Deliveries per flow id: exactly one each, else the flow fails verification.
+        self.deliveries: Counter[str] = Counter()
         self.unexpected: list[dict[str, Any]] = []
         self.t0 = 0
         self.on_change: Callable[[], None] | None = None
@@ -128,7 +132,9 @@ class Agent:
             if fid is None:
                 self.unexpected.append({"qpn": qp.qpn, "imm": msg.imm, "size_bytes": msg.length})
             else:
-                self.received[fid] = (qp, msg)
+                self.deliveries[fid] += 1
+                if fid not in self.received:
+                    self.received[fid] = (qp, msg)
             self._changed()
         return on_message
 
@@ -190,7 +196,7 @@ class Agent:
         for fid in self.cfg.expect:
             got = self.received.get(fid)
             rec = {"type": "flow", "role": "receiver", "flow": fid, "host": self.cfg.host.name,
-                   "completed": got is not None}
+                   "completed": got is not None, "deliveries": self.deliveries[fid]}
             if got is not None:
                 qp, msg = got
                 rec.update({"qpn": qp.qpn, "peer": self.peers.get(qp.qpn), "op": msg.op,
@@ -222,7 +228,7 @@ class Agent:
                 "requester": dict(rs.__dict__), "responder": qp.responder.stats.as_dict(),
                 "udp_sport": qp.udp_sport, "recovery": qp.params.recovery,
                 "rate_bps_nominal": None if qp.rp is None else qp.rp.rc * self.nic.params.dilation,
-                "np_suppressed": qp.responder.np.suppressed,
+                "np_suppressed": None if qp.responder.np is None else qp.responder.np.suppressed,
             }
         st = self.nic.port.stats
         return {"type": "summary", "host": self.cfg.host.name, "done": self.done(),
@@ -230,6 +236,8 @@ class Agent:
                 "ctrl_tx_drops": self.nic.ctrl_tx_drops, "tx_stalls": self.nic.tx_stalls,
                 "tx_lag": self.nic.tx_lag_stats(),
                 "dcqcn_clamped": self.nic.clamped, "unexpected_messages": self.unexpected,
+                "cc": "dcqcn" if self.nic.dcqcn.enabled else "none",
+                "duplicate_deliveries": {f: n for f, n in self.deliveries.items() if n > 1},
                 "port": dict(st.__dict__), "qps": qps}
 
 

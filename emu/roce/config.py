@@ -3,7 +3,7 @@
 Example (YAML):
 
     host: {name: h1, ip: 10.0.1.1, mac: "02:00:00:00:01:01"}
-    nic: {line_rate_bps: 100e9, time_dilation: 5000, mtu: 1024, dscp: 26}
+    nic: {line_rate_bps: 100e9, time_dilation: 5000, mtu: 1024, dscp: 26, ack_class: qp}
     dcqcn: {profile: nvidia, enabled: true, g: 0.00390625}   # any DcqcnParams field
     plb: {enabled: true, congested_rounds: 3}
     qps:
@@ -48,7 +48,10 @@ class NicConfig:
     timer_resolution_ns: int = 0
     mtu: int = 1024
     dscp: int = 26
-    ctrl_dscp: int = 48
+    ctrl_dscp: int = 48  # CNPs; ACK/NAKs too with ack_class "cnp"
+    # "qp": ACK/NAKs in the QP's own class (dscp, not ECT), as RC NICs send them;
+    # "cnp": in the CNP class (ctrl_dscp), the strict-priority feedback queue.
+    ack_class: Literal["qp", "cnp"] = "qp"
     ttl: int = 64
     tx_batch: int = 64
     pacing_burst_ns: int = 500_000  # catch-up after late real-clock wakeups (wire time)

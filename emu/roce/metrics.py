@@ -99,6 +99,13 @@ class ResponderStats:
     outside_window: int = 0  # selective repeat: beyond the reorder buffer, dropped
     bad_opcode_sequence: int = 0
     reorder_hwm: int = 0
+    # A PSN arriving for the first time after a higher one left a hole: `late_pkts` if it is
+    # the original transmission (reordered on the way), `lost_gaps` if a retransmission
+    # filled the hole (the original was lost). Losses alone are never counted as late.
+    late_pkts: int = 0
+    lost_gaps: int = 0
+    # First arrivals by how far below the highest PSN received they were: 0 = in order
+    # (or a new highest), >= 1 = late packets only.
     reorder_distance: Pow2Histogram = field(default_factory=Pow2Histogram)
 
     def as_dict(self) -> dict[str, Any]:

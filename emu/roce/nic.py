@@ -80,7 +80,8 @@ class Nic:
         dc = self.dcqcn
         line = self.wire_line_rate
         pacer = Pacer(line, self.params.pacing_burst_ns, self.params.wire_overhead_bytes)
-        np = NotificationPoint(dc.min_time_between_cnps_ns)
+        # Congestion control off: no notification point either (no CNPs; marks counted).
+        np = NotificationPoint(dc.min_time_between_cnps_ns) if dc.enabled else None
         plb = Plb(self.params.plb, seed=p.qpn ^ p.path.udp_sport)
         rp = None
         if dc.enabled and line is not None:

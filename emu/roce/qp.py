@@ -280,15 +280,18 @@ class Requester:
             if d > outstanding:
                 st.stale_acks += 1
                 return
-            exp = s.una + d
-            self._advance(exp)
+            una = s.una
+            exp = una + d
             sack = None
-            if p.end - p.off > 4:
-                ext = wire.parse_sack(frame, p.off + 4, p.end)
+            end = p.end - ((p.b43 >> 4) & 3)  # the SACK extension's pad
+            if end - p.off > 4:
+                ext = wire.parse_sack(frame, p.off + 4, end)
                 if ext is not None:
                     st.sacks_rcvd += 1
-                    base = s.una + ((ext[0] - una_psn) & PSN_MASK)
+                    # Relative to the una the PSNs were read against: _advance moves it.
+                    base = una + ((ext[0] - una_psn) & PSN_MASK)
                     sack = (base, int.from_bytes(ext[1], "little"))
+            self._advance(exp)
             self.recovery.on_nak(s, exp, sack)
         else:
             st.stale_acks += 1
@@ -333,7 +336,7 @@ class Responder:
     """The receive side: PSN checking, reorder buffer, reassembly, ACK/NAK, CNP."""
 
     def __init__(self, qp: QueuePair, p: QpParams, clock: Clock,
-                 np: NotificationPoint) -> None:
+                 np: NotificationPoint | None) -> None:
         self.qp = qp
         self.clock = clock
         self.start_psn = p.peer_start_psn & PSN_MASK
@@ -344,8 +347,16 @@ class Responder:
         self.ack_interval_ns = p.ack_interval_ns
         self._last_ack_ns = 0
         self.deliver = p.deliver
-        self.np = np
+        self.np = np  # None: congestion control off, so no CNPs (ECN marks still counted)
         self.buf = ReorderBuffer(max(1, p.reorder_window_pkts))
+        # Late vs lost: `high` is one past the highest sequence number that arrived (within
+        # the window); `_seen` bit i: epsn + i arrived at least once (held or, go-back-N,
+        # dropped). A jump of `high` leaves holes, each remembered with the IP id of the
+        # frame that overtook it (`_ov_start[k]`: first hole of the jump, `_ov_id[k]`).
+        self.high = 0
+        self._seen = 0
+        self._ov_start: list[int] = []
+        self._ov_id: list[int] = []
         self.stats = ResponderStats()
         self.msn = 0
         self.nak_sent = False
@@ -371,13 +382,17 @@ class Responder:
         if p.ecn == 3:
             st.ecn_marked_rcvd += 1
             self._ecn += 1
-            if self.np.on_ce(now):
+            np = self.np
+            if np is not None and np.on_ce(now):
                 st.cnps_sent += 1
                 self.qp.nic.send_ctrl(self.qp.wire.cnp())
         epsn = self.epsn
         d = (p.psn - self.start_psn - epsn) & PSN_MASK
         if d == 0:
-            st.reorder_distance.add(0)
+            if self.high <= epsn:
+                st.reorder_distance.add(0)
+            elif not self._seen & 1:
+                self._hole_filled(frame, epsn)
             self._accept(p.opcode, frame, p.off, p.end - ((p.b43 >> 4) & 3), now)
             epsn += 1
             self.nak_sent = False
@@ -392,8 +407,22 @@ class Responder:
                         self._accept(item[0], item[1], item[2], item[3], now)
                         buf.advance()
                         epsn += 1
-            drained = epsn - self.epsn > 1
+            n = epsn - self.epsn
+            drained = n > 1
             self.epsn = epsn
+            if self.high <= epsn:
+                self.high = epsn
+                if self._ov_start:
+                    self._ov_start.clear()
+                    self._ov_id.clear()
+                    self._seen = 0
+            else:
+                self._seen >>= n
+                starts = self._ov_start
+                if len(starts) > 1 and starts[1] <= epsn:  # forget jumps wholly below epsn
+                    k = bisect_right(starts, epsn) - 1
+                    del starts[:k]
+                    del self._ov_id[:k]
             self._unacked += 1
             if (p.ackreq or drained or self._unacked >= self.ack_every
                     or p.opcode in wire.ENDS_MSG or now - self._last_ack_ns >= self.ack_interval_ns):
@@ -404,7 +433,19 @@ class Responder:
             if p.ackreq or self._dups >= self.ack_every:
                 self.send_ack()
         else:  # ahead of the expected PSN
-            st.reorder_distance.add(d)
+            if d < self.window:  # late vs lost bookkeeping (see ResponderStats)
+                seq = epsn + d
+                high = self.high
+                bit = 1 << d
+                if seq >= high:
+                    if seq > high:  # [high, seq) overtaken by this frame
+                        self._ov_start.append(high)
+                        self._ov_id.append((frame[18] << 8) | frame[19])
+                    self.high = seq + 1
+                    st.reorder_distance.add(0)
+                elif not self._seen & bit:
+                    self._hole_filled(frame, seq)
+                self._seen |= bit
             if not self.sr:
                 st.out_of_sequence += 1
                 if not self.nak_sent:
@@ -428,6 +469,19 @@ class Responder:
             self._ooo += 1
             if first_hole or p.ackreq or self._ooo >= self.ack_every:
                 self.send_ack()
+
+    # -- late (reordered) vs lost: see ResponderStats ------------------------------------
+    def _hole_filled(self, frame: bytes, seq: int) -> None:
+        """First arrival of `seq` after a higher sequence number: late or a resend. The
+        original was sent before the frame that overtook it, a retransmission after it
+        (the IP id counts the QP's frames; valid within 2^15 frames)."""
+        st = self.stats
+        ov = self._ov_id[bisect_right(self._ov_start, seq) - 1]
+        if 0 < ((ov - ((frame[18] << 8) | frame[19])) & 0xFFFF) < 0x8000:
+            st.late_pkts += 1
+            st.reorder_distance.add(self.high - 1 - seq)
+        else:
+            st.lost_gaps += 1
 
     def _accept(self, opcode: int, frame: bytes, off: int, end: int, now: int) -> None:
         """Consume the in-order packet at the expected PSN."""
@@ -511,7 +565,8 @@ class Responder:
 class QueuePair:
     """An RC QP: both halves, its frame builder, pacing, DCQCN and PLB state."""
 
-    def __init__(self, nic: Nic, p: QpParams, *, rp: ReactionPoint | None, np: NotificationPoint,
+    def __init__(self, nic: Nic, p: QpParams, *, rp: ReactionPoint | None,
+                 np: NotificationPoint | None,
                  pacer: Pacer, plb: Plb) -> None:
         self.nic = nic
         self.qpn = p.qpn

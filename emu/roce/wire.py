@@ -8,9 +8,10 @@ payload. `tests/roce/test_wire.py` checks the bytes against the Scapy layers.
 
 Selective-ACK extension (our design, used only by selective-repeat QPs): an ACK
 (opcode 0x11) whose UDP payload is longer than BTH + AETH carries, after the AETH,
-  u8 resv | u24 base_psn | u16 bitmap_len (bytes) | u16 resv | bitmap
-where base_psn is the receiver's expected PSN and bit i (LSB first in each byte) marks
-PSN base_psn + i as held in the receiver's reorder buffer. The AETH is then a NAK
+  u8 resv | u24 base_psn | u16 bitmap_len (bytes) | u16 resv | bitmap | pad
+where pad is 0-3 zero bytes to a 4-byte multiple (the BTH pad count says how many),
+base_psn is the receiver's expected PSN and bit i (LSB first in each byte) marks PSN
+base_psn + i as held in the receiver's reorder buffer. The AETH is then a NAK
 "PSN sequence error" with BTH.PSN = base_psn, so a classic go-back-N requester that
 ignores the extension still recovers correctly.
 """
@@ -29,6 +30,7 @@ ROCE_UDP_PORT = 4791
 ETH_P_IP = 0x0800
 PSN_MASK = 0xFFFFFF
 PSN_HALF = 1 << 23
+ACK_CLASSES = ("qp", "cnp")
 
 # BTH opcodes (RC transport = 0x00 + operation).
 OP_SEND_FIRST = 0x00
@@ -114,9 +116,17 @@ class Path:
     udp_sport: int
     dst_qpn: int
     dscp: int = 26
-    ctrl_dscp: int = 48  # ACKs and CNPs: a high-priority class, as operators configure
+    ctrl_dscp: int = 48  # CNPs (and ACKs with ack_class "cnp"): the class operators prioritise
     ttl: int = 64
     pkey: int = 0xFFFF
+    # ACK/NAK class: "qp" = the QP's own DSCP, not ECT (what RC NICs do); "cnp" = ctrl_dscp
+    # like CNPs (the strict-priority feedback class).
+    ack_class: str = "qp"
+
+    def __post_init__(self) -> None:
+        if self.ack_class not in ACK_CLASSES:
+            raise ValueError(f"ack_class must be one of {', '.join(ACK_CLASSES)}, "
+                             f"got {self.ack_class!r}")
 
 
 class _Header:
@@ -158,6 +168,8 @@ class QpWire:
         self._ttl = path.ttl
         self._data = _Header(path, ((path.dscp & 0x3F) << 2) | ECN_ECT0)
         self._ctrl = _Header(path, ((path.ctrl_dscp & 0x3F) << 2) | ECN_NOT_ECT)
+        self._ack = self._ctrl if path.ack_class == "cnp" else \
+            _Header(path, ((path.dscp & 0x3F) << 2) | ECN_NOT_ECT)
         self._pkey = path.pkey
 
     def _build(self, hd: _Header, opcode: int, b43: int, psn_word: int, b46: int,
@@ -196,9 +208,12 @@ class QpWire:
         return self._build(self._data, opcode, pad << 4, psn_word, 0, ext, payload, pad)
 
     def ack(self, psn: int, syndrome: int, msn: int, sack: bytes = b"") -> bytes:
-        """An ACK/NAK: BTH.PSN = last PSN acknowledged (ACK) or expected PSN (NAK)."""
+        """An ACK/NAK: BTH.PSN = last PSN acknowledged (ACK) or expected PSN (NAK). A SACK
+        extension is padded to 4 bytes like any payload (BTH pad count)."""
         aeth = ((syndrome & 0xFF) << 24) | (msn & PSN_MASK)
-        return self._build(self._ctrl, OP_ACK, 0, psn & PSN_MASK, 0, _pack_imm(aeth), sack, 0)
+        pad = -len(sack) & 3
+        return self._build(self._ack, OP_ACK, pad << 4, psn & PSN_MASK, 0, _pack_imm(aeth),
+                           sack, pad)
 
     def cnp(self) -> bytes:
         """A RoCEv2 CNP: opcode 0x81, BECN set, 16 zero bytes, to the sender's QP."""

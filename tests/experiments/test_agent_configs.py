@@ -65,26 +65,59 @@ def test_rates_dilation_cc_and_rto() -> None:
     assert load_dict(agent_configs(FABRIC, w, AgentSettings(cc="dcqcn"))["h1"]).dcqcn.enabled
 
 
+@pytest.mark.parametrize("cc", ["none", "dcqcn"])
+def test_cc_none_agents_run_no_notification_point(cc: str) -> None:
+    """Issue #13.6: `cc none` agents still sent CNPs; now their NICs have no NP at all."""
+    from emu.core import MemLink, VirtualClock
+    from emu.roce.agent import Agent
+
+    w = build_workload(WorkloadParams("incast", message_bytes=1000), LEAF)
+    cfgs = agent_configs(FABRIC, w, AgentSettings(cc=cc))  # type: ignore[arg-type]
+    clk = VirtualClock()
+    for h, c in cfgs.items():
+        agent = Agent(load_dict(c), clk, MemLink(clk).a)
+        assert all((qp.responder.np is None) == (cc == "none") and
+                   (qp.rp is None) == (cc == "none") for qp in agent.nic.qps.values()), h
+        assert agent.summary()["cc"] == cc
+
+
+def test_a_run_chooses_the_ack_class() -> None:
+    from emu.experiments.config import RunConfig, RunConfigError
+    from emu.experiments.plan import plan_run
+
+    for ack_class in ("qp", "cnp"):
+        plan = plan_run(RunConfig(ack_class=ack_class))  # type: ignore[arg-type]
+        assert {c["nic"]["ack_class"] for c in plan.agents.values()} == {ack_class}
+        assert all(load_dict(c).nic.ack_class == ack_class for c in plan.agents.values())
+    assert plan_run(RunConfig()).agents["h1"]["nic"]["ack_class"] == "qp"
+    with pytest.raises(RunConfigError, match="ack_class must be one of qp, cnp"):
+        RunConfig(ack_class="top").validate()  # type: ignore[arg-type]
+
+
 def test_path_queue_delay_counts_every_full_queue_on_the_path() -> None:
     frame_s = (1024 + 78) * 8 / 20e6  # clos4 at 20 Mb/s: 64-packet queues
     same_leaf = path_queue_delay_s(FABRIC, "h1", "h2", 1024, priority_queues=1)
     cross = path_queue_delay_s(FABRIC, "h1", "h3", 1024, priority_queues=1)
     assert same_leaf == pytest.approx(2 * 64 * frame_s)  # leaf -> host, each way
     assert cross == pytest.approx(2 * 3 * 64 * frame_s)  # leaf up, spine down, leaf down
-    # With priority queues the ACK waits for at most one data frame per hop.
-    assert path_queue_delay_s(FABRIC, "h1", "h3", 1024, priority_queues=2) == \
+    # With priority queues an ACK in the CNP class waits for at most one data frame per
+    # hop; in the QP's own class (the default) it queues behind the data like one queue.
+    assert path_queue_delay_s(FABRIC, "h1", "h3", 1024, priority_queues=2, ack_class="cnp") == \
         pytest.approx((3 * 64 + 3) * frame_s)
+    assert path_queue_delay_s(FABRIC, "h1", "h3", 1024, priority_queues=2) == cross
 
 
 def test_rto_never_below_the_queueing_the_path_can_hold() -> None:
     w = build_workload(WorkloadParams("permutation", message_bytes=4096), LEAF)
     for pq in (1, 2):
-        s = AgentSettings(priority_queues=pq)
-        for h, c in agent_configs(FABRIC, w, s).items():
-            for q in c["qps"]:
-                rto_s = q["rto_ns"] * s.dilation / 1e9
-                assert rto_s >= path_queue_delay_s(FABRIC, h, q["peer"], 1024, pq)
-                assert rto_s >= s.rto_wire_ms / 1e3
+        for ack_class in ("qp", "cnp"):
+            s = AgentSettings(priority_queues=pq, ack_class=ack_class)  # type: ignore[arg-type]
+            for h, c in agent_configs(FABRIC, w, s).items():
+                assert c["nic"]["ack_class"] == ack_class
+                for q in c["qps"]:
+                    rto_s = q["rto_ns"] * s.dilation / 1e9
+                    assert rto_s >= path_queue_delay_s(FABRIC, h, q["peer"], 1024, pq, ack_class)
+                    assert rto_s >= s.rto_wire_ms / 1e3
 
 
 def test_hosts_without_flows_get_no_agent() -> None:

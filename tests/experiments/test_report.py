@@ -83,6 +83,19 @@ def test_incomplete_and_cpu_bound_runs_say_so(incast_run: Run) -> None:
     assert "CPU-BOUND" in text and "500 frames dropped in kernel" in text
 
 
+def test_cc_none_summary_reports_no_cnps_and_separates_late_from_lost(incast_run: Run) -> None:
+    """Issue #13.6/#13.9: cc none has no CNP counts to show; drops are lost gaps, not
+    reordering."""
+    plan, rows = incast_run
+    s = build_summary(plan, RunRecords(rows, {}, [], 1.0), None)
+    assert s.run.get("cc") == "none" and s.hosts.cnps_sent == s.hosts.cnps_rcvd == 0
+    text = render_text(s)
+    assert "none (cc none: no notification point)" in text
+    row = next(ln for ln in text.splitlines() if "late (reordered) packets / lost gaps" in ln)
+    assert row.endswith(f" 0 / {s.hosts.lost_gaps}")
+    assert s.hosts.lost_gaps > 0 and s.to_dict()["hosts"]["reordered_pkts"] == 0
+
+
 def test_target_stats_become_port_counts() -> None:
     stats = {"ports": {"1": {"rx_frames": 5, "rx_bytes": 500, "tx_frames": 4, "tx_bytes": 400,
                              "kernel_drops": 2, "tx_drops": 1, "queue": {"queued_pkts": 7}}},

@@ -52,6 +52,11 @@ def is_data(frame: bytes) -> bool:
     return len(frame) > 42 and frame[42] in wire.DATA_OPCODES
 
 
+def psn_of(frame: bytes) -> int:
+    """The BTH PSN of a frame (IPv4 without options)."""
+    return int.from_bytes(frame[51:54], "big")
+
+
 def pair(*, recovery: str = "gbn", rate_bps: int | None = 10_000_000_000, delay_ns: int = 1000,
          start_a: int = 0, start_b: int = 0, nic_kw: dict | None = None, qp_kw: dict | None = None,
          fate_a: Callable[[bytes], list[int]] | None = None,

@@ -16,7 +16,7 @@ import pytest
 from emu.core.clock import VirtualClock
 from emu.core.port import MemLink
 from emu.roce import config
-from emu.roce.agent import Agent, flow_payload
+from emu.roce.agent import Agent, flow_imm, flow_payload
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,6 +70,71 @@ def test_agents_with_dependencies_in_virtual_time(recovery):
     summary = a1.results()[-1]
     assert summary["type"] == "summary" and summary["done"]
     json.dumps(a1.results())  # all serialisable
+
+
+
+def _run_pair(h1: dict, h2: dict, port_a=None, port_b=None) -> tuple[Agent, Agent]:
+    clk = VirtualClock()
+    link = MemLink(clk, rate_bps=10_000_000_000, delay_ns=5000, overhead_bytes=24)
+    a1 = Agent(config.load_dict(h1), clk, port_a(link.a, clk) if port_a else link.a)
+    a2 = Agent(config.load_dict(h2), clk, port_b(link.b, clk) if port_b else link.b)
+    a1.start()
+    a2.start()
+    clk.run_until_idle()
+    return a1, a2
+
+
+def test_a_flow_delivered_twice_is_counted_not_overwritten():
+    """Issue #13.10: a second delivery of a flow replaced the first record silently. Here
+    two flow ids with the same CRC-32 (the immediate data) reach a host expecting one."""
+    assert flow_imm("plumless") == flow_imm("buckeroo")
+    h1 = host_cfg("h1", "10.1.0.1", "02:00:00:00:01:01", "10.1.0.2", "02:00:00:00:01:02", 5, 6,
+                  [{"id": "plumless", "qpn": 5, "size_bytes": 3000},
+                   {"id": "buckeroo", "qpn": 5, "size_bytes": 5000}], [])
+    h2 = host_cfg("h2", "10.1.0.2", "02:00:00:00:01:02", "10.1.0.1", "02:00:00:00:01:01", 6, 5,
+                  [], ["plumless"])
+    _a1, a2 = _run_pair(h1, h2)
+    rows = a2.results()
+    rec = next(r for r in rows if r.get("flow") == "plumless")
+    assert rec["completed"] and rec["deliveries"] == 2
+    assert rec["size_bytes"] == 3000  # the first delivery's record is kept
+    assert rows[-1]["duplicate_deliveries"] == {"plumless": 2}
+
+
+def test_exactly_once_deliveries_are_reported():
+    h1, h2 = two_hosts()
+    a1, a2 = _run_pair(h1, h2)
+    for a in (a1, a2):
+        rows = a.results()
+        assert all(r["deliveries"] == 1 for r in rows if r.get("role") == "receiver")
+        assert rows[-1]["duplicate_deliveries"] == {}
+
+
+@pytest.mark.parametrize(("ack_class", "dscp"), [(None, 26), ("qp", 26), ("cnp", 48)])
+def test_ack_class_from_the_nic_config(ack_class, dscp):
+    """Issue #13.7: ACK/NAKs carry the QP's class (not ECT) unless ack_class is cnp."""
+    from tests.roce.helpers import ShimPort
+
+    seen: list[tuple[int, int]] = []  # (opcode, TOS) of h2's frames
+
+    def tap(inner, clk):
+        def fate(frame: bytes) -> list[int]:
+            seen.append((frame[42], frame[15]))
+            return [0]
+        return ShimPort(inner, clk, fate)
+
+    nic = {"line_rate_bps": 10e9, **({"ack_class": ack_class} if ack_class else {})}
+    h1, h2 = two_hosts(nic=nic)
+    _run_pair(h1, h2, port_b=tap)
+    acks = {tos for op, tos in seen if op == 0x11}
+    data = {tos for op, tos in seen if op < 0x11}
+    assert acks == {dscp << 2} and data == {(26 << 2) | 2}
+
+
+def test_bad_ack_class_names_the_key():
+    h1, _ = two_hosts(nic={"ack_class": "high"})
+    with pytest.raises(config.ConfigError, match="nic.ack_class: must be one of 'qp', 'cnp'"):
+        config.load_dict(h1)
 
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,

@@ -34,13 +34,13 @@ def run_incast(dc: DcqcnParams, n: int = 4, size: int = 3_000_000):
         senders.append((qa, qa.post_send(bytes(size))))
     clk.run_until_idle(max_ns=10_000_000_000)
     fcts = [wr.completed_ns - wr.posted_ns for _, wr in senders if wr.completed_ns]
-    return sw, senders, got, fcts, wire.mac_bytes(rx_mac)
+    return sw, senders, got, fcts, wire.mac_bytes(rx_mac), rx
 
 
 def test_dcqcn_bounds_the_incast_queue():
     """4:1 at line rate with the paper's parameters: no drops, queue below the buffer."""
     n, size = 4, 3_000_000
-    sw, senders, got, fcts, rx = run_incast(dcqcn.profile("paper", RATE), n, size)
+    sw, senders, got, fcts, rx, _nic = run_incast(dcqcn.profile("paper", RATE), n, size)
     assert len(got) == n and len(fcts) == n
     assert sw.max_q[rx] < 300 and sw.drops == 0  # never reaches the buffer limit
     assert sw.marked > 0 and all(qa.rp is not None and qa.rp.decreases > 0 for qa, _ in senders)
@@ -51,7 +51,19 @@ def test_dcqcn_bounds_the_incast_queue():
 
 
 def test_without_dcqcn_the_queue_fills_and_drops():
-    sw, senders, got, fcts, rx = run_incast(DcqcnParams(enabled=False), 4, 3_000_000)
+    sw, senders, got, fcts, rx, _nic = run_incast(DcqcnParams(enabled=False), 4, 3_000_000)
     assert len(got) == 4  # still delivered, by retransmission
     assert sw.max_q[rx] == 300 and sw.drops > 0
     assert sum(qa.requester.stats.retx_pkts for qa, _ in senders) > 0
+
+
+
+def test_cc_off_runs_no_notification_point():
+    """Issue #13.6: with DCQCN off the receiver still sent CNPs on CE marks."""
+    sw, senders, got, _fcts, _rx, nic = run_incast(DcqcnParams(enabled=False), 4, 1_000_000)
+    assert len(got) == 4 and sw.marked > 0
+    rx_qps = list(nic.qps.values())
+    assert all(qp.responder.np is None for qp in rx_qps)
+    assert sum(qp.responder.stats.ecn_marked_rcvd for qp in rx_qps) > 0  # marks still counted
+    assert sum(qp.responder.stats.cnps_sent for qp in rx_qps) == 0
+    assert all(qa.rp is None and qa.requester.stats.cnps_rcvd == 0 for qa, _ in senders)

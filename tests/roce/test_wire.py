@@ -67,14 +67,21 @@ def test_data_frames_match_scapy(opcode, plen, ackreq, reth, imm, psn):
         assert d[ImmDt].imm == imm
 
 
-def test_ack_nak_sack_cnp_match_scapy():
-    w = wire.QpWire(path_ab())
+ACK_TOS = 26 << 2  # the QP's own class, not ECT
+
+
+@pytest.mark.parametrize(("ack_class", "ack_tos"), [("qp", ACK_TOS), ("cnp", CTRL_TOS)])
+def test_ack_nak_sack_cnp_match_scapy(ack_class, ack_tos):
+    """ACK/NAK in the QP's class by default (or the CNP class); CNPs always at ctrl_dscp."""
+    from dataclasses import replace
+
+    w = wire.QpWire(replace(path_ab(), ack_class=ack_class))
     ack = w.ack(0xFFFFFF, wire.SYN_ACK, 5)
-    assert ack == bytes(scapy_l3(CTRL_TOS, 1) / BTH(opcode=0x11, psn=0xFFFFFF, dqpn=QPN_B)
+    assert ack == bytes(scapy_l3(ack_tos, 1) / BTH(opcode=0x11, psn=0xFFFFFF, dqpn=QPN_B)
                         / AETH(syndrome=0x1F, msn=5))
-    bitmap = bytes([0b10110, 0xFF, 1])
+    bitmap = bytes([0b10110, 0xFF, 1, 0])
     sack = w.ack(10, wire.SYN_NAK_PSN_SEQ_ERR, 6, wire.sack_ext(10, bitmap))
-    assert sack == bytes(scapy_l3(CTRL_TOS, 2) / BTH(opcode=0x11, psn=10, dqpn=QPN_B)
+    assert sack == bytes(scapy_l3(ack_tos, 2) / BTH(opcode=0x11, psn=10, dqpn=QPN_B)
                          / AETH(syndrome=0x60, msn=6) / SACKExt(base_psn=10, bitmap=bitmap))
     c = w.cnp()
     assert c == bytes(scapy_l3(CTRL_TOS, 3) / cnp(QPN_B))
@@ -82,6 +89,33 @@ def test_ack_nak_sack_cnp_match_scapy():
     # ip id increments per frame and the IPv4 checksum stays valid
     for f in (ack, sack, c):
         assert IP(bytes(Ether(f)[IP])).chksum == Ether(f)[IP].chksum
+
+
+@pytest.mark.parametrize("nbytes", [1, 2, 3, 4, 5])
+def test_sack_extension_is_padded_to_4_bytes(nbytes):
+    """A 1- or 3-byte bitmap made a 29- or 31-byte UDP payload with pad count 0."""
+    w = wire.QpWire(path_ab())
+    bitmap = bytes(range(1, nbytes + 1))
+    f = w.ack(0xFFFFFE, wire.SYN_NAK_PSN_SEQ_ERR, 6, wire.sack_ext(0xFFFFFE, bitmap))
+    udp_len = int.from_bytes(f[38:40], "big")
+    pad = -nbytes & 3
+    assert udp_len % 4 == 0 and udp_len == 8 + 12 + 4 + 8 + nbytes + pad + 4
+    p = wire.parse(f)
+    assert isinstance(p, wire.Parsed) and (p.b43 >> 4) & 3 == pad
+    assert f[p.end - pad:p.end] == bytes(pad)
+    d = Ether(f)
+    assert d[BTH].padcount == pad
+    ext = bytes(d[AETH].payload)  # Scapy keeps the ICRC in BTH
+    assert ext[8 + nbytes:] == bytes(pad) and SACKExt(ext[:8 + nbytes]).bitmap == bitmap
+    assert wire.parse_sack(f, p.off + 4, p.end - pad) == (0xFFFFFE, bitmap)
+    assert wire.parse_sack(f, p.off + 4, p.end - pad - 1) is None  # truncated
+
+
+def test_bad_ack_class_is_a_clear_error():
+    from dataclasses import replace
+
+    with pytest.raises(ValueError, match="ack_class must be one of qp, cnp"):
+        replace(path_ab(), ack_class="high")
 
 
 def _route_and_mark(frame: bytes) -> bytes:
