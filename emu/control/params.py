@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from .errors import ParamError
 
@@ -101,18 +102,26 @@ class LbSettings:
         }
 
 
+ECN_MARK_POINTS = ("dequeue", "enqueue")
+
+
 @dataclass(frozen=True)
 class EcnSettings:
     """RED-style ECN marking on an egress queue, thresholds in packets.
 
     Marks never below kmin_pkts, always at or above kmax_pkts, with probability
     pmax * (q - kmin) / (kmax - kmin) in between. enabled=False: never mark.
+    mark_at: where q is read. "dequeue" (the packets left behind the departing one, as
+    the HPCC simulator and the DCQCN authors' ns-3 model mark: the signal carries no
+    queueing delay) or "enqueue" (the packets an arrival finds, as switches that mark
+    on admission do: the signal reaches the receiver a queueing delay later).
     """
 
     kmin_pkts: int = 5
     kmax_pkts: int = 20
     pmax: float = 0.2
     enabled: bool = True
+    mark_at: Literal["dequeue", "enqueue"] = "dequeue"
 
     def __post_init__(self) -> None:
         for name in ("kmin_pkts", "kmax_pkts"):
@@ -122,6 +131,9 @@ class EcnSettings:
                 f"ECN needs kmin < kmax, got kmin={self.kmin_pkts} kmax={self.kmax_pkts}")
         if not 0.0 <= self.pmax <= 1.0:
             raise ParamError(f"ECN pmax must be in [0, 1], got {self.pmax}")
+        if self.mark_at not in ECN_MARK_POINTS:
+            raise ParamError(f"ECN mark_at must be one of {', '.join(ECN_MARK_POINTS)}, "
+                             f"got {self.mark_at!r}")
 
     def validate_for(self, depth_pkts: int, where: str = "port") -> None:
         """Kmax must fit in the queue, or 'always mark at Kmax' could never happen."""
@@ -145,7 +157,8 @@ class EcnSettings:
 
     def action_params(self) -> dict[str, int]:
         """Parameters of fabric.p4's `set_red` action."""
-        return {"kmin": self.kmin_pkts, "kmax": self.kmax_pkts, "slope": self.slope}
+        return {"kmin": self.kmin_pkts, "kmax": self.kmax_pkts, "slope": self.slope,
+                "at_dequeue": int(self.mark_at == "dequeue")}
 
 
 @dataclass(frozen=True)

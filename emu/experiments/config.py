@@ -47,6 +47,9 @@ class RunConfig:
     ecn_kmin_pkts: int = 5
     ecn_kmax_pkts: int = 20
     ecn_pmax: float = 0.2
+    # Where the marking reads the queue (emu.control.EcnSettings.mark_at): at dequeue,
+    # as the HPCC simulator and the DCQCN authors' simulator do, or at enqueue.
+    ecn_mark_at: Literal["dequeue", "enqueue"] = "dequeue"
     # Strict-priority egress queues per switch port; with >1, fabric.p4 puts DSCP 48
     # (CNPs; ACK/NAKs ride with the data unless the agents' ack_class is "cnp") on the
     # top queue, so feedback does not wait behind data (as RoCE fabrics configure it).

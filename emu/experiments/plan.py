@@ -58,6 +58,14 @@ class RunPlan:
                           flowlet_timeout_us=wire_us(cfg.flowlet_timeout_us),
                           qdepth_max_age_us=wire_us(cfg.qdepth_max_age_us))
 
+    def ecn_settings(self) -> Any:
+        """fabric.p4's RED/ECN marking for every port, from the run configuration."""
+        from emu.control import EcnSettings
+
+        cfg = self.config
+        return EcnSettings(cfg.ecn_kmin_pkts, cfg.ecn_kmax_pkts, cfg.ecn_pmax,
+                           mark_at=cfg.ecn_mark_at)
+
     def port_rates(self) -> dict[tuple[str, int], float]:
         return {(s.name, p.number): float(p.rate_bps) for s in self.fabric.switches
                 for p in s.ports}

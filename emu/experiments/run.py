@@ -306,7 +306,7 @@ def compile_pipeline(target: Any, build_dir: Path) -> Any:
 def bring_up(plan: RunPlan, run_dir: Path, log: Log) -> tuple[Any, Any, Any, dict[str, float]]:
     """Compile, start EmuNet, program the switches, verify every host pair.
     Returns (net, controller, pipeline, timings); the caller owns net.stop()."""
-    from emu.control import EcnSettings, FabricController, QosSettings
+    from emu.control import FabricController, QosSettings
     from emu.control.p4rt import connect
     from emu.net import EmuNet
     from emu.targets import get_target
@@ -327,7 +327,7 @@ def bring_up(plan: RunPlan, run_dir: Path, log: Log) -> tuple[Any, Any, Any, dic
                           device_config=pipeline.device_config())
         ctl = FabricController(
             plan.fabric, handles, lb=plan.lb_settings(),
-            ecn=EcnSettings(cfg.ecn_kmin_pkts, cfg.ecn_kmax_pkts, cfg.ecn_pmax),
+            ecn=plan.ecn_settings(),
             qos=QosSettings.roce(cfg.priority_queues))
         ctl.program()
         if cfg.lb == "te":  # pin the workload's flows on least-loaded paths

@@ -22,7 +22,7 @@ SAMPLE_NS = 5_000_000  # virtual time between samples
 
 def run_virtual(plan: RunPlan, *, console: Any = None, write: bool = True,
                 max_virtual_s: float = 600.0) -> RunSummary:
-    from emu.control import EcnSettings, QosSettings
+    from emu.control import QosSettings
     from emu.roce.agent import Agent
     from emu.roce.config import load_dict
     from emu.sim.fabric import SimFabric
@@ -32,7 +32,7 @@ def run_virtual(plan: RunPlan, *, console: Any = None, write: bool = True,
     run_dir = make_run_dir(Path(cfg.results_root), cfg.topo, cfg.lb, cfg.cc) if write else None
     sim = SimFabric(plan.fabric, lb=plan.lb_settings(),
                     pcap_dir=run_dir / "pcap" if run_dir is not None and cfg.pcap else None,
-                    ecn=EcnSettings(cfg.ecn_kmin_pkts, cfg.ecn_kmax_pkts, cfg.ecn_pmax),
+                    ecn=plan.ecn_settings(),
                     qos=QosSettings.roce(cfg.priority_queues))
     if cfg.lb == "te":
         sim.controller.place_te(plan.te_flows())

@@ -1,4 +1,7 @@
-/* ECN marking at egress, RED-style on the egress queue depth in packets (enq_qdepth):
+/* ECN marking at egress, RED-style on the egress queue depth in packets, read where
+ * the controller says per port: at dequeue (deq_qdepth, the packets left behind the one
+ * leaving, as the HPCC simulator and the DCQCN authors' simulator mark) or at enqueue
+ * (enq_qdepth, the packets it found on arrival, as switches that mark on admission do):
  *   q <  Kmin        never
  *   Kmin <= q < Kmax with probability Pmax * (q - Kmin) / (Kmax - Kmin)
  *   q >= Kmax        always
@@ -18,8 +21,9 @@ control EcnMarking(inout headers_t hdr,
 
     counter<bit<32>>(PORT_SLOTS, CounterType.packets) port_ecn_marks;
 
-    action set_red(bit<32> kmin, bit<32> kmax, bit<32> slope) {
+    action set_red(bit<32> kmin, bit<32> kmax, bit<32> slope, bit<1> at_dequeue) {
         meta.ecn_enabled = true;
+        meta.ecn_at_dequeue = at_dequeue;
         meta.ecn_kmin = kmin;
         meta.ecn_kmax = kmax;
         meta.ecn_slope = slope;
@@ -41,6 +45,9 @@ control EcnMarking(inout headers_t hdr,
             ecn_config.apply();
             if (meta.ecn_enabled) {
                 bit<32> q = (bit<32>) standard_metadata.enq_qdepth;
+                if (meta.ecn_at_dequeue == 1) {
+                    q = (bit<32>) standard_metadata.deq_qdepth;
+                }
                 bool mark = false;
                 if (q >= meta.ecn_kmax) {
                     mark = true;

@@ -147,6 +147,7 @@ struct metadata_t {
     bit<32> ecn_kmin;
     bit<32> ecn_kmax;
     bit<32> ecn_slope;       /* Pmax * 2^24 / (Kmax - Kmin), from the controller */
+    bit<1>  ecn_at_dequeue;  /* 1: mark on deq_qdepth, 0: on enq_qdepth */
     bool    ecn_enabled;
 }
 

@@ -68,7 +68,7 @@ def test_every_name_the_controller_uses_is_in_the_p4info():
     assert actions[P.SET_GROUP]["member_count"] == 8
     assert all(actions[P.SET_GROUP][f"port_{i}"] == 9 for i in range(8))
     assert actions[P.SET_MACS] == {"smac": 48, "dmac": 48}
-    assert actions[P.SET_RED] == {"kmin": 32, "kmax": 32, "slope": 32}
+    assert actions[P.SET_RED] == {"kmin": 32, "kmax": 32, "slope": 32, "at_dequeue": 1}
     assert actions[P.TE_PIN] == {"member_index": 32}
     assert actions[P.SET_PRIORITY] == {"prio": 3}
     assert [f.name for f in tables[P.TE_FLOW].match_fields] == [

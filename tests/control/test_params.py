@@ -51,7 +51,11 @@ def test_ecn_red_line():
     assert s.mark_probability(9) == 0.0
     assert s.mark_probability(20) == pytest.approx(0.25, abs=1e-6)
     assert s.mark_probability(30) == 1.0
-    assert s.action_params() == {"kmin": 10, "kmax": 30, "slope": s.slope}
+    assert s.action_params() == {"kmin": 10, "kmax": 30, "slope": s.slope, "at_dequeue": 1}
+    enq = EcnSettings(kmin_pkts=10, kmax_pkts=30, pmax=0.5, mark_at="enqueue")
+    assert enq.action_params()["at_dequeue"] == 0
+    with pytest.raises(ParamError, match="mark_at"):
+        EcnSettings(mark_at="ingress")  # type: ignore[arg-type]
 
 
 def test_qos_priorities_must_exist():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from emu.control import EcnSettings, QosSettings
 from emu.sim.fabric import SimFabric
 from emu.sim.frames import udp_frame
@@ -31,8 +33,18 @@ def _ecn_of(i: int) -> int:
     return (ECN_ECT0, ECN_ECT1, ECN_ECT0, ECN_ECT0, ECN_NOT_ECT)[i % 5]
 
 
-def test_red_marking_on_queue_depth():
-    s = EcnSettings(kmin_pkts=KMIN, kmax_pkts=KMAX, pmax=PMAX)
+def _enq_depth(i: int) -> int:
+    return i  # the i-th arrival of the burst finds i packets ahead of it
+
+
+def _deq_depth(i: int) -> int:
+    # the whole burst is queued before the port serves it: the i-th leaves BURST-1-i
+    return BURST - 1 - i
+
+
+@pytest.mark.parametrize("mark_at,depth", [("enqueue", _enq_depth), ("dequeue", _deq_depth)])
+def test_red_marking_on_queue_depth(mark_at, depth):
+    s = EcnSettings(kmin_pkts=KMIN, kmax_pkts=KMAX, pmax=PMAX, mark_at=mark_at)
     sim = SimFabric(load_topology("clos4"), ecn=s)
     rounds = 150
     marked = [0] * BURST
@@ -43,8 +55,9 @@ def test_red_marking_on_queue_depth():
         got = received(sim, "h2")
         assert len(got) == BURST
         for p in got:
-            q = p.psn - r * BURST
-            sent = _ecn_of(q)
+            i = p.psn - r * BURST
+            sent = _ecn_of(i)
+            q = depth(i)
             assert p.checksum_ok
             if sent == ECN_NOT_ECT:
                 assert p.ecn == ECN_NOT_ECT  # never marked
