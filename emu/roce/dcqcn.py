@@ -13,8 +13,7 @@ alpha and decide decreases (`DcqcnParams.alpha_update`):
   clocks: alpha is updated at the end of every alpha period, to (1-g) alpha + g if a CNP
   arrived in that period (whether or not its decrease was suppressed) and to (1-g) alpha
   otherwise; and at the end of every rate_reduce_period that saw a CNP the rate decreases
-  once, Rc = max(min_rate, Rc (1 - alpha/2)), alpha updates at the same instant coming
-  first. Further CNPs in that period are counted in cnps_ignored. Both clocks are
+  once (the decrease rule below), alpha updates at the same instant coming first. Further CNPs in that period are counted in cnps_ignored. Both clocks are
   evaluated lazily (nothing is scheduled while no CNP is pending), which equals the
   free-running timers of the model.
 - "per_cnp" (the paper): each CNP decreases the rate with the current alpha and then
@@ -22,9 +21,13 @@ alpha and decide decreases (`DcqcnParams.alpha_update`):
   without a CNP (a timer restarted at each CNP). A non-zero rate_reduce_period
   suppresses decreases closer than that to the last one, but never the alpha update.
 
-On each decrease Rt = Rc if clamp_target_rate, or if the increase timer fired since the
-last decrease (the HPCC model's and NVIDIA's clamp-after-timer-increase rule); otherwise
-Rt keeps its value. A non-zero rate_on_first_cnp_bps sets Rc = Rt to it on the first CNP.
+A decrease sets Rc = max(min_rate, Rc (1 - alpha 2^(10 - alpha_to_rate_shift)),
+min_dec_factor Rc): with the shift at 11 (NVIDIA's rpg_gd default) that is Rc (1 - alpha/2);
+min_dec_factor (rpg_min_dec_fac) bounds what one decrease may take, 0 for no bound.
+Before it, Rt = Rc (clamp) if clamp_target_rate (clamp_tgt_rate), or if the last increase
+event since the previous decrease was the byte counter's, or the timer's with
+clamp_after_timer_increase (clamp_tgt_rate_after_time_inc); otherwise (no increase since
+the previous decrease, or a timer one without that flag) Rt keeps its value. A non-zero rate_on_first_cnp_bps sets Rc = Rt to it on the first CNP.
 The decrease restarts the increase timer (every time_reset) and the byte counter (every
 byte_reset bytes sent; 0 disables it) and their stage counts i, j. Each increase event
 sets Rc = (Rt + Rc) / 2 after raising Rt as the stage says (`increase_stages`):
@@ -73,6 +76,9 @@ class DcqcnParams:
     alpha_update: AlphaUpdate = "per_period"
     increase_stages: IncreaseStages = "timer_and_bytes"
     clamp_target_rate: bool = False
+    clamp_after_timer_increase: bool = True
+    alpha_to_rate_shift: int = 11  # rpg_gd: a decrease takes alpha x 2^(10 - shift)
+    min_dec_factor: float = 0.5  # rpg_min_dec_fac: one decrease keeps >= this x Rc
 
     def validate(self) -> None:
         if not 0 < self.g < 1:
@@ -83,6 +89,11 @@ class DcqcnParams:
             raise ValueError("dcqcn.alpha_period_ns and time_reset_ns must be positive")
         if self.threshold_f < 1:
             raise ValueError("dcqcn.threshold_f must be >= 1")
+        if self.alpha_to_rate_shift not in (10, 11):
+            raise ValueError("dcqcn.alpha_to_rate_shift must be 10 or 11 (rpg_gd: a decrease "
+                             "takes alpha, or alpha/2, of the rate)")
+        if not 0 <= self.min_dec_factor <= 1:
+            raise ValueError("dcqcn.min_dec_factor must be in [0, 1]")
         if self.alpha_update not in ("per_period", "per_cnp"):
             raise ValueError("dcqcn.alpha_update must be 'per_period' or 'per_cnp'")
         if self.increase_stages not in ("timer_and_bytes", "timer_only"):
@@ -132,7 +143,8 @@ _HPCC = "alibaba-edu/High-Precision-Congestion-Control"
 _HPCC_RUN = f"{_HPCC} simulation/run.py (dcqcn run)"
 _HPCC_RDMA = f"{_HPCC} simulation/src/point-to-point/model/rdma-hw.cc (Mlx functions)"
 _DOCA = "NVIDIA DOCA docs, 'DCQCN CC Parameters'"
-_NOTES = "our notes on NVIDIA NIC defaults (not found in the DOCA pages read)"
+_SILENT = "not in the NVIDIA documentation available to us (DOCA pages cut off)"
+_FW = "a public ConnectX firmware query (mlxconfig) shows the same values"
 _PAPER = "Zhu et al., 'Congestion Control for Large-Scale RDMA Deployments', SIGCOMM 2015"
 _NS3RDMA = "bobzhuyb/ns3-rdma windows/ns-3-dev/mix/config.txt (the paper's simulator)"
 
@@ -161,7 +173,8 @@ def profile_spec(name: str, line_rate_bps: float = 100e9) -> ProfileSpec:
             min_rate_bps=1e9, rate_on_first_cnp_bps=0.0, time_reset_ns=300_000,
             byte_reset_bytes=0, threshold_f=1, ai_rate_bps=5e6 * k, hai_rate_bps=50e6 * k,
             min_time_between_cnps_ns=0, alpha_update="per_period",
-            increase_stages="timer_only", clamp_target_rate=False)
+            increase_stages="timer_only", clamp_target_rate=False,
+            clamp_after_timer_increase=True, alpha_to_rate_shift=11, min_dec_factor=0.0)
         kmin, kmax, pmax, buf = _hpcc_switch(line_rate_bps)
         return ProfileSpec(
             "hpcc", dc, kmin, kmax, pmax, buf, ack_class="qp", sources={
@@ -186,15 +199,23 @@ def profile_spec(name: str, line_rate_bps: float = 100e9) -> ProfileSpec:
             "nvidia", dc, kmin, kmax, pmax, buf, ack_class="qp", cnp_dscp=48, cnp_pcp=6,
             sources={
                 "g, alpha period, alpha_init, rate decrease period, min rate, rate on "
-                "first CNP": _DOCA + " (dce_tcp_g 1019 = 1024 (1-g); dce_tcp_rtt 1 us; "
-                "initial_alpha_value 1023/1024; rate_reduce_monitor_period 4 us; "
-                "rpg_min_rate 1 Mb/s; rate_to_set_on_first_cnp 0)",
-                "time/byte reset, F, AI/HAI": _NOTES + ": rpg_time_reset 300 us, "
-                "rpg_byte_reset 32767 B, rpg_threshold 1, rpg_ai_rate/rpg_hai_rate 5/50 Mb/s",
-                "clamp": _NOTES + ": clamp_tgt_rate 0, clamp_tgt_rate_after_time_inc 1",
+                "first CNP, decrease shift and bound": _DOCA + " (dce_tcp_g 1019 = 1024 "
+                "(1-g); dce_tcp_rtt 1 us; initial_alpha_value 1023/1024; "
+                "rate_reduce_monitor_period 4 us; rpg_min_rate 1 Mb/s; "
+                "rate_to_set_on_first_cnp 0; rpg_gd 11 (alpha/2); rpg_min_dec_fac 50%)",
+                "clamp": _DOCA + " 'Rate Increase' (clamp_tgt_rate 0, "
+                "clamp_tgt_rate_after_time_inc 1; the pages available to us are cut off "
+                "there, the rule's wording is Mellanox's as quoted in public simulators): "
+                "Rt = Rc on a decrease after a byte-counter increase, and after a timer "
+                "increase with clamp_tgt_rate_after_time_inc",
+                "time/byte reset, F, AI/HAI": _SILENT + ": rpg_time_reset 300 us, "
+                "rpg_byte_reset 32767 B, rpg_threshold 1, rpg_ai_rate/rpg_hai_rate 5/50 "
+                "Mb/s, rpg_max_rate 0 (line rate) kept; " + _FW,
                 "rp model": _HPCC_RDMA + " (the HPCC simulator's model of these NICs)",
-                "cnp pacing": "firmware setting (min_time_between_cnps); the paper's 50 us",
-                "cnp class": _NOTES + ": cnp_dscp 48, cnp_802p_prio 6",
+                "cnp pacing": _SILENT + ": min_time_between_cnps kept at 50 us (the paper's "
+                "value); a public ConnectX firmware query (mlxconfig) reads "
+                "MIN_TIME_BETWEEN_CNPS 2",
+                "cnp class": _SILENT + ": cnp_dscp 48, cnp_802p_prio 6 kept; " + _FW,
                 "ack class": "RoCE ACK/NAK use the QP's own traffic class",
                 "marking, buffer": "set on the switch, not the NIC: the HPCC simulator's",
             })
@@ -205,7 +226,8 @@ def profile_spec(name: str, line_rate_bps: float = 100e9) -> ProfileSpec:
             min_rate_bps=1e6, time_reset_ns=55_000, byte_reset_bytes=10 * 1024 * 1024,
             threshold_f=5, ai_rate_bps=40e6, hai_rate_bps=200e6,
             min_time_between_cnps_ns=50_000, alpha_update="per_cnp",
-            increase_stages="timer_and_bytes", clamp_target_rate=True)
+            increase_stages="timer_and_bytes", clamp_target_rate=True,
+            alpha_to_rate_shift=11, min_dec_factor=0.0)
         kmax = round(200_000 * k40)
         return ProfileSpec(
             "paper", dc, round(5_000 * k40), kmax, 0.01, 2 * kmax, ack_class="qp", sources={
@@ -269,6 +291,7 @@ class ReactionPoint:
         self._decrease_pending = False
         self._decrease_timer: TimerHandle | None = None
         self.i = 0  # timer stage count since the last decrease
+        self._last_inc: str | None = None  # "timer"/"bytes": last increase since it
         self.j = 0  # byte-counter stage count since the last decrease
         self.bytes = 0
         self.cnps = 0
@@ -382,16 +405,28 @@ class ReactionPoint:
             return
         self._decrease(alpha)
 
+    def _clamps(self) -> bool:
+        """Whether this decrease sets Rt = Rc (clamp_tgt_rate and
+        clamp_tgt_rate_after_time_inc as NVIDIA documents them)."""
+        p = self.p
+        last = self._last_inc
+        return (p.clamp_target_rate or last == "bytes"
+                or (last == "timer" and p.clamp_after_timer_increase))
+
     def _decrease(self, alpha: float) -> None:
-        if self.p.clamp_target_rate or self.i > 0:
+        p = self.p
+        if self._clamps():
             self.rt = self.rc
-        self._apply_decrease(min(self.line, max(self.p.min_rate_bps, self.rc * (1.0 - alpha / 2.0))))
+        cut = alpha * 2.0 ** (10 - p.alpha_to_rate_shift)
+        rc = max(self.rc * (1.0 - cut), self.rc * p.min_dec_factor)
+        self._apply_decrease(min(self.line, max(p.min_rate_bps, rc)))
 
     def _apply_decrease(self, rc: float) -> None:
         now = self.clock.now_ns()
         self.decreases += 1
         self.last_decrease_ns = now
         self.i = self.j = 0
+        self._last_inc = None
         self.bytes = 0
         self.active = True
         if self._timer is not None:
@@ -413,9 +448,11 @@ class ReactionPoint:
                 step = p.ai_rate_bps
             else:
                 step = p.hai_rate_bps
+            self._last_inc = "timer"
             self._increase(step)
         else:
             self.i += 1
+            self._last_inc = "timer"
             self._increase(self._qcn_step())
         if self.active:
             self._timer = self.clock.call_later(p.time_reset_ns, self._on_timer)
@@ -431,6 +468,7 @@ class ReactionPoint:
         while self.bytes >= reset and self.active:
             self.bytes -= reset
             self.j += 1
+            self._last_inc = "bytes"
             self._increase(self._qcn_step())
 
     def _qcn_step(self) -> float:
