@@ -66,8 +66,11 @@ def agent_settings(cfg: RunConfig) -> AgentSettings:
 def plan_run(cfg: RunConfig, fabric: Fabric | None = None) -> RunPlan:
     cfg.validate()
     if fabric is None:
-        fabric = with_link_rate(cfg.topo, cfg.rate_bps) if cfg.rate_bps else \
-            load_topology(cfg.topo)
+        # The user's file, checked in full as `emu topo check` does, before a run rate
+        # is applied: errors are reported all at once, at their positions in that file.
+        fabric = load_topology(cfg.topo)
+        if cfg.rate_bps:
+            fabric = with_link_rate(cfg.topo, cfg.rate_bps)
     workload = build_workload(cfg.workload, {h.name: h.switch for h in fabric.hosts})
     agents = agent_configs(fabric, workload, agent_settings(cfg), seed=cfg.workload.seed)
     return RunPlan(cfg, fabric, workload, agents)
