@@ -53,7 +53,7 @@ def run_virtual(plan: RunPlan, *, console: Any = None, write: bool = True,
         return {"ports": ports, "drops": drops}
 
     sampler = FabricSampler([s.name for s in plan.fabric.switches], tm_stats, sim.controller,
-                            t0=0.0)
+                            t0=0.0, clock=lambda: clock.now_ns() / 1e9)
 
     def sample(with_p4: bool) -> Snapshot:
         snap = sampler.sample(with_p4)
