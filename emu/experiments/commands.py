@@ -181,8 +181,10 @@ def _run(cfg: RunConfig, plan: RunPlan) -> int:
     except (RunError, StateError) as exc:
         print(str(exc) if str(exc).startswith("emu") else f"emu run: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # before the workload: nothing measured, nothing written
         print("emu run: interrupted; the fabric was torn down", file=sys.stderr)
+        return 130
+    if summary.run.get("interrupted"):  # partial results written and their path printed
         return 130
     return 0 if (summary.ok or cfg.cli) else 1
 

@@ -32,6 +32,7 @@ class RunRecords:
     bringup_s: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     events: list[tuple[float, str]] = field(default_factory=list)  # (t_s as samples, what)
+    interrupted: bool = False  # Ctrl-C during the workload: the records are partial
 
 
 def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSummary:
@@ -54,6 +55,8 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
            "iterations": cfg.workload.iterations,
            "link_rate_bps": sorted({lk.rate_bps for lk in plan.fabric.links}),
            "results_dir": str(run_dir) if run_dir else None}
+    if rec.interrupted:
+        run["interrupted"] = True
     ok = bool(flows) and all(f.verified for f in flows)
     return RunSummary(run=run, ok=ok, duration_s=rec.duration_s, flows=flows,
                       collectives=colls, hosts=hosts, fabric=fabric,
