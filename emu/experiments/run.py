@@ -231,10 +231,12 @@ class Experiment:
                         if not a.finished():
                             a.popen.send_signal(signal.SIGTERM)
                     break
-        except KeyboardInterrupt:
-            # Ctrl-C: what was measured so far is still a result; the caller writes it.
+        except KeyboardInterrupt as exc:
+            # Ctrl-C (or SIGTERM/SIGHUP, raised as a KeyboardInterrupt while the network is
+            # up): what was measured so far is still a result; the caller writes it.
             interrupted = True
-            notes.append(f"interrupted (Ctrl-C) {time.monotonic() - t_launch:.1f} s into "
+            how = "Ctrl-C" if type(exc) is KeyboardInterrupt else (str(exc) or "a signal")
+            notes.append(f"interrupted ({how}) {time.monotonic() - t_launch:.1f} s into "
                          "the workload: partial results")
         finally:
             # Normally all have exited; on an error or Ctrl-C, stop the rest now (they
