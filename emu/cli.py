@@ -51,7 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except TopologyError as exc:
         # User errors in topology files: the positions say it all, a traceback would not.
-        print(exc, file=sys.stderr)
+        # Every command (`emu run`, `emu topo check`, ...) reports them the same way.
+        print(exc.report(), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

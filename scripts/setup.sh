@@ -43,14 +43,23 @@ if [[ ! -e $SITE/mininet && -d /usr/lib/python3/dist-packages/mininet ]]; then
 fi
 
 STAMP=$VENV/.deps-stamp
-WANT=$(cat pyproject.toml scripts/setup.sh scripts/regen_p4runtime.py | sha256sum | cut -c1-16)
+WANT=$(cat pyproject.toml scripts/setup.sh scripts/regen_p4runtime.py \
+       scripts/p4runtime_shell_wheel.py | sha256sum | cut -c1-16)
 if [[ ! -f $STAMP || $(cat "$STAMP") != "$WANT" ]]; then
     say "installing Python dependencies"
     $VENV/bin/pip install -q --upgrade pip >/dev/null
     $VENV/bin/pip install -q -e ".[dev]"
-    # p4runtime-shell pins an old protobuf/ipython stack; its API works with ours.
-    $VENV/bin/pip install -q --no-deps "p4runtime-shell==0.0.6"
-    $VENV/bin/pip install -q "ipython>=8,<10"
+    # p4runtime-shell 0.0.6 pins an old protobuf/p4runtime/ipython stack; its code works
+    # with ours (tests/runtime), so install it rebuilt with requirements that say so
+    # (version 0.0.6+emu1): pip resolves it like any package and `pip check` passes.
+    WHEELS=$(mktemp -d)
+    trap 'rm -rf "$WHEELS"' EXIT
+    $VENV/bin/pip download -q --no-deps "p4runtime-shell==0.0.6" -d "$WHEELS/upstream"
+    SHELL_WHEEL=$($VENV/bin/python scripts/p4runtime_shell_wheel.py \
+        "$WHEELS"/upstream/p4runtime_shell-0.0.6-*.whl "$WHEELS")
+    $VENV/bin/pip uninstall -q -y p4runtime-shell 2>/dev/null || true
+    $VENV/bin/pip install -q "$SHELL_WHEEL"
+    $VENV/bin/pip check
     $VENV/bin/python scripts/regen_p4runtime.py
     echo "$WANT" > "$STAMP"
 fi

@@ -158,3 +158,81 @@ def test_console_script_entry_point() -> None:
     args = build_parser().parse_args(["topo", "check", "clos4"])
     assert args.func.__name__ == "cmd_check"
     assert main(["topo", "check", "clos4"]) == 0
+
+
+# The same files, checked by `emu topo check` and by `emu run` (with the run's link rate
+# applied, or the topology's): the same report, every problem at once, at the positions
+# of the user's file (not of a copy re-dumped to apply the rate).
+UNCLOSED_FLOW = """\
+name: syn
+switches:
+  - {name: leaf1, role: leaf}
+  - {name: spine1, role: spine
+hosts:
+  - {name: h1}
+links:
+  - {a: h1, b: leaf1}
+"""
+SEVERAL = """\
+# comments shift every line of the file against a re-dumped copy
+name: bad
+
+defaults:
+  rate: 20Mbps
+switches:
+  - {name: leaf1, role: leaf}
+  - {name: spine1, role: spinee}
+hosts:
+  - {name: h1}
+links:
+  - {a: h1, b: leaf1, rate: 10Mbsp}
+  - {a: leaf1, b: spine1}
+  - {a: leaf1, b: spine9}
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            UNCLOSED_FLOW,
+            [
+                "5:6: YAML syntax error: expected ',' or '}', but got ':' "
+                "(while parsing a flow mapping at line 4, column 5)",
+                "1 error",
+            ],
+        ),
+        (
+            SEVERAL,
+            [
+                "8:26: role: expected one of leaf, spine, core, got 'spinee'",
+                "12:29: rate: bad rate '10Mbsp': expected a number and a unit "
+                "(bps, Kbps, Mbps, Gbps, Tbps)",
+                "14:19: link endpoint 'spine9' is not a declared switch or host "
+                "(did you mean 'spine1'?)",
+                "3 errors",
+            ],
+        ),
+    ],
+    ids=["yaml-syntax", "several"],
+)
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("topo", "check", "FILE"),
+        ("run", "FILE", "--dry-run", "--rate", "2Mbps"),
+        ("run", "FILE", "--dry-run"),
+        ("run", "FILE", "--dry-run", "--dilation", "1000"),
+    ],
+    ids=["topo-check", "run-rate", "run-default-rate", "run-dilation"],
+)
+def test_run_and_check_report_the_same_errors(
+    tmp_path: Path, text: str, expected: list[str], command: tuple[str, ...]
+) -> None:
+    f = tmp_path / "t.yaml"
+    f.write_text(text)
+    r = emu(*(str(f) if arg == "FILE" else arg for arg in command))
+    assert r.returncode == 1
+    assert "Traceback" not in r.stderr
+    want = [f"{f}:{line}" for line in expected[:-1]] + expected[-1:]
+    assert r.stderr.splitlines() == want

@@ -1,7 +1,8 @@
 """The Mininet CLI on a running experiment, with fabric commands:
 
-    tables SWITCH              entries the controller installed, and the LB mode
-    counters SWITCH            per-port counters (fabric.p4) and next-hop group members
+    tables [SWITCH ...]        entries the controller installed, and the LB mode (MACs
+                               and IPv4 addresses as addresses; all switches by default)
+    counters [SWITCH ...]      per-port counters (fabric.p4) and next-hop group members
     lbmode MODE [SWITCH ...]   change the load-balancing mode (all switches by default)
     fail A B / restore A B     take the A-B link down / up; the controller reroutes
     workload KIND [SIZE] [N]   run a workload (permutation, incast, allreduce, alltoall)
@@ -21,8 +22,8 @@ from typing import Any
 from .config import spray_gbn_warning
 
 USAGE = {
-    "tables": "tables SWITCH",
-    "counters": "counters SWITCH",
+    "tables": "tables [SWITCH ...]",
+    "counters": "counters [SWITCH ...]",
     "lbmode": "lbmode MODE [SWITCH ...]",
     "fail": "fail A B",
     "restore": "restore A B",
@@ -34,24 +35,64 @@ class CommandError(ValueError):
     """Bad arguments to a CLI command; the message is shown to the user."""
 
 
+def _switches(exp: Any, args: list[str]) -> list[str]:
+    """The switches named (all of them when none is), each checked."""
+    known = [s.name for s in exp.plan.fabric.switches]
+    unknown = [a for a in args if a not in known]
+    if unknown:
+        raise CommandError(f"unknown switch {', '.join(unknown)} (switches: {', '.join(known)})")
+    return args or known
+
+
+def _is_mac(field: str) -> bool:
+    name = field.rsplit(".", 1)[-1].lower()
+    return name.endswith("mac") or ("ethernet" in field and name.endswith("addr"))
+
+
+def _is_ipv4(field: str) -> bool:
+    return "ipv4" in field and field.rsplit(".", 1)[-1].lower().endswith("addr")
+
+
+def format_value(field: str, value: Any) -> str:
+    """A match or parameter value as a person reads it: MACs as aa:bb:.., IPv4 addresses
+    dotted (with /len for an LPM, &&& mask for a ternary), the rest as numbers."""
+    import ipaddress
+
+    from emu.control.southbound import Lpm, Ternary
+
+    def one(v: int) -> str:
+        if _is_mac(field) and 0 <= v < 1 << 48:
+            return ":".join(f"{b:02x}" for b in v.to_bytes(6, "big"))
+        if _is_ipv4(field) and 0 <= v < 1 << 32:
+            return str(ipaddress.IPv4Address(v))
+        return str(v)
+
+    if isinstance(value, Lpm):
+        return f"{one(value.value)}/{value.prefix_len}"
+    if isinstance(value, Ternary):
+        return f"{one(value.value)} &&& {one(value.mask)}"
+    return one(value) if isinstance(value, int) else str(value)
+
+
 def show_tables(exp: Any, args: list[str]) -> str:
-    if len(args) != 1:
-        raise CommandError(f"usage: {USAGE['tables']}")
-    sw = args[0]
     ctl = exp.controller
-    lb = ctl.lb(sw)
-    lines = [f"{sw}: lb {lb.mode} (flowlet_timeout_us={lb.flowlet_timeout_us}, "
-             f"qdepth_max_age_us={lb.qdepth_max_age_us})"]
-    for e in sorted(ctl.installed(sw), key=lambda e: (e.table, str(e.match))):
-        params = ", ".join(f"{k}={v}" for k, v in e.params.items())
-        lines.append(f"  {e.table}  {dict(e.match)} -> {e.action}({params})")
+    lines = []
+    for sw in _switches(exp, args):
+        lb = ctl.lb(sw)
+        lines.append(f"{sw}: lb {lb.mode} (flowlet_timeout_us={lb.flowlet_timeout_us}, "
+                     f"qdepth_max_age_us={lb.qdepth_max_age_us})")
+        for e in sorted(ctl.installed(sw), key=lambda e: (e.table, str(e.match))):
+            match = ", ".join(f"{k}={format_value(k, v)}" for k, v in e.match.items())
+            params = ", ".join(f"{k}={format_value(k, v)}" for k, v in e.params.items())
+            lines.append(f"  {e.table}  {match} -> {e.action}({params})")
     return "\n".join(lines)
 
 
 def show_counters(exp: Any, args: list[str]) -> str:
-    if len(args) != 1:
-        raise CommandError(f"usage: {USAGE['counters']}")
-    sw = args[0]
+    return "\n".join(_counters(exp, sw) for sw in _switches(exp, args))
+
+
+def _counters(exp: Any, sw: str) -> str:
     ctl = exp.controller
     lines = [f"{sw}: port  rx_pkts  tx_pkts  tx_bytes  ecn_marks  drops"]
     for port, c in sorted(ctl.port_counters(sw).items()):

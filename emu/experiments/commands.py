@@ -57,23 +57,43 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Bring up TOPO as a Mininet fabric of P4 switches running fabric.p4, "
                     "program it, verify every host pair, run a RoCEv2 workload, then print a "
                     "summary and write results/<time>-<topo>-<lb>-<cc>/.")
-    run.add_argument("topo", metavar="TOPO", help="topology name (in topologies/) or path")
-    run.add_argument("--lb", choices=LB_MODES, default="ecmp", help="load-balancing mode")
-    run.add_argument("--cc", choices=CC_MODES, default="dcqcn", help="congestion control")
+    run.add_argument("topo", metavar="TOPO",
+                     help="topology name (in topologies/, e.g. clos4) or path to a YAML file")
+    run.add_argument("--lb", choices=LB_MODES, default="ecmp",
+                     help="load balancing in the switches: ecmp (per-flow hash), flowlet "
+                          "(re-pick a path after an idle gap), adaptive (the path with the "
+                          "shortest queue), spray (per packet), te (controller pins each flow) "
+                          "(default %(default)s)")
+    run.add_argument("--cc", choices=CC_MODES, default="dcqcn",
+                     help="congestion control of the host agents: dcqcn (ECN marks -> CNPs "
+                          "-> rate cuts) or none (line rate) (default %(default)s)")
     run.add_argument("--recovery", choices=RECOVERY_MODES, default="gbn",
-                     help="loss recovery: go-back-N or selective repeat")
-    run.add_argument("--workload", choices=WORKLOADS, default="allreduce")
-    run.add_argument("--target", choices=TARGETS, default="embedded", help="switch target")
+                     help="loss recovery: gbn (go-back-N) or sr (selective repeat) "
+                          "(default %(default)s)")
+    run.add_argument("--workload", choices=WORKLOADS, default="allreduce",
+                     help="traffic: allreduce (ring all-reduce over all hosts), permutation "
+                          "(each host sends to one host under another leaf), incast (many "
+                          "hosts to the last one), alltoall (every host to every other) "
+                          "(default %(default)s)")
+    run.add_argument("--target", choices=TARGETS, default="embedded",
+                     help="switch target: embedded (this project's P4 switch) or bmv2 "
+                          "(simple_switch_grpc) (default %(default)s)")
     run.add_argument("--cli", action="store_true",
-                     help="open the Mininet CLI on the programmed fabric (no automatic workload)")
+                     help="open the Mininet CLI on the programmed fabric instead of running "
+                          "the workload (default: off)")
     w = run.add_argument_group("workload")
     w.add_argument("--size", type=_size, default=None, metavar="BYTES",
                    help="message size: per flow (permutation, incast) or per-rank buffer "
-                        "(allreduce, alltoall); e.g. 64K (default 256K)")
-    w.add_argument("--iterations", type=int, default=1)
+                        "(allreduce, alltoall); e.g. 4096, 64K, 1M (default 256K)")
+    w.add_argument("--iterations", type=int, default=1, metavar="N",
+                   help="repeat the workload N times, each round after the previous "
+                        "(default %(default)s)")
     w.add_argument("--incast-senders", type=int, default=0, metavar="N",
-                   help="incast: N senders (default: every other host)")
-    w.add_argument("--seed", type=int, default=1, help="permutation choice and QP entropy")
+                   help="incast: the first N hosts send to the last host (default: all "
+                        "the other hosts)")
+    w.add_argument("--seed", type=int, default=1,
+                   help="seed of the permutation's pairing and of the QPs' UDP source "
+                        "ports (ECMP entropy) (default %(default)s)")
     f = run.add_argument_group("fabric and hosts")
     f.add_argument("--rate", type=_rate, default=None, metavar="RATE",
                    help="wire rate of the topology's fastest link, e.g. 10Mbps; every link "
@@ -89,26 +109,39 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "modelled network this many times slower (default: the topology's "
                         "fastest rate / the wire rate)")
     f.add_argument("--dcqcn-profile", choices=("hpcc", "nvidia", "paper"), default="hpcc",
-                   help="DCQCN parameter profile (default hpcc)")
+                   help="DCQCN parameters (docs/dcqcn-profiles.md): hpcc (the HPCC "
+                        "simulator's, a CNP per marked packet), nvidia (ConnectX defaults), "
+                        "paper (the DCQCN paper's values) (default %(default)s)")
     f.add_argument("--window", type=int, default=None, metavar="PKTS",
                    help="outstanding packets per QP and the sr reorder window (default: "
                         "twice the QP's bandwidth-delay product, at least 32)")
     f.add_argument("--fail-link", type=_link, default=None, metavar="A:B",
-                   help="fail the A-B link during the workload (the controller reroutes)")
-    f.add_argument("--fail-after", type=float, default=1.0, metavar="S")
+                   help="fail the link between switches A and B during the workload (the "
+                        "controller reroutes) (default: none)")
+    f.add_argument("--fail-after", type=float, default=1.0, metavar="S",
+                   help="with --fail-link: fail it S seconds after traffic first reaches "
+                        "a host (virtual runs: S seconds of run time) (default %(default)s)")
     o = run.add_argument_group("output")
-    o.add_argument("--results", default="results", metavar="DIR", help="results root")
-    o.add_argument("--pcap", action="store_true", help="per-port pcaps in the results folder")
+    o.add_argument("--results", default="results", metavar="DIR",
+                   help="write the run's folder under DIR (default %(default)s)")
+    o.add_argument("--pcap", action="store_true",
+                   help="capture every switch port to pcap files in the results folder "
+                        "(default: off)")
     o.add_argument("--timeout", type=float, default=120.0, metavar="S",
-                   help="workload wall-clock budget")
-    o.add_argument("--no-progress", action="store_true", help="no live view")
+                   help="wall-clock budget of the workload; agents still running after it "
+                        "are stopped and their partial results kept (default %(default)s)")
+    o.add_argument("--no-progress", action="store_true",
+                   help="no live view while the workload runs (default: a live view when "
+                        "stdout is a terminal)")
     o.add_argument("--sample-interval", type=float, default=0.05, metavar="S",
                    help="sample switch counters and queue depths every S seconds "
                         "(default %(default)s)")
     o.add_argument("--virtual", action="store_true",
-                   help="run in virtual time in one process (no Mininet, no root)")
+                   help="run in virtual time in one process: the same switches' pipeline "
+                        "and host agents, no Mininet, no root (default: off)")
     o.add_argument("--dry-run", action="store_true",
-                   help="show the plan (fabric, flows, agents) and exit")
+                   help="check the topology and options, show the plan (fabric, rate, "
+                        "flows, agents) and exit (default: off)")
     run.set_defaults(func=cmd_run)
 
     stop = sub.add_parser("stop", help="remove what a killed run left behind")
@@ -187,8 +220,10 @@ def _run(cfg: RunConfig, plan: RunPlan) -> int:
     except (RunError, StateError) as exc:
         print(str(exc) if str(exc).startswith("emu") else f"emu run: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # before the workload: nothing measured, nothing written
         print("emu run: interrupted; the fabric was torn down", file=sys.stderr)
+        return 130
+    if summary.run.get("interrupted"):  # partial results written and their path printed
         return 130
     return 0 if (summary.ok or cfg.cli) else 1
 

@@ -98,6 +98,8 @@ def plan_run(cfg: RunConfig, model: Fabric | None = None) -> RunPlan:
     """`model`: the modelled fabric (default: the run's topology file)."""
     cfg.validate()
     if model is None:
+        # The user's file, checked in full as `emu topo check` does: errors are reported
+        # all at once, at their positions in that file.
         model = load_topology(cfg.topo)
     dilation = cfg.dilation_for(model)
     fabric = model.on_wire(dilation)

@@ -1,14 +1,33 @@
 """PNG plots of a run: per-flow throughput, queue depth at the hottest ports, uplink
-utilization per switch. matplotlib with the Agg backend (no display needed)."""
+utilization per switch. matplotlib with the Agg backend (no display needed).
+
+All three share one time origin, passed in as `t0` (the report uses the first flow's
+start), so a moment in one plot is the same moment in the others. Each `*_figure`
+function returns the figure (tests read its lines and legends); `plot_*` saves it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from .metrics import FlowResult, PortKey, QueueStats
 
 PortSeries = Mapping[PortKey, Sequence[tuple[float, int]]]  # (t_s, cumulative tx_bytes)
+
+MAX_FLOWS_APART = 12
+"""Up to this many flows each get a colour and a legend entry; beyond, flows are
+grouped (one colour and legend entry per group) and their sum is drawn."""
+MAX_GROUPS = 10  # matplotlib's default colour cycle
+UTIL_WINDOW_FRAMES = 10
+"""Utilisation is averaged over windows of at least this many full frames at the port's
+rate: counters move by whole frames, so a window of one or two frame times reads 0% or
+200%; over ten frames the quantisation is within 10%."""
+
+TIME_JITTER = 0.1
+"""The uncertainty of a utilisation window's length, as a fraction of it (see
+`utilization`): a few milliseconds on windows of about 100 ms."""
 
 
 def _plt():  # type: ignore[no-untyped-def]
@@ -20,70 +39,176 @@ def _plt():  # type: ignore[no-untyped-def]
     return plt
 
 
-def plot_flows(flows: Sequence[FlowResult], path: Path, max_flows: int = 24) -> Path | None:
-    """Each flow's average goodput over its lifetime (a segment from start to end), with
-    the DCQCN sending rate (wire units) where the agent sampled it."""
-    shown = [f for f in flows if f.start_s is not None and f.end_s is not None][:max_flows]
+def save(fig: Any, path: Path) -> Path:
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    _plt().close(fig)
+    return path
+
+
+def time_origin(flows: Sequence[FlowResult], times: Sequence[float] = ()) -> float:
+    """The plots' common t = 0: the first flow's start, else the first sample."""
+    starts = [f.start_s for f in flows if f.start_s is not None]
+    if starts:
+        return min(starts)
+    return min(times) if times else 0.0
+
+
+def _groups(flows: Sequence[FlowResult]) -> tuple[str, list[str]]:
+    """How to colour many flows: by collective, else by source host, else not at all."""
+    for what, keys in (("collective", [f.collective for f in flows]),
+                       ("source host", [f.src for f in flows])):
+        if 1 < len(set(keys)) <= MAX_GROUPS:
+            return what, keys
+    return "", ["" for _ in flows]
+
+
+def flow_figure(flows: Sequence[FlowResult], t0: float | None = None) -> Any | None:
+    """Each flow's average goodput over its lifetime (a segment from start to end).
+
+    Up to MAX_FLOWS_APART flows: one colour and legend entry each, with the DCQCN
+    sending rate (wire units) where the agent sampled it. More: every flow still drawn,
+    coloured by group, under a panel with their sum; a note on the figure says so."""
+    shown = [f for f in flows if f.start_s is not None and f.end_s is not None]
     if not shown:
         return None
+    t0 = time_origin(shown) if t0 is None else t0
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(9, 4.5))
-    t0 = min(f.start_s for f in shown if f.start_s is not None)
-    for i, f in enumerate(shown):
+    apart = len(shown) <= MAX_FLOWS_APART
+    notes: list[str] = []
+    if apart:
+        fig, ax = plt.subplots(figsize=(10, 4.5))
+        group_by, keys = "flow", [f.id for f in shown]
+    else:
+        fig, (top, ax) = plt.subplots(2, 1, figsize=(10, 6.5), sharex=True,
+                                      gridspec_kw={"height_ratios": [1, 2]})
+        ts, total = _sum_of_flows(shown, t0)
+        top.step(ts, total, where="post", color="k", lw=1.5)
+        top.set_ylabel("Mb/s (wire)")
+        top.set_title(f"All {len(shown)} flows: sum of their average goodputs", fontsize=10)
+        top.set_ylim(0, None)
+        top.grid(alpha=0.3)
+        group_by, keys = _groups(shown)
+        notes.append(f"{len(shown)} flows, more than {MAX_FLOWS_APART}: aggregated "
+                     f"(each flow a thin line, {'coloured by ' + group_by if group_by else 'one colour'}; "
+                     "DCQCN rates not drawn)")
+    colours = {k: f"C{i % 10}" for i, k in enumerate(dict.fromkeys(keys))}
+    labelled: set[str] = set()
+    rate_drawn = False
+    for f, key in zip(shown, keys, strict=True):
         assert f.start_s is not None and f.end_s is not None
-        color = f"C{i % 10}"
+        label = None
+        if key not in labelled:
+            label = key or "each flow"
+            labelled.add(key)
         gp = (f.goodput_bps or 0) / 1e6
-        ax.plot([f.start_s - t0, f.end_s - t0], [gp, gp], color=color, lw=2,
-                label=f.id if len(shown) <= 12 else None)
-        if len(f.rate_samples) > 1 and f.goodput_bps and f.goodput_nominal_bps:
+        ax.plot([f.start_s - t0, f.end_s - t0], [gp, gp], color=colours[key],
+                lw=2 if apart else 1, alpha=1 if apart else 0.7, label=label)
+        if apart and len(f.rate_samples) > 1 and f.goodput_bps and f.goodput_nominal_bps:
             scale = f.goodput_bps / f.goodput_nominal_bps  # nominal -> wire
             ts = [t - t0 for t, _ in f.rate_samples] + [f.end_s - t0]
             rs = [r * scale / 1e6 for _, r in f.rate_samples]
-            ax.step(ts, rs + rs[-1:], where="post", color=color, lw=0.8, ls=":")
-    ax.set_xlabel("time (s)")
+            ax.step(ts, rs + rs[-1:], where="post", color=colours[key], lw=0.8, ls=":")
+            rate_drawn = True
+    if rate_drawn:  # one entry for every dotted line, and only if there is one
+        ax.plot([], [], color="0.3", lw=0.8, ls=":", label="DCQCN rate")
+    missing = len(flows) - len(shown)
+    if missing:
+        notes.append(f"{missing} flow{'s' if missing != 1 else ''} without a start and end "
+                     "(not completed) not drawn")
+    ax.set_xlabel("time since the first flow started (s)")
     ax.set_ylabel("Mb/s (wire)")
-    ax.set_title("Per-flow goodput (solid) and DCQCN rate (dotted)")
-    if len(shown) <= 12:
-        ax.legend(fontsize=7, ncol=2)
+    ax.set_title("Per-flow average goodput" + (" and DCQCN sending rate" if rate_drawn else ""),
+                 fontsize=10)
+    ax.set_ylim(0, None)
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(handles, labels, title=group_by or None, fontsize=8, title_fontsize=8,
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1 + len(labels) // 16)
     ax.grid(alpha=0.3)
+    if notes:
+        fig.suptitle("\n".join(notes), fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return fig
 
 
-def plot_queues(samples: Sequence[tuple[float, str, int, float]], hottest: Sequence[QueueStats],
-                path: Path) -> Path | None:
+def _sum_of_flows(flows: Sequence[FlowResult], t0: float) -> tuple[list[float], list[float]]:
+    """Step function of the summed average goodput of the flows active at each time."""
+    edges: list[tuple[float, float]] = []
+    for f in flows:
+        assert f.start_s is not None and f.end_s is not None
+        gp = (f.goodput_bps or 0) / 1e6
+        edges += [(f.start_s - t0, gp), (f.end_s - t0, -gp)]
+    ts: list[float] = []
+    total: list[float] = []
+    level = 0.0
+    for t, d in sorted(edges):
+        level += d
+        if ts and ts[-1] == t:
+            total[-1] = max(0.0, level)
+        else:
+            ts.append(t)
+            total.append(max(0.0, level))
+    return ts, total
+
+
+def plot_flows(flows: Sequence[FlowResult], path: Path, t0: float | None = None) -> Path | None:
+    fig = flow_figure(flows, t0)
+    return None if fig is None else save(fig, path)
+
+
+def queue_figure(samples: Sequence[tuple[float, str, int, float]],
+                 hottest: Sequence[QueueStats], t0: float | None = None) -> Any | None:
     if not hottest or not samples:
         return None
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(9, 4))
-    t0 = min(s[0] for s in samples)
+    fig, ax = plt.subplots(figsize=(10, 4))
+    t0 = min(s[0] for s in samples) if t0 is None else t0
     for q in hottest:
         pts = [(t - t0, d) for t, sw, p, d in samples if sw == q.switch and p == q.port]
         ax.plot([t for t, _ in pts], [d for _, d in pts], lw=1, label=f"{q.switch}:{q.port}")
-    ax.set_xlabel("time (s)")
+    ax.set_xlabel("time since the first flow started (s)")
     ax.set_ylabel("queue depth (packets)")
     ax.set_title("Egress queue depth at the hottest ports")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, title="port", title_fontsize=8, loc="upper left",
+              bbox_to_anchor=(1.01, 1.0))
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return fig
 
 
-def utilization(series: Sequence[tuple[float, int]], rate_bps: float) -> list[tuple[float, float]]:
-    """(t_s, fraction of `rate_bps`) between consecutive cumulative byte samples."""
-    out = []
-    for (t1, b1), (t2, b2) in zip(series, series[1:], strict=False):
-        if t2 > t1 and rate_bps > 0:
-            out.append((t2, max(0.0, (b2 - b1) * 8 / (t2 - t1) / rate_bps)))
+def plot_queues(samples: Sequence[tuple[float, str, int, float]], hottest: Sequence[QueueStats],
+                path: Path, t0: float | None = None) -> Path | None:
+    fig = queue_figure(samples, hottest, t0)
+    return None if fig is None else save(fig, path)
+
+
+def utilization(series: Sequence[tuple[float, int]], rate_bps: float, min_window_s: float = 0.0,
+                frame_bytes: int = 0) -> list[tuple[float, float]]:
+    """(t_s, fraction of `rate_bps`) over windows of consecutive cumulative byte samples,
+    each at least `min_window_s` long.
+
+    A link cannot send faster than its rate, so a window's excess over 100% that the
+    measurement explains is read as 100%: one frame of `frame_bytes` (counters move by
+    whole frames) plus TIME_JITTER of the window (when a switch's counters were read is
+    known to a few milliseconds). A larger excess is kept: it would be a real fault."""
+    out: list[tuple[float, float]] = []
+    if rate_bps <= 0 or not series:
+        return out
+    t1, b1 = series[0]
+    for t2, b2 in series[1:]:
+        if t2 - t1 < max(min_window_s, 1e-12):
+            continue
+        busy_s = max(0, b2 - b1) * 8 / rate_bps
+        span = t2 - t1
+        if span < busy_s <= span * (1 + TIME_JITTER) + frame_bytes * 8 / rate_bps:
+            busy_s = span
+        out.append((t2, busy_s / span))
+        t1, b1 = t2, b2
     return out
 
 
-def plot_uplinks(series: PortSeries, uplinks: Mapping[str, Sequence[int]],
-                 rates_bps: Mapping[PortKey, float], path: Path) -> Path | None:
+def uplink_figure(series: PortSeries, uplinks: Mapping[str, Sequence[int]],
+                  rates_bps: Mapping[PortKey, float], t0: float | None = None,
+                  frame_bytes: int = 0) -> Any | None:
     switches = [s for s in uplinks if any(len(series.get((s, p), ())) > 1 for p in uplinks[s])]
     if not switches:
         return None
@@ -91,22 +216,41 @@ def plot_uplinks(series: PortSeries, uplinks: Mapping[str, Sequence[int]],
     n = len(switches)
     cols = min(4, n)
     rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.4 * rows), squeeze=False,
-                             sharey=True)
-    t0 = min(s[0][0] for s in series.values() if s)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.4 * rows + 0.6),
+                             squeeze=False, sharey=True)
+    t0 = min(s[0][0] for s in series.values() if s) if t0 is None else t0
+    peak = 1.0
+    windows: set[float] = set()
     for ax, sw in zip([a for row in axes for a in row], switches, strict=False):
         for p in uplinks[sw]:
-            u = utilization(series.get((sw, p), ()), rates_bps.get((sw, p), 0.0))
-            ax.plot([t - t0 for t, _ in u], [x * 100 for _, x in u], lw=1, label=f"port {p}")
+            rate = rates_bps.get((sw, p), 0.0)
+            window = UTIL_WINDOW_FRAMES * frame_bytes * 8 / rate if rate > 0 else 0.0
+            windows.add(window)
+            u = utilization(series.get((sw, p), ()), rate, window, frame_bytes)
+            peak = max([peak, *(x for _, x in u)])
+            # Each value is the average over the window ending at its time: steps.
+            ax.step([t - t0 for t, _ in u], [x * 100 for _, x in u], where="pre", lw=1,
+                    label=f"port {p}")
+        ax.axhline(100, color="0.5", lw=0.6, ls="--")
         ax.set_title(sw, fontsize=9)
-        ax.set_ylim(0, 110)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=7, loc="upper left")
+    # Never cut the curves off: a reading above 100% is shown, not hidden.
+    for ax in [a for row in axes for a in row]:
+        ax.set_ylim(0, max(110.0, peak * 105))
     for ax in [a for row in axes for a in row][n:]:
         ax.set_visible(False)
-    fig.supxlabel("time (s)")
+    fig.supxlabel("time since the first flow started (s)")
     fig.supylabel("uplink utilization (%)")
+    if frame_bytes and max(windows, default=0) > 0:
+        fig.suptitle(f"averaged over windows of at least {UTIL_WINDOW_FRAMES} frames "
+                     f"({max(windows) * 1e3:.0f} ms at the slowest uplink)", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return fig
+
+
+def plot_uplinks(series: PortSeries, uplinks: Mapping[str, Sequence[int]],
+                 rates_bps: Mapping[PortKey, float], path: Path, t0: float | None = None,
+                 frame_bytes: int = 0) -> Path | None:
+    fig = uplink_figure(series, uplinks, rates_bps, t0, frame_bytes)
+    return None if fig is None else save(fig, path)

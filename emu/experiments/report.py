@@ -32,6 +32,7 @@ class RunRecords:
     bringup_s: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     events: list[tuple[float, str]] = field(default_factory=list)  # (t_s as samples, what)
+    interrupted: bool = False  # Ctrl-C during the workload: the records are partial
 
 
 def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSummary:
@@ -54,6 +55,8 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
            "iterations": cfg.workload.iterations,
            "link_rate_bps": sorted({lk.rate_bps for lk in plan.fabric.links}),
            "results_dir": str(run_dir) if run_dir else None}
+    if rec.interrupted:
+        run["interrupted"] = True
     ok = bool(flows) and all(f.verified for f in flows)
     return RunSummary(run=run, ok=ok, duration_s=rec.duration_s, flows=flows,
                       collectives=colls, hosts=hosts, fabric=fabric,
@@ -117,21 +120,38 @@ def write_results(run_dir: Path, plan: RunPlan, rec: RunRecords, summary: RunSum
 def write_plots(plot_dir: Path, plan: RunPlan, rec: RunRecords,
                 summary: RunSummary) -> list[Path]:
     plot_dir.mkdir(parents=True, exist_ok=True)
-    out: list[Path | None] = []
+    out: list[Path] = []
     try:
-        out.append(plots.plot_flows(summary.flows, plot_dir / "flow_throughput.png"))
-        qs = [q for s in rec.snapshots for q in s.queues]
-        out.append(plots.plot_queues(qs, summary.queues, plot_dir / "queue_depth.png"))
-        series: dict[M.PortKey, list[tuple[float, int]]] = {}
-        for s in rec.snapshots:
-            for key, c in s.ports.items():
-                series.setdefault(key, []).append((s.t_s, c.tx_bytes))
-        out.append(plots.plot_uplinks(series, plan.uplinks(), plan.port_rates(),
-                                      plot_dir / "uplink_utilization.png"))
+        for name, fig in run_figures(plan, rec, summary).items():
+            out.append(plots.save(fig, plot_dir / f"{name}.png"))
     except Exception as exc:  # a plot must never cost the run its data
         log.warning("plots: %s", exc)
         summary.notes.append(f"plots failed: {exc}")
-    return [p for p in out if p is not None]
+    return out
+
+
+def run_figures(plan: RunPlan, rec: RunRecords, summary: RunSummary) -> dict[str, Any]:
+    """The run's plots by file stem, all on one time origin (the first flow's start)."""
+    qs = [q for s in rec.snapshots for q in s.queues]
+    t0 = plots.time_origin(summary.flows, [s.t_s for s in rec.snapshots])
+    figs = {
+        "flow_throughput": plots.flow_figure(summary.flows, t0),
+        "queue_depth": plots.queue_figure(qs, summary.queues, t0),
+        "uplink_utilization": plots.uplink_figure(
+            port_series(rec.snapshots), plan.uplinks(), plan.port_rates(), t0,
+            plan.config.mtu_bytes + FRAME_OVERHEAD_BYTES),
+    }
+    return {name: fig for name, fig in figs.items() if fig is not None}
+
+
+def port_series(snaps: Sequence[Snapshot]) -> dict[M.PortKey, list[tuple[float, int]]]:
+    """Each port's (t_s, cumulative tx_bytes), timed when its switch was read (a sample
+    reads the switches one after another; the sample's own time would add jitter)."""
+    series: dict[M.PortKey, list[tuple[float, int]]] = {}
+    for s in snaps:
+        for key, c in s.ports.items():
+            series.setdefault(key, []).append((s.switch_t.get(key[0], s.t_s), c.tx_bytes))
+    return series
 
 
 def snapshots_bytes_to_hosts(snap: Snapshot, plan: RunPlan) -> int:

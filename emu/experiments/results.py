@@ -96,3 +96,10 @@ def read_queue_samples(path: Path) -> list[tuple[float, str, int, float]]:
         r = csv.DictReader(fh)
         return [(float(x["t_s"]), x["switch"], int(x["port"]), float(x["depth_pkts"]))
                 for x in r]
+
+
+def print_results_path(run_dir: Path, summary: Any) -> None:
+    """The run's last line: where its results are (after a long summary, the first thing
+    a user looks for); `summary` is the run's RunSummary."""
+    partial = " (partial: the run was interrupted)" if summary.run.get("interrupted") else ""
+    print(f"emu run: results in {run_dir}{partial}", flush=True)

@@ -35,7 +35,7 @@ from .report import (
     snapshots_bytes_to_hosts,
     write_results,
 )
-from .results import make_run_dir
+from .results import make_run_dir, print_results_path
 from .sampler import FabricSampler, Snapshot
 from .summary import RunSummary
 
@@ -170,6 +170,7 @@ class Experiment:
         events: list[tuple[float, str]] = []
         base_moved = snapshots_bytes_to_hosts(first, plan)
         prev_t, prev_moved = first.t_s, 0
+        interrupted = False
         try:
             while True:
                 time.sleep(cfg.sample_interval_s)
@@ -230,6 +231,13 @@ class Experiment:
                         if not a.finished():
                             a.popen.send_signal(signal.SIGTERM)
                     break
+        except KeyboardInterrupt as exc:
+            # Ctrl-C (or SIGTERM/SIGHUP, raised as a KeyboardInterrupt while the network is
+            # up): what was measured so far is still a result; the caller writes it.
+            interrupted = True
+            how = "Ctrl-C" if type(exc) is KeyboardInterrupt else (str(exc) or "a signal")
+            notes.append(f"interrupted ({how}) {time.monotonic() - t_launch:.1f} s into "
+                         "the workload: partial results")
         finally:
             # Normally all have exited; on an error or Ctrl-C, stop the rest now (they
             # write partial results on SIGTERM) rather than wait for their workload.
@@ -262,7 +270,8 @@ class Experiment:
                 notes.append(f"agent {h} exited {rc}: {a.stderr_tail() or 'no message'}")
         offsets = {h: a.ready_s for h, a in agents.items() if a.ready_s is not None}
         return RunRecords(rows, offsets, snaps, duration, notes=notes, events=events,
-                          bringup_s={f"workload_{k}": v for k, v in sampling.items()})
+                          bringup_s={f"workload_{k}": v for k, v in sampling.items()},
+                          interrupted=interrupted)
 
     # -- fabric changes -------------------------------------------------------------
 
@@ -404,4 +413,5 @@ def run_experiment(cfg: RunConfig, *, console: Any = None, plan: RunPlan | None 
     if not cfg.cli:
         write_results(run_dir, plan, rec, summary)
         print_summary(summary, console)
+    print_results_path(run_dir, summary)
     return summary

@@ -30,6 +30,7 @@ class Snapshot:
     ports: dict[PortKey, PortCount]
     queues: list[tuple[float, str, int, float]] = field(default_factory=list)
     tm_lag_ms: float | None = None
+    switch_t: dict[str, float] = field(default_factory=dict)  # when each switch was read
 
 
 def from_target_stats(switch: str, stats: Mapping[str, Any], t_s: float
@@ -78,11 +79,13 @@ class FabricSampler:
     fast samples carry the most recent ECN/drop counts."""
 
     def __init__(self, switches: list[str], target_stats: TargetStats,
-                 controller: Any | None, t0: float | None = None) -> None:
+                 controller: Any | None, t0: float | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.switches = switches
         self.target_stats = target_stats
         self.controller = controller
-        self.t0 = time.monotonic() if t0 is None else t0
+        self.clock = clock  # the run's timeline (virtual runs: the virtual clock)
+        self.t0 = clock() if t0 is None else t0
         self._p4: dict[PortKey, Any] = {}
         self.errors = 0
         # Wall time spent reading, per source: what sampling costs (recorded per run).
@@ -108,18 +111,22 @@ class FabricSampler:
         return out
 
     def sample(self, with_p4: bool = False) -> Snapshot:
-        t = time.monotonic() - self.t0
+        t = self.clock() - self.t0
         ports: dict[PortKey, PortCount] = {}
         queues: list[tuple[float, str, int, float]] = []
         lag: float | None = None
         t0 = time.monotonic()
+        switch_t: dict[str, float] = {}
         for sw in self.switches:
+            before = self.clock()
             try:
                 st = self.target_stats(sw)
             except Exception as exc:
                 self.errors += 1
                 log.debug("stats of %s: %s", sw, exc)
                 st = None
+            # The counters were read during the call: its midpoint is their time.
+            switch_t[sw] = (before + self.clock()) / 2 - self.t0
             if st:
                 p, q, lg = from_target_stats(sw, st, t)
                 ports.update(p)
@@ -129,4 +136,4 @@ class FabricSampler:
         self.target_s += time.monotonic() - t0
         if with_p4 or not self._p4:
             self.read_p4()
-        return Snapshot(t, merge_p4(ports, self._p4), queues, lag)
+        return Snapshot(t, merge_p4(ports, self._p4), queues, lag, switch_t)

@@ -13,7 +13,7 @@ from typing import Any
 
 from .plan import RunPlan
 from .report import RunRecords, build_summary, write_results
-from .results import make_run_dir
+from .results import make_run_dir, print_results_path
 from .sampler import FabricSampler, Snapshot
 from .summary import RunSummary, print_summary
 
@@ -55,7 +55,7 @@ def run_virtual(plan: RunPlan, *, console: Any = None, write: bool = True,
         return {"ports": ports, "drops": drops}
 
     sampler = FabricSampler([s.name for s in plan.fabric.switches], tm_stats, sim.controller,
-                            t0=0.0)
+                            t0=0.0, clock=lambda: clock.now_ns() / 1e9)
 
     def sample(with_p4: bool) -> Snapshot:
         snap = sampler.sample(with_p4)
@@ -71,25 +71,35 @@ def run_virtual(plan: RunPlan, *, console: Any = None, write: bool = True,
     fail_done = cfg.fail_link is None
     notes: list[str] = []
     events: list[tuple[float, str]] = []
-    while not all(a.done() for a in agents.values()) and clock.now_ns() < limit:
-        clock.advance(SAMPLE_NS)
-        snaps.append(sample(len(snaps) % 20 == 0))
-        if not fail_done and cfg.fail_link and clock.now_ns() >= cfg.fail_after_s * 1e9:
-            sim.link_down(*cfg.fail_link)
-            notes.append(f"link {cfg.fail_link[0]}-{cfg.fail_link[1]} failed at "
-                         f"{clock.now_ns() / 1e9:.3f} s (virtual)")
-            events.append((clock.now_ns() / 1e9, f"link_down {cfg.fail_link[0]} {cfg.fail_link[1]}"))
-            events.append((clock.now_ns() / 1e9, "rerouted"))
-            fail_done = True
+    interrupted = False
+    try:
+        while not all(a.done() for a in agents.values()) and clock.now_ns() < limit:
+            clock.advance(SAMPLE_NS)
+            snaps.append(sample(len(snaps) % 20 == 0))
+            if not fail_done and cfg.fail_link and clock.now_ns() >= cfg.fail_after_s * 1e9:
+                sim.link_down(*cfg.fail_link)
+                notes.append(f"link {cfg.fail_link[0]}-{cfg.fail_link[1]} failed at "
+                             f"{clock.now_ns() / 1e9:.3f} s (virtual)")
+                events.append((clock.now_ns() / 1e9,
+                               f"link_down {cfg.fail_link[0]} {cfg.fail_link[1]}"))
+                events.append((clock.now_ns() / 1e9, "rerouted"))
+                fail_done = True
+    except KeyboardInterrupt:
+        # Ctrl-C: the run so far is still a result (partial), written like any other.
+        interrupted = True
+        notes.append(f"interrupted (Ctrl-C) at {clock.now_ns() / 1e9:.3f} s (virtual): "
+                     "partial results")
     duration = clock.now_ns() / 1e9
     clock.advance(50_000_000)  # the last ACKs
     snaps.append(sample(True))
     sim.close_pcaps()
     rows = {h: a.results() for h, a in agents.items()}
     rec = RunRecords(rows, {h: 0.0 for h in agents}, snaps, duration,
-                     bringup_s={"wall_s": time.monotonic() - t_wall}, notes=notes, events=events)
+                     bringup_s={"wall_s": time.monotonic() - t_wall}, notes=notes, events=events,
+                     interrupted=interrupted)
     summary = build_summary(plan, rec, run_dir)
     if run_dir is not None:
         write_results(run_dir, plan, rec, summary)
         print_summary(summary, console)
+        print_results_path(run_dir, summary)
     return summary

@@ -38,9 +38,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         fabric = load_topology(args.topo)
     except TopologyError as exc:
-        print(exc, file=sys.stderr)
-        n = len(exc.diagnostics)
-        print(f"{n} error{'s' if n != 1 else ''}", file=sys.stderr)
+        print(exc.report(), file=sys.stderr)
         return 1
     print(f"ok: {fabric.summary()}")
     return 0

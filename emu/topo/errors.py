@@ -68,6 +68,11 @@ class TopologyError(Exception):
     def __str__(self) -> str:
         return "\n".join(str(d) for d in self.diagnostics)
 
+    def report(self) -> str:
+        """What the CLI prints: every problem, then how many there are."""
+        n = len(self.diagnostics)
+        return f"{self}\n{n} error{'s' if n != 1 else ''}"
+
 
 class Collector:
     """Accumulates diagnostics; `raise_if_any` turns them into one TopologyError."""
@@ -84,5 +89,7 @@ class Collector:
     def raise_if_any(self) -> None:
         if self.diagnostics:
             # Sort by position so the report reads top to bottom like the file.
-            ordered = sorted(self.diagnostics, key=lambda d: (d.mark.file, d.mark.line, d.mark.col))
+            # dict.fromkeys: one report per problem even if two checks find it.
+            unique = list(dict.fromkeys(self.diagnostics))
+            ordered = sorted(unique, key=lambda d: (d.mark.file, d.mark.line, d.mark.col))
             raise TopologyError(ordered)

@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import Mark, TopologyError
+from .errors import Collector, Mark, TopologyError
 from .model import Fabric
-from .schema import spec_from_yaml
-from .validate import build_fabric
+from .schema import read_spec
+from .validate import build_fabric, check_spec
 from .yamlpos import parse_yaml
 
 REPO_TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
@@ -50,8 +50,22 @@ def resolve_topology(name_or_path: str | os.PathLike[str]) -> Path:
 
 
 def loads_topology(text: str, file: str = "<string>") -> Fabric:
-    """Parse, check and resolve topology YAML text; `file` is used in error positions."""
-    return build_fabric(spec_from_yaml(parse_yaml(text, file), file))
+    """Parse, check and resolve topology YAML text; `file` is used in error positions.
+
+    Raises one TopologyError listing every problem: those of the file's format and
+    those of the fabric it describes (as far as the valid entries can be resolved).
+    """
+    errs = Collector()
+    doc = parse_yaml(text, file, errs)
+    spec, format_errs = read_spec(doc, file)
+    errs.diagnostics.extend(format_errs.diagnostics)
+    if spec is not None and errs:
+        spec.partial = True  # a duplicate key's value was left out
+    if spec is not None and spec.partial:
+        errs.diagnostics.extend(check_spec(spec))
+    errs.raise_if_any()
+    assert spec is not None  # read_spec gives a spec or an error
+    return build_fabric(spec)
 
 
 def load_topology(name_or_path: str | os.PathLike[str]) -> Fabric:

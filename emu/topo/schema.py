@@ -158,12 +158,24 @@ def _endpoint(value: Any, mark: Mark) -> EndpointSpec:
 
 def spec_from_yaml(doc: Any, file: str) -> FabricSpec:
     """Check the document's shape and build a FabricSpec (raises TopologyError)."""
+    spec, errs = read_spec(doc, file)
+    errs.raise_if_any()
+    assert spec is not None
+    return spec
+
+
+def read_spec(doc: Any, file: str) -> tuple[FabricSpec | None, Collector]:
+    """The FabricSpec of what the document states correctly, and every problem found.
+
+    Entries with errors are left out (their node names go to `spec.unresolved`), so
+    resolution can still check the rest and report its problems in the same pass.
+    The spec is None when nothing can be resolved (no mapping, a broken generator).
+    """
     r = _Reader()
     top_mark = Mark(file, 1, 1)
     top = r.mapping(doc, getattr(doc, "mark", top_mark), "the topology file")
     if top is None:
-        r.errs.raise_if_any()
-        raise AssertionError("unreachable")
+        return None, r.errs
     r.keys(top, TOP_KEYS, (), "the topology")
     name = r.field(top, "name", _str) or Path(file).stem
     if "description" in top:
@@ -189,17 +201,17 @@ def spec_from_yaml(doc: Any, file: str) -> FabricSpec:
                     f"'{key}' cannot be combined with 'generator' (a generated fabric lists no nodes)",
                 )
         spec = _generated(r, top, name, defaults, file)
-        r.errs.raise_if_any()
-        assert spec is not None
-        return spec
+        if spec is not None:
+            spec.partial = bool(r.errs)
+        return spec, r.errs
     if "params" in top:
         r.errs.error(top.key_mark("params"), "'params' is only valid together with 'generator'")
     if "switches" not in top:
         r.errs.error(top.mark, "missing required key 'switches' (or use 'generator: clos|fattree')")
     spec = FabricSpec(name=name, mark=top.mark, defaults=defaults)
     _explicit(r, top, spec)
-    r.errs.raise_if_any()
-    return spec
+    spec.partial = bool(r.errs)
+    return spec, r.errs
 
 
 def _or(value: T | None, default: T) -> T:
@@ -221,19 +233,22 @@ def _items(r: _Reader, top: YMap, key: str) -> list[tuple[YMap, Mark]]:
 
 
 def _explicit(r: _Reader, top: YMap, spec: FabricSpec) -> None:
+    # Every field of every entry is checked (so one pass reports all); an entry is kept
+    # when what resolution needs from it is valid, else its node names are remembered.
     for m, _ in _items(r, top, "switches"):
-        if r.keys(m, SWITCH_KEYS, ("name", "role"), "switch"):
-            name, role = r.field(m, "name", _str), r.field(m, "role", _role)
-            if name is not None and role is not None:
-                spec.switches.append(SwitchSpec(name, role, m.value_mark("name")))
+        r.keys(m, SWITCH_KEYS, ("name", "role"), "switch")
+        name, role = r.field(m, "name", _str), r.field(m, "role", _role)
+        if name is not None and role is not None:
+            spec.switches.append(SwitchSpec(name, role, m.value_mark("name")))
+        elif isinstance(m.get("name"), str):
+            spec.unresolved.add(m["name"])
     for m, _ in _items(r, top, "hosts"):
-        if r.keys(m, HOST_KEYS, ("name",), "host"):
-            name = r.field(m, "name", _str)
-            if name is not None:
-                spec.hosts.append(HostSpec(name, m.value_mark("name"), r.field(m, "mtu", _mtu)))
+        r.keys(m, HOST_KEYS, ("name",), "host")
+        name = r.field(m, "name", _str)
+        if name is not None:
+            spec.hosts.append(HostSpec(name, m.value_mark("name"), r.field(m, "mtu", _mtu)))
     for m, mark in _items(r, top, "links"):
-        if not r.keys(m, LINK_KEYS, ("a", "b"), "link"):
-            continue
+        r.keys(m, LINK_KEYS, ("a", "b"), "link")
         a = r.field(m, "a", functools.partial(_endpoint, mark=m.value_mark("a")))
         b = r.field(m, "b", functools.partial(_endpoint, mark=m.value_mark("b")))
         rate = r.field(m, "rate", parse_rate)
@@ -241,6 +256,10 @@ def _explicit(r: _Reader, top: YMap, spec: FabricSpec) -> None:
         depth = r.field(m, "queue_depth_pkts", _int(1))
         if a is not None and b is not None:
             spec.links.append(LinkSpec(a, b, mark, rate, delay, depth))
+        else:
+            for key in ("a", "b"):
+                if isinstance(m.get(key), str):
+                    spec.unresolved.add(m[key].partition(":")[0].strip())
 
 
 def _generated(

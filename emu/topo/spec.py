@@ -54,3 +54,9 @@ class FabricSpec:
     hosts: list[HostSpec] = field(default_factory=list)
     links: list[LinkSpec] = field(default_factory=list)
     generator: dict[str, Any] | None = None
+    # Set when the file had errors and entries were left out: resolution still checks
+    # what is left, but must not report the consequences of what is missing (a link to a
+    # switch whose role was misspelt is not "dangling"). `unresolved` holds the names of
+    # nodes that were declared, or attached by a link, in an entry that was left out.
+    partial: bool = False
+    unresolved: set[str] = field(default_factory=set)

@@ -16,7 +16,7 @@ import re
 from collections import deque
 
 from . import addressing
-from .errors import Collector, Mark
+from .errors import Collector, Diagnostic, Mark, TopologyError
 from .model import (
     HOST_PORT,
     MAX_INTF_NAME,
@@ -50,6 +50,25 @@ def _where(mark: Mark) -> str:
 def build_fabric(spec: FabricSpec) -> Fabric:
     """Check `spec` and return the resolved Fabric; raises TopologyError listing every problem."""
     errs = Collector()
+    fabric = _resolve(spec, errs)
+    errs.raise_if_any()
+    if fabric is None:
+        raise TopologyError.at(spec.mark, "the topology has entries with errors")
+    return fabric
+
+
+def check_spec(spec: FabricSpec) -> list[Diagnostic]:
+    """Every problem resolution finds in `spec`, also in a partial one (whose other
+    errors the caller reports); no Fabric is built from a partial spec."""
+    errs = Collector()
+    try:
+        _resolve(spec, errs)
+    except TopologyError as exc:
+        return list(exc.diagnostics)
+    return errs.diagnostics
+
+
+def _resolve(spec: FabricSpec, errs: Collector) -> Fabric | None:
     nodes: dict[str, SwitchSpec | HostSpec] = {}
     for node in _all_nodes(spec):
         if not NAME_RE.match(node.name):
@@ -64,7 +83,7 @@ def build_fabric(spec: FabricSpec) -> Fabric:
             )
             continue
         nodes[node.name] = node
-    if not spec.switches:
+    if not spec.switches and not spec.partial:
         errs.error(spec.mark, "fabric has no switches")
 
     # Endpoint checks; remember which links are usable for the later stages.
@@ -77,11 +96,13 @@ def build_fabric(spec: FabricSpec) -> Fabric:
             if isinstance(nodes.get(ep.node), HostSpec):
                 host_links[ep.node].append(idx)
             if ep.node not in nodes:
+                ok = False
+                if ep.node in spec.unresolved:
+                    continue  # declared in an entry already reported as wrong
                 errs.error(
                     ep.mark,
-                    f"link endpoint '{ep.node}' is not a declared switch or host{_suggest(ep.node, list(nodes))}",
+                    f"link endpoint '{ep.node}' is not a declared switch or host{_suggest(ep.node, [*nodes, *spec.unresolved])}",
                 )
-                ok = False
         if not ok:
             continue
         if link.a.node == link.b.node:
@@ -114,7 +135,8 @@ def build_fabric(spec: FabricSpec) -> Fabric:
     for host in spec.hosts:
         attached = host_links[host.name]
         if not attached:
-            errs.error(host.mark, f"host '{host.name}' is not attached to any switch")
+            if host.name not in spec.unresolved:
+                errs.error(host.mark, f"host '{host.name}' is not attached to any switch")
         elif len(attached) > 1:
             second = spec.links[attached[1]]
             errs.error(
@@ -196,6 +218,9 @@ def build_fabric(spec: FabricSpec) -> Fabric:
             spec.mark, f"{len(spec.switches)} switches exceed {addressing.MAX_DEVICE_ID} device ids"
         )
 
+    if spec.partial:
+        # Entries left out may be what connects the fabric or addresses its hosts.
+        return None
     errs.raise_if_any()
     _check_connected(spec, errs, [spec.links[i] for i in good])
     errs.raise_if_any()

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from .errors import Diagnostic, Mark, TopologyError
+from .errors import Collector, Mark, TopologyError
 
 
 class YMap(dict[str, Any]):
@@ -48,25 +48,44 @@ def _mark(file: str, m: yaml.Mark | None) -> Mark:
     return Mark(file, m.line + 1, m.column + 1)
 
 
-def parse_yaml(text: str, file: str = "<string>") -> Any:
-    """Parse one YAML document into YMap/YList/scalars; syntax errors become TopologyError."""
+def parse_yaml(text: str, file: str = "<string>", errs: Collector | None = None) -> Any:
+    """Parse one YAML document into YMap/YList/scalars.
+
+    A syntax error raises TopologyError at once (nothing after it can be read). Bad keys
+    (duplicates, non-strings) are added to `errs` when given, so the caller can report
+    them with the rest; without `errs` they are raised.
+    """
+    collect = Collector() if errs is None else errs
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
-        if node is None:
-            return None
-        return _convert(loader, node, file)
+        doc = None if node is None else _convert(loader, node, file, collect)
     except yaml.MarkedYAMLError as exc:
-        where = exc.problem_mark or exc.context_mark
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise TopologyError.at(_mark(file, where), f"YAML syntax error: {problem}") from None
+        raise TopologyError.at(*_syntax_error(exc, file)) from None
     except yaml.YAMLError as exc:
         raise TopologyError.at(Mark(file), f"YAML error: {exc}") from None
     finally:
         loader.dispose()
+    if errs is None:
+        collect.raise_if_any()
+    return doc
 
 
-def _convert(loader: yaml.SafeLoader, node: yaml.Node, file: str) -> Any:
+def _syntax_error(exc: yaml.MarkedYAMLError, file: str) -> tuple[Mark, str]:
+    """Position and message of a PyYAML error: at the problem PyYAML names (its caret),
+    with the construct it was reading when that is elsewhere (often the real mistake,
+    such as an unclosed '{' a few lines up)."""
+    where = exc.problem_mark or exc.context_mark
+    message = f"YAML syntax error: {exc.problem or exc.context or 'invalid YAML'}"
+    ctx = exc.context_mark
+    if exc.problem and exc.context and ctx is not None and where is not None and (
+        (ctx.line, ctx.column) != (where.line, where.column)
+    ):
+        message += f" ({exc.context} at line {ctx.line + 1}, column {ctx.column + 1})"
+    return _mark(file, where), message
+
+
+def _convert(loader: yaml.SafeLoader, node: yaml.Node, file: str, errs: Collector) -> Any:
     here = _mark(file, node.start_mark)
     if isinstance(node, yaml.MappingNode):
         # Merge keys (<<) are resolved by the constructor; flatten them here too.
@@ -76,20 +95,20 @@ def _convert(loader: yaml.SafeLoader, node: yaml.Node, file: str) -> Any:
             key_mark = _mark(file, key_node.start_mark)
             key = loader.construct_object(key_node, deep=True)
             if not isinstance(key, str):
-                raise TopologyError.at(key_mark, f"keys must be strings, got {key!r}")
+                errs.error(key_mark, f"keys must be strings, got {key!r}")
+                continue
             if key in out:
                 first = out.key_marks[key]
-                raise TopologyError(
-                    Diagnostic(key_mark, f"duplicate key '{key}' (first at line {first.line})")
-                )
-            out[key] = _convert(loader, value_node, file)
+                errs.error(key_mark, f"duplicate key '{key}' (first at line {first.line})")
+                continue  # the first one is checked; this one is reported
+            out[key] = _convert(loader, value_node, file, errs)
             out.key_marks[key] = key_mark
             out.value_marks[key] = _mark(file, value_node.start_mark)
         return out
     if isinstance(node, yaml.SequenceNode):
         seq = YList(here)
         for item in node.value:
-            seq.append(_convert(loader, item, file))
+            seq.append(_convert(loader, item, file, errs))
             seq.item_marks.append(_mark(file, item.start_mark))
         return seq
     return loader.construct_object(node, deep=True)

@@ -81,7 +81,28 @@ def test_fail_and_restore_reroute(exp: Any) -> None:
         cli_ext.fail_link(exp, ["leaf1", "leaf2"])  # no such link
 
 
-@pytest.mark.parametrize("cmd", ["tables", "counters", "lbmode", "workload"])
+def test_tables_show_macs_and_ips_as_addresses(exp: Any) -> None:
+    out = cli_ext.show_tables(exp, ["leaf1"])
+    h1 = exp.fabric.host("h1")
+    leaf1 = exp.fabric.switch("leaf1")
+    assert f"hdr.ipv4.dstAddr={h1.ip}/32 -> FabricIngress.routing.route_to_port(port=1)" in out
+    assert f"hdr.ipv4.dstAddr={exp.fabric.switch('leaf2').subnet} ->" in out
+    assert f"set_macs(smac={leaf1.mac}, dmac={h1.mac})" in out
+    assert "2199" not in out  # no MAC as a 48-bit integer
+
+
+def test_tables_and_counters_without_a_switch_cover_every_switch(exp: Any) -> None:
+    names = [s.name for s in exp.fabric.switches]
+    tables = cli_ext.show_tables(exp, [])
+    assert [ln.split(":")[0] for ln in tables.splitlines() if not ln.startswith(" ")] == names
+    counters = cli_ext.show_counters(exp, [])
+    assert [ln.split(":")[0] for ln in counters.splitlines() if not ln.startswith(" ")] == names
+    assert cli_ext.show_tables(exp, ["spine1", "leaf2"]).count(": lb ") == 2
+    with pytest.raises(cli_ext.CommandError, match="unknown switch leaf9"):
+        cli_ext.show_tables(exp, ["leaf9"])
+
+
+@pytest.mark.parametrize("cmd", ["lbmode", "workload"])
 def test_usage_errors(exp: Any, cmd: str) -> None:
     with pytest.raises(cli_ext.CommandError, match="usage"):
         cli_ext.COMMANDS[cmd](exp, [])

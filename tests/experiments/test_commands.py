@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from emu.cli import build_parser, main
@@ -91,3 +93,30 @@ def test_calibration_suggests_the_last_faithful_rate() -> None:
     assert suggest([pt(5, 0.9), pt(10, 0.8), pt(20, 0.9, cpu=True), pt(40, 0.9)]) == 10
     assert suggest([pt(5, 0.3)]) is None
     assert suggest([pt(20, 0.9), pt(5, 0.9), pt(10, 0.2)]) == 5
+
+
+def _run_parser() -> Any:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "group")
+    return sub.choices["run"]
+
+
+def test_run_help_explains_every_option_and_its_default(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    for action in _run_parser()._actions:
+        if action.dest == "help":
+            continue
+        text = action.help or ""
+        assert len(text) > 20, f"{action.option_strings or action.dest}: no explanation"
+        if action.option_strings:
+            assert "default" in text, f"{action.option_strings}: no default shown"
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    out = capsys.readouterr().out
+    assert "%(default)" not in out and "(default ecmp)" in out and "(default 120.0)" in out
+
+
+def test_incast_senders_help_means_all_other_hosts() -> None:
+    # It said "every other host" (every second one?) for what is all hosts but the receiver.
+    (action,) = [a for a in _run_parser()._actions if a.dest == "incast_senders"]
+    assert "every other" not in action.help and "all the other hosts" in action.help

@@ -88,16 +88,17 @@ def test_timeout_stops_agents_with_partial_results(tmp_path: Path) -> None:
     assert all(rows[0]["done"] is False for rows in rec.rows_by_host.values() if rows)
 
 
-def test_interrupt_stops_agents_now(tmp_path: Path) -> None:
+def test_interrupt_stops_agents_now_and_keeps_partial_results(tmp_path: Path) -> None:
     exp, net, plan = experiment(tmp_path, 60)
     main = threading.main_thread().ident
     assert main is not None
     timer = threading.Timer(1.0, lambda: signal.pthread_kill(main, signal.SIGINT))
     timer.start()
     t0 = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        exp.run_workload(plan)
+    rec = exp.run_workload(plan)  # Ctrl-C ends the workload, not the run's records
     assert time.monotonic() - t0 < 20
+    assert rec.interrupted and any("interrupted (Ctrl-C)" in n for n in rec.notes)
+    assert all(rows[0]["done"] is False for rows in rec.rows_by_host.values() if rows)
     assert net.procs and all(p.poll() is not None for p in net.procs)
     for p in net.procs:
         with pytest.raises(ProcessLookupError):

@@ -162,3 +162,40 @@ def test_results_record_the_effective_values(tmp_path: Path) -> None:
     link = eff["links"][0]
     assert link["wire_delay_ns"] == link["modelled_delay_ns"] * 2000
     assert link["wire_rate_bps"] * 2000 == link["modelled_rate_bps"]
+
+
+def test_results_path_is_printed_last_and_an_interrupted_run_writes_partial_results(
+        tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    import signal
+    import threading
+
+    from emu.experiments.commands import _run
+
+    # 1 MB flows at 1 Mb/s (as `emu run` runs) take many seconds of wall time: Ctrl-C
+    # lands in the workload.
+    cfg = RunConfig(virtual=True, results_root=tmp_path, progress=False, rate_bps=1_000_000,
+                    workload=WorkloadParams("permutation", message_bytes=1 << 20))
+    plan = plan_run(cfg)
+    main = threading.main_thread().ident
+    assert main is not None
+    timer = threading.Timer(3.0, lambda: signal.pthread_kill(main, signal.SIGINT))
+    timer.start()
+    try:
+        assert _run(cfg, plan) == 130
+    finally:
+        timer.cancel()
+    (run_dir,) = tmp_path.iterdir()
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-1] == f"emu run: results in {run_dir} (partial: the run was interrupted)"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["run"]["interrupted"] is True and summary["ok"] is False
+    assert "interrupted (Ctrl-C)" in (run_dir / "summary.txt").read_text()
+    assert (run_dir / "flows.jsonl").exists() and (run_dir / "plots").is_dir()
+
+    # A run that finishes says where its results are last, too.
+    small = dataclasses.replace(cfg, workload=WorkloadParams("permutation", message_bytes=4096))
+    assert _run(small, plan_run(small)) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    newest = max(tmp_path.iterdir(), key=lambda p: p.stat().st_mtime)
+    assert out[-1] == f"emu run: results in {newest}"

@@ -271,3 +271,41 @@ def test_several_errors_reported_together(tmp_path: Path) -> None:
     text = BASE.replace("name: t", "nmae: t").replace("b: s1:1", "b: s1:1, delay: 5 lightyears")
     errs = errors(tmp_path, text)
     assert [(e[0], e[1]) for e in errs] == [(1, 1), (7, 29)]
+
+
+def test_resolution_errors_come_with_format_errors(tmp_path: Path) -> None:
+    # A dangling link used to be reported only once the format errors were fixed.
+    text = BASE.replace("name: t", "nmae: t") + "  - {a: s1, b: s9}\n"
+    errs = errors(tmp_path, text)
+    assert [(e[0], e[1]) for e in errs] == [(1, 1), (8, 16)]
+    assert "link endpoint 's9' is not a declared switch or host" in errs[1][2]
+
+
+def test_entry_with_errors_causes_no_second_error(tmp_path: Path) -> None:
+    # s2's role is wrong: links to it are not dangling, h2 (on a broken link) is not
+    # unattached, and the fabric is not called disconnected.
+    text = BASE.replace(
+        "  - {name: s1, role: leaf}\n", "  - {name: s1, role: leaf}\n  - {name: s2, role: lef}\n"
+    ).replace("  - {name: h1}\n", "  - {name: h1}\n  - {name: h2}\n")
+    text += "  - {a: s1, b: s2}\n  - {a: h2, b: s2:x}\n"
+    errs = errors(tmp_path, text)
+    assert [(e[0], e[1]) for e in errs] == [(4, 22), (11, 16)]
+    assert "role" in errs[0][2] and "port in 's2:x'" in errs[1][2]
+
+
+def test_duplicate_key_comes_with_other_errors(tmp_path: Path) -> None:
+    text = BASE.replace("name: t", "name: t\nname: u").replace("b: s1:1", "b: s1:1, rate: 1Mbsp")
+    errs = errors(tmp_path, text)
+    assert [(e[0], e[1]) for e in errs] == [(2, 1), (8, 28)]
+    assert "duplicate key 'name'" in errs[0][2] and "bad rate '1Mbsp'" in errs[1][2]
+
+
+def test_yaml_syntax_error_at_pyyaml_problem_with_its_context(tmp_path: Path) -> None:
+    text = BASE.replace("  - {name: s1, role: leaf}", "  - {name: s1, role: leaf")
+    line, col, msg = one(tmp_path, text)
+    # PyYAML's caret is on the line after the unclosed '{'; the message names both.
+    assert (line, col) == (4, 6)
+    assert msg == (
+        "YAML syntax error: expected ',' or '}', but got ':' "
+        "(while parsing a flow mapping at line 3, column 5)"
+    )

@@ -1,0 +1,126 @@
+"""The run's plots, read back from their figures (lines, legends, notes), not pixels."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from emu.experiments import metrics as M
+from emu.experiments import plots
+from emu.experiments.plan import RunPlan
+from emu.experiments.report import RunRecords, build_summary, run_figures
+from emu.experiments.sampler import Snapshot
+
+Run = tuple[RunPlan, dict[str, list[dict[str, Any]]]]
+
+
+def _flow(i: int, start: float, end: float, src: str = "h1", rate_samples: Any = ()
+          ) -> M.FlowResult:
+    return M.FlowResult(id=f"f{i}", src=src, dst="h2", size_bytes=1000, collective="c",
+                        completed=True, delivered=True, verified=True, start_s=start,
+                        end_s=end, fct_s=end - start, goodput_bps=1e6 + i,
+                        goodput_nominal_bps=1e9, rate_samples=rate_samples)
+
+
+def _segments(ax: Any) -> list[Any]:
+    return [ln for ln in ax.get_lines() if len(ln.get_xdata()) == 2]
+
+
+def test_every_flow_is_drawn_and_many_are_aggregated_with_a_note() -> None:
+    # 30 flows used to be cut to the first 24, with no legend and no word about it.
+    flows = [_flow(i, 1.0 + i / 100, 2.0 + i / 100, src=f"h{i % 3 + 1}") for i in range(30)]
+    fig = plots.flow_figure(flows)
+    top, ax = fig.axes
+    assert len(_segments(ax)) == 30
+    note = fig._suptitle.get_text()
+    assert "30 flows" in note and "aggregated" in note and "coloured by source host" in note
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["h1", "h2", "h3"]
+    # The summed panel: 30 flows of ~1 Mb/s, all active between 1.29 s and 2.0 s.
+    (total,) = top.get_lines()
+    assert max(total.get_ydata()) == pytest.approx(30 + sum(range(30)) / 1e6, rel=1e-6)
+
+
+def test_few_flows_get_one_legend_entry_each_and_none_for_lines_not_drawn() -> None:
+    flows = [_flow(i, 0.5, 1.0) for i in range(5)]
+    fig = plots.flow_figure(flows)
+    (ax,) = fig.axes
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == [f"f{i}" for i in range(5)]
+    assert "DCQCN" not in ax.get_title()  # no rate samples: no dotted lines, no mention
+    sampled = [replace(flows[0], rate_samples=((0.5, 1e9), (0.7, 5e8)))]
+    ax = plots.flow_figure(sampled).axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["f0", "DCQCN rate"]
+    assert any(ln.get_linestyle() == ":" and len(ln.get_xdata()) > 2 for ln in ax.get_lines())
+
+
+def test_incomplete_flows_are_counted_in_a_note() -> None:
+    flows = [_flow(0, 0.5, 1.0), replace(_flow(1, 0.5, 1.0), end_s=None)]
+    fig = plots.flow_figure(flows)
+    assert "1 flow without a start and end" in fig._suptitle.get_text()
+
+
+def test_utilisation_jitter_and_frame_quantisation_stay_within_100_percent() -> None:
+    # A port sending at exactly its line rate (1 Mb/s, 1000-byte frames), sampled every
+    # 10 ms with the sample times off by up to 2 ms: pairwise it read up to 150%.
+    rate, frame = 1e6, 1000
+    series = []
+    for k in range(200):
+        t = k * 0.01 + (0.002 if k % 2 else -0.002)
+        sent = int(k * 0.01 * rate / 8) // frame * frame  # counters move by whole frames
+        series.append((t, sent))
+    assert max(u for _, u in plots.utilization(series, rate)) > 1.4  # the old reading
+    window = plots.UTIL_WINDOW_FRAMES * frame * 8 / rate
+    u = plots.utilization(series, rate, window, frame)
+    assert u and max(x for _, x in u) <= 1.0 and min(x for _, x in u[1:]) >= 0.85
+
+
+def test_utilisation_beyond_quantisation_is_shown_not_clipped() -> None:
+    # 3 Mb/s through a 1 Mb/s port is a fault to see: the axis must reach it.
+    series = [(k * 0.1, k * 37_500) for k in range(20)]
+    fig = plots.uplink_figure({("leaf1", 3): series}, {"leaf1": [3]}, {("leaf1", 3): 1e6},
+                              t0=0.0, frame_bytes=1000)
+    ax = fig.axes[0]
+    ys = [y for ln in ax.get_lines() for y in ln.get_ydata() if ln.get_label() == "port 3"]
+    assert max(ys) == pytest.approx(300)
+    assert ax.get_ylim()[1] >= max(ys)
+
+
+def test_all_plots_share_one_time_origin(allreduce_run: Run) -> None:
+    plan, rows = allreduce_run
+    offsets = {h: 2.0 for h in rows}  # agents READY 2 s into the run timeline
+    ups = plan.uplinks()["leaf1"]
+    snaps = [Snapshot(t, {("leaf1", p): M.PortCount(tx_bytes=int(t * 1e5)) for p in ups},
+                      [(t, "leaf1", ups[0], 3.0)]) for t in (1.0, 2.0, 3.0, 4.0, 5.0)]
+    rec = RunRecords(rows, offsets, snaps, 5.0)
+    summary = build_summary(plan, rec, None)
+    figs = run_figures(plan, rec, summary)
+    first_start = min(f.start_s for f in summary.flows if f.start_s is not None)
+    flow_ax = figs["flow_throughput"].axes[-1]
+    assert min(x for ln in flow_ax.get_lines() for x in ln.get_xdata()) == pytest.approx(0.0)
+    queue_x = list(figs["queue_depth"].axes[0].get_lines()[0].get_xdata())
+    assert queue_x == pytest.approx([t - first_start for t in (1.0, 2.0, 3.0, 4.0, 5.0)])
+    up_x = [x for ln in figs["uplink_utilization"].axes[0].get_lines()
+            if ln.get_label().startswith("port") for x in ln.get_xdata()]
+    assert max(up_x) == pytest.approx(5.0 - first_start)
+
+
+def test_each_switch_is_timed_when_it_was_read() -> None:
+    # A sample reads the switches one after another; timing all of them at the sample's
+    # start made a slow read of one switch look like a burst on the next.
+    from emu.experiments.report import port_series
+    from emu.experiments.sampler import FabricSampler
+
+    now = [0.0]
+
+    def stats(switch: str) -> dict[str, Any]:
+        now[0] += 0.5 if switch == "s1" else 0.1  # s1 answers slowly
+        return {"ports": {"1": {"tx_bytes": int(now[0] * 1000)}}}
+
+    sampler = FabricSampler(["s1", "s2"], stats, None, t0=0.0, clock=lambda: now[0])
+    snap = sampler.sample()
+    assert snap.t_s == 0.0
+    assert snap.switch_t == {"s1": pytest.approx(0.25), "s2": pytest.approx(0.55)}
+    series = port_series([snap])
+    assert series[("s2", 1)] == [(pytest.approx(0.55), 600)]
