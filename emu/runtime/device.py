@@ -102,6 +102,15 @@ class Device(Protocol):
         if it raises, the prepared pipeline is dropped and the running one stays."""
         ...
 
+    def prepared_control(self, prepared: object) -> ControlPlane:
+        """The control plane of a prepared, not yet committed pipeline (VERIFY_AND_SAVE:
+        it takes writes before it forwards)."""
+        ...
+
+    def discard(self, prepared: object) -> None:
+        """Release a prepared pipeline that will not be committed."""
+        ...
+
     def control(self) -> ControlPlane | None: ...
     def call(self, fn: Callable[[], T]) -> T: ...
     def packet_out(self, frame: bytes) -> None: ...
@@ -298,6 +307,14 @@ class LocalDevice:
 
         self.call(swap)
         return dp.control
+
+    def prepared_control(self, prepared: object) -> ControlPlane:
+        assert isinstance(prepared, _Prepared)
+        return prepared.dataplane.control
+
+    def discard(self, prepared: object) -> None:
+        assert isinstance(prepared, _Prepared)
+        prepared.dataplane.close()
 
     def control(self) -> ControlPlane | None:
         dp = self.dataplane
