@@ -10,8 +10,12 @@ the pipeline pushed over P4Runtime (or a PROG.p4 compiled at start). On top:
 - SIGTERM / SIGINT stop the loop; the daemon closes ports, flushes pcaps and
   removes its sockets. PR_SET_PDEATHSIG makes the kernel signal it when the
   parent dies (plus a 1 s getppid() poll), so a killed run leaves no orphan.
-- Interfaces that disappear (ENETDOWN / ENODEV) mark their port down without a
-  traceback; the switch keeps serving the others.
+- Interfaces that go down or disappear (ENETDOWN / ENODEV) mark their port
+  down without a traceback; the switch keeps serving the others, and the port
+  resumes when an interface of its name is up again (AfPacketPort); both
+  transitions are logged. A frame the kernel refuses (EMSGSIZE beyond the MTU,
+  ...) is a tx drop of that port, logged once per kind; as a PacketOut it is
+  answered with a StreamError.
 - Link emulation lives in the traffic manager of the loaded pipeline (rates,
   depths) plus a per-port link delay applied here, because the kernel here has
   no netem. Settings persist across pipeline changes.
@@ -40,12 +44,10 @@ from emu.runtime.device import Dataplane, LocalDevice
 from emu.runtime.server import P4RuntimeServer
 
 from .clock import PreciseClock
+from .early import PDEATH_SIGNAL, PR_SET_PDEATHSIG
 from .pcap import PcapWriter, pcap_paths
 
 log = logging.getLogger("emu.p4.switch")
-
-PR_SET_PDEATHSIG = 1
-
 
 def set_pdeathsig(sig: int) -> None:
     """Ask the kernel to send `sig` when the parent process exits (Linux prctl)."""
@@ -82,6 +84,7 @@ class SwitchOptions:
     default_port: PortSettings = field(default_factory=PortSettings)
     ports: dict[int, PortSettings] = field(default_factory=dict)
     pdeathsig: bool = True
+    parent_pid: int | None = None  # the launcher (default: the parent seen at start)
     # PreciseClock's busy-wait before a timer: exact pacing on a dedicated core, but CPU
     # taken from every other process when many switches share the cores.
     timer_spin_ns: int = 100_000
@@ -104,7 +107,6 @@ class SwitchDaemon:
         self.server = P4RuntimeServer(self.device)
         self.admin: AdminServer | None = None
         self.grpc_port = 0
-        self._down_logged: set[int] = set()
         self._stop_requested = False
 
     # ------------------------------------------------------------------ start / stop
@@ -124,6 +126,7 @@ class SwitchDaemon:
                 self.ports[num] = port
         for num, port in self.ports.items():
             port.set_receiver(self._receiver(num))
+            port.on_state = self._port_state(num, port)
         for num in o.interfaces:
             self.delay_ns[num] = int(self._settings(num).delay_us * 1000)
         if o.program:
@@ -268,12 +271,13 @@ class SwitchDaemon:
         delay = self.delay_ns.get(num, 0)
         call_later = self.clock.call_later
 
+        send_failed = self.device.send_failed
+
         def send_now(frame: bytes) -> None:
             if pout is not None:
                 pout.write(frame)
-            if not psend(frame) and port.down and num not in self._down_logged:
-                self._down_logged.add(num)
-                log.warning("port %d (%s) is down; its frames are dropped", num, port.iface)
+            if not psend(frame):
+                send_failed(num, port.last_failure)
 
         if not delay:
             fn: Any = send_now
@@ -282,6 +286,15 @@ class SwitchDaemon:
                 call_later(delay, lambda: send_now(frame))
         self._senders[num] = fn
         return fn
+
+    def _port_state(self, num: int, port: AfPacketPort) -> Any:
+        def changed(up: bool, why: str) -> None:
+            if up:
+                log.warning("port %d (%s) is up (%s): forwarding resumes", num, port.iface, why)
+            else:
+                log.warning("port %d (%s) is down (%s): its frames are dropped until it "
+                            "comes back", num, port.iface, why)
+        return changed
 
     # ------------------------------------------------------------------ settings
 
@@ -465,11 +478,10 @@ def _settle_gc() -> None:
 
 
 
-# The kernel sends PDEATH_SIGNAL when the *thread* that forked us exits, which can
-# happen while the parent process lives on (a multi-threaded launcher); so it is not
-# SIGTERM, and its handler checks that the parent process is really gone. A 1 s poll
-# of getppid() covers that launcher case once its process does exit.
-PDEATH_SIGNAL = signal.SIGUSR2
+# The kernel sends PDEATH_SIGNAL (early.py) when the *thread* that forked us exits,
+# which can happen while the parent process lives on (a multi-threaded launcher); so it
+# is not SIGTERM, and its handler checks that the parent process is really gone. A 1 s
+# poll of getppid() covers that launcher case once its process does exit.
 
 
 @contextlib.contextmanager
@@ -504,11 +516,15 @@ def setup_logging(console: bool, log_file: str | None, level: str) -> None:
 
 
 def run_switch(opts: SwitchOptions) -> int:
-    parent = os.getppid()
+    from . import early
+
+    # The parent as first seen (`python -m emu.p4 switch` reads it before its imports).
+    parent = opts.parent_pid or early.launcher_pid or os.getppid()
     watch: int | None = None
     if opts.pdeathsig:
         set_pdeathsig(PDEATH_SIGNAL)
         if os.getppid() != parent:  # the parent died before prctl took effect
+            log.warning("parent process %d is gone; not starting", parent)
             return 1
         watch = parent
     daemon = SwitchDaemon(opts)
