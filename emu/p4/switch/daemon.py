@@ -100,6 +100,8 @@ class SwitchDaemon:
         self._senders: dict[int, Any] = {}
         self.no_pipeline_drops: dict[int, int] = {}
         self.no_port_drops: dict[int, int] = {}
+        self.pipeline_errors: dict[int, int] = {}
+        self._errors_logged: set[str] = set()
         self.device = LocalDevice(opts.device_id, self.clock, cpu_port=opts.cpu_port,
                                   output=self._output, allow_python=opts.allow_python,
                                   on_commit=self._apply_settings,
@@ -241,17 +243,31 @@ class SwitchDaemon:
         drops = self.no_pipeline_drops
         run_due = self.clock.run_due
 
+        pipeline_error = self._pipeline_error
+
         def receive(frame: bytes) -> None:
             if pin is not None:
                 pin.write(frame)
             dp = device.dataplane
             if dp is not None:
-                dp.inject(num, frame)
+                try:
+                    dp.inject(num, frame)
+                except Exception as exc:  # a pipeline without its own guard (Python ones)
+                    pipeline_error(num, exc)
                 run_due()  # egress for what the traffic manager can send right away
             else:
                 drops[num] = drops.get(num, 0) + 1
 
         return receive
+
+    def _pipeline_error(self, num: int, exc: Exception) -> None:
+        """The pipeline raised on a frame from port `num`: drop it, count it, log once."""
+        self.pipeline_errors[num] = self.pipeline_errors.get(num, 0) + 1
+        kind = type(exc).__name__
+        if kind not in self._errors_logged:
+            self._errors_logged.add(kind)
+            log.error("pipeline error on a frame from port %d: %s: %s; dropped (further "
+                      "ones are only counted)", num, kind, exc)
 
     def _output(self, num: int, frame: bytes) -> None:
         send = self._senders.get(num)
@@ -407,6 +423,9 @@ class SwitchDaemon:
                 out.setdefault(str(port), {})["no_pipeline"] = n
             for port, n in self.no_port_drops.items():
                 out.setdefault(str(port), {})["no_such_port"] = n
+            for port, n in self.pipeline_errors.items():
+                d = out.setdefault(str(port), {})
+                d["pipeline_error"] = d.get("pipeline_error", 0) + n
             for num, p in self.ports.items():
                 k = p.kernel_drops()
                 if k:
