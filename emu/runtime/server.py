@@ -437,11 +437,12 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 pipe = self._pipeline()
                 updates = list(request.updates)
                 denied = [self._role_denies(role, cfg, u) for u in updates]
-                # The whole batch, rollback included, is one call: the switch loop runs
-                # no packet in between, so DATAPLANE_ATOMIC holds (atomicity.py).
-                results = self.device.call(lambda: write_batch(
+                # DATAPLANE_ATOMIC: the whole batch, rollback included, in one call (the
+                # switch loop runs no packet in between); the other modes in chunks,
+                # forwarding in between (atomicity.py).
+                results = write_batch(
                     updates, denied, atomicity, lambda u: self._apply(pipe, u),
-                    lambda e: self._read(pipe, e)))
+                    lambda e: self._read(pipe, e), run=self.device.call)
         except P4RTError as e:
             self._abort(context, e)
         except Exception as e:

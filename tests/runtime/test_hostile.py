@@ -207,3 +207,79 @@ def test_commit_errors_and_writes_between_save_and_commit(
     got = c.read([c.table_entry("MyIngress.fwd")])
     assert [e.table_entry.match[0].exact.value for e in got] == [b"\x07"]
     assert forwarded() == []  # the null pipeline drops everything
+
+
+@pytest.mark.parametrize("atomicity", [p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR,
+                                       p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR,
+                                       p4runtime_pb2.WriteRequest.DATAPLANE_ATOMIC])
+def test_large_batches_interleave_with_forwarding_unless_dataplane_atomic(
+        cp_p4info: p4info_pb2.P4Info, atomicity: int) -> None:
+    """The switch loop runs on its own thread, as in the daemon; a probe on that loop
+    (standing for packets) samples the table between its turns while a batch is
+    written. Chunked batches show intermediate states to it; DATAPLANE_ATOMIC never."""
+    import os
+    import uuid
+
+    from emu.p4.switch.clock import PreciseClock
+    from emu.runtime.atomicity import CHUNK
+    from emu.runtime.device import LocalDevice
+    from emu.runtime.server import P4RuntimeServer
+
+    info = p4info_pb2.P4Info()
+    info.CopyFrom(cp_p4info)
+    fwd = next(t for t in info.tables if t.preamble.name == "MyIngress.fwd")
+    fwd.size = 4096
+    clock = PreciseClock(spin_ns=0)
+    device = LocalDevice(DEVICE_ID, clock, cpu_port=255)
+    server = P4RuntimeServer(device)
+    path = f"/tmp/emu-p4rt-{uuid.uuid4().hex[:8]}.sock"
+    server.start(f"unix:{path}")
+    seen: set[int] = set()
+    stop = threading.Event()
+
+    def probe() -> None:
+        cp = device.control()
+        if cp is not None:
+            seen.add(len(cp.table("MyIngress.fwd")))
+        if not stop.is_set():
+            clock.call_later(20_000, probe)
+
+    def loop() -> None:
+        device.loop_thread = threading.get_ident()
+        clock.call_soon(probe)
+        clock.run()
+
+    th = threading.Thread(target=loop, daemon=True)
+    th.start()
+    c = P4RuntimeClient(f"unix:{path}", DEVICE_ID, (0, 1))
+    try:
+        c.set_pipeline(info, make_null_config())
+        n = 4 * CHUNK
+        ups = [U(type=U.INSERT, entity=c.table_entry(
+            "MyIngress.fwd", {"hdr.ethernet.dstAddr": i + 1}, "MyIngress.drop"))
+            for i in range(n)]
+        c.write(ups, atomicity=atomicity)
+        assert len(c.read([c.table_entry("MyIngress.fwd")])) == n
+        partial = {k for k in seen if 0 < k < n}
+        if atomicity == p4runtime_pb2.WriteRequest.DATAPLANE_ATOMIC:
+            assert not partial, sorted(partial)
+        else:
+            assert partial, "no forwarding turn between the chunks of a large batch"
+            assert partial <= {CHUNK, 2 * CHUNK, 3 * CHUNK}
+        # a failing all-or-none batch leaves nothing behind, whatever the chunks saw
+        if atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
+            more = [U(type=U.INSERT, entity=c.table_entry(
+                "MyIngress.fwd", {"hdr.ethernet.dstAddr": n + i + 1}, "MyIngress.drop"))
+                for i in range(2 * CHUNK)] + [ups[0]]  # the last one already exists
+            with pytest.raises(WriteError):
+                c.write(more, atomicity=atomicity)
+            assert len(c.read([c.table_entry("MyIngress.fwd")])) == n
+    finally:
+        stop.set()
+        c.close()
+        server.stop(0)
+        clock.call_soon_threadsafe(clock.stop)
+        th.join(5)
+        clock.close()
+        if os.path.exists(path):
+            os.unlink(path)
