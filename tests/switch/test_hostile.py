@@ -180,3 +180,33 @@ def test_a_launcher_that_exits_during_start_up_stops_the_switch(topo, explicit: 
             os.kill(child, signal.SIGKILL)
             raise AssertionError("the switch outlived a launcher that exited during its start")
         time.sleep(0.05)
+
+
+def test_fabric_packet_in_and_out_through_p4runtime_shell(topo) -> None:  # type: ignore[no-untyped-def]
+    """fabric.p4's controller headers, as a standard client uses them."""
+    from .test_daemon import _read_json_line
+
+    t: Topo = topo(2)
+    sw = t.start_switch(str(REPO / "p4src" / "fabric.p4"), no_p4=False, timeout=120)
+    h1, h2 = t.host(1), t.host(2)
+    cli = subprocess.Popen([PY, str(REPO / "tests" / "switch" / "p4rt_shell_fabric.py"),
+                            t.grpc_addr, "1"], cwd=REPO, stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    t.procs.append(cli)
+    assert _read_json_line(cli, 60) == {"step": "installed"}
+    punted = ipv4_udp("10.0.1.1", "10.0.9.9", 1234, 4791)
+    h1.send(punted)
+    assert cli.stdin is not None
+    cli.stdin.write(b"go\n")
+    cli.stdin.flush()
+    pin = _read_json_line(cli, 20)["packet_in"]
+    assert [bytes.fromhex(p["payload"]) for p in pin] == [punted]  # as it came in
+    assert pin[0]["md"] == {"1": "01", "2": "00"}  # ingress_port 1, pad 0
+    assert _read_json_line(cli, 10) == {"step": "sent"}
+    got = h2.recv(1, 10, keep=lambda f: f[12:14] == b"\x88\xb5")
+    assert [f for _, f in got] == [bytes.fromhex("ffffffffffff020000000003" "88b5")
+                                   + b"fabric-out"]
+    assert _read_json_line(cli, 10) == {"step": "done"}
+    assert cli.wait(10) == 0
+    rc, err = t.stop_switch(sw)
+    assert rc == 0 and "Traceback" not in err
