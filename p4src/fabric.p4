@@ -59,14 +59,20 @@ control FabricIngress(inout headers_t hdr,
 
     apply {
         port_rx.count((bit<32>) standard_metadata.ingress_port);
-        if (!hdr.ipv4.isValid() || hdr.ipv4.ihl != 5
+        if (hdr.packet_out.isValid()) {
+            /* PacketOut from the controller: out of the port it names, as it is. */
+            standard_metadata.egress_spec = hdr.packet_out.egress_port;
+            hdr.packet_out.setInvalid();
+        } else if (!hdr.ipv4.isValid() || hdr.ipv4.ihl != 5
                 || standard_metadata.checksum_error == 1 || hdr.ipv4.ttl <= 1) {
             /* Not IPv4, IP options (the checksum would not be recomputed), a bad
              * header checksum, or a TTL that would reach zero. */
             drop();
         } else {
             routing.apply(hdr, meta, standard_metadata);
-            if (standard_metadata.egress_spec != DROP_PORT) {
+            /* A route to CPU_PORT punts the packet to the controller as it came in. */
+            if (standard_metadata.egress_spec != DROP_PORT
+                    && standard_metadata.egress_spec != CPU_PORT) {
                 hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
                 port_neighbor.apply();
                 traffic_class.apply();
@@ -87,6 +93,12 @@ control FabricEgress(inout headers_t hdr,
     EcnMarking() ecn;
 
     apply {
+        if (standard_metadata.egress_port == CPU_PORT) {
+            /* PacketIn: tell the controller where the packet came in. */
+            hdr.packet_in.setValid();
+            hdr.packet_in.ingress_port = standard_metadata.ingress_port;
+            hdr.packet_in._pad = 0;
+        }
         port_qdepth.write((bit<32>) standard_metadata.egress_port,
                           (bit<32>) standard_metadata.deq_qdepth);
         port_qdepth_time_us.write((bit<32>) standard_metadata.egress_port,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import collections
 import errno
+import fcntl
+import logging
 import socket
 import struct
 from abc import ABC, abstractmethod
@@ -18,6 +20,9 @@ from dataclasses import dataclass
 from emu.core.clock import Clock, RealClock
 
 Receiver = Callable[[bytes], None]
+StateFn = Callable[[bool, str], None]
+
+log = logging.getLogger("emu.core.port")
 
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263
@@ -25,6 +30,15 @@ PACKET_ADD_MEMBERSHIP = 1
 PACKET_MR_PROMISC = 1
 PACKET_STATISTICS = 6
 PACKET_IGNORE_OUTGOING = 23
+PACKET_AUXDATA = 8
+TP_STATUS_VLAN_VALID = 0x10
+TP_STATUS_VLAN_TPID_VALID = 0x40
+SIOCGIFFLAGS = 0x8913
+SIOCGIFINDEX = 0x8933
+IFF_UP = 0x1
+# struct tpacket_auxdata: status, len, snaplen (u32), mac, net, vlan_tci, vlan_tpid (u16)
+_AUX = struct.Struct("IIIHHHH")
+_AUX_SPACE = socket.CMSG_SPACE(_AUX.size)
 
 # Errors meaning "the interface is gone or down": expected while Mininet tears
 # links down before it stops switches, so they end the port quietly.
@@ -37,7 +51,8 @@ class PortStats:
     rx_bytes: int = 0
     tx_frames: int = 0
     tx_bytes: int = 0
-    tx_drops: int = 0  # frames the port could not send (queue full, ENOBUFS, link down)
+    tx_drops: int = 0  # frames the port could not send (queue full, ENOBUFS, link down,
+    # or any other send error, e.g. EMSGSIZE for a frame beyond the interface's MTU)
     rx_drops: int = 0  # frames that arrived with no receiver attached
     kernel_drops: int = 0  # AF_PACKET receive-ring drops (PACKET_STATISTICS)
 
@@ -81,9 +96,21 @@ class AfPacketPort(FramePort):
 
     Reads are drained in batches from the reactor until EAGAIN, so the kernel
     ring does not overflow below the rated load; kernel drops are still counted.
+
+    - Send errors never raise: a frame the kernel refuses (EMSGSIZE beyond the
+      MTU, ENOBUFS, ...) is a tx drop; the first error of each kind is kept in
+      `last_error` and logged once.
+    - VLAN tags: the kernel takes an 802.1Q tag out of the frame (VLAN offload)
+      and reports it in PACKET_AUXDATA; it is put back, so the pipeline sees the
+      frame as it was on the wire.
+    - Down and back: when the interface goes down or disappears the port is
+      marked down (`on_state(False, why)`), then polled every POLL_NS; once an
+      interface of that name is up again (the same or a re-created one) the
+      socket is re-bound to it and the port resumes (`on_state(True, why)`).
     """
 
     RECV_BATCH = 512
+    POLL_NS = 200_000_000
 
     def __init__(self, iface: str, clock: RealClock, *, rcvbuf_bytes: int = 8 << 20,
                  sndbuf_bytes: int = 4 << 20, promisc: bool = True, mtu: int = 9216) -> None:
@@ -91,22 +118,27 @@ class AfPacketPort(FramePort):
         self.iface = iface
         self.clock = clock
         self.down = False
+        self.on_state: StateFn | None = None
+        self.last_error: str | None = None  # the last hard send error (not EAGAIN, ENOBUFS)
+        self.last_failure = ""  # why the last send() that returned False failed
+        self._errors_seen: set[int] = set()
+        self._closed = False
+        self._poll: object | None = None
+        self._promisc = promisc
         self._mtu = mtu + 64
         sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
         try:
             sock.bind((iface, 0))
             # Without this we would read back every frame we send on the interface.
             sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+            sock.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
             for opt, fallback, size in ((33, socket.SO_RCVBUF, rcvbuf_bytes),
                                         (32, socket.SO_SNDBUF, sndbuf_bytes)):
                 try:  # SO_RCVBUFFORCE / SO_SNDBUFFORCE ignore rmem_max (root only)
                     sock.setsockopt(socket.SOL_SOCKET, opt, size)
                 except OSError:
                     sock.setsockopt(socket.SOL_SOCKET, fallback, size)
-            if promisc:
-                ifindex = socket.if_nametoindex(iface)
-                mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
-                sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
+            self.ifindex = self._bind(sock)
             sock.setblocking(False)
         except OSError:
             sock.close()
@@ -116,20 +148,31 @@ class AfPacketPort(FramePort):
         self._view = memoryview(self._buf)
         clock.add_reader(sock.fileno(), self._on_readable)
 
+    def _bind(self, sock: socket.socket) -> int:
+        """Bind (or re-bind) to the interface by name; returns its ifindex. The name is
+        resolved in the socket's own network namespace."""
+        ifindex = struct.unpack_from("i", fcntl.ioctl(
+            sock.fileno(), SIOCGIFINDEX, struct.pack("16s16x", self.iface.encode())), 16)[0]
+        sock.bind((self.iface, 0))
+        if self._promisc:
+            mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
+            sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
+        return int(ifindex)
+
     def _on_readable(self) -> None:
         # _deliver inlined: this loop runs once per received frame.
-        recv_into = self.sock.recv_into
-        buf, view = self._buf, self._view
-        size = len(buf)
+        recvmsg_into = self.sock.recvmsg_into
+        bufs = [self._buf]
+        view = self._view
         st = self.stats
         for _ in range(self.RECV_BATCH):
             try:
-                n = recv_into(buf, size)
+                n, anc, _fl, _addr = recvmsg_into(bufs, _AUX_SPACE)
             except BlockingIOError:
                 return
             except OSError as exc:
                 if exc.errno in _IFACE_GONE:
-                    self._mark_down()
+                    self._mark_down(f"receive: {exc.strerror}")
                     return
                 raise
             st.rx_frames += 1
@@ -137,30 +180,43 @@ class AfPacketPort(FramePort):
             if rcv is None:
                 st.rx_drops += 1
                 continue
-            st.rx_bytes += n
-            rcv(view[:n].tobytes())
+            frame = view[:n].tobytes()
+            if anc and anc[0][2][0] & TP_STATUS_VLAN_VALID:  # tp_status's low byte
+                frame = _with_vlan_tag(frame, anc)
+            st.rx_bytes += len(frame)
+            rcv(frame)
 
     def send(self, frame: bytes) -> bool:
         if self.down:
             self.stats.tx_drops += 1
+            self.last_failure = "port is down"
             return False
         try:
             self.sock.send(frame)
         except (BlockingIOError, InterruptedError):
             self.stats.tx_drops += 1
+            self.last_failure = "send queue full"
             return False
         except OSError as exc:
-            if exc.errno == errno.ENOBUFS:
-                self.stats.tx_drops += 1
-                return False
+            self.stats.tx_drops += 1
+            self.last_failure = exc.strerror or str(exc)
             if exc.errno in _IFACE_GONE:
-                self._mark_down()
-                self.stats.tx_drops += 1
-                return False
-            raise
+                self._mark_down(f"send: {exc.strerror}")
+            elif exc.errno != errno.ENOBUFS:
+                # Any other refusal (EMSGSIZE: a frame beyond the MTU) drops this frame
+                # only; the port and the switch go on.
+                self._send_error(exc, len(frame))
+            return False
         self.stats.tx_frames += 1
         self.stats.tx_bytes += len(frame)
         return True
+
+    def _send_error(self, exc: OSError, size: int) -> None:
+        self.last_error = f"{exc.strerror} (frame of {size} bytes)"
+        if exc.errno not in self._errors_seen:
+            self._errors_seen.add(exc.errno or 0)
+            log.warning("port %s: send failed: %s; such frames are dropped and counted",
+                        self.iface, self.last_error)
 
     def kernel_drops(self) -> int:
         """Frames the kernel dropped because our socket was full (cumulative)."""
@@ -173,17 +229,67 @@ class AfPacketPort(FramePort):
                 pass
         return self.stats.kernel_drops
 
-    def _mark_down(self) -> None:
-        if not self.down:
-            self.down = True
-            self.clock.remove_reader(self.sock.fileno())
+    def _mark_down(self, why: str) -> None:
+        if self.down:
+            return
+        self.down = True
+        self.clock.remove_reader(self.sock.fileno())
+        if self._closed:
+            return
+        cb = self.on_state
+        if cb is not None:
+            cb(False, why)
+        self._poll = self.clock.call_later(self.POLL_NS, self._check_up)
+
+    def _check_up(self) -> None:
+        """While down: is an interface of our name up again? Then re-bind and resume."""
+        self._poll = None
+        if self._closed or not self.down:
+            return
+        try:
+            flags = struct.unpack_from("H", fcntl.ioctl(
+                self.sock.fileno(), SIOCGIFFLAGS,
+                struct.pack("16s16x", self.iface.encode())), 16)[0]
+            up = bool(flags & IFF_UP)
+            if up:
+                old = self.ifindex
+                self.ifindex = self._bind(self.sock)  # a re-created interface: a new index
+                self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)  # clear ENETDOWN
+                why = "re-created" if self.ifindex != old else "up again"
+        except OSError:
+            up = False  # still gone
+        if not up:
+            self._poll = self.clock.call_later(self.POLL_NS, self._check_up)
+            return
+        self.down = False
+        self.clock.add_reader(self.sock.fileno(), self._on_readable)
+        cb = self.on_state
+        if cb is not None:
+            cb(True, why)
+        self._on_readable()  # frames that arrived meanwhile
 
     def close(self) -> None:
         super().close()
         if not self.down:
             self.kernel_drops()
-            self._mark_down()
+        self._closed = True
+        self._mark_down("closed")
+        poll = self._poll
+        if poll is not None:
+            poll.cancel()  # type: ignore[attr-defined]
         self.sock.close()
+
+
+def _with_vlan_tag(frame: bytes, anc: list[tuple[int, int, bytes]]) -> bytes:
+    """Put back the 802.1Q tag the kernel took out of `frame` (PACKET_AUXDATA)."""
+    for level, typ, data in anc:
+        if level == SOL_PACKET and typ == PACKET_AUXDATA and len(data) >= _AUX.size:
+            status, _l, _s, _m, _n, tci, tpid = _AUX.unpack_from(data)
+            if status & TP_STATUS_VLAN_VALID and len(frame) >= 12:
+                if not status & TP_STATUS_VLAN_TPID_VALID:
+                    tpid = 0x8100
+                return frame[:12] + struct.pack("!HH", tpid, tci) + frame[12:]
+    return frame
 
 
 class _MemPort(FramePort):

@@ -27,9 +27,11 @@ only for the ones that succeeded): the failed update has its own error; every
 other update is ABORTED -- the ones applied and then rolled back, and the ones
 never attempted -- since none of them took effect.
 
-Data-plane atomicity: the server runs the whole batch, rollback included, in
-one `Device.call` (see server.Write); the switch runs packets on the same loop
-thread, so no packet is parsed or matched between two updates of a batch. A
+Data-plane atomicity: the server runs a DATAPLANE_ATOMIC batch, rollback
+included, in one `Device.call` (see server.Write); the switch runs packets on
+the same loop thread, so no packet is parsed or matched between two updates of
+such a batch. The other modes run in chunks of CHUNK updates, forwarding in
+between (write_batch). A
 packet already queued in the traffic manager when a batch runs has had its
 ingress pass before the batch and gets its egress pass after it (the same holds
 for BMv2, whose ingress and egress threads share its queues).
@@ -37,15 +39,17 @@ for BMv2, whose ingress and egress threads share its queues).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import grpc
 from p4.v1 import p4runtime_pb2
 
 from .errors import P4RTError, aborted, as_p4rt_error, internal, invalid
 
-__all__ = ["ApplyFn", "ReadFn", "inverse", "write_batch"]
+__all__ = ["CHUNK", "ApplyFn", "ReadFn", "inverse", "write_batch"]
 
 log = logging.getLogger("emu.runtime.atomicity")
 
@@ -194,56 +198,113 @@ def _attempt(apply: ApplyFn, u: p4runtime_pb2.Update) -> P4RTError | None:
         return err
 
 
+RunFn = Callable[[Callable[[], Any]], Any]
+
+# Updates per data-path turn for the batches that need not be data-plane atomic: between
+# two chunks the switch forwards, so a large batch stalls forwarding for one chunk's
+# time at a time, not for the whole batch (bench/bench_write_stall.py).
+CHUNK = 256
+
+
+def _direct(fn: Callable[[], Any]) -> Any:
+    return fn()
+
+
 def write_batch(updates: Sequence[p4runtime_pb2.Update],
                 denied: Sequence[P4RTError | None], atomicity: int,
-                apply: ApplyFn, read: ReadFn) -> list[P4RTError | None]:
+                apply: ApplyFn, read: ReadFn, run: RunFn = _direct,
+                chunk: int = CHUNK) -> list[P4RTError | None]:
     """Apply a batch with the given WriteRequest.Atomicity; one status per update.
 
     `denied[i]` is an error found before the batch ran (roles): the update is
-    not attempted and fails with it. The caller runs this serialised with the
-    data path (one Device.call), which makes ROLLBACK_ON_ERROR batches
-    data-plane atomic too.
+    not attempted and fails with it. `run(fn)` runs `fn` serialised with the data
+    path (Device.call). A DATAPLANE_ATOMIC batch, rollback included, is one `run`:
+    no packet sees part of it. The others run `chunk` updates per `run`, so packets
+    are forwarded between chunks: CONTINUE_ON_ERROR promises nothing about them,
+    and ROLLBACK_ON_ERROR is all-or-none for the state, not for packets in flight
+    (P4Runtime spec, "Batch Atomicity"); its rollback runs in one `run`.
     """
+    if atomicity == WR.DATAPLANE_ATOMIC:
+        return run(lambda: _all_or_none(updates, denied, apply, read))  # type: ignore[no-any-return]
     if atomicity == WR.CONTINUE_ON_ERROR:
-        return [d if d is not None else _attempt(apply, u)
-                for u, d in zip(updates, denied, strict=True)]
-    if atomicity not in (WR.ROLLBACK_ON_ERROR, WR.DATAPLANE_ATOMIC):
-        raise invalid(f"unknown atomicity {atomicity}")
-    undo: list[tuple[int, list[p4runtime_pb2.Update]]] = []
-    failed: int | None = None
-    results: list[P4RTError | None] = [None] * len(updates)
-    for i, (u, d) in enumerate(zip(updates, denied, strict=True)):
-        if d is not None:
-            failed, results[i] = i, d
-            break
-        why: P4RTError | None = None
-        try:
-            inv: list[p4runtime_pb2.Update] | None = inverse(u, read)
-        except Exception as e:  # the update will most likely fail the same way
-            inv, why = None, as_p4rt_error(e)
-        err = _attempt(apply, u)
-        if err is None and inv is None:
-            # Applied, but its undo could not be computed: report it, undo the rest.
-            log.error("update %d applied without an undo (%s)", i, why)
-            failed, results[i] = i, internal(f"cannot roll this update back ({why})")
-            break
-        if err is not None:
-            failed, results[i] = i, err
-            break
-        undo.append((i, inv or []))
-    if failed is None:
+        results: list[P4RTError | None] = []
+
+        def each(lo: int, hi: int) -> None:
+            for u, d in zip(updates[lo:hi], denied[lo:hi], strict=True):
+                results.append(d if d is not None else _attempt(apply, u))
+
+        for lo in range(0, len(updates), chunk):
+            run(functools.partial(each, lo, lo + chunk))
         return results
-    for i, inv in reversed(undo):
-        msg = f"rolled back: update {failed} of the batch failed"
-        for back in inv:
-            err = _attempt(apply, back)
+    if atomicity != WR.ROLLBACK_ON_ERROR:
+        raise invalid(f"unknown atomicity {atomicity}")
+    state = _Rollback(updates, denied, apply, read)
+    for lo in range(0, len(updates), chunk):
+        if not run(functools.partial(state.step, lo, min(lo + chunk, len(updates)))):
+            break
+    run(state.finish)
+    return state.results
+
+
+def _all_or_none(updates: Sequence[p4runtime_pb2.Update], denied: Sequence[P4RTError | None],
+                 apply: ApplyFn, read: ReadFn) -> list[P4RTError | None]:
+    state = _Rollback(updates, denied, apply, read)
+    state.step(0, len(updates))
+    state.finish()
+    return state.results
+
+
+class _Rollback:
+    """An all-or-none batch applied in steps: undo kept, rolled back if one update fails."""
+
+    def __init__(self, updates: Sequence[p4runtime_pb2.Update],
+                 denied: Sequence[P4RTError | None], apply: ApplyFn, read: ReadFn) -> None:
+        self.updates, self.denied, self.apply, self.read = updates, denied, apply, read
+        self.undo: list[tuple[int, list[p4runtime_pb2.Update]]] = []
+        self.failed: int | None = None
+        self.results: list[P4RTError | None] = [None] * len(updates)
+
+    def step(self, lo: int, hi: int) -> bool:
+        """Apply updates lo..hi-1; False once one failed (the rest is not attempted)."""
+        apply, read, results = self.apply, self.read, self.results
+        for i in range(lo, hi):
+            u, d = self.updates[i], self.denied[i]
+            if d is not None:
+                self.failed, results[i] = i, d
+                return False
+            why: P4RTError | None = None
+            try:
+                inv: list[p4runtime_pb2.Update] | None = inverse(u, read)
+            except Exception as e:  # the update will most likely fail the same way
+                inv, why = None, as_p4rt_error(e)
+            err = _attempt(apply, u)
+            if err is None and inv is None:
+                # Applied, but its undo could not be computed: report it, undo the rest.
+                log.error("update %d applied without an undo (%s)", i, why)
+                self.failed, results[i] = i, internal(f"cannot roll this update back ({why})")
+                return False
             if err is not None:
-                log.error("rollback of update %d failed: %s", i, err)
-                msg = f"rollback failed after update {failed} of the batch failed: {err}"
-                results[i] = internal(msg)
-                break
-        else:
-            results[i] = aborted(msg)
-    for j in range(failed + 1, len(updates)):
-        results[j] = aborted(f"not attempted: update {failed} of the batch failed")
-    return results
+                self.failed, results[i] = i, err
+                return False
+            self.undo.append((i, inv or []))
+        return True
+
+    def finish(self) -> None:
+        """After the last step: roll everything back if an update failed."""
+        failed = self.failed
+        if failed is None:
+            return
+        results = self.results
+        for i, inv in reversed(self.undo):
+            msg = f"rolled back: update {failed} of the batch failed"
+            for back in inv:
+                err = _attempt(self.apply, back)
+                if err is not None:
+                    log.error("rollback of update %d failed: %s", i, err)
+                    msg = f"rollback failed after update {failed} of the batch failed: {err}"
+                    results[i] = internal(msg)
+                    break
+            else:
+                results[i] = aborted(msg)
+        for j in range(failed + 1, len(self.updates)):
+            results[j] = aborted(f"not attempted: update {failed} of the batch failed")

@@ -160,8 +160,9 @@ class P4RuntimeClient:
         req = p4runtime_pb2.SetForwardingPipelineConfigRequest(device_id=self.device_id,
                                                                action=action, role=self.role)
         self._uint128(req.election_id)
-        req.config.p4info.CopyFrom(p4info)
-        req.config.p4_device_config = device_config
+        if action != p4runtime_pb2.SetForwardingPipelineConfigRequest.COMMIT:
+            req.config.p4info.CopyFrom(p4info)  # COMMIT takes the saved config (a cookie at most)
+            req.config.p4_device_config = device_config
         if cookie is not None:
             req.config.cookie.cookie = cookie
         self.stub.SetForwardingPipelineConfig(req, timeout=60)

@@ -38,7 +38,7 @@ from emu.p4.v1model.replication import PacketReplicationEngine
 from emu.p4.v1model.stateful import CounterArray, MeterArray, RegisterArray
 from emu.p4.v1model.traffic_manager import DropCounters
 
-from .errors import P4RTError, failed_precondition
+from .errors import P4RTError, failed_precondition, invalid
 from .translate import P4InfoIndex
 
 T = TypeVar("T")
@@ -100,6 +100,15 @@ class Device(Protocol):
         """Swap the prepared pipeline in. `before_swap(new_control)` runs serialised with
         the data path just before the swap (state carried over by RECONCILE_AND_COMMIT);
         if it raises, the prepared pipeline is dropped and the running one stays."""
+        ...
+
+    def prepared_control(self, prepared: object) -> ControlPlane:
+        """The control plane of a prepared, not yet committed pipeline (VERIFY_AND_SAVE:
+        it takes writes before it forwards)."""
+        ...
+
+    def discard(self, prepared: object) -> None:
+        """Release a prepared pipeline that will not be committed."""
         ...
 
     def control(self) -> ControlPlane | None: ...
@@ -264,6 +273,7 @@ class LocalDevice:
         self._digest: DigestFn | None = None
         self._lock = threading.RLock()
         self.loop_thread: int | None = None  # set by whoever runs the RealClock loop
+        self._out_errors: list[str] | None = None  # send failures during one PacketOut
 
     # -- Device -------------------------------------------------------------
 
@@ -298,6 +308,14 @@ class LocalDevice:
 
         self.call(swap)
         return dp.control
+
+    def prepared_control(self, prepared: object) -> ControlPlane:
+        assert isinstance(prepared, _Prepared)
+        return prepared.dataplane.control
+
+    def discard(self, prepared: object) -> None:
+        assert isinstance(prepared, _Prepared)
+        prepared.dataplane.close()
 
     def control(self) -> ControlPlane | None:
         dp = self.dataplane
@@ -336,11 +354,34 @@ class LocalDevice:
                                 "switch loop did not answer in 30 s")
 
     def packet_out(self, frame: bytes) -> None:
+        """Inject a PacketOut on the CPU port. A port that cannot send the frame right
+        away (too long for its MTU, ...) makes this raise INVALID_ARGUMENT; frames
+        the traffic manager holds back are sent later, their failures only counted."""
         dp = self.dataplane
         if dp is None:
             raise failed_precondition("no forwarding pipeline config")
         port = self.cpu_port if self.cpu_port is not None else 0
-        self.call(lambda: dp.inject(port, frame))
+        run_due = getattr(self.clock, "run_due", None)
+
+        def run() -> list[str]:
+            self._out_errors = []
+            try:
+                dp.inject(port, frame)
+                if run_due is not None:
+                    run_due()  # egress of what can leave now, as for received frames
+            finally:
+                errors, self._out_errors = self._out_errors, None
+            return errors
+
+        errors = self.call(run)
+        if errors:
+            raise invalid(f"PacketOut of {len(frame)} bytes not sent: {'; '.join(errors)}")
+
+    def send_failed(self, port: int, why: str | None) -> None:
+        """The output could not send a frame on `port` (called from the data path)."""
+        errs = self._out_errors
+        if errs is not None:
+            errs.append(f"port {port}: {why or 'send failed'}")
 
     def set_packet_in_sink(self, sink: Callable[[bytes], None] | None) -> None:
         self._packet_in = sink
@@ -379,7 +420,6 @@ class LocalDevice:
 
 def _check_consistent(index: P4InfoIndex, cp: ControlPlane) -> None:
     """Every P4Info object must exist in the program (else the two don't belong together)."""
-    from .errors import invalid
 
     checks: list[tuple[str, Callable[[str], object], list[str]]] = [
         ("table", cp.table, [t.name for t in index.tables.values()]),

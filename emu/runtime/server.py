@@ -15,14 +15,18 @@ simple_switch_grpc (PI) implements it, with these choices:
 - Read: wildcards per the spec (id 0 = all of that kind, index unset = all
   cells, group/session id 0 = all); registers can be read *and* written (PI
   cannot). Default entries are read only with is_default_action set.
-- StreamChannel: arbitration per (device, role) with role configs (arbitration.py,
+- StreamChannel: at most MAX_STREAMS at once, more are RESOURCE_EXHAUSTED
+  (each holds a gRPC worker thread; unary RPCs have their own); arbitration per (device, role) with role configs (arbitration.py,
   roles.py); PacketOut only from a primary, encoded into the
   @controller_header("packet_out") header and injected on the CPU port; frames
   the pipeline sends to the CPU port become PacketIn (header decoded into
   metadata) for every primary whose role takes them; digests only once a
   DigestEntry configures them, batched, deduplicated and acked (digests.py).
-- SetForwardingPipelineConfig: VERIFY, VERIFY_AND_SAVE, COMMIT (the saved
-  config), VERIFY_AND_COMMIT (state reset), RECONCILE_AND_COMMIT (state kept;
+- SetForwardingPipelineConfig: VERIFY, VERIFY_AND_SAVE (the old pipeline
+  keeps forwarding with its entries; Writes and Reads address the saved one
+  from then on), COMMIT (the saved config with the writes made since the save,
+  and only those; NOT_FOUND with nothing saved, INVALID_ARGUMENT with a config
+  attached), VERIFY_AND_COMMIT (state reset), RECONCILE_AND_COMMIT (state kept;
   to a different program the state is carried over by name, or the request is
   INVALID_ARGUMENT and the old pipeline keeps running: reconcile.py).
 - Idle timeout: entries of tables with idle_timeout_behavior NOTIFY_CONTROL
@@ -64,6 +68,7 @@ from .errors import (
     failed_precondition,
     invalid,
     not_found,
+    out_of_range,
     permission_denied,
     unimplemented,
 )
@@ -81,6 +86,11 @@ WR = p4runtime_pb2.WriteRequest
 SFPC = p4runtime_pb2.SetForwardingPipelineConfigRequest
 GFPC = p4runtime_pb2.GetForwardingPipelineConfigRequest
 API_VERSION = "1.4.1"
+# gRPC's sync server runs each StreamChannel on one of its worker threads for the
+# stream's whole life: streams beyond MAX_STREAMS are refused (RESOURCE_EXHAUSTED) and
+# the pool has UNARY_WORKERS more threads, so unary RPCs are never starved by streams.
+MAX_STREAMS = 16
+UNARY_WORKERS = 8
 READ_CHUNK = 1000  # entities per ReadResponse message
 IDLE_POLL_S = 0.1  # how often idle timeouts are checked
 
@@ -129,21 +139,25 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                                        on_primary_change=self._on_primary_change)
         self.digests = DigestManager(self._send_digest_list)
         self._pipe: _Pipeline | None = None
-        self._saved: tuple[P4InfoIndex, p4runtime_pb2.ForwardingPipelineConfig, object] | None = None
+        # VERIFY_AND_SAVE's pipeline: not forwarding yet, but Writes and Reads go to it
+        # (the spec's "replay" of the writes since the save happens by construction).
+        self._saved: tuple[_Pipeline, object] | None = None
         self._config_lock = threading.Lock()  # serialises pipeline changes and writes
         self._grpc: grpc.Server | None = None
         self._stop = threading.Event()
+        self._streams = 0  # live StreamChannel handlers (each holds a worker thread)
+        self._streams_lock = threading.Lock()
         self._idle_thread: threading.Thread | None = None
         self.stats = {"packet_in": 0, "packet_in_dropped": 0, "packet_out": 0, "digests": 0,
-                      "idle_notifications": 0}
+                      "idle_notifications": 0, "streams_refused": 0}
         device.set_packet_in_sink(self._on_packet_in)
         device.set_digest_sink(self._on_digest)
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self, address: str, *, max_workers: int = 16) -> int:
+    def start(self, address: str) -> int:
         """Listen on `host:port` or `unix:PATH`; returns the bound TCP port (0 for unix)."""
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=MAX_STREAMS + UNARY_WORKERS,
                                                         thread_name_prefix="p4rt"),
                              options=[("grpc.max_receive_message_length", 256 << 20),
                                       ("grpc.max_send_message_length", 256 << 20),
@@ -235,7 +249,10 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                                     f"{role!r} (election_id {eid})")
 
     def _pipeline(self) -> _Pipeline:
-        p = self._pipe
+        """The pipeline Writes and Reads address: the saved one between VERIFY_AND_SAVE
+        and COMMIT (the spec: the client writes the new program's state, replayed at
+        COMMIT), else the committed one."""
+        p = self._saved[0] if self._saved is not None else self._pipe
         if p is None:
             raise failed_precondition("no forwarding pipeline config set")
         return p
@@ -288,22 +305,34 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._verify(cfg)
         elif action == SFPC.VERIFY_AND_SAVE:
             index, prepared = self._verify(cfg)
-            self._saved = (index, cfg, prepared)
+            stored = p4runtime_pb2.ForwardingPipelineConfig()
+            stored.CopyFrom(cfg)
+            self._drop_saved()
+            self._saved = (_Pipeline(index, stored, self.device.prepared_control(prepared)),
+                           prepared)
         elif action == SFPC.COMMIT:
             if self._saved is None:
-                raise failed_precondition("COMMIT without a config saved by VERIFY_AND_SAVE")
-            index, saved_cfg, prepared = self._saved
+                raise not_found("COMMIT without a config saved by VERIFY_AND_SAVE")
+            if cfg.HasField("p4info") or cfg.p4_device_config:
+                raise invalid("COMMIT takes no config: it commits the one saved by "
+                              "VERIFY_AND_SAVE (a cookie alone may be given)")
+            staged, prepared = self._saved
             self._saved = None
             if cfg.HasField("cookie"):
-                saved_cfg.cookie.CopyFrom(cfg.cookie)
-            self._commit(index, saved_cfg, prepared)
+                staged.config.cookie.CopyFrom(cfg.cookie)
+            # The staged control plane already holds the writes made since the save.
+            self.device.commit(prepared)
+            self._pipe = staged
+            self.digests.set_pipeline(staged.index.digests.values())
         elif action == SFPC.VERIFY_AND_COMMIT:
             index, prepared = self._verify(cfg)
+            self._drop_saved()
             self._commit(index, cfg, prepared)
         elif action == SFPC.RECONCILE_AND_COMMIT:
             if not cfg.HasField("p4info"):
                 raise invalid("RECONCILE_AND_COMMIT needs a config")
             cur = self._pipe
+            self._drop_saved()
             if cur is None:
                 index, prepared = self._verify(cfg)
                 self._commit(index, cfg, prepared)
@@ -320,6 +349,12 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 self._reconcile(cur, index, cfg, prepared)
         else:
             raise invalid(f"unsupported SetForwardingPipelineConfig action {action}")
+
+    def _drop_saved(self) -> None:
+        """Forget a VERIFY_AND_SAVEd pipeline (a later config supersedes it)."""
+        if self._saved is not None:
+            self.device.discard(self._saved[1])
+            self._saved = None
 
     def load_initial(self, cfg: p4runtime_pb2.ForwardingPipelineConfig) -> None:
         """Commit a pipeline given on the command line (no client, no arbitration)."""
@@ -402,11 +437,12 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 pipe = self._pipeline()
                 updates = list(request.updates)
                 denied = [self._role_denies(role, cfg, u) for u in updates]
-                # The whole batch, rollback included, is one call: the switch loop runs
-                # no packet in between, so DATAPLANE_ATOMIC holds (atomicity.py).
-                results = self.device.call(lambda: write_batch(
+                # DATAPLANE_ATOMIC: the whole batch, rollback included, in one call (the
+                # switch loop runs no packet in between); the other modes in chunks,
+                # forwarding in between (atomicity.py).
+                results = write_batch(
                     updates, denied, atomicity, lambda u: self._apply(pipe, u),
-                    lambda e: self._read(pipe, e)))
+                    lambda e: self._read(pipe, e), run=self.device.call)
         except P4RTError as e:
             self._abort(context, e)
         except Exception as e:
@@ -416,7 +452,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
             st = batch_status(results)
             context.set_trailing_metadata(((STATUS_DETAILS_KEY, st.SerializeToString()),))
             first = next(r for r in results if r is not None)
-            context.abort(grpc.StatusCode.UNKNOWN, f"Write failure: {first}")
+            context.abort(grpc.StatusCode.UNKNOWN, f"Write failure: {str(first)[:300]}")
         return p4runtime_pb2.WriteResponse()
 
     def _role_denies(self, role: str, cfg: RoleConfig | None,
@@ -475,6 +511,10 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                            te: p4runtime_pb2.TableEntry) -> None:
         if te.table_id == 0:
             raise invalid("table_id 0 (wildcard) is only valid in reads")
+        if te.is_const:
+            # Spec: is_const is set by the server on reads of const entries; a client
+            # may not write it (INSERT, MODIFY and DELETE alike).
+            raise invalid("is_const is read-only: entries with is_const set cannot be written")
         ti, table = self._table(pipe, te.table_id)
         idx = pipe.index
         where = ti.name
@@ -703,8 +743,11 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     @staticmethod
     def _index_in(i: int, size: int, name: str) -> int:
-        if not 0 <= i < size:
-            raise invalid(f"{name}: index {i} out of range 0..{size - 1}")
+        # Spec: an index beyond the array is OUT_OF_RANGE; a negative one is malformed.
+        if i < 0:
+            raise invalid(f"{name}: negative index {i}")
+        if i >= size:
+            raise out_of_range(f"{name}: index {i} out of range 0..{size - 1}")
         return i
 
     def _entry_of(self, pipe: _Pipeline, te: p4runtime_pb2.TableEntry) -> tuple[TableInfo,
@@ -1035,6 +1078,23 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def StreamChannel(self, request_iterator: Iterator[p4runtime_pb2.StreamMessageRequest],
                       context: grpc.ServicerContext
                       ) -> Iterator[p4runtime_pb2.StreamMessageResponse]:
+        with self._streams_lock:
+            full = self._streams >= MAX_STREAMS
+            if not full:
+                self._streams += 1
+        if full:
+            self.stats["streams_refused"] += 1
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          f"too many StreamChannels: this switch serves at most {MAX_STREAMS}")
+        try:
+            yield from self._stream_channel(request_iterator, context)
+        finally:
+            with self._streams_lock:
+                self._streams -= 1
+
+    def _stream_channel(self, request_iterator: Iterator[p4runtime_pb2.StreamMessageRequest],
+                        context: grpc.ServicerContext
+                        ) -> Iterator[p4runtime_pb2.StreamMessageResponse]:
         stream = Stream()
         context.add_callback(stream.close)
 
@@ -1118,7 +1178,9 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         try:
             if self.arbitration.primary(stream.role) is not stream:
                 raise permission_denied("only the primary client may send PacketOut")
-            pipe = self._pipeline()
+            pipe = self._pipe  # the forwarding one, not a VERIFY_AND_SAVEd one
+            if pipe is None:
+                raise failed_precondition("no forwarding pipeline config set")
             header = b""
             if pipe.index.packet_out is not None:
                 header = _pack_header(pipe.index.packet_out, pkt.metadata)

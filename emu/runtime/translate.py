@@ -3,7 +3,10 @@
 Byte strings follow the P4Runtime spec ("Bytestrings"): the server answers with
 the canonical form (shortest big-endian string, at least one byte) and accepts
 non-canonical ones with leading zero bytes; a value wider than the bitwidth, or
-an empty string, is INVALID_ARGUMENT.
+an empty string, is rejected: OUT_OF_RANGE for a value that does not fit (the
+spec's code), INVALID_ARGUMENT for an empty one. Error messages show at most a
+few bytes of the offending value: a client's 17 MB value must not come back as
+a 35 MB message.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from emu.p4.tables import (
     is_dont_care,
 )
 
-from .errors import P4RTError, invalid, not_found
+from .errors import P4RTError, invalid, not_found, out_of_range, show_bytes
 
 __all__ = [
     "P4InfoIndex", "TableInfo", "decode_uint", "encode_uint", "verify_p4info",
@@ -58,7 +61,7 @@ def decode_uint(data: bytes, bitwidth: int, what: str) -> int:
         raise invalid(f"{what}: empty byte string")
     value = int.from_bytes(data, "big")
     if bitwidth and value >> bitwidth:
-        raise invalid(f"{what}: value 0x{data.hex()} does not fit in {bitwidth} bits")
+        raise out_of_range(f"{what}: value {show_bytes(data)} does not fit in {bitwidth} bits")
     return value
 
 

@@ -97,7 +97,26 @@ header bth_t {
     bit<24> psn;
 }
 
+/* Controller packets on the CPU port (P4Runtime PacketIn / PacketOut metadata, the
+ * conventional layout): a PacketIn says where the packet came in, a PacketOut where
+ * it must go out, ahead of the Ethernet header. */
+const bit<9> CPU_PORT = 255;
+
+@controller_header("packet_in")
+header packet_in_t {
+    bit<9> ingress_port;
+    bit<7> _pad;
+}
+
+@controller_header("packet_out")
+header packet_out_t {
+    bit<9> egress_port;
+    bit<7> _pad;
+}
+
 struct headers_t {
+    packet_out_t packet_out;
+    packet_in_t  packet_in;
     ethernet_t ethernet;
     ipv4_t     ipv4;
     udp_t      udp;

@@ -23,7 +23,7 @@ from .conftest import CP_P4, DEVICE_ID, ECMP_P4, Rig, compiled_config, wait_for
 U = p4runtime_pb2.Update
 SFPC = p4runtime_pb2.SetForwardingPipelineConfigRequest
 GFPC = p4runtime_pb2.GetForwardingPipelineConfigRequest
-OK, INVALID, NOT_FOUND, EXISTS, PERM, FAILED, UNIMPL = 0, 3, 5, 6, 7, 9, 12
+OK, INVALID, NOT_FOUND, EXISTS, PERM, FAILED, RANGE, UNIMPL = 0, 3, 5, 6, 7, 9, 11, 12
 REF = "emu.p4.switch.reference:ecmp_ecn"
 
 
@@ -165,7 +165,7 @@ def test_pipeline_config_actions(rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None
     assert not c.get_pipeline().HasField("p4info")  # VERIFY commits nothing
     with pytest.raises(grpc.RpcError) as ei:
         c.set_pipeline(cp_p4info, b"", action=SFPC.COMMIT)
-    assert ei.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+    assert ei.value.code() is grpc.StatusCode.NOT_FOUND  # nothing saved
     c.set_pipeline(cp_p4info, make_null_config(), action=SFPC.VERIFY_AND_SAVE, cookie=11)
     assert not c.get_pipeline().HasField("p4info")
     c.set_pipeline(p4info_pb2.P4Info(), b"", action=SFPC.COMMIT)
@@ -253,7 +253,7 @@ def test_batch_reports_each_update(rig: Rig, cp_p4info: p4info_pb2.P4Info, cpc: 
                  U(type=U.DELETE, entity=missing), U(type=U.INSERT, entity=wide),
                  U(type=U.INSERT, entity=ok2)])
     assert ei.value.code is grpc.StatusCode.UNKNOWN
-    assert _codes(ei.value) == [OK, EXISTS, NOT_FOUND, INVALID, OK]
+    assert _codes(ei.value) == [OK, EXISTS, NOT_FOUND, RANGE, OK]
     assert len(c.read([c.table_entry("MyIngress.fwd")])) == 2  # CONTINUE_ON_ERROR
     # ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC: test_atomicity.py
 
@@ -270,16 +270,16 @@ def test_byte_string_encodings(rig: Rig, cp_p4info: p4info_pb2.P4Info, cpc: P4Ru
     # ... and read back canonical
     assert te.match[0].exact.value == b"\x05"
     assert te.action.action.params[0].value == b"\x02"
-    # wider than the bitwidth, even with leading zeros stripped: INVALID_ARGUMENT
+    # wider than the bitwidth, even with leading zeros stripped: OUT_OF_RANGE
     ent.table_entry.match[0].exact.value = b"\x01" + b"\x00" * 6
     with pytest.raises(WriteError) as ei:
         c.write_one(U.INSERT, ent)
-    assert _codes(ei.value) == [INVALID]
+    assert _codes(ei.value) == [RANGE]
     ent.table_entry.match[0].exact.value = b"\x06"
     ent.table_entry.action.action.params[0].value = b"\x02\x00"  # 512 > 9 bits
     with pytest.raises(WriteError) as ei:
         c.write_one(U.INSERT, ent)
-    assert _codes(ei.value) == [INVALID]
+    assert _codes(ei.value) == [RANGE]
     ent.table_entry.action.action.params[0].value = b""
     with pytest.raises(WriteError) as ei:
         c.write_one(U.INSERT, ent)
@@ -508,7 +508,7 @@ def test_counters_meters_registers(rig: Rig, cp_p4info: p4info_pb2.P4Info, cpc: 
     ent.counter_entry.index.index = 64
     with pytest.raises(WriteError) as ei:
         c.write_one(U.MODIFY, ent)
-    assert _codes(ei.value) == [INVALID]
+    assert _codes(ei.value) == [RANGE]
     with pytest.raises(WriteError) as ei:
         c.write_one(U.INSERT, ent)
     assert _codes(ei.value) == [INVALID]
@@ -527,7 +527,7 @@ def test_counters_meters_registers(rig: Rig, cp_p4info: p4info_pb2.P4Info, cpc: 
     reg.register_entry.data.bitstring = b"\x01\x00\x00"  # 17 bits into bit<16>
     with pytest.raises(WriteError) as ei:
         c.write_one(U.MODIFY, reg)
-    assert _codes(ei.value) == [INVALID]
+    assert _codes(ei.value) == [RANGE]
     unknown = p4runtime_pb2.Entity()
     unknown.register_entry.register_id = 0x16FFFFFF
     with pytest.raises(grpc.RpcError) as ri:
@@ -631,7 +631,7 @@ def test_packet_out_and_packet_in(rig: Rig, ecmp_p4info: p4info_pb2.P4Info,
     req.packet.metadata.add(metadata_id=1, value=b"\x02\x00")
     c._out.put(req)
     err = c.stream_errors.get(timeout=3)
-    assert err.canonical_code == INVALID
+    assert err.canonical_code == RANGE
 
 
 # ---------------------------------------------------------------- robustness
@@ -781,7 +781,7 @@ def test_one_shot_action_sets(rig: Rig, ecmp_p4info: p4info_pb2.P4Info, ecmp_cfg
     bad = entry([1 << 48], [1])
     with pytest.raises(WriteError) as ei:
         c.write_one(U.MODIFY, bad)
-    assert _codes(ei.value) == [INVALID]
+    assert _codes(ei.value) == [RANGE]
     assert len(list(prof.members())) == 1
     c.write_one(U.DELETE, c.table_entry("MyIngress.ipv4_lpm",
                                         {"hdr.ipv4.dstAddr": (0x0A000200, 24)}))

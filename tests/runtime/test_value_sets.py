@@ -147,7 +147,7 @@ def test_errors(rig: Rig, kind: str) -> None:
         (U.MODIFY, INVALID, vs_entity(keys, [good + [lpm(3, 0x41, 2)]])),  # beyond prefix
         (U.MODIFY, INVALID, vs_entity(keys, [good + [lpm(3, 0x40, 9)]])),
         (U.MODIFY, INVALID, vs_entity(keys, [good + [exact(2, 1)]])),  # wrong kind
-        (U.MODIFY, INVALID, vs_entity(keys, [[exact(1, 0x100)]])),  # wider than 8 bits
+        (U.MODIFY, 11, vs_entity(keys, [[exact(1, 0x100)]])),  # wider than 8 bits: OUT_OF_RANGE
         (U.MODIFY, INVALID, vs_entity(keys, [good + [exact(9, 1)]])),  # unknown field
         (U.MODIFY, INVALID, vs_entity(keys, [good + good])),  # field twice
     ]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from emu.p4.frontend import ast as A
@@ -47,6 +48,18 @@ class StmtLowerer(LowererBase):
         self.stmt(b, ctx)
 
     def stmt(self, s: A.Stmt, ctx: Ctx) -> None:
+        lines = self.out.lines
+        mark = len(lines)
+        self._stmt(s, ctx)
+        pos = getattr(s, "pos", None)
+        # The P4 position on the statement's first generated line: an exception at
+        # packet time is reported at it (CompiledProgram.location_of).
+        if (pos is not None and not isinstance(s, A.Block) and lines is self.out.lines
+                and len(lines) > mark and "#" not in lines[mark]
+                and not lines[mark].rstrip().endswith("\\")):
+            lines[mark] = f"{lines[mark]}  # @{os.path.basename(pos.file)}:{pos.line}"
+
+    def _stmt(self, s: A.Stmt, ctx: Ctx) -> None:
         o = self.out
         if isinstance(s, A.Block):
             self.block(s, ctx)

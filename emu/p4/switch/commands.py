@@ -58,6 +58,10 @@ def register(sub: Any) -> None:
                         "core of its own; 0 when many switches share the CPUs)")
     p.add_argument("--no-pdeathsig", action="store_true",
                    help="keep running when the parent process exits")
+    p.add_argument("--parent-pid", type=int, default=None, metavar="PID",
+                   help="stop when process PID (the launcher) is not the parent any more "
+                        "(default: the parent at start); exact even when the launcher "
+                        "exits before the daemon has started")
     p.set_defaults(func=cmd_switch)
 
 
@@ -103,6 +107,7 @@ def options_from_args(args: argparse.Namespace) -> SwitchOptions:
         ready_file=args.ready_file, ready_fd=args.ready_fd, port_netns=args.port_netns,
         allow_python=args.allow_python_pipelines, priority_queues=args.priority_queues,
         default_port=default, ports=ports, pdeathsig=not args.no_pdeathsig,
+        parent_pid=args.parent_pid,
         timer_spin_ns=int(max(0.0, args.timer_spin_us) * 1000))
 
 

@@ -10,8 +10,12 @@ the pipeline pushed over P4Runtime (or a PROG.p4 compiled at start). On top:
 - SIGTERM / SIGINT stop the loop; the daemon closes ports, flushes pcaps and
   removes its sockets. PR_SET_PDEATHSIG makes the kernel signal it when the
   parent dies (plus a 1 s getppid() poll), so a killed run leaves no orphan.
-- Interfaces that disappear (ENETDOWN / ENODEV) mark their port down without a
-  traceback; the switch keeps serving the others.
+- Interfaces that go down or disappear (ENETDOWN / ENODEV) mark their port
+  down without a traceback; the switch keeps serving the others, and the port
+  resumes when an interface of its name is up again (AfPacketPort); both
+  transitions are logged. A frame the kernel refuses (EMSGSIZE beyond the MTU,
+  ...) is a tx drop of that port, logged once per kind; as a PacketOut it is
+  answered with a StreamError.
 - Link emulation lives in the traffic manager of the loaded pipeline (rates,
   depths) plus a per-port link delay applied here, because the kernel here has
   no netem. Settings persist across pipeline changes.
@@ -40,12 +44,10 @@ from emu.runtime.device import Dataplane, LocalDevice
 from emu.runtime.server import P4RuntimeServer
 
 from .clock import PreciseClock
+from .early import PDEATH_SIGNAL, PR_SET_PDEATHSIG
 from .pcap import PcapWriter, pcap_paths
 
 log = logging.getLogger("emu.p4.switch")
-
-PR_SET_PDEATHSIG = 1
-
 
 def set_pdeathsig(sig: int) -> None:
     """Ask the kernel to send `sig` when the parent process exits (Linux prctl)."""
@@ -82,6 +84,7 @@ class SwitchOptions:
     default_port: PortSettings = field(default_factory=PortSettings)
     ports: dict[int, PortSettings] = field(default_factory=dict)
     pdeathsig: bool = True
+    parent_pid: int | None = None  # the launcher (default: the parent seen at start)
     # PreciseClock's busy-wait before a timer: exact pacing on a dedicated core, but CPU
     # taken from every other process when many switches share the cores.
     timer_spin_ns: int = 100_000
@@ -97,6 +100,8 @@ class SwitchDaemon:
         self._senders: dict[int, Any] = {}
         self.no_pipeline_drops: dict[int, int] = {}
         self.no_port_drops: dict[int, int] = {}
+        self.pipeline_errors: dict[int, int] = {}
+        self._errors_logged: set[str] = set()
         self.device = LocalDevice(opts.device_id, self.clock, cpu_port=opts.cpu_port,
                                   output=self._output, allow_python=opts.allow_python,
                                   on_commit=self._apply_settings,
@@ -104,7 +109,6 @@ class SwitchDaemon:
         self.server = P4RuntimeServer(self.device)
         self.admin: AdminServer | None = None
         self.grpc_port = 0
-        self._down_logged: set[int] = set()
         self._stop_requested = False
 
     # ------------------------------------------------------------------ start / stop
@@ -124,6 +128,7 @@ class SwitchDaemon:
                 self.ports[num] = port
         for num, port in self.ports.items():
             port.set_receiver(self._receiver(num))
+            port.on_state = self._port_state(num, port)
         for num in o.interfaces:
             self.delay_ns[num] = int(self._settings(num).delay_us * 1000)
         if o.program:
@@ -238,17 +243,31 @@ class SwitchDaemon:
         drops = self.no_pipeline_drops
         run_due = self.clock.run_due
 
+        pipeline_error = self._pipeline_error
+
         def receive(frame: bytes) -> None:
             if pin is not None:
                 pin.write(frame)
             dp = device.dataplane
             if dp is not None:
-                dp.inject(num, frame)
+                try:
+                    dp.inject(num, frame)
+                except Exception as exc:  # a pipeline without its own guard (Python ones)
+                    pipeline_error(num, exc)
                 run_due()  # egress for what the traffic manager can send right away
             else:
                 drops[num] = drops.get(num, 0) + 1
 
         return receive
+
+    def _pipeline_error(self, num: int, exc: Exception) -> None:
+        """The pipeline raised on a frame from port `num`: drop it, count it, log once."""
+        self.pipeline_errors[num] = self.pipeline_errors.get(num, 0) + 1
+        kind = type(exc).__name__
+        if kind not in self._errors_logged:
+            self._errors_logged.add(kind)
+            log.error("pipeline error on a frame from port %d: %s: %s; dropped (further "
+                      "ones are only counted)", num, kind, exc)
 
     def _output(self, num: int, frame: bytes) -> None:
         send = self._senders.get(num)
@@ -268,12 +287,13 @@ class SwitchDaemon:
         delay = self.delay_ns.get(num, 0)
         call_later = self.clock.call_later
 
+        send_failed = self.device.send_failed
+
         def send_now(frame: bytes) -> None:
             if pout is not None:
                 pout.write(frame)
-            if not psend(frame) and port.down and num not in self._down_logged:
-                self._down_logged.add(num)
-                log.warning("port %d (%s) is down; its frames are dropped", num, port.iface)
+            if not psend(frame):
+                send_failed(num, port.last_failure)
 
         if not delay:
             fn: Any = send_now
@@ -282,6 +302,15 @@ class SwitchDaemon:
                 call_later(delay, lambda: send_now(frame))
         self._senders[num] = fn
         return fn
+
+    def _port_state(self, num: int, port: AfPacketPort) -> Any:
+        def changed(up: bool, why: str) -> None:
+            if up:
+                log.warning("port %d (%s) is up (%s): forwarding resumes", num, port.iface, why)
+            else:
+                log.warning("port %d (%s) is down (%s): its frames are dropped until it "
+                            "comes back", num, port.iface, why)
+        return changed
 
     # ------------------------------------------------------------------ settings
 
@@ -394,6 +423,9 @@ class SwitchDaemon:
                 out.setdefault(str(port), {})["no_pipeline"] = n
             for port, n in self.no_port_drops.items():
                 out.setdefault(str(port), {})["no_such_port"] = n
+            for port, n in self.pipeline_errors.items():
+                d = out.setdefault(str(port), {})
+                d["pipeline_error"] = d.get("pipeline_error", 0) + n
             for num, p in self.ports.items():
                 k = p.kernel_drops()
                 if k:
@@ -465,11 +497,10 @@ def _settle_gc() -> None:
 
 
 
-# The kernel sends PDEATH_SIGNAL when the *thread* that forked us exits, which can
-# happen while the parent process lives on (a multi-threaded launcher); so it is not
-# SIGTERM, and its handler checks that the parent process is really gone. A 1 s poll
-# of getppid() covers that launcher case once its process does exit.
-PDEATH_SIGNAL = signal.SIGUSR2
+# The kernel sends PDEATH_SIGNAL (early.py) when the *thread* that forked us exits,
+# which can happen while the parent process lives on (a multi-threaded launcher); so it
+# is not SIGTERM, and its handler checks that the parent process is really gone. A 1 s
+# poll of getppid() covers that launcher case once its process does exit.
 
 
 @contextlib.contextmanager
@@ -504,11 +535,15 @@ def setup_logging(console: bool, log_file: str | None, level: str) -> None:
 
 
 def run_switch(opts: SwitchOptions) -> int:
-    parent = os.getppid()
+    from . import early
+
+    # The parent as first seen (`python -m emu.p4 switch` reads it before its imports).
+    parent = opts.parent_pid or early.launcher_pid or os.getppid()
     watch: int | None = None
     if opts.pdeathsig:
         set_pdeathsig(PDEATH_SIGNAL)
         if os.getppid() != parent:  # the parent died before prctl took effect
+            log.warning("parent process %d is gone; not starting", parent)
             return 1
         watch = parent
     daemon = SwitchDaemon(opts)

@@ -44,6 +44,24 @@ class CompiledProgram:
     def errors(self) -> list[str]:
         return self.info.errors
 
+    def location_of(self, exc: BaseException) -> str | None:
+        """The P4 source position (file:line) of the statement whose generated code
+        raised `exc`: the codegen marks each statement's first line with `# @file:line`."""
+        lineno = None
+        tb = exc.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename.startswith("<p4:"):
+                lineno = tb.tb_lineno
+            tb = tb.tb_next
+        if lineno is None:
+            return None
+        lines = self.source.splitlines()
+        for i in range(min(lineno, len(lines)) - 1, -1, -1):
+            mark = lines[i].rfind("  # @")
+            if mark >= 0:
+                return lines[i][mark + 5:]
+        return None
+
     def to_bytes(self) -> bytes:
         doc = {"format": "emu-p4-compiled", "version": FORMAT_VERSION, "name": self.name,
                "source": self.source, "info": asdict(self.info)}

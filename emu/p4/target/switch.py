@@ -52,6 +52,7 @@ from .program import CompiledProgram
 
 log = logging.getLogger("emu.p4.switch")
 p4log = logging.getLogger("emu.p4.log_msg")
+PIPELINE_ERROR = "pipeline_error"  # drop reason: an exception escaped the pipeline
 
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 4, 5, 6
 MAX_RESUBMIT_DEPTH = 16  # guards against programs that resubmit/recirculate forever
@@ -161,6 +162,8 @@ class V1ModelSwitch:
         self.value_sets: dict[str, runtime.ValueSet] = {}
         self.digests: list[Digest] = []
         self.assert_failures = 0
+        self.pipeline_errors = 0  # packets dropped by an exception in the pipeline
+        self._errors_logged: set[tuple[str, str | None]] = set()
         self.output_handlers: list[Callable[[OutputPacket], None]] = []
         # Consumers that need only (port, frame): no OutputPacket is built for them.
         self.frame_handlers: list[Callable[[int, bytes], None]] = []
@@ -278,26 +281,29 @@ class V1ModelSwitch:
     def receive(self, port: int, data: bytes) -> None:
         """A frame arrives on `port`: run ingress now (egress runs when dequeued)."""
         # Fast path of _ingress_packet for normal packets (the generated run_ingress).
-        if type(data) is not bytes:
-            data = bytes(data)
-        ps = PacketState(data)
         try:
-            sm = self._run_ingress(ps, data, port, self._now_ns() // 1000)
-        except runtime.AssertFailed as e:
-            self._assert_failed(e)
-            return
-        if ps.clone is not None or ps.digests or ps.resubmit is not None:
-            if self._end_of_ingress_special(ps, port, data, ps.hdr, ps.meta, sm, 0):
+            if type(data) is not bytes:
+                data = bytes(data)
+            ps = PacketState(data)
+            try:
+                sm = self._run_ingress(ps, data, port, self._now_ns() // 1000)
+            except runtime.AssertFailed as e:
+                self._assert_failed(e)
                 return
-        mgid = sm.mcast_grp
-        if mgid:
-            self._multicast(mgid, ps, ps.hdr, ps.meta, sm)
-            return
-        spec = sm.egress_spec
-        if spec == self.drop_port:
-            self.drops.count(port, DropReason.PIPELINE_DROP)
-            return
-        self.tm.enqueue(spec, ps, ps.length, sm.priority)
+            if ps.clone is not None or ps.digests or ps.resubmit is not None:
+                if self._end_of_ingress_special(ps, port, data, ps.hdr, ps.meta, sm, 0):
+                    return
+            mgid = sm.mcast_grp
+            if mgid:
+                self._multicast(mgid, ps, ps.hdr, ps.meta, sm)
+                return
+            spec = sm.egress_spec
+            if spec == self.drop_port:
+                self.drops.count(port, DropReason.PIPELINE_DROP)
+                return
+            self.tm.enqueue(spec, ps, ps.length, sm.priority)
+        except Exception as exc:  # a bug or an unexecutable construct: drop, count
+            self._packet_error(port, exc)
 
     def _restore(self, meta: Any, sm: Any, saved: dict[str, Any] | None) -> None:
         if not saved:
@@ -336,48 +342,51 @@ class V1ModelSwitch:
     def _ingress_packet(self, port: int, data: bytes, instance_type: int,
                         saved: dict[str, Any] | None, depth: int) -> None:
         # The hot path: keep attribute lookups and calls to a minimum.
-        ps = PacketState(data)
-        sm = self._new_sm()
-        ps.sm = sm
-        sm.ingress_port = port
-        if instance_type:
-            sm.instance_type = instance_type
-            ps.depth = depth
-        sm.packet_length = ps.length
-        sm.ingress_global_timestamp = self.clock.now_ns() // 1000
-        ps.meta = meta = self._new_meta()
-        if saved:
-            self._restore(meta, sm, saved)
-        hdr = self._new_hdr()
-        ps.hdr = hdr
-        pk = runtime.Pkt(data)
         try:
+            ps = PacketState(data)
+            sm = self._new_sm()
+            ps.sm = sm
+            sm.ingress_port = port
+            if instance_type:
+                sm.instance_type = instance_type
+                ps.depth = depth
+            sm.packet_length = ps.length
+            sm.ingress_global_timestamp = self.clock.now_ns() // 1000
+            ps.meta = meta = self._new_meta()
+            if saved:
+                self._restore(meta, sm, saved)
+            hdr = self._new_hdr()
+            ps.hdr = hdr
+            pk = runtime.Pkt(data)
             try:
-                self._parse(pk, hdr, meta, sm, ps)
-            except runtime.ParserError as e:
-                if e.code is not None:
-                    sm.parser_error = e.code
-            o = pk.o
-            ps.payload = data[o:] if o else data
-            ps.base_len = o if self._static_length else self._hdr_len(hdr)
-            self._verify(hdr, meta, ps)
-            self._ingress(hdr, meta, sm, ps)
-        except runtime.AssertFailed as e:
-            self._assert_failed(e)
-            return
-        # End of ingress: clone, digest, resubmit, then multicast / drop / unicast.
-        if ps.clone is not None or ps.digests or ps.resubmit is not None:
-            if self._end_of_ingress_special(ps, port, data, hdr, meta, sm, depth):
+                try:
+                    self._parse(pk, hdr, meta, sm, ps)
+                except runtime.ParserError as e:
+                    if e.code is not None:
+                        sm.parser_error = e.code
+                o = pk.o
+                ps.payload = data[o:] if o else data
+                ps.base_len = o if self._static_length else self._hdr_len(hdr)
+                self._verify(hdr, meta, ps)
+                self._ingress(hdr, meta, sm, ps)
+            except runtime.AssertFailed as e:
+                self._assert_failed(e)
                 return
-        mgid = sm.mcast_grp
-        if mgid:
-            self._multicast(mgid, ps, hdr, meta, sm)
-            return
-        spec = sm.egress_spec
-        if spec == self.drop_port:
-            self.drops.count(port, DropReason.PIPELINE_DROP)
-            return
-        self.tm.enqueue(spec, ps, ps.length, sm.priority)
+            # End of ingress: clone, digest, resubmit, then multicast / drop / unicast.
+            if ps.clone is not None or ps.digests or ps.resubmit is not None:
+                if self._end_of_ingress_special(ps, port, data, hdr, meta, sm, depth):
+                    return
+            mgid = sm.mcast_grp
+            if mgid:
+                self._multicast(mgid, ps, hdr, meta, sm)
+                return
+            spec = sm.egress_spec
+            if spec == self.drop_port:
+                self.drops.count(port, DropReason.PIPELINE_DROP)
+                return
+            self.tm.enqueue(spec, ps, ps.length, sm.priority)
+        except Exception as exc:  # a bug or an unexecutable construct: drop, count
+            self._packet_error(port, exc)
 
     def _end_of_ingress_special(self, ps: PacketState, port: int, data: bytes, hdr: Any,
                                 meta: Any, sm: Any, depth: int) -> bool:
@@ -447,19 +456,22 @@ class V1ModelSwitch:
             cps.trunc = sess.packet_length_bytes
 
     def _on_dequeue(self, port: int, ps: Any, info: DequeueInfo) -> None:
-        if ps.depth or ps.trunc:
-            self._on_dequeue_full(port, ps, info)
-            return
         try:
-            # The dequeue time in us, as the traffic manager read its clock.
-            data = self._run_egress(ps, port, info, info.enq_timestamp + info.deq_timedelta)
-        except runtime.AssertFailed as e:
-            self._assert_failed(e)
-            return
-        if data is None or ps.recirc is not None:
-            self._after_egress_special(port, ps, data)
-            return
-        self._output(port, data, ps.sm)
+            if ps.depth or ps.trunc:
+                self._on_dequeue_full(port, ps, info)
+                return
+            try:
+                # The dequeue time in us, as the traffic manager read its clock.
+                data = self._run_egress(ps, port, info, info.enq_timestamp + info.deq_timedelta)
+            except runtime.AssertFailed as e:
+                self._assert_failed(e)
+                return
+            if data is None or ps.recirc is not None:
+                self._after_egress_special(port, ps, data)
+                return
+            self._output(port, data, ps.sm)
+        except Exception as exc:  # a bug or an unexecutable construct: drop, count
+            self._packet_error(port, exc)
 
     def _after_egress_special(self, port: int, ps: Any, data: bytes | None) -> None:
         """After egress: E2E clone, drop, checksum + deparse (when `data` is None),
@@ -542,6 +554,21 @@ class V1ModelSwitch:
             pkt = OutputPacket(port, data, sm.instance_type, self._now_ns())
             for h in self.output_handlers:
                 h(pkt)
+
+    def _packet_error(self, port: int, exc: Exception) -> None:
+        """An exception escaped the pipeline while it processed a packet: the packet is
+        dropped and counted (reason "pipeline_error"), the first error of each kind and
+        P4 location logged, and the switch goes on."""
+        self.drops.count(port, PIPELINE_ERROR)
+        self.pipeline_errors += 1
+        where = self.program.location_of(exc)
+        key = (type(exc).__name__, where)
+        if key in self._errors_logged:
+            return
+        self._errors_logged.add(key)
+        log.error("pipeline error at %s: %s: %s; packet dropped (further such errors are "
+                  "only counted: drops reason %r)", where or "an unknown location",
+                  type(exc).__name__, exc, PIPELINE_ERROR)
 
     def _assert_failed(self, e: Exception) -> None:
         self.assert_failures += 1
