@@ -7,9 +7,11 @@ production reports); selective repeat resends only holes once `sr_dupthresh` hig
 PSNs were selectively acknowledged, so reordering shallower than that threshold costs
 no retransmission.
 
-Scenario: 2 leaves x 4 spines at 100 Gb/s, one of leaf1's four uplinks at half rate;
-one 4 MB flow h1 -> h3 sprayed per packet (fabric.p4 `spray`), no congestion control,
-queues deep enough that nothing is dropped: every retransmission is spurious.
+Scenario: 2 leaves x 4 spines at 100 Gb/s, one of leaf1's four uplinks at half rate
+over a longer cable (1.5 us against 1 us); one 4 MB flow h1 -> h3 sprayed per packet
+(fabric.p4 `spray`), no congestion control, queues deep enough that nothing is dropped:
+every retransmission is spurious. Every fourth packet takes the slow path and arrives
+a few packets late.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ pytestmark = pytest.mark.timeout(600)
 
 ASYM = """
 name: asym4
-description: 2 leaves x 4 spines, one of leaf1's uplinks at half rate
+description: 2 leaves x 4 spines, one of leaf1's uplinks slower and longer
 defaults: {rate: 100Gbps, delay: 1us, queue_depth_pkts: 512, mtu: 9000}
 switches:
   - {name: leaf1, role: leaf}
@@ -44,7 +46,7 @@ links:
   - {a: leaf1, b: spine1}
   - {a: leaf1, b: spine2}
   - {a: leaf1, b: spine3}
-  - {a: leaf1, b: spine4, rate: 50Gbps}
+  - {a: leaf1, b: spine4, rate: 50Gbps, delay: 1500ns}
   - {a: leaf2, b: spine1}
   - {a: leaf2, b: spine2}
   - {a: leaf2, b: spine3}
