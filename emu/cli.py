@@ -23,6 +23,7 @@ COMMAND_GROUPS: list[tuple[str, str]] = [
     ("topo", "emu.topo.commands:register"),
     ("run", "emu.experiments.commands:register"),
     ("calibrate", "emu.experiments.calibrate:register"),
+    ("incast", "emu.experiments.incast:register"),
     ("crosscheck", "emu.targets.crosscheck:register"),
 ]
 

@@ -277,3 +277,58 @@ def plot_incast(records: dict[str, IncastRecord], path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def summarise(rec: IncastRecord) -> dict[str, float]:
+    """The validation figures of one run: steady-state mean rates, utilisation, Jain
+    fairness, the queue's p90 in the steady state, drops and CNPs."""
+    ws = steady_windows(rec)
+    flows = sorted(rec.window_bytes)
+    means = [sum(rec.rates_bps(i)[w] for w in ws) / max(1, len(ws)) for i in flows]
+    t0 = min(rec.start_ns.values())
+    lo, hi = ws.start * rec.window_ns, ws.stop * rec.window_ns
+    qs = sorted(q for k, q in enumerate(rec.queue_pkts, start=1)
+                if lo <= k * rec.spec.sample_ns - t0 < hi) or [0]
+    return {"min_rate_gbps": min(means) / 1e9, "max_rate_gbps": max(means) / 1e9,
+            "fair_gbps": rec.fair_share_bps / 1e9,
+            "utilisation": sum(means) / rec.spec.link_rate_bps, "jain": jain(means),
+            "queue_p90_pkts": qs[int(0.9 * (len(qs) - 1))], "kmax_pkts": rec.kmax_pkts,
+            "drops": rec.drops, "cnps": rec.cnps, "completion_ms": rec.completion_ns / 1e6}
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "incast", help="N:1 incast per DCQCN profile in virtual time: figures and a plot",
+        description="Runs the congestion-control validation scenario (N senders, one "
+                    "receiver, one leaf; each profile with its source's marking and buffer) "
+                    "in virtual time, prints each profile's steady-state figures and writes "
+                    "a plot of rates over time and the bottleneck queue.")
+    p.add_argument("--senders", type=int, default=8, help="N (default %(default)s)")
+    p.add_argument("--rate", default="25Gbps", help="modelled link rate (default %(default)s)")
+    p.add_argument("--ms", type=float, default=80.0,
+                   help="each flow carries this many ms of its fair share (default %(default)s)")
+    p.add_argument("--mtu", type=int, default=4096, help="RoCE MTU (default %(default)s)")
+    p.add_argument("--profiles", default="hpcc,nvidia,paper",
+                   help="comma-separated DCQCN profiles (default %(default)s)")
+    p.add_argument("--plot", default="incast.png", help="PNG to write (default %(default)s)")
+    p.set_defaults(func=_cmd_incast)
+
+
+def _cmd_incast(args: Any) -> int:
+    from emu.topo import parse_rate
+
+    rate = parse_rate(args.rate)
+    recs: dict[str, IncastRecord] = {}
+    for name in args.profiles.split(","):
+        size = int(rate / args.senders * args.ms / 1e3 / 8)
+        rec = run_incast(IncastSpec(senders=args.senders, flow_bytes=size, profile=name,
+                                    link_rate_bps=rate, mtu_bytes=args.mtu))
+        recs[name] = rec
+        f = summarise(rec)
+        print(f"{name:7s} rates {f['min_rate_gbps']:.2f}-{f['max_rate_gbps']:.2f} Gb/s "
+              f"(fair {f['fair_gbps']:.3f})  utilisation {f['utilisation']:.1%}  "
+              f"Jain {f['jain']:.3f}  queue p90 {f['queue_p90_pkts']} pkts "
+              f"(Kmax {f['kmax_pkts']})  drops {f['drops']}  CNPs {f['cnps']}  "
+              f"completion {f['completion_ms']:.1f} ms")
+    print(f"plot: {plot_incast(recs, Path(args.plot))}")
+    return 0
