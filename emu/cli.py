@@ -10,12 +10,11 @@ dependencies inside handlers) since every group is registered on each invocation
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from emu import __version__
+from emu.core.cmdline import register_groups
 from emu.topo.errors import TopologyError
 
 COMMAND_GROUPS: list[tuple[str, str]] = [
@@ -26,13 +25,6 @@ COMMAND_GROUPS: list[tuple[str, str]] = [
     ("incast", "emu.experiments.incast:register"),
     ("crosscheck", "emu.targets.crosscheck:register"),
 ]
-
-
-def register_groups(sub: Any, groups: Sequence[tuple[str, str]]) -> None:
-    """Call each "module:function" registrar with the subparsers object (lazy imports)."""
-    for _name, target in groups:
-        module, _, func = target.partition(":")
-        getattr(importlib.import_module(module), func)(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from emu.cli import register_groups
+from emu.core.cmdline import register_groups
 from emu.p4.frontend.diagnostics import P4Error
 
 COMMANDS: list[tuple[str, str]] = [
