@@ -89,6 +89,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="DCQCN parameter profile (default hpcc)")
     f.add_argument("--window", type=int, default=32, metavar="PKTS",
                    help="outstanding packets per QP (and the sr reorder window)")
+    f.add_argument("--no-link-delay", action="store_true",
+                   help="every link's delay 0 (a target that cannot emulate delays here, "
+                        "e.g. BMv2 without netem)")
     f.add_argument("--fail-link", type=_link, default=None, metavar="A:B",
                    help="fail the A-B link during the workload (the controller reroutes)")
     f.add_argument("--fail-after", type=float, default=1.0, metavar="S")
@@ -135,7 +138,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                      pcap=args.pcap, cli=args.cli, progress=not args.no_progress,
                      sample_interval_s=args.sample_interval,
                      virtual=args.virtual, results_root=Path(args.results),
-                     fail_link=args.fail_link, fail_after_s=args.fail_after)
+                     fail_link=args.fail_link, fail_after_s=args.fail_after,
+                     link_delay=not args.no_link_delay)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ from typing import Any
 from emu.topo import Fabric, Role, load_topology
 
 from .agent_configs import AgentSettings, agent_configs
-from .config import RunConfig, with_link_rate
+from .config import RunConfig, with_link_rate, without_link_delay
 from .workloads import Workload, build_workload
 
 
@@ -68,6 +68,8 @@ def plan_run(cfg: RunConfig, fabric: Fabric | None = None) -> RunPlan:
     if fabric is None:
         fabric = with_link_rate(cfg.topo, cfg.rate_bps) if cfg.rate_bps else \
             load_topology(cfg.topo)
+    if not cfg.link_delay:
+        fabric = without_link_delay(fabric)
     workload = build_workload(cfg.workload, {h.name: h.switch for h in fabric.hosts})
     agents = agent_configs(fabric, workload, agent_settings(cfg), seed=cfg.workload.seed)
     return RunPlan(cfg, fabric, workload, agents)

@@ -247,6 +247,10 @@ class SwitchTarget(ABC):
     def unavailable_message(self, missing: list[str]) -> str:
         return f"target {self.name}: missing {', '.join(missing)}"
 
+    def link_delay_problem(self) -> str | None:
+        """None if this target can emulate link delays here, else why not (one line)."""
+        return None if self.capabilities.link_delay else f"target {self.name} has no link delay"
+
     @abstractmethod
     def compile(self, p4_path: Path, build_dir: Path,
                 include_dirs: tuple[Path, ...] = ()) -> CompiledPipeline: ...

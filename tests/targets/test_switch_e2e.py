@@ -10,6 +10,7 @@ import select
 import shutil
 import socket
 import struct
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
@@ -147,11 +148,20 @@ def test_switch_forwards_reads_registers_and_stops(target, switches, veth_pair, 
         assert checksum(got[14:34]) == 0  # header checksum recomputed
         assert got[34:len(sent)] == sent[34:]
         assert p.read_register("Ing.rx_packets", 1) >= 1
-        if target.capabilities["link_delay"]:
+        if target.capabilities["link_delay"] and target.name == "embedded":
             p.set_queue(1, PortQueueConfig(rate_bps=10_000_000, depth_pkts=16, delay_ns=3000))
             cfg = p.port_config(1)  # type: ignore[attr-defined]
             assert cfg["rate_bps"] == 10_000_000 and cfg["depths_pkts"] == [16]
             assert cfg["delay_us"] == 3.0
+        elif target.capabilities["link_delay"]:  # BMv2 with netem: the delay is a qdisc
+            p.set_queue(1, PortQueueConfig(rate_bps=10_000_000, depth_pkts=16, delay_ns=3000))
+            qd = subprocess.run(["tc", "-n", p.spec.netns, "qdisc", "show", "dev",
+                                 p.spec.ports[1]], capture_output=True, text=True).stdout
+            assert "netem" in qd and "delay 3us" in qd
+            p.set_queue(1, PortQueueConfig(rate_bps=10_000_000, depth_pkts=16))
+            qd = subprocess.run(["tc", "-n", p.spec.netns, "qdisc", "show", "dev",
+                                 p.spec.ports[1]], capture_output=True, text=True).stdout
+            assert "netem" not in qd
         else:
             with pytest.raises(Unsupported):
                 p.set_queue(1, PortQueueConfig(delay_ns=3000))
@@ -170,7 +180,6 @@ def test_switch_forwards_reads_registers_and_stops(target, switches, veth_pair, 
 def test_embedded_daemon_dies_with_its_parent(tmp_path):
     """The process that started a switch is killed with SIGKILL: the switch goes too."""
     import signal
-    import subprocess
     import sys
     import textwrap
 
