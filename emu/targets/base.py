@@ -45,7 +45,7 @@ class Capabilities:
         per frame size); without it, rates become packets per second (BMv2's
         `set_queue_rate <pps>`) via a documented average frame size.
     packet_rate_queues: egress queue rates in packets per second.
-    link_delay: a per-port one-way link delay (no netem on our machines).
+    link_delay: a per-port one-way link delay (BMv2: netem, where the kernel has it).
     runtime_queue_config: queue rate/depth changeable while the switch runs.
     pcap: per-port pcap files (`--pcap DIR`).
     """

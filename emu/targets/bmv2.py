@@ -1,8 +1,8 @@
 """The BMv2 target: p4c + one `simple_switch_grpc` process per switch.
 
 Built from the documented interfaces of p4c, simple_switch_grpc and
-simple_switch_CLI (neither can be installed on our Debian machines: this runs in
-the VM, see vagrant/README.md). What BMv2 lacks compared with the embedded
+simple_switch_CLI, which Debian does not package: it runs where a p4c/BMv2 build
+is on PATH (as in CI) or in the VM (vagrant/README.md). What BMv2 lacks compared with the embedded
 target is declared in `Bmv2Target.capabilities` and refused with `Unsupported`,
 never silently approximated:
 
@@ -57,8 +57,9 @@ P4C = "p4c"
 SWITCH = "simple_switch_grpc"
 CLI = "simple_switch_CLI"
 
-VM_HINT = ("run inside the VM (make vm && make vm-run TOPO=clos4 TARGET=bmv2) or install "
-           "p4lang-p4c and p4lang-bmv2 from the home:p4lang repository")
+VM_HINT = ("run inside the VM (make vm && make vm-run TOPO=clos4 TARGET=bmv2), install "
+           "p4lang-p4c and p4lang-bmv2 from the home:p4lang repository, or put a p4c/BMv2 "
+           "build on PATH")
 
 # Eth 14 + IPv4 20 + UDP 8 + BTH 12 + 1024-byte payload + ICRC 4 (see the module doc).
 DEFAULT_AVG_FRAME_BYTES = 1082
@@ -176,6 +177,9 @@ def queue_cli_commands(port: int | None, config: PortQueueConfig,
     pps = 0 if config.rate_bps is None else pps_from_bps(config.rate_bps, avg_frame_bytes)
     return [f"set_queue_rate {pps}{suffix}", f"set_queue_depth {config.depth_pkts}{suffix}"]
 
+
+# gRPC's start-up error when the server address is taken.
+_GRPC_BIND_FAILED = "Address already in use"
 
 # Piped input: every answer follows a "RuntimeCmd: " prompt on the same line.
 _CLI_ERROR = re.compile(r"\b(Error|Invalid|Exception|Traceback|Could not connect)\b")
@@ -333,6 +337,10 @@ class Bmv2Process(proc.SpawnedSwitch, SwitchProcess):
         while True:
             if not self.alive():
                 raise self._died("exited during start-up")
+            if _GRPC_BIND_FAILED in self._output():
+                # simple_switch_grpc keeps running without its server: say why now.
+                raise RuntimeError(f"bmv2 switch {spec.name}: address already in use "
+                                   f"(gRPC {spec.grpc_addr}, Thrift {self.thrift_port})")
             missing = [i for i in spec.ports.values() if not proc.iface_exists(i, spec.netns)]
             if missing:
                 last = f"interfaces {', '.join(missing)} do not exist"
@@ -349,6 +357,17 @@ class Bmv2Process(proc.SpawnedSwitch, SwitchProcess):
             time.sleep(0.1)
         # Initial queue settings: BMv2 takes them only at run time, over Thrift.
         self.apply_queues()
+
+    def _output(self) -> str:
+        """What the switch printed so far (start-up messages)."""
+        try:
+            if self.spec.log_path is not None:
+                path = str(self.spec.log_path).removesuffix(".txt") + ".stdout"
+                with open(path, "rb") as f:
+                    return f.read(1 << 16).decode(errors="replace")
+            return os.pread(self.out.fileno(), 1 << 16, 0).decode(errors="replace")
+        except (OSError, ValueError):
+            return ""
 
     def apply_queues(self) -> None:
         """(Re)apply every port's current queue settings in one simple_switch_CLI call

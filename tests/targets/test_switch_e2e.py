@@ -24,6 +24,7 @@ from emu.targets.base import load_p4info
 
 from ..conftest import needs_root
 from .conftest import PORTFWD, pid_gone
+from .params import requires_bmv2
 
 P4SRC = Path(__file__).resolve().parents[2] / "p4src"
 ETH_P_ALL = 0x0003
@@ -220,3 +221,24 @@ def test_embedded_daemon_dies_with_its_parent(tmp_path):
             parent.wait()
         if child and not pid_gone(child):
             os.kill(child, signal.SIGKILL)
+
+
+@needs_root
+@requires_bmv2
+def test_bmv2_with_its_grpc_address_taken_fails_at_once(switches, tmp_path):
+    """simple_switch_grpc keeps running without a server when its address is taken:
+    readiness says so instead of waiting out its timeout on UNAVAILABLE."""
+    from emu.targets import get_target
+
+    target = get_target("bmv2")
+    pipe = target.compile(PORTFWD, tmp_path / "build")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        addr = f"127.0.0.1:{taken.getsockname()[1]}"
+        # Port on lo: no pipeline is pushed, so the switch forwards nothing.
+        p = switches(target, SwitchSpec("s1", 1, {1: "lo"}, addr), pipe)
+        t0 = time.monotonic()
+        with pytest.raises(RuntimeError, match="address already in use"):
+            p.wait_ready(60)
+        assert time.monotonic() - t0 < 30
