@@ -130,6 +130,7 @@ extern register<T, I> {
 #else
 extern register<T> {
     register(bit<32> size);
+    @noSideEffects
     void read(out T result, in bit<32> index);
     void write(in bit<32> index, in T value);
 }
