@@ -16,13 +16,14 @@ endif
 RECOVERY ?= gbn
 WORKLOAD ?= allreduce
 CLI      ?= 0
+LINK_DELAY ?= 1
 PYTEST_ARGS ?=
 
 .PHONY: setup run test lint bench stop clean help
 
 help:
 	@echo "make setup                 install Debian packages, .venv and Python dependencies"
-	@echo "make run TOPO=clos4        run the emulated fabric (LB= CC= RECOVERY= WORKLOAD= TARGET= CLI=1)"
+	@echo "make run TOPO=clos4        run the emulated fabric (LB= CC= RECOVERY= WORKLOAD= TARGET= CLI=1 LINK_DELAY=0)"
 	@echo "make test                  run the test suite (as root for namespace/Mininet tests)"
 	@echo "make lint                  ruff and mypy on emu/"
 	@echo "make bench                 print performance figures"
@@ -35,7 +36,8 @@ setup:
 
 run: setup
 	@$(PY) -m emu run $(TOPO) --lb $(LB) --cc $(CC) --recovery $(RECOVERY) \
-		--workload $(WORKLOAD) --target $(TARGET) $(if $(filter 1,$(CLI)),--cli,)
+		--workload $(WORKLOAD) --target $(TARGET) $(if $(filter 1,$(CLI)),--cli,) \
+		$(if $(filter 0,$(LINK_DELAY)),--no-link-delay,)
 
 test: setup
 	@$(PY) -m pytest $(PYTEST_ARGS)

@@ -8,7 +8,10 @@ Topology: namespaces h1 -- sw -- h2 joined by veths. The same run measures
   * the switch daemon (`python -m emu.p4 switch`) running ecmp_ecn.p4 (IPv4 LPM ->
     action selector with crc16 over the 5-tuple -> ECN marking at egress) with the
     Python reference data path, and with the compiled program when the compiler
-    can build it.
+    can build it;
+  * where p4c and BMv2 are on PATH, BMv2's simple_switch_grpc running the same
+    ecmp_ecn.p4 (compiled by p4c) with the same entries and frames, and the ratio
+    of the embedded daemon's rate to BMv2's.
 For each: forwarded pps under overload (sender in its own process at full speed,
 counted by h2's kernel; best and median of --repeat runs, and frames per CPU-second
 of the device, which holds when other work shares the machine), one-way latency at
@@ -365,6 +368,38 @@ def bench_switch(t: Topo, tmp: str, size: int, config: bytes,
             p.kill()
 
 
+def bench_bmv2(t: Topo, tmp: str, size: int) -> dict[str, float] | None:
+    """The same program, entries and frames through BMv2's simple_switch_grpc."""
+    from emu.targets import SwitchSpec
+    from emu.targets.bmv2 import Bmv2Target
+
+    name = "bmv2 simple_switch_grpc"
+    target = Bmv2Target()
+    missing = target.missing()
+    if missing:
+        print(f"{name:<28} not measured: {target.unavailable_message(missing)}")
+        return None
+    pipe = target.compile(P4, Path(tmp) / "bmv2-build")
+    spec = SwitchSpec("bench", 1, {1: t.s1, 2: t.s2}, f"unix:{tmp}/p4rt-bmv2.sock",
+                      netns=t.sw)
+    with target.start(spec, pipe) as p:
+        p.wait_ready(60)
+        pin(p.pid, "1")  # `ip netns exec` execs the switch: the same pid
+        with P4RuntimeClient(spec.grpc_addr, 1, (0, 1)) as c:
+            c.set_pipeline(pipe.load_p4info(), pipe.device_config())
+            prof = "MyIngress.ecmp_selector"
+            c.insert_member(prof, 1, "MyIngress.set_nhop", {"dmac": 0x020000000002, "port": 2})
+            c.insert_member(prof, 2, "MyIngress.set_nhop", {"dmac": 0x020000000012, "port": 2})
+            c.insert_group(prof, 1, [(1, 1), (2, 1)])
+            c.insert_entry("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": (0x0A000200, 24)},
+                           group_id=1)
+        res = measure(name, t, size, p.pid)
+        rss, hwm = rss_mb(p.pid)
+        res.update({"rss_mb": rss, "hwm_mb": hwm})
+        print(f"{'':<28} RSS {rss:.1f} MB (peak {hwm:.1f} MB)", flush=True)
+        return res
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", type=int, default=1024)
@@ -409,6 +444,7 @@ def main() -> int:
                 t, tmp, args.size,
                 make_source_config(P4.name, {P4.name: P4.read_text()}),
                 "switch (compiled ecmp_ecn.p4)")
+            results["bmv2"] = bench_bmv2(t, tmp, args.size)
     finally:
         t.close()
     floor = float(results["direct_lat_p50_us"])  # type: ignore[arg-type]
@@ -416,6 +452,13 @@ def main() -> int:
         r = results.get(key)
         if isinstance(r, dict):
             print(f"added latency at low load, {key}: {r['lat_low_p50_us'] - floor:.0f} us (p50)")
+    emb, bm = results.get("switch_compiled"), results.get("bmv2")
+    if isinstance(emb, dict) and isinstance(bm, dict) and bm["pps"]:
+        ratio = emb["pps"] / bm["pps"]
+        per_cpu = emb["pps_per_cpu_second"] / max(bm["pps_per_cpu_second"], 1e-9)
+        results["embedded_over_bmv2"] = ratio
+        print(f"embedded daemon vs BMv2, same program and frames: {emb['pps']:,.0f} vs "
+              f"{bm['pps']:,.0f} pps = {ratio:.1f}x ({per_cpu:.1f}x per CPU-second)")
     if args.json:
         print(json.dumps(results, default=float))
     return 0

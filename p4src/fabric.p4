@@ -7,6 +7,9 @@
  * The IPv4 checksum is recomputed after egress. The control-plane contract (tables,
  * actions, counters, registers) is listed in p4src/README.md.
  */
+/* Index-typed register<T, I> and counter<I>: v1model 20200408 or later (p4c
+ * defaults to 20180101). */
+#define V1MODEL_VERSION 20200408
 #include <core.p4>
 #include <v1model.p4>
 

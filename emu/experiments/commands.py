@@ -115,6 +115,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     f.add_argument("--window", type=int, default=None, metavar="PKTS",
                    help="outstanding packets per QP and the sr reorder window (default: "
                         "twice the QP's bandwidth-delay product, at least 32)")
+    f.add_argument("--no-link-delay", action="store_true",
+                   help="every link's delay 0 (a target that cannot emulate delays here, "
+                        "e.g. BMv2 without netem)")
     f.add_argument("--fail-link", type=_link, default=None, metavar="A:B",
                    help="fail the link between switches A and B during the workload (the "
                         "controller reroutes) (default: none)")
@@ -175,7 +178,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                      pcap=args.pcap, cli=args.cli, progress=not args.no_progress,
                      sample_interval_s=args.sample_interval,
                      virtual=args.virtual, results_root=Path(args.results),
-                     fail_link=args.fail_link, fail_after_s=args.fail_after)
+                     fail_link=args.fail_link, fail_after_s=args.fail_after,
+                     link_delay=not args.no_link_delay)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -87,6 +87,9 @@ class RunConfig:
     results_root: Path = Path("results")
     fail_link: tuple[str, str] | None = None  # fail this link mid-run (tests, experiments)
     fail_after_s: float = 1.0  # after the first bytes reach a host (virtual: run time)
+    # False: every link's delay is 0 (for a target that cannot emulate delays here,
+    # e.g. BMv2 on a kernel without netem); results then say so.
+    link_delay: bool = True
 
     def validate(self) -> None:
         def bad(what: str) -> RunConfigError:
@@ -142,3 +145,9 @@ def spray_gbn_warning(lb: str, recovery: str) -> str | None:
         return ("spray with go-back-N: every reorder triggers a resend of the whole window "
                 "(livelock-prone); use --recovery sr (RECOVERY=sr)")
     return None
+
+
+def without_link_delay(fabric: Any) -> Any:
+    """`fabric` with every link's delay set to 0 (emu run --no-link-delay)."""
+    return dataclasses.replace(fabric, links=tuple(dataclasses.replace(link, delay_ns=0)
+                                                   for link in fabric.links))

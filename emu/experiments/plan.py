@@ -12,7 +12,7 @@ from emu.core.units import Dilation
 from emu.topo import Fabric, Role, load_topology
 
 from .agent_configs import AgentSettings, agent_configs
-from .config import RunConfig
+from .config import RunConfig, without_link_delay
 from .workloads import Workload, build_workload
 
 
@@ -103,6 +103,8 @@ def plan_run(cfg: RunConfig, model: Fabric | None = None) -> RunPlan:
         model = load_topology(cfg.topo)
     dilation = cfg.dilation_for(model)
     fabric = model.on_wire(dilation)
+    if not cfg.link_delay:
+        fabric = without_link_delay(fabric)
     workload = build_workload(cfg.workload, {h.name: h.switch for h in fabric.hosts})
     agents = agent_configs(fabric, workload, agent_settings(cfg, dilation),
                            seed=cfg.workload.seed)

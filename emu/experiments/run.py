@@ -285,7 +285,10 @@ class Experiment:
         self.controller.link_up(a, b)
 
 
-def preflight(cfg: RunConfig) -> None:
+NO_DELAY_HINT = "run without link delay: make run ... LINK_DELAY=0 (emu run --no-link-delay)"
+
+
+def preflight(cfg: RunConfig, fabric: Any = None) -> None:
     """One-line errors before anything is created."""
     try:
         from emu.net import NetError, check_environment
@@ -302,6 +305,13 @@ def preflight(cfg: RunConfig) -> None:
     missing = target.missing()
     if missing:
         raise RunError(target.unavailable_message(missing))
+    delayed = [link for link in (fabric.links if fabric is not None else ()) if link.delay_ns]
+    if delayed:
+        problem = target.link_delay_problem()
+        if problem is not None:
+            link = max(delayed, key=lambda x: x.delay_ns)
+            raise RunError(f"emu run: {problem}; {fabric.name} has link delays (up to "
+                           f"{link.delay_ns / 1000:g} us, {link}); {NO_DELAY_HINT}")
 
 
 def compile_pipeline(target: Any, build_dir: Path) -> Any:
@@ -369,7 +379,7 @@ def run_experiment(cfg: RunConfig, *, console: Any = None, plan: RunPlan | None 
         from .virtual import run_virtual
 
         return run_virtual(plan, console=console)
-    preflight(cfg)
+    preflight(cfg, plan.fabric)
     run_dir = make_run_dir(Path(cfg.results_root), cfg.topo, cfg.lb, cfg.cc)
     from emu.net import NetError
 
@@ -379,7 +389,9 @@ def run_experiment(cfg: RunConfig, *, console: Any = None, plan: RunPlan | None 
         # Nothing ran: a folder holding only the compiler's output is noise.
         if {p.name for p in run_dir.iterdir()} <= {"build"}:
             shutil.rmtree(run_dir, ignore_errors=True)
-        if isinstance(exc, NetError):
+        from emu.targets import TargetUnavailable, Unsupported
+
+        if isinstance(exc, NetError | Unsupported | TargetUnavailable):
             msg = str(exc)
             raise RunError(msg if msg.startswith("emu") else f"emu run: {msg}") from exc
         raise

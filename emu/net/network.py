@@ -231,9 +231,12 @@ class EmuNet:
                 state.add_socket(addr.removeprefix("unix:"))
             else:
                 addr = f"127.0.0.1:{grpc_ports.take()}"
+            # BMv2's Thrift port from the same allocator: a port picked later by the
+            # kernel could be one reserved here for a switch not yet started.
+            thrift = grpc_ports.take() if self.target.name == "bmv2" else None
             node = net.addSwitch(
                 s.name, cls=sw_cls, model=s, target=self.target, pipeline=self.pipeline,
-                grpc_addr=addr, queues=queue_configs(s, delays[s.name], self.priority_queues),
+                grpc_addr=addr, thrift_port=thrift, queues=queue_configs(s, delays[s.name], self.priority_queues),
                 log_path=self.run_dir / "logs" / f"{s.name}.log", pcap_dir=pcap_dir,
                 ready_timeout_s=self.ready_timeout_s)
             self.switches[s.name] = node

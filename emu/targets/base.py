@@ -45,7 +45,7 @@ class Capabilities:
         per frame size); without it, rates become packets per second (BMv2's
         `set_queue_rate <pps>`) via a documented average frame size.
     packet_rate_queues: egress queue rates in packets per second.
-    link_delay: a per-port one-way link delay (no netem on our machines).
+    link_delay: a per-port one-way link delay (BMv2: netem, where the kernel has it).
     runtime_queue_config: queue rate/depth changeable while the switch runs.
     pcap: per-port pcap files (`--pcap DIR`).
     """
@@ -246,6 +246,10 @@ class SwitchTarget(ABC):
 
     def unavailable_message(self, missing: list[str]) -> str:
         return f"target {self.name}: missing {', '.join(missing)}"
+
+    def link_delay_problem(self) -> str | None:
+        """None if this target can emulate link delays here, else why not (one line)."""
+        return None if self.capabilities.link_delay else f"target {self.name} has no link delay"
 
     @abstractmethod
     def compile(self, p4_path: Path, build_dir: Path,

@@ -1,8 +1,8 @@
 """The BMv2 target: p4c + one `simple_switch_grpc` process per switch.
 
 Built from the documented interfaces of p4c, simple_switch_grpc and
-simple_switch_CLI (neither can be installed on our Debian machines: this runs in
-the VM, see vagrant/README.md). What BMv2 lacks compared with the embedded
+simple_switch_CLI, which Debian does not package: it runs where a p4c/BMv2 build
+is on PATH (as in CI) or in the VM (vagrant/README.md). What BMv2 lacks compared with the embedded
 target is declared in `Bmv2Target.capabilities` and refused with `Unsupported`,
 never silently approximated:
 
@@ -13,7 +13,13 @@ never silently approximated:
   Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + payload 1024 + ICRC 4 = 1082 bytes.
   Smaller frames (ACKs, CNPs) are therefore served faster in bytes than the link
   rate, bigger ones slower. Rate 0 means "no limit" to BMv2.
-- No link delay: a non-zero `delay_ns` raises Unsupported.
+- Link delay: simple_switch has none, so a port's `delay_ns` becomes a netem
+  qdisc on the port's interface (egress, after BMv2's own queue: rate and depth
+  stay in `set_queue_rate` / `set_queue_depth`, so `enq_qdepth`, ECN marking and
+  adaptive routing see the queue, as on the embedded target). The delay is the
+  wire delay the spec carries (already dilated by whoever built the spec). On a
+  kernel without netem (sch_netem), a non-zero `delay_ns` raises Unsupported
+  with one line saying so and how to run without delay.
 - Registers are not readable over P4Runtime (PI: UNIMPLEMENTED);
   `read_register` uses Thrift (`simple_switch_CLI register_read`).
 """
@@ -21,6 +27,7 @@ never silently approximated:
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import shutil
@@ -50,8 +57,9 @@ P4C = "p4c"
 SWITCH = "simple_switch_grpc"
 CLI = "simple_switch_CLI"
 
-VM_HINT = ("run inside the VM (make vm && make vm-run TOPO=clos4 TARGET=bmv2) or install "
-           "p4lang-p4c and p4lang-bmv2 from the home:p4lang repository")
+VM_HINT = ("run inside the VM (make vm && make vm-run TOPO=clos4 TARGET=bmv2), install "
+           "p4lang-p4c and p4lang-bmv2 from the home:p4lang repository, or put a p4c/BMv2 "
+           "build on PATH")
 
 # Eth 14 + IPv4 20 + UDP 8 + BTH 12 + 1024-byte payload + ICRC 4 (see the module doc).
 DEFAULT_AVG_FRAME_BYTES = 1082
@@ -61,10 +69,50 @@ CAPABILITIES = Capabilities(
     thrift_registers=True,  # simple_switch_CLI register_read
     bit_rate_queues=False,  # set_queue_rate is in packets per second
     packet_rate_queues=True,
-    link_delay=False,  # no per-port delay in simple_switch; no netem on our kernels
+    link_delay=False,  # True where the kernel has netem (Bmv2Target.capabilities)
     runtime_queue_config=True,  # simple_switch_CLI at run time
     pcap=True,
 )
+
+# netem holds the frames in flight on the link: enough for any emulated rate x delay.
+NETEM_LIMIT = 10_000
+NO_DELAY_HINT = ("run without link delay: make run ... LINK_DELAY=0 "
+                 "(emu run --no-link-delay)")
+
+
+@functools.cache
+def netem_problem() -> str | None:
+    """None if this kernel can add a netem qdisc, else why not (tried once, in a
+    throwaway namespace, so the kernel may load sch_netem on demand)."""
+    if os.geteuid() != 0:
+        return "netem needs root"
+    if shutil.which("tc") is None or shutil.which("ip") is None:
+        return "netem needs tc and ip (apt-get install iproute2)"
+    ns = f"emunetem-{os.getpid()}"
+    if subprocess.run(["ip", "netns", "add", ns], capture_output=True, check=False).returncode:
+        return "netem: cannot create a network namespace to try it"
+    try:
+        r = subprocess.run(["tc", "-n", ns, "qdisc", "add", "dev", "lo", "root", "netem",
+                            "delay", "1us"], capture_output=True, text=True, check=False)
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+    if r.returncode != 0:
+        return "this kernel has no netem qdisc (sch_netem; try modprobe sch_netem)"
+    return None
+
+
+def link_delay_unsupported(where: str, delay_ns: int, problem: str) -> Unsupported:
+    return Unsupported(f"target bmv2 emulates link delay with netem: {problem}; "
+                       f"{where} has {delay_ns / 1000:g} us; {NO_DELAY_HINT}")
+
+
+def netem_command(iface: str, delay_ns: int, netns: str | None = None) -> list[str]:
+    """tc command line that gives `iface` a one-way delay of `delay_ns` (0: none)."""
+    tc = ["tc", *(["-n", netns] if netns else []), "qdisc"]
+    if not delay_ns:
+        return [*tc, "del", "dev", iface, "root"]
+    return [*tc, "replace", "dev", iface, "root", "netem", "delay", f"{delay_ns / 1000:g}us",
+            "limit", str(NETEM_LIMIT)]
 
 
 def pps_from_bps(rate_bps: float, avg_frame_bytes: int = DEFAULT_AVG_FRAME_BYTES) -> int:
@@ -120,22 +168,18 @@ def priority_queues(spec: SwitchSpec) -> int:
 
 def queue_cli_commands(port: int | None, config: PortQueueConfig,
                        avg_frame_bytes: int = DEFAULT_AVG_FRAME_BYTES) -> list[str]:
-    """simple_switch_CLI lines for one port's queue (port None: every port).
-
-    Raises Unsupported for a link delay (BMv2 has none) and SpecError for bad values.
-    """
+    """simple_switch_CLI lines for one port's queue (port None: every port): rate and
+    depth. The delay is not BMv2's (see netem_command). SpecError for bad values."""
     problems = queue_problems(config)
     if problems:
         raise SpecError("; ".join(problems))
-    if config.delay_ns:
-        raise Unsupported(
-            f"target bmv2 has no link delay (asked {config.delay_ns} ns on port "
-            f"{'*' if port is None else port}); check capabilities['link_delay'] and "
-            "use delay 0 or the embedded target")
     suffix = "" if port is None else f" {port}"
     pps = 0 if config.rate_bps is None else pps_from_bps(config.rate_bps, avg_frame_bytes)
     return [f"set_queue_rate {pps}{suffix}", f"set_queue_depth {config.depth_pkts}{suffix}"]
 
+
+# gRPC's start-up error when the server address is taken.
+_GRPC_BIND_FAILED = "Address already in use"
 
 # Piped input: every answer follows a "RuntimeCmd: " prompt on the same line.
 _CLI_ERROR = re.compile(r"\b(Error|Invalid|Exception|Traceback|Could not connect)\b")
@@ -164,17 +208,30 @@ class Bmv2Target(SwitchTarget):
     name = "bmv2"
 
     def __init__(self, *, p4c: str = P4C, switch: str = SWITCH, cli: str = CLI,
-                 avg_frame_bytes: int = DEFAULT_AVG_FRAME_BYTES) -> None:
+                 avg_frame_bytes: int = DEFAULT_AVG_FRAME_BYTES,
+                 netem: bool | None = None) -> None:
+        """netem: whether link delays can use netem (None: try this kernel once)."""
         if avg_frame_bytes <= 0:
             raise ValueError("avg_frame_bytes must be positive")
         self.p4c = p4c
         self.switch = switch
         self.cli = cli
         self.avg_frame_bytes = avg_frame_bytes
+        self._netem = netem
+
+    def netem_problem(self) -> str | None:
+        """None if link delays can be emulated with netem here, else why not."""
+        if self._netem is None:
+            return netem_problem()
+        return None if self._netem else "this kernel has no netem qdisc (sch_netem)"
 
     @property
     def capabilities(self) -> Capabilities:
-        return CAPABILITIES
+        return replace(CAPABILITIES, link_delay=self.netem_problem() is None)
+
+    def link_delay_problem(self) -> str | None:
+        problem = self.netem_problem()
+        return None if problem is None else f"target bmv2 emulates link delay with netem: {problem}"
 
     def missing(self) -> list[str]:
         return [t for t in (self.p4c, self.switch, self.cli) if shutil.which(t) is None]
@@ -218,10 +275,13 @@ class Bmv2Target(SwitchTarget):
             raise SpecError(
                 f"switch {spec.name}: BMv2 runs inside namespace {spec.netns}, so a TCP gRPC "
                 f"address ({spec.grpc_addr}) would only be reachable there; give unix:PATH")
-        for num, q in spec.queues.items():
-            if q.delay_ns:
-                raise Unsupported(f"target bmv2 has no link delay (port {num}: "
-                                  f"{q.delay_ns} ns); capabilities['link_delay'] is False")
+        delayed = {num: q.delay_ns for num, q in spec.queues.items() if q.delay_ns}
+        if delayed:
+            problem = self.netem_problem()
+            if problem is not None:
+                num = min(delayed)
+                raise link_delay_unsupported(f"switch {spec.name} port {num}", delayed[num],
+                                             problem)
         if spec.thrift_port is None:
             spec = replace(spec, thrift_port=proc.free_tcp_port())
         return spec
@@ -277,6 +337,10 @@ class Bmv2Process(proc.SpawnedSwitch, SwitchProcess):
         while True:
             if not self.alive():
                 raise self._died("exited during start-up")
+            if _GRPC_BIND_FAILED in self._output():
+                # simple_switch_grpc keeps running without its server: say why now.
+                raise RuntimeError(f"bmv2 switch {spec.name}: address already in use "
+                                   f"(gRPC {spec.grpc_addr}, Thrift {self.thrift_port})")
             missing = [i for i in spec.ports.values() if not proc.iface_exists(i, spec.netns)]
             if missing:
                 last = f"interfaces {', '.join(missing)} do not exist"
@@ -294,6 +358,17 @@ class Bmv2Process(proc.SpawnedSwitch, SwitchProcess):
         # Initial queue settings: BMv2 takes them only at run time, over Thrift.
         self.apply_queues()
 
+    def _output(self) -> str:
+        """What the switch printed so far (start-up messages)."""
+        try:
+            if self.spec.log_path is not None:
+                path = str(self.spec.log_path).removesuffix(".txt") + ".stdout"
+                with open(path, "rb") as f:
+                    return f.read(1 << 16).decode(errors="replace")
+            return os.pread(self.out.fileno(), 1 << 16, 0).decode(errors="replace")
+        except (OSError, ValueError):
+            return ""
+
     def apply_queues(self) -> None:
         """(Re)apply every port's current queue settings in one simple_switch_CLI call
         (the spec's, updated by set_queue). wait_ready calls it; call it again after a
@@ -303,6 +378,21 @@ class Bmv2Process(proc.SpawnedSwitch, SwitchProcess):
             lines += queue_cli_commands(num, q, self.target.avg_frame_bytes)
         if lines:
             self.run_cli(lines)
+        for num, q in sorted(self.queues.items()):
+            if q.delay_ns:
+                self.set_delay(num, q.delay_ns)
+
+    def set_delay(self, port: int, delay_ns: int) -> None:
+        """The port's one-way link delay, as netem on its interface (0 removes it)."""
+        if delay_ns:
+            problem = self.target.netem_problem()
+            if problem is not None:
+                raise link_delay_unsupported(f"switch {self.spec.name} port {port}", delay_ns,
+                                             problem)
+        cmd = netem_command(self.spec.ports[port], delay_ns, self.spec.netns)
+        r = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=20)
+        if r.returncode != 0 and delay_ns:
+            raise RuntimeError(f"{' '.join(cmd)}: {(r.stderr or r.stdout).strip()}")
 
     # ------------------------------------------------------------------ Thrift CLI
 
@@ -329,8 +419,17 @@ class Bmv2Process(proc.SpawnedSwitch, SwitchProcess):
         if config.priority_queues != priority_queues(self.spec) and config.priority_queues != 1:
             raise Unsupported("BMv2 fixes the number of priority queues at start "
                               f"(--priority-queues {priority_queues(self.spec)})")
+        ports = list(self.spec.ports) if port is None else [port]
+        if config.delay_ns:
+            problem = self.target.netem_problem()
+            if problem is not None:
+                raise link_delay_unsupported(f"switch {self.spec.name} port "
+                                             f"{'*' if port is None else port}",
+                                             config.delay_ns, problem)
         self.run_cli(queue_cli_commands(port, config, self.target.avg_frame_bytes))
-        for num in (self.spec.ports if port is None else [port]):
+        for num in ports:
+            if config.delay_ns != self.queues.get(num, PortQueueConfig()).delay_ns:
+                self.set_delay(num, config.delay_ns)
             self.queues[num] = config
 
     def read_register(self, name: str, index: int) -> int:
@@ -360,4 +459,6 @@ def describe(spec: SwitchSpec, target: Bmv2Target | None = None) -> dict[str, An
     assert s.thrift_port is not None
     return {"switch": switch_command(s, s.thrift_port, switch=t.switch),
             "queues": {num: queue_cli_commands(num, q, t.avg_frame_bytes)
-                       for num, q in sorted(s.queues.items())}}
+                       for num, q in sorted(s.queues.items())},
+            "delays": {num: netem_command(s.ports[num], q.delay_ns, s.netns)
+                       for num, q in sorted(s.queues.items()) if q.delay_ns}}

@@ -34,6 +34,32 @@ def test_defaults_match_the_issue() -> None:
     assert not cfg.cli
 
 
+def test_no_link_delay_zeroes_every_link_delay() -> None:
+    from emu.experiments.plan import plan_run
+
+    cfg = config_from_args(build_parser().parse_args(["run", "clos4", "--no-link-delay"]))
+    assert cfg.link_delay is False and cfg.to_dict()["link_delay"] is False
+    plan = plan_run(cfg)
+    assert plan.fabric.links and all(link.delay_ns == 0 for link in plan.fabric.links)
+    default = plan_run(config_from_args(build_parser().parse_args(["run", "clos4"])))
+    assert all(link.delay_ns == 20_000 for link in default.fabric.links)
+    assert [link.rate_bps for link in plan.fabric.links] == [
+        link.rate_bps for link in default.fabric.links]
+
+
+def test_make_run_passes_link_delay_0() -> None:
+    import subprocess
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    dry = subprocess.run(["make", "-n", "run", "TARGET=bmv2", "LINK_DELAY=0"], cwd=repo,
+                         capture_output=True, text=True, check=True).stdout
+    assert "--target bmv2" in dry and "--no-link-delay" in dry
+    dry = subprocess.run(["make", "-n", "run"], cwd=repo, capture_output=True, text=True,
+                         check=True).stdout
+    assert "--no-link-delay" not in dry
+
+
 def test_dry_run_shows_the_plan(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "clos4", "--workload", "permutation", "--size", "1K", "--dry-run"]) == 0
     out = capsys.readouterr().out

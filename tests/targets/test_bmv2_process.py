@@ -29,8 +29,9 @@ def fake(tmp_path, monkeypatch):
     log = tmp_path / "calls.jsonl"
     monkeypatch.setenv("FAKE_LOG", str(log))
     monkeypatch.setenv("FAKE_PID", str(tmp_path / "switch.pid"))
+    # netem=False: this fixture checks the no-netem refusal; netem itself is real-only.
     target = Bmv2Target(p4c=tools["p4c"], switch=tools["simple_switch_grpc"],
-                        cli=tools["simple_switch_CLI"])
+                        cli=tools["simple_switch_CLI"], netem=False)
 
     def calls(tool: str) -> list[list]:
         if not log.exists():
@@ -94,7 +95,7 @@ def test_start_wait_ready_queues_registers_stop(fake, tmp_path, monkeypatch):
         p.apply_queues()  # re-issues the current settings in one CLI call
         assert fake.calls("simple_switch_CLI")[2][2]["stdin"] == ["set_queue_rate 0 1",
                                                                   "set_queue_depth 8 1"]
-        with pytest.raises(Unsupported, match="no link delay"):
+        with pytest.raises(Unsupported, match="no netem.*LINK_DELAY=0"):
             p.set_queue(1, PortQueueConfig(delay_ns=1))
         with pytest.raises(SpecError, match="no port 5"):
             p.set_queue(5, PortQueueConfig())

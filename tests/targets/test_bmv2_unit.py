@@ -85,8 +85,9 @@ def test_queue_cli_commands():
 
 
 def test_queue_cli_commands_refuses_what_bmv2_lacks():
-    with pytest.raises(Unsupported, match="no link delay"):
-        B.queue_cli_commands(1, PortQueueConfig(delay_ns=1000))
+    # The delay is netem's, not BMv2's: the queue lines carry only rate and depth.
+    assert B.queue_cli_commands(1, PortQueueConfig(delay_ns=1000)) == [
+        "set_queue_rate 0 1", "set_queue_depth 64 1"]
     with pytest.raises(SpecError, match="depth_pkts"):
         B.queue_cli_commands(1, PortQueueConfig(depth_pkts=0))
     with pytest.raises(SpecError, match="rate_bps"):
@@ -110,11 +111,14 @@ def test_cli_errors_are_raised():
 
 
 def test_capabilities_are_declared():
-    caps = get_target("bmv2").capabilities
+    caps = B.Bmv2Target(netem=False).capabilities
     assert caps.as_dict() == {"p4runtime_registers": False, "thrift_registers": True,
                               "bit_rate_queues": False, "packet_rate_queues": True,
                               "link_delay": False, "runtime_queue_config": True, "pcap": True}
     assert caps["link_delay"] is False
+    assert B.Bmv2Target(netem=True).capabilities["link_delay"] is True
+    # Unforced, the kernel decides: the same answer as trying netem here.
+    assert get_target("bmv2").capabilities["link_delay"] is (B.netem_problem() is None)
     emb = EmbeddedTarget().capabilities
     assert emb["p4runtime_registers"] and emb["bit_rate_queues"] and emb["link_delay"]
     with pytest.raises(KeyError):
@@ -181,8 +185,22 @@ def test_prepare_bmv2_specifics():
     with pytest.raises(SpecError, match="unix:PATH"):
         t.prepare(spec(netns="ns1"))
     t.prepare(spec(netns="ns1", grpc_addr="unix:/tmp/x.sock"))
-    with pytest.raises(Unsupported, match="link delay"):
-        t.prepare(spec(queues={1: PortQueueConfig(delay_ns=10_000)}))
+    delayed = spec(queues={1: PortQueueConfig(delay_ns=10_000)})
+    with pytest.raises(Unsupported) as ei:
+        B.Bmv2Target(netem=False).prepare(delayed)
+    msg = str(ei.value)
+    assert "\n" not in msg and "netem" in msg and "port 1 has 10 us" in msg
+    assert "LINK_DELAY=0" in msg and "--no-link-delay" in msg
+    assert B.Bmv2Target(netem=True).prepare(delayed).queues[1].delay_ns == 10_000
+
+
+def test_netem_command():
+    assert B.netem_command("s1-eth1", 20_000) == [
+        "tc", "qdisc", "replace", "dev", "s1-eth1", "root", "netem", "delay", "20us",
+        "limit", str(B.NETEM_LIMIT)]
+    assert B.netem_command("x", 1_500, "ns1")[:3] == ["tc", "-n", "ns1"]
+    assert "1.5us" in B.netem_command("x", 1_500)
+    assert B.netem_command("x", 0) == ["tc", "qdisc", "del", "dev", "x", "root"]
 
 
 def test_describe_gives_both_command_sets():
@@ -204,11 +222,11 @@ def test_spec_from_topology():
     q = s.queues[sw.ports[0].number]
     assert q.rate_bps == sw.ports[0].rate_bps and q.depth_pkts == sw.ports[0].depth_pkts
     assert q.delay_ns == 20_000  # clos4: 20us links
+    no_netem = B.Bmv2Target(netem=False).capabilities
     with pytest.raises(Unsupported, match="link_delay=False"):
-        spec_from_topology(fabric, "leaf1", "127.0.0.1:1",
-                           capabilities=get_target("bmv2").capabilities)
+        spec_from_topology(fabric, "leaf1", "127.0.0.1:1", capabilities=no_netem)
     s = spec_from_topology(fabric, "leaf1", "127.0.0.1:1", link_delay=False,
-                           capabilities=get_target("bmv2").capabilities)
+                           capabilities=no_netem)
     assert all(q.delay_ns == 0 for q in s.queues.values())
     B.Bmv2Target().prepare(s)
 

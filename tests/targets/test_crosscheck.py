@@ -47,6 +47,33 @@ def test_byte_differences_name_the_field():
     assert "lengths 64 vs 60 B" in d[0]
 
 
+def test_time_in_choice_explains_only_member_port_choices():
+    """The flowlet explanation covers a packet sent to another group member with the same
+    bytes past the MAC addresses; anything else stays an unexplained difference."""
+    frame = bytes(range(64))
+    other_mac = bytes(12) + frame[12:]
+    pkt = X.Packet(1, frame)
+    cases = [("same bytes, both members", [(3, frame)], [(4, other_mac)], True),
+             ("to a host port", [(3, frame)], [(1, frame)], False),
+             ("dropped on one side", [(3, frame)], [], False),
+             ("bytes differ", [(3, frame)], [(4, frame[:30] + b"x" + frame[31:])], False)]
+    ok, bad = X.explain_time_in_choice([(t, pkt, a, b) for t, a, b, _ in cases], {3, 4, 5, 6})
+    assert ok == [t for t, *_, good in cases if good]
+    assert bad == [t for t, *_, good in cases if not good]
+    a = {"E.c[1]": (2, 100), "E.c[2]": (0, 0), "E.d[1]": (1,)}
+    assert X.counter_totals_equal("E.c", a, {"E.c[1]": (1, 50), "E.c[2]": (1, 50)})
+    assert not X.counter_totals_equal("E.c", a, {"E.c[1]": (1, 50), "E.c[2]": (0, 0)})
+
+
+def test_fabric_programming_checks_the_failed_link():
+    setup = X.fabric_programming("clos4", "leaf1", "ecmp", failed_links=[("leaf1", "spine2")])
+    assert setup.failed_links == [("leaf1", "spine2")]
+    with pytest.raises(ValueError, match="no link leaf1:leaf2"):
+        X.fabric_programming("clos4", "leaf1", "ecmp", failed_links=[("leaf1", "leaf2")])
+    assert X.group_ports(setup) and not X.group_ports(setup) & {
+        h[2] for h in setup.hosts if h[2] is not None}
+
+
 def test_packet_files(tmp_path):
     f = tmp_path / "p.txt"
     f.write_text("# comment\npacket 1 0011 2233\n\n{\"port\": 2, \"frame\": \"aabb\"}\n")
@@ -123,4 +150,41 @@ def test_fabric_p4_embedded_vs_bmv2(tmp_path):
                          "--report", str(tmp_path / "r.json")],
                         capture_output=True, text=True, timeout=900, cwd=str(X.ROOT))
     assert rc.returncode == 0, rc.stdout + rc.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["differences"] == [] and doc["explained"] == []
 
+
+FAILED = ("leaf1", "spine1")
+
+
+@needs_root
+@requires_bmv2
+@pytest.mark.parametrize("lb", ["ecmp", "flowlet", "adaptive", "spray", "te"])
+def test_fabric_p4_every_lb_mode_with_ecn_and_a_failed_link(lb, tmp_path):
+    """fabric.p4 on leaf1 of clos4, ECN marking every ECT packet and leaf1-spine1 failed:
+    no difference, except (flowlet only) the documented one, asserted as that."""
+    report = tmp_path / "r.json"
+    rc = subprocess.run([X.sys.executable, "-m", "emu", "crosscheck", "--generate", "200",
+                         "--switch", FAILED[0], "--lb", lb, "--ecn-always",
+                         "--fail-link", ":".join(FAILED), "--settle-ms", "40",
+                         "--build-dir", str(tmp_path / "build"), "--report", str(report)],
+                        capture_output=True, text=True, timeout=900, cwd=str(X.ROOT))
+    assert rc.returncode == 0, rc.stdout + rc.stderr
+    doc = json.loads(report.read_text())
+    assert doc["differences"] == []
+    if lb in X.TIME_IN_CHOICE:
+        assert doc["explained"], "flowlet with random flows should pick differently"
+        assert all(e.endswith(("[flowlet member from the ingress timestamp]",
+                               "[same total; flowlet spread]")) for e in doc["explained"])
+    else:
+        assert doc["explained"] == []
+    counters = doc["counters_b"]
+    setup = X.fabric_programming("clos4", FAILED[0], lb)
+    links = {link.index: link for link in setup.fabric.links}
+    failed_port = next(p.number for p in setup.fabric.switch(FAILED[0]).ports
+                       if FAILED[1] in (links[p.link].a.node, links[p.link].b.node))
+    tx = {k: v for k, v in counters.items() if ".port_tx[" in k}
+    assert tx[next(k for k in tx if k.endswith(f"[{failed_port}]"))][0] == 0  # rerouted
+    assert sum(v[0] for v in tx.values()) > 100
+    marks = sum(v[0] for k, v in counters.items() if ".port_ecn_marks[" in k)
+    assert marks > 50  # ECT(0)/ECT(1) frames, about two thirds of the IPv4 ones

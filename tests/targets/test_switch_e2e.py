@@ -10,6 +10,7 @@ import select
 import shutil
 import socket
 import struct
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from emu.targets.base import load_p4info
 
 from ..conftest import needs_root
 from .conftest import PORTFWD, pid_gone
+from .params import requires_bmv2
 
 P4SRC = Path(__file__).resolve().parents[2] / "p4src"
 ETH_P_ALL = 0x0003
@@ -147,11 +149,20 @@ def test_switch_forwards_reads_registers_and_stops(target, switches, veth_pair, 
         assert checksum(got[14:34]) == 0  # header checksum recomputed
         assert got[34:len(sent)] == sent[34:]
         assert p.read_register("Ing.rx_packets", 1) >= 1
-        if target.capabilities["link_delay"]:
+        if target.capabilities["link_delay"] and target.name == "embedded":
             p.set_queue(1, PortQueueConfig(rate_bps=10_000_000, depth_pkts=16, delay_ns=3000))
             cfg = p.port_config(1)  # type: ignore[attr-defined]
             assert cfg["rate_bps"] == 10_000_000 and cfg["depths_pkts"] == [16]
             assert cfg["delay_us"] == 3.0
+        elif target.capabilities["link_delay"]:  # BMv2 with netem: the delay is a qdisc
+            p.set_queue(1, PortQueueConfig(rate_bps=10_000_000, depth_pkts=16, delay_ns=3000))
+            qd = subprocess.run(["tc", "-n", p.spec.netns, "qdisc", "show", "dev",
+                                 p.spec.ports[1]], capture_output=True, text=True).stdout
+            assert "netem" in qd and "delay 3us" in qd
+            p.set_queue(1, PortQueueConfig(rate_bps=10_000_000, depth_pkts=16))
+            qd = subprocess.run(["tc", "-n", p.spec.netns, "qdisc", "show", "dev",
+                                 p.spec.ports[1]], capture_output=True, text=True).stdout
+            assert "netem" not in qd
         else:
             with pytest.raises(Unsupported):
                 p.set_queue(1, PortQueueConfig(delay_ns=3000))
@@ -170,7 +181,6 @@ def test_switch_forwards_reads_registers_and_stops(target, switches, veth_pair, 
 def test_embedded_daemon_dies_with_its_parent(tmp_path):
     """The process that started a switch is killed with SIGKILL: the switch goes too."""
     import signal
-    import subprocess
     import sys
     import textwrap
 
@@ -211,3 +221,24 @@ def test_embedded_daemon_dies_with_its_parent(tmp_path):
             parent.wait()
         if child and not pid_gone(child):
             os.kill(child, signal.SIGKILL)
+
+
+@needs_root
+@requires_bmv2
+def test_bmv2_with_its_grpc_address_taken_fails_at_once(switches, tmp_path):
+    """simple_switch_grpc keeps running without a server when its address is taken:
+    readiness says so instead of waiting out its timeout on UNAVAILABLE."""
+    from emu.targets import get_target
+
+    target = get_target("bmv2")
+    pipe = target.compile(PORTFWD, tmp_path / "build")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        addr = f"127.0.0.1:{taken.getsockname()[1]}"
+        # Port on lo: no pipeline is pushed, so the switch forwards nothing.
+        p = switches(target, SwitchSpec("s1", 1, {1: "lo"}, addr), pipe)
+        t0 = time.monotonic()
+        with pytest.raises(RuntimeError, match="address already in use"):
+            p.wait_ready(60)
+        assert time.monotonic() - t0 < 30

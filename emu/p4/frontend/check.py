@@ -311,9 +311,9 @@ class Checker:
     def specialize(self, t: Type, args: list[Type], node: A.Node) -> Type:
         if isinstance(t, ExternType):
             params = t.decl.type_params
-            if len(args) > len(params):
+            # As p4c: all of them or none (none: inferred from the constructor's arguments).
+            if len(args) != len(params):
                 raise self.fatal(node, f"'{t.name}' takes {len(params)} type arguments, got {len(args)}")
-            # Missing trailing type arguments are inferred at the first use (like '_').
             binding: dict[str, Type] = {}
             for p, a in zip(params, args, strict=False):
                 if not isinstance(a, DontCareType):
@@ -704,6 +704,11 @@ class Checker:
                 raise self.fatal(node, f"constructor of '{t.name}' expects {' or '.join(map(str, counts)) or 0} arguments, got {len(args)}")
             binding = dict(t.type_args)
             self.bind_args(cands[0].params, args, s, binding, {tp: TypeVar(tp) for tp in t.decl.type_params}, f"constructor of '{t.name}'")
+            for tp in t.decl.type_params:
+                if tp not in binding:
+                    # p4c infers an instance's type arguments from its constructor only.
+                    raise self.fatal(node, f"could not infer type argument '{tp}' of '{t.name}'; "
+                                           f"give it: {t.name}<...>")
             return ExternType(t.name, t.decl, binding)
         if isinstance(t, BlockType):
             decl = t.decl
@@ -1223,6 +1228,10 @@ class Checker:
                 return MethodType([], "builtin", e.name)
             raise self.fatal(e.name_pos, f"'{bt0}' has no field '{e.name}'")
         if isinstance(bt, HeaderStackType):
+            if e.name in ("next", "last", "lastIndex", "nextIndex") and not self.in_parser:
+                # They follow the parser's extraction cursor (spec 8.18); p4c rejects
+                # them elsewhere too, so a program accepted here also compiles there.
+                self.err(e, f"'{e.name}' of a header stack can only be used in a parser")
             if e.name in ("next", "last"):
                 return bt.elem
             if e.name in ("lastIndex", "nextIndex"):

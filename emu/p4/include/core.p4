@@ -3,9 +3,8 @@
  * Declarations every P4_16 program may use (P4_16 specification, "P4 core
  * library").  Written for this project from the specification.
  */
-#ifndef EMU_CORE_P4
-#define EMU_CORE_P4
-/* The guard name p4c's core.p4 uses; some programs test it with #ifdef. */
+/* The include guard has p4c's name: programs test it with #ifdef. */
+#ifndef _CORE_P4_
 #define _CORE_P4_
 
 /* Errors the parser and the core externs may signal; programs may add more. */
@@ -57,4 +56,4 @@ match_kind {
 extern bool static_assert(bool check, string message);
 extern bool static_assert(bool check);
 
-#endif /* EMU_CORE_P4 */
+#endif /* _CORE_P4_ */

@@ -1,21 +1,22 @@
 /* v1model.p4 for the emu embedded v1model target.
  *
  * Declarations of the v1model architecture as BMv2's simple_switch implements
- * it, written for this project from the P4_16 specification and the facts in
- * /work/shared/notes/v1model-semantics.md.  Define V1MODEL_VERSION to an older
- * date (e.g. 20180101) before including this file to get the older extern
- * signatures (counter/meter/register indexed by bit<32> only).
+ * it, written for this project from the P4_16 specification and p4c's
+ * documented v1model interface.  It must accept and reject exactly what p4c's
+ * own v1model.p4 does, so a program checked here also compiles with p4c:
+ * V1MODEL_VERSION defaults to 20180101 as in every p4c release, and the
+ * index-typed counter<I>, meter<I>, register<T, I> (and PortId_t) exist only
+ * when a program defines V1MODEL_VERSION 20200408 or later before including
+ * this file.
  */
-#ifndef EMU_V1MODEL_P4
-#define EMU_V1MODEL_P4
-/* The guard name p4c's v1model.p4 uses; some programs test it with #ifdef. */
+#ifndef _V1_MODEL_P4_
 #define _V1_MODEL_P4_
 
-#ifndef V1MODEL_VERSION
-#define V1MODEL_VERSION 20200408
-#endif
-
 #include "core.p4"
+
+#ifndef V1MODEL_VERSION
+#define V1MODEL_VERSION 20180101
+#endif
 
 match_kind {
     range,     /* lo..hi */
@@ -25,17 +26,22 @@ match_kind {
 
 const bit<32> __v1model_version = V1MODEL_VERSION;
 
+#if V1MODEL_VERSION >= 20200408
 typedef bit<9> PortId_t;        /* 511 = drop port */
-typedef bit<16> MulticastGroup_t;
-typedef bit<16> EgressInstance_t;
-typedef bit<32> CloneSessionId_t;
+#endif
 
 /* Intrinsic metadata of simple_switch.  Timestamps are in microseconds. */
 @metadata @name("standard_metadata")
 struct standard_metadata_t {
+#if V1MODEL_VERSION >= 20200408
     PortId_t ingress_port;
     PortId_t egress_spec;          /* set in ingress: output port, 511 drops */
     PortId_t egress_port;          /* read in egress: the port being sent to */
+#else
+    bit<9>   ingress_port;
+    bit<9>   egress_spec;
+    bit<9>   egress_port;
+#endif
     bit<32>  instance_type;        /* NORMAL 0, clones 1/2, RECIRC 4, REPLICATION 5, RESUBMIT 6 */
     bit<32>  packet_length;        /* bytes */
     @alias("queueing_metadata.enq_timestamp")
@@ -51,20 +57,13 @@ struct standard_metadata_t {
     @alias("intrinsic_metadata.egress_global_timestamp")
     bit<48>  egress_global_timestamp;
     @alias("intrinsic_metadata.mcast_grp")
-    MulticastGroup_t mcast_grp;
+    bit<16>  mcast_grp;
     @alias("intrinsic_metadata.egress_rid")
-    EgressInstance_t egress_rid;
+    bit<16>  egress_rid;
     bit<1>   checksum_error;       /* a verify_checksum failed */
     error    parser_error;
     @alias("intrinsic_metadata.priority")
     bit<3>   priority;             /* queue of --priority-queues */
-    /* Legacy fields still used by older programs; simple_switch ignores them. */
-    bit<32>  clone_spec;
-    bit<1>   drop;
-    bit<16>  recirculate_port;
-    bit<32>  lf_field_list;
-    bit<32>  resubmit_flag;
-    bit<32>  recirculate_flag;
 }
 
 enum CounterType {
@@ -131,6 +130,7 @@ extern register<T, I> {
 #else
 extern register<T> {
     register(bit<32> size);
+    @noSideEffects
     void read(out T result, in bit<32> index);
     void write(in bit<32> index, in T value);
 }
@@ -243,4 +243,4 @@ package V1Switch<H, M>(Parser<H, M> p,
                        ComputeChecksum<H, M> ck,
                        Deparser<H> dep);
 
-#endif /* EMU_V1MODEL_P4 */
+#endif /* _V1_MODEL_P4_ */

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from emu.p4.frontend import ast as A
 from emu.p4.frontend import check_source
 from emu.p4.frontend import types as T
@@ -181,7 +183,7 @@ def test_table_checks() -> None:
 
 
 def test_generic_extern_binding() -> None:
-    prog = ingress_program(
+    prog = "#define V1MODEL_VERSION 20200408\n" + ingress_program(
         """    register<bit<16>, bit<8>>(256) r;
     apply {
         bit<16> v;
@@ -258,6 +260,40 @@ def test_verify_only_in_parsers() -> None:
     prog = ingress_program("    apply {\n        verify(true, error.NoMatch);\n    }")
     line, col, msg, _ = _first(prog)
     assert (line, col, msg) == (INGRESS_LINE + 1, 9, "'verify' can only be called in a parser")
+
+
+_STACK_PROGRAM = """\
+#include <core.p4>
+#include <v1model.p4>
+header s_t { bit<8> v; }
+struct headers_t { s_t[2] s; }
+struct meta_t { bit<32> i; }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    state start { pkt.extract(hdr.s.next); meta.i = hdr.s.lastIndex; transition accept; }
+}
+control C(inout headers_t hdr, inout meta_t meta) { apply { } }
+control Ig(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
+    apply { USE }
+}
+control Eg(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr); } }
+V1Switch(P(), C(), Ig(), Eg(), C(), D()) main;
+"""
+
+
+@pytest.mark.parametrize("use, member", [
+    ("meta.i = hdr.s.lastIndex;", "lastIndex"),
+    ("meta.i = (bit<32>)hdr.s.last.v;", "last"),
+    ("hdr.s.next.v = 1;", "next"),
+])
+def test_stack_cursor_members_only_in_parsers(use: str, member: str) -> None:
+    """lastIndex, last and next follow the parser's cursor: p4c rejects them in a
+    control, and so must the checker (the parser above uses them legally)."""
+    prog = _STACK_PROGRAM.replace("USE", use)
+    line, col, msg, _ = _first(prog)
+    assert (line, col) == (11, 13 + use.index("hdr.s"))
+    assert msg == f"'{member}' of a header stack can only be used in a parser"
+    assert "Ig" in check_source(_STACK_PROGRAM.replace("USE", "")).controls
 
 
 def test_const_entries_cannot_have_priorities() -> None:

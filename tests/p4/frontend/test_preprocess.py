@@ -92,7 +92,8 @@ def test_project_include_dir_is_searched(tmp_path: Path) -> None:
     main = tmp_path / "m.p4"
     main.write_text("#include <v1model.p4>\nV1MODEL_VERSION\n")
     pp = preprocess_file(str(main))
-    assert "20200408" in _lines(pp.text)[-1]
+    # p4c's default, so that what the embedded target accepts p4c accepts too.
+    assert _lines(pp.text)[-1] == "20180101"
     assert any(f.endswith("core.p4") for f in pp.files)
 
 
@@ -153,6 +154,43 @@ control c(inout standard_metadata_t sm) {
 """
     cp = check_source(old, "old.p4")
     assert "c" in cp.controls
+
+
+_V1MODEL_USES = """
+#include <v1model.p4>
+control c(inout standard_metadata_t sm) {
+    USE
+    apply { }
+}
+"""
+
+
+@pytest.mark.parametrize("use, old_ok, new_ok", [
+    ("register<bit<32>, bit<16>>(16) r;", False, True),
+    ("register<bit<32>>(16) r;", True, False),
+    ("counter<bit<16>>(4, CounterType.packets) c;", False, True),
+    ("counter(4, CounterType.packets) c;", True, False),
+    ("meter<bit<16>>(4, MeterType.bytes) m;", False, True),
+    ("meter(4, MeterType.bytes) m;", True, False),
+    ("PortId_t p = 1;", False, True),
+    ("MulticastGroup_t g = 1;", False, False),
+])
+def test_v1model_declarations_per_version(use: str, old_ok: bool, new_ok: bool) -> None:
+    """The bundled v1model.p4 declares what p4c's does under each V1MODEL_VERSION, with
+    p4c's default (20180101) when the program names none."""
+    from emu.p4.frontend import check_source
+
+    def accepted(src: str) -> bool:
+        try:
+            check_source(src, "v.p4")
+        except P4Error:
+            return False
+        return True
+
+    src = _V1MODEL_USES.replace("USE", use)
+    assert accepted(src) is old_ok
+    assert accepted("#define V1MODEL_VERSION 20180101\n" + src) is old_ok
+    assert accepted("#define V1MODEL_VERSION 20200408\n" + src) is new_ok
 
 
 def test_macro_invocation_spanning_lines() -> None:

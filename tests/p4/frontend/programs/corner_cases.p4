@@ -1,5 +1,7 @@
 /* Corner cases: shifts vs nested type arguments, value sets of tuples, serializable enums
  * used as their underlying type, tuple indexing, switch on a plain enum. */
+/* register<T, I> needs v1model 20200408 or later (the default is 20180101). */
+#define V1MODEL_VERSION 20200408
 #include <core.p4>
 #include <v1model.p4>
 #define SHR2(x) ((x) >> 2)

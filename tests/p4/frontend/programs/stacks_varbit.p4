@@ -19,7 +19,7 @@ struct headers_t {
     mpls_t[MAX_LABELS] mpls;
     ipv4_t             ipv4;
 }
-struct meta_t { bit<8> depth; }
+struct meta_t { bit<8> depth; bit<32> last_label; }
 
 parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t std) {
     state start {
@@ -33,6 +33,7 @@ parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_met
     state parse_mpls {
         pkt.extract(hdr.mpls.next);
         meta.depth = meta.depth + 1;
+        meta.last_label = hdr.mpls.lastIndex;  /* lastIndex: parsers only */
         transition select(hdr.mpls.last.bos) {
             1w0: parse_mpls;
             1w1: parse_ipv4;
@@ -69,7 +70,7 @@ control Ig(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t std
     }
     apply {
         mpls_tbl.apply();
-        std.egress_spec = (bit<9>)hdr.mpls.lastIndex;
+        std.egress_spec = (bit<9>)meta.last_label;
     }
 }
 

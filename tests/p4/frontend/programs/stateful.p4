@@ -1,4 +1,6 @@
 /* Registers, counters, meters, clone, digest, resubmit and recirculate. */
+/* register<T, I> needs v1model 20200408 or later (the default is 20180101). */
+#define V1MODEL_VERSION 20200408
 #include <core.p4>
 #include <v1model.p4>
 

@@ -1,4 +1,6 @@
 // Exercises every P4Info object kind the embedded target supports.
+/* register<T, I> needs v1model 20200408 or later (the default is 20180101). */
+#define V1MODEL_VERSION 20200408
 #include <core.p4>
 #include <v1model.p4>
 
@@ -70,7 +72,7 @@ parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_met
 control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
 
 control Nested(inout headers_t hdr) {
-    counter(32w64, CounterType.packets) inner_hits;
+    counter<bit<32>>(32w64, CounterType.packets) inner_hits;
     action bump() { inner_hits.count(32w1); }
     table inner_t {
         key = { hdr.eth.src : exact; }
@@ -80,8 +82,8 @@ control Nested(inout headers_t hdr) {
 }
 
 control Ing(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
-    counter(32w1024, CounterType.packets_and_bytes) port_pkts;
-    meter(32w16, MeterType.bytes) port_meter;
+    counter<bit<32>>(32w1024, CounterType.packets_and_bytes) port_pkts;
+    meter<bit<32>>(32w16, MeterType.bytes) port_meter;
     register<bit<32>, bit<32>>(32w256) flow_bytes;
     direct_counter(CounterType.bytes) lpm_hits;
     direct_meter<bit<2>>(MeterType.packets) lpm_meter;
