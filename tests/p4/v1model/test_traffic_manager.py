@@ -308,3 +308,22 @@ def test_lag_is_zero_on_time_and_measures_late_service_turns() -> None:
     late.run_until_idle()
     assert tm2.take_max_lag_ns() == 5 * MS
     assert tm2.take_max_lag_ns() == 0  # taking it resets it
+
+
+def test_ports_serialise_independently_of_each_other() -> None:
+    # BMv2 serves every egress port's queues on their own: a slow port's transmitter
+    # must never hold back a faster port's departures, nor the other way round.
+    def departures(ports: tuple[int, ...]) -> dict[int, list[int]]:
+        clock, sink, tm = make()
+        tm.configure_port(1, rate_bps=8_000_000)  # 1000-byte frame: 1 ms
+        tm.configure_port(2, rate_bps=4_000_000)  # the same frame: 2 ms
+        for i in range(6):  # one frame per port every 0.5 ms, interleaved
+            for port in ports:
+                tm.enqueue(port, (port, i), 1000)
+            clock.advance(MS // 2)
+        clock.run_until_idle()
+        return {port: [t for t, p, *_ in sink.out if p == port] for port in ports}
+
+    both = departures((1, 2))
+    assert both[1] == departures((1,))[1] == [i * MS for i in range(6)]
+    assert both[2] == departures((2,))[2] == [i * 2 * MS for i in range(6)]
