@@ -2,7 +2,7 @@
 
 Every node carries ``pos`` (a :class:`Pos` naming the ORIGINAL file, line and
 column, after the preprocessor's source map has been applied).  Expression
-nodes carry two slots the checker fills in (``check.py``):
+nodes carry two slots the checker fills in (``check/``):
 
 * ``type``  -- the canonical :mod:`emu.p4.frontend.types` object of the value;
 * ``const`` -- the folded integer/bool value when the expression is a
