@@ -28,12 +28,7 @@ from ..types import (
     VarbitType,
     strip_newtype,
 )
-from .program import (
-    BlockInfo,
-    Ref,
-    Scope,
-    _Abort,
-)
+from .program import BlockInfo, Ref, Scope, _Abort
 
 
 class CheckerBase:

@@ -23,11 +23,7 @@ from ..types import (
     TypeVar,
 )
 from .base import CheckerBase
-from .program import (
-    _STACK_METHODS,
-    Scope,
-    _Abort,
-)
+from .program import _STACK_METHODS, Scope, _Abort
 
 
 class CallChecker(CheckerBase):

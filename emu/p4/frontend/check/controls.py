@@ -3,24 +3,9 @@
 from __future__ import annotations
 
 from .. import ast as A
-from ..types import (
-    VOID,
-    ActionType,
-    BlockType,
-    ExternType,
-    MethodType,
-    TableType,
-    Type,
-    TypeVar,
-)
+from ..types import VOID, ActionType, BlockType, ExternType, MethodType, TableType, Type, TypeVar
 from .base import CheckerBase
-from .program import (
-    _UNSUPPORTED_MSG,
-    BlockInfo,
-    Ref,
-    Scope,
-    _Abort,
-)
+from .program import _UNSUPPORTED_MSG, BlockInfo, Ref, Scope, _Abort
 
 
 class ControlChecker(CheckerBase):

@@ -23,13 +23,7 @@ from ..types import (
     strip_newtype,
 )
 from .base import CheckerBase
-from .program import (
-    _UNSUPPORTED_MSG,
-    CheckedProgram,
-    Ref,
-    Scope,
-    _Abort,
-)
+from .program import _UNSUPPORTED_MSG, CheckedProgram, Ref, Scope, _Abort
 
 
 class DeclarationChecker(CheckerBase):

@@ -34,13 +34,7 @@ from ..types import (
     strip_newtype,
 )
 from .base import CheckerBase
-from .program import (
-    _HEADER_METHODS,
-    _STACK_METHODS,
-    _UNSUPPORTED_MSG,
-    Ref,
-    Scope,
-)
+from .program import _HEADER_METHODS, _STACK_METHODS, _UNSUPPORTED_MSG, Ref, Scope
 
 
 class ExpressionChecker(CheckerBase):

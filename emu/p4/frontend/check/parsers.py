@@ -3,20 +3,9 @@
 from __future__ import annotations
 
 from .. import ast as A
-from ..types import (
-    DONTCARE,
-    DontCareType,
-    TupleType,
-    Type,
-    TypeVar,
-)
+from ..types import DONTCARE, DontCareType, TupleType, Type, TypeVar
 from .base import CheckerBase
-from .program import (
-    BlockInfo,
-    Ref,
-    Scope,
-    _Abort,
-)
+from .program import BlockInfo, Ref, Scope, _Abort
 
 
 class ParserChecker(CheckerBase):

@@ -6,9 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import ast as A
-from ..types import (
-    Type,
-)
+from ..types import Type
 
 
 @dataclass(eq=False)

@@ -18,12 +18,7 @@ from ..types import (
     VoidType,
 )
 from .base import CheckerBase
-from .program import (
-    _UNSUPPORTED_MSG,
-    Ref,
-    Scope,
-    _Abort,
-)
+from .program import _UNSUPPORTED_MSG, Ref, Scope, _Abort
 
 
 class StatementChecker(CheckerBase):

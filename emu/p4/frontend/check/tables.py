@@ -16,11 +16,7 @@ from ..types import (
     strip_newtype,
 )
 from .base import CheckerBase
-from .program import (
-    Ref,
-    Scope,
-    _Abort,
-)
+from .program import Ref, Scope, _Abort
 
 
 class TableChecker(CheckerBase):
