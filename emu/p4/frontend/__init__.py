@@ -5,7 +5,7 @@ Pipeline (one module per step)::
     preprocess.py  C preprocessor + SourceMap (output line/col -> original file:line:col)
     lexer.py       post-lexer: type names, '<' of type arguments, '>>', annotations
     p4.lark        LALR(1) grammar
-    build.py       parse tree -> ast.py dataclasses (positions already mapped)
+    build/         parse tree -> ast.py dataclasses (positions already mapped)
     parser.py      lark setup, syntax errors -> diagnostics; parse_source()
     check/         names, types, widths, constant folding -> CheckedProgram
                    (one module per construct; see check/__init__.py)
