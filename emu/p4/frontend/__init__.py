@@ -2,7 +2,7 @@
 
 Pipeline (one module per step)::
 
-    preprocess.py  C preprocessor + SourceMap (output line/col -> original file:line:col)
+    preprocess/    C preprocessor + SourceMap (output line/col -> original file:line:col)
     lexer.py       post-lexer: type names, '<' of type arguments, '>>', annotations
     p4.lark        LALR(1) grammar
     build/         parse tree -> ast.py dataclasses (positions already mapped)
