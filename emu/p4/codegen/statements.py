@@ -302,6 +302,7 @@ class StmtLowerer(LowererBase):
             return self.builtin(e, ctx)
         if k == "action":
             ad = e.target
+            assert isinstance(ad, A.ActionDecl)
             actx = ctx.child(ret=None, inlined=False)
             if id(ad) in self.top_actions:
                 actx = Ctx({}, {}, "", ctx.in_parser, pk=ctx.pk)

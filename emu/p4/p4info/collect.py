@@ -6,7 +6,7 @@ from typing import Any
 
 from emu.p4 import names
 from emu.p4.frontend import ast as A
-from emu.p4.frontend.types import ExternType, HeaderType, HeaderUnionType, StructLikeType
+from emu.p4.frontend.types import BlockType, ExternType, HeaderType, HeaderUnionType, StructLikeType
 from emu.p4.p4info_ids import P4IdPrefix
 
 from .annotations import _const_int, _error, _field_name, _has, _string_arg, _walk
@@ -33,14 +33,15 @@ class _Collector(_GeneratorBase):
         out: list[_Block] = []
         for arg in main.args if main is not None else []:
             v = arg.value
-            decl: Any = None
-            path = ""
-            if isinstance(v, A.CtorCall):
-                decl = getattr(v.type, "decl", None)
-                path = getattr(decl, "name", "")  # an anonymous instance is named by its type
-            elif isinstance(v, A.NameRef) and v.ref is not None and v.ref.kind == "instance":
-                decl = getattr(v.ref.type, "decl", None)
+            if isinstance(v, A.CtorCall) and isinstance(v.type, BlockType):
+                decl = v.type.decl
+                path = decl.name  # an anonymous instance is named by its type
+            elif (isinstance(v, A.NameRef) and v.ref is not None and v.ref.kind == "instance"
+                  and isinstance(v.ref.type, BlockType) and isinstance(v.ref.decl, A.Instantiation)):
+                decl = v.ref.type.decl
                 path = names.qualify(None, v.ref.decl.name, v.ref.decl.annotations)
+            else:
+                continue
             if isinstance(decl, A.ParserDecl | A.ControlDecl):
                 out.append(_Block(path, decl))
         return out

@@ -55,7 +55,7 @@ class _TableEmitter(_GeneratorBase):
                 raise _error(k.pos, str(exc)) from None
             _add_annotations(mf, k.annotations)
             _add_doc(mf, k.annotations)
-            kt = k.expr.type
+            kt = k.expr.checked_type
             mf.bitwidth = _type_width(kt)
             if k.match_kind in _MATCH_TYPES:
                 mf.match_type = _MATCH_TYPES[k.match_kind]

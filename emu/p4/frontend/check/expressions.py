@@ -247,6 +247,7 @@ class ExpressionChecker(CheckerBase):
         if r.kind == "match_kind":
             e.const = r.value
         if r.kind == "extern_function":
+            assert isinstance(r.decl, list)  # every overload
             return MethodType(r.decl, "extern_function")
         if r.kind == "state":
             raise self.fatal(e, f"state '{e.name}' cannot be used as a value")

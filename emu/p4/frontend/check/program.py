@@ -6,24 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import ast as A
+from ..ast import Ref
 from ..types import Type
-
-
-@dataclass(eq=False)
-class Ref:
-    """What a name denotes.  See the module docstring for ``kind`` values."""
-
-    kind: str
-    name: str
-    decl: Any = field(default=None, repr=False)
-    type: Type | None = None
-    value: Any = None  # folded value of constants / enum members
-    # For "param"/"local"/"const"/"instance"/"table"/"action": the declaration that owns
-    # the name (ParserDecl, ControlDecl, ActionDecl, FunctionDecl), None at top level.
-    owner: Any = field(default=None, repr=False)
-
-    def __repr__(self) -> str:
-        return f"Ref({self.kind} {self.name}: {self.type})"
 
 
 @dataclass

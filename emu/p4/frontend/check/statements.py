@@ -152,9 +152,9 @@ class StatementChecker(CheckerBase):
             r = root.ref
             if r.kind == "const":
                 self.err(e, f"cannot assign to constant '{r.name}'")
-            elif r.kind == "param" and r.decl.direction == "in":
+            elif r.kind == "param" and isinstance(r.decl, A.Param) and r.decl.direction == "in":
                 self.err(e, f"cannot assign to 'in' parameter '{r.name}'")
-            elif r.kind == "param" and r.decl.direction == "" and self.in_action:
+            elif r.kind == "param" and isinstance(r.decl, A.Param) and r.decl.direction == "" and self.in_action:
                 self.err(e, f"cannot assign to action data parameter '{r.name}'")
             elif r.kind not in ("local", "param"):
                 self.err(e, f"cannot assign to {r.kind.replace('_', ' ')} '{r.name}'")

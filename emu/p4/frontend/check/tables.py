@@ -67,7 +67,8 @@ class TableChecker(CheckerBase):
             raise self.fatal(ar, f"unknown action '{name}'")
         if r.kind != "action":
             raise self.fatal(ar, f"'{name}' is not an action")
-        ad: A.ActionDecl = r.decl
+        ad = r.decl
+        assert isinstance(ad, A.ActionDecl)  # what kind 'action' names
         ar.decl = ad
         args = ar.args or []
         params = ad.params if data_args else [p for p in ad.params if p.direction != ""]
