@@ -14,14 +14,14 @@ from .base import _GeneratorBase
 from .records import _Block, _CtrlHeader, _Local, _Profile, _Table
 
 
-def _control_type_decl(e: A.Expr) -> Any:
+def _control_type_decl(e: A.Node) -> tuple[A.ControlDecl | A.ParserDecl | None, str | None]:
     """The ControlDecl/ParserDecl applied by `X.apply(...)`, with how X is named."""
     if not isinstance(e, A.Call) or e.kind != "apply" or not isinstance(e.func, A.Member):
         return None, None
     if not isinstance(e.target, A.ControlDecl | A.ParserDecl):
         return None, None
     recv = e.func.expr
-    ref = getattr(recv, "ref", None)
+    ref = recv.ref if isinstance(recv, A.NameRef | A.Member) else None
     return e.target, (ref.kind if ref is not None else "type")
 
 
@@ -73,7 +73,7 @@ class _Collector(_GeneratorBase):
                 applied.update(a.value.name for a in loc.args if isinstance(a.value, A.NameRef))
         out: list[_Local] = []
         for loc in decl.locals:
-            sub_decl = getattr(getattr(loc, "type", None), "decl", None)
+            sub_decl = loc.type.decl if isinstance(loc, A.Instantiation) and isinstance(loc.type, BlockType) else None
             if isinstance(loc, A.Instantiation) and isinstance(sub_decl, A.ParserDecl | A.ControlDecl):
                 if loc.name in applied:  # unused instances are dropped, as by p4c
                     sub = _Block(names.qualify(b.path, loc.name, loc.annotations), sub_decl)
@@ -105,7 +105,7 @@ class _Collector(_GeneratorBase):
         v = prop.value
         if isinstance(v, A.Call) and isinstance(v.target, A.ActionDecl):
             return v.target, list(v.args), prop.is_const
-        ref = getattr(v, "ref", None)
+        ref = v.ref if isinstance(v, A.NameRef | A.Member) else None
         if ref is not None and isinstance(ref.decl, A.ActionDecl):
             return ref.decl, [], prop.is_const
         return None, [], False
@@ -192,12 +192,12 @@ class _Collector(_GeneratorBase):
         for n in _walk(body):
             if not (isinstance(n, A.Call) and n.kind == "extern_function"):
                 continue
-            if getattr(n.target, "name", None) != "digest" or len(n.args) != 2:
+            if not isinstance(n.target, A.MethodDecl) or n.target.name != "digest" or len(n.args) != 2:
                 continue
             t = n.args[1].value.type
             if not isinstance(t, StructLikeType) or isinstance(t, HeaderType | HeaderUnionType):
                 raise _error(n.pos, "P4Runtime requires the type of a digest to be a struct")
-            annotations = getattr(t.decl, "annotations", []) or []
+            annotations = list(t.decl.annotations) if t.decl is not None else []
             name = _field_name(t.name, annotations)
             if name not in self.digests:
                 self.digests[name] = t

@@ -98,7 +98,7 @@ class _ExternEmitter(_GeneratorBase):
             m.bitwidth = et.width
             m.match_type = p4info_pb2.MatchField.EXACT
         elif isinstance(et, StructLikeType) and not isinstance(et, HeaderType | HeaderUnionType):
-            decl_fields = list(getattr(et.decl, "fields", []) or [])
+            decl_fields = list(et.decl.fields) if et.decl is not None else []
             annos = {f.name: list(f.annotations) for f in decl_fields}
             ids = _field_ids([(n, annos.get(n, [])) for n, _ in et.fields])
             for (fname, ftype), fid in zip(et.fields, ids, strict=True):
