@@ -1,8 +1,8 @@
 /* v1model.p4 for the emu embedded v1model target.
  *
  * Declarations of the v1model architecture as BMv2's simple_switch implements
- * it, written for this project from the P4_16 specification and the facts in
- * /work/shared/notes/v1model-semantics.md.  Define V1MODEL_VERSION to an older
+ * it, written for this project from the P4_16 specification; docs/v1model.md
+ * lists the rules the target implements.  Define V1MODEL_VERSION to an older
  * date (e.g. 20180101) before including this file to get the older extern
  * signatures (counter/meter/register indexed by bit<32> only).
  */

@@ -2,8 +2,8 @@
 
 Order (BMv2 simple_switch): parser -> verify_checksum -> ingress -> (clone, digest,
 resubmit, multicast / drop / unicast) -> traffic manager -> egress -> (E2E clone, drop)
--> compute_checksum -> deparser -> (recirculate | output). See
-/work/shared/notes/v1model-semantics.md for the rules implemented here.
+-> compute_checksum -> deparser -> (recirculate | output). docs/v1model.md lists the
+rules implemented here.
 
 Failed assert/assume: BMv2 simple_switch aborts the whole process; a library must not,
 so the switch logs an error, counts it in `assert_failures` and drops the packet.
