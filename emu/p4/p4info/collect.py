@@ -6,7 +6,14 @@ from typing import Any
 
 from emu.p4 import names
 from emu.p4.frontend import ast as A
-from emu.p4.frontend.types import BlockType, ExternType, HeaderType, HeaderUnionType, StructLikeType
+from emu.p4.frontend.types import (
+    BlockType,
+    ExternType,
+    HeaderType,
+    HeaderUnionType,
+    StructLikeType,
+    type_name,
+)
 from emu.p4.p4info_ids import P4IdPrefix
 
 from .annotations import _const_int, _error, _field_name, _has, _string_arg, _walk
@@ -224,7 +231,7 @@ class _Collector(_GeneratorBase):
             self.profiles[name] = self.profile(name, inst, inst.pos, list(inst.annotations))
 
     def profile(self, name: str, inst: A.Instantiation | A.CtorCall, pos: A.Pos, annotations: list[A.Annotation]) -> _Profile:
-        selector = getattr(inst.type, "name", "") == "action_selector"
+        selector = isinstance(inst.type, ExternType) and inst.type.name == "action_selector"
         args = [a.value for a in inst.args]
         size_expr = args[1] if selector and len(args) > 1 else (args[0] if args else None)
         return _Profile(name, inst if isinstance(inst, A.Instantiation) else None, pos, annotations,
@@ -253,7 +260,7 @@ class _Collector(_GeneratorBase):
                 annotations = list(prop.annotations)
             else:
                 raise _error(prop.pos, f"table property '{pname}' must name an extern instance")
-            kind = getattr(inst.type, "name", "")
+            kind = type_name(inst.type)
             if pname == "implementation":
                 if kind not in ("action_profile", "action_selector"):
                     raise _error(prop.pos, f"'{kind}' cannot implement a table")

@@ -31,6 +31,7 @@ from ..types import (
     Type,
     TypeOfType,
     TypeVar,
+    declaration_of,
     strip_newtype,
 )
 from .base import CheckerBase
@@ -238,7 +239,7 @@ class ExpressionChecker(CheckerBase):
             t = s.lookup_type(e.name)
             if t is not None:
                 # the declaration too (a parser/control type applied directly: P.apply(...))
-                e.ref = Ref("type", e.name, getattr(t, "decl", None), t)
+                e.ref = Ref("type", e.name, declaration_of(t), t)
                 return TypeOfType(t)
             raise self.fatal(e, f"unknown name '{e.name}'")
         e.ref = r
