@@ -8,10 +8,9 @@ nodes carry two slots the checker fills in (``check/``):
 * ``const`` -- the folded integer/bool value when the expression is a
   compile-time constant, else ``None``.
 
-:class:`NameRef` additionally gets ``ref`` (a :class:`emu.p4.frontend.check.Ref`
-saying what the name denotes) and :class:`Member` gets ``ref`` when the member
-denotes something other than a field (enum member, error, table apply result,
-extern method, ...).
+:class:`NameRef` also gets ``ref`` (a :class:`Ref`: what the name denotes), and so does
+a :class:`Member` that denotes no field (enum member, error, apply result, method, ...);
+:class:`Call` gets ``target`` (a ``CallTarget``), :class:`ActionRef` ``decl``.
 
 Names follow the P4_16 specification's grammar productions.
 """
@@ -579,30 +578,22 @@ class Program(Node):
     files: list[str] = field(default_factory=list)
 
 
-# ------------------------------------------------------------------ checker annotations
-
-
 @dataclass(eq=False)
 class Ref:
-    """What a name denotes (``NameRef.ref`` / ``Member.ref``, set by the checker).
-
-    ``kind`` values are listed in emu.p4.frontend.check.  ``decl`` is the declaration
-    named, or every overload for an extern function; None for error members.
-    """
+    """What a name denotes (kinds: see emu.p4.frontend.check); ``decl`` lists the overloads
+    of an extern function and is None for error members."""
 
     kind: str
     name: str
     decl: Decl | list[MethodDecl] | None = field(default=None, repr=False)
     type: Type | None = None
     value: Any = None  # folded value of constants / enum members
-    # For "param"/"local"/"const"/"instance"/"table"/"action": the declaration that owns
-    # the name (ParserDecl, ControlDecl, ActionDecl, FunctionDecl), None at top level.
+    # parser/control/action/function declaring a param/local/const/instance/table/action
     owner: Decl | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:
         return f"Ref({self.kind} {self.name}: {self.type})"
 
 
-# What a checked Call calls (``Call.target``): the declaration for actions, functions,
-# extern methods and applied tables/parsers/controls; the method name for built-ins.
+# What a checked Call calls: a declaration, or the method name of a built-in.
 CallTarget = ActionDecl | FunctionDecl | MethodDecl | TableDecl | ParserDecl | ControlDecl | str | None
