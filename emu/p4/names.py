@@ -16,6 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from emu.p4.frontend import ast as A
+from emu.p4.frontend.types import StructLikeType
+
 
 def name_annotation(annotations: Sequence[Any]) -> str | None:
     """The string of an `@name("...")` annotation, if any."""
@@ -44,7 +47,7 @@ class KeyNameError(ValueError):
     """A table key expression p4c cannot name without an @name annotation."""
 
 
-def key_field_name(expr: Any, annotations: Sequence[Any] = ()) -> str:
+def key_field_name(expr: A.Expr, annotations: Sequence[Any] = ()) -> str:
     """P4Info name of a table key field, as p4c's front end names it.
 
     `@name("x")` on the key element wins. Otherwise the expression's text:
@@ -63,46 +66,45 @@ def key_field_name(expr: Any, annotations: Sequence[Any] = ()) -> str:
     return name
 
 
-def _key_component(e: Any) -> str | None:
-    # Dispatch on the AST class name: keeps this module free of front-end imports.
-    kind = type(e).__name__
-    if kind == "NameRef":
-        return ("." if getattr(e, "top_level", False) else "") + e.name
-    if kind == "Member":
+def _key_component(e: A.Expr) -> str | None:
+    if isinstance(e, A.NameRef):
+        return ("." if e.top_level else "") + e.name
+    if isinstance(e, A.Member):
         field = _member_key_name(e)
         if field.startswith("."):
             return field[1:]
         left = _key_component(e.expr)
         return None if left is None else f"{left}.{field}"
-    if kind == "Index":
+    if isinstance(e, A.Index):
         left, right = _key_component(e.expr), _key_component(e.index)
         return None if left is None or right is None else f"{left}[{right}]"
-    if kind == "Slice":
+    if isinstance(e, A.Slice):
         parts = [_key_component(x) for x in (e.expr, e.hi, e.lo)]
         if any(p is None for p in parts):
             return None
         return f"{parts[0]}[{parts[1]}:{parts[2]}]"
-    if kind == "IntLit":
+    if isinstance(e, A.IntLit):
         text = (e.text or "").split("w", 1)[-1].split("s", 1)[-1].lower()
         return f"0x{e.value:x}" if text.startswith("0x") else str(e.value)
-    if kind == "Binary" and e.op == "&":
+    if isinstance(e, A.Binary) and e.op == "&":
         left, right = _key_component(e.left), _key_component(e.right)
         return None if left is None or right is None else f"{left} & {right}"
-    if kind == "Call" and not e.args and type(e.func).__name__ == "Member":
+    if isinstance(e, A.Call) and not e.args and isinstance(e.func, A.Member):
         method = _key_component(e.func)
         if method is not None and method.endswith("$valid$"):
             return method
     return None
 
 
-def _member_key_name(e: Any) -> str:
-    recv_type = getattr(e.expr, "type", None)
-    recv_kind = getattr(recv_type, "kind", None)
-    if e.name == "isValid" and recv_kind in ("header", "header_union"):
+def _member_key_name(e: A.Member) -> str:
+    recv_type = e.expr.type
+    if not isinstance(recv_type, StructLikeType):
+        return e.name
+    if e.name == "isValid" and recv_type.kind in ("header", "header_union"):
         return "$valid$"
-    decl = getattr(recv_type, "decl", None)
-    for f in getattr(decl, "fields", None) or []:
-        if getattr(f, "name", None) == e.name:
-            annotated = name_annotation(getattr(f, "annotations", ()))
+    decl = recv_type.decl
+    for f in decl.fields if isinstance(decl, A.HeaderDecl) else []:
+        if f.name == e.name:
+            annotated = name_annotation(f.annotations)
             return e.name if annotated is None else annotated
     return e.name

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from emu.p4.frontend import ast as A
 from emu.p4.frontend.types import (
     HeaderStackType,
@@ -12,6 +10,7 @@ from emu.p4.frontend.types import (
     StructType,
 )
 
+from .astwalk import _walk
 from .base import bind_args, bt
 
 
@@ -27,59 +26,8 @@ def _targets(s: A.ParserState) -> list[str]:
     return []
 
 
-def _walk(node: Any) -> Any:
-    """All AST nodes under `node` (statements and expressions)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, list):
-            stack.extend(n)
-            continue
-        if not isinstance(n, A.Node):
-            continue
-        yield n
-        for k, v in vars(n).items():
-            if k in ("type", "const", "ref", "target", "pos", "decl", "name_pos", "type_bindings"):
-                continue
-            if isinstance(v, A.Node | list):
-                stack.append(v)
-
-
 def _has_return(body: A.Stmt) -> bool:
     return any(isinstance(n, A.Return) for n in _walk(body))
-
-
-# id(body) -> (body, result): the body is kept so that a reused id of a freed node from an
-# earlier program never hits (that made lowering depend on what was compiled before).
-_EXIT_MEMO: dict[int, tuple[Any, bool]] = {}
-
-
-def _may_exit(body: Any) -> bool:
-    """Whether `exit` can run inside `body` (through calls and table actions)."""
-    key = id(body)
-    hit = _EXIT_MEMO.get(key)
-    if hit is not None and hit[0] is body:
-        return hit[1]
-    _EXIT_MEMO[key] = (body, False)
-    r = False
-    for n in _walk(body):
-        if isinstance(n, A.Exit):
-            r = True
-        elif isinstance(n, A.Call):
-            t = n.target
-            if isinstance(t, A.ActionDecl):
-                r = _may_exit(t.body)
-            elif isinstance(t, A.FunctionDecl):
-                r = _may_exit(t.body)
-            elif isinstance(t, A.ControlDecl):
-                r = _may_exit(t.body)
-            elif isinstance(t, A.TableDecl):
-                ap = t.prop("actions")
-                r = any(_may_exit(ar.decl.body) for ar in (ap.actions if ap else []) if ar.decl is not None)
-        if r:
-            break
-    _EXIT_MEMO[key] = (body, r)
-    return r
 
 
 def _written(body: A.Stmt) -> set[int]:

@@ -23,6 +23,7 @@ from emu.p4.frontend.types import (
 
 from .classes import ClassTable, scalar_width
 from .emitter import Emitter
+from .exits import ExitAnalysis
 
 PIPELINE_PARAMS = ("p", "vr", "ig", "eg", "ck", "dep")
 
@@ -171,6 +172,8 @@ class LowererBase:
         # expressions already evaluated into a temp (an lvalue's index, see StmtLowerer)
         self.pinned: dict[int, str] = {}
         self.global_functions = {id(f) for f in cp.functions.values()}
+        # per-compilation analysis state (no module globals change while lowering)
+        self.exits = ExitAnalysis()
 
     # ------------------------------------------------------------------ helpers
     def tmp(self, base: str = "t") -> str:

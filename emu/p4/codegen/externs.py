@@ -69,7 +69,8 @@ class ExternLowerer(LowererBase):
 
     def extern_function(self, e: A.Call, ctx: Ctx) -> str | None:
         o = self.out
-        m: A.MethodDecl = e.target
+        m = e.target
+        assert isinstance(m, A.MethodDecl)
         name = m.name
         a = self.args_by_name(e)
         args = [x for _, x in bind_args(m.params, e.args)]
@@ -230,7 +231,8 @@ class ExternLowerer(LowererBase):
         o = self.out
         f = e.func
         assert isinstance(f, A.Member)
-        m: A.MethodDecl = e.target
+        m = e.target
+        assert isinstance(m, A.MethodDecl)
         rt = bt(f.expr.type)
         ename = rt.name if isinstance(rt, ExternType) else str(rt)
         args = [x for _, x in bind_args(m.params, e.args)]

@@ -58,7 +58,7 @@ def _sm_fields_read(prog: A.Program, sm_t: Type) -> set[str] | None:
             ok.add(id(n.expr))
         elif isinstance(n, A.Call) and (
                 n.kind in ("apply", "action", "function")
-                or n.kind == "extern_function" and getattr(n.target, "name", "") == "mark_to_drop"):
+                or n.kind == "extern_function" and isinstance(n.target, A.MethodDecl) and n.target.name == "mark_to_drop"):
             ok.update(id(a.value) for a in n.args)
         elif isinstance(n, A.Expr) and bt(n.type) is sm_t and id(n) not in ok:
             return None

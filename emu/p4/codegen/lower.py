@@ -37,8 +37,6 @@ from emu.p4.frontend.types import (
 from emu.p4.names import qualify
 
 from .analysis import (
-    _EXIT_MEMO,
-    _may_exit,
     _static_length,
 )
 from .base import (
@@ -285,7 +283,7 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
                 ctx.env[id(prm)] = n
             self.instantiate(c, ctx, [])
             self.empty_blocks[fname] = not c.body.stmts and not c.locals
-            if _may_exit(c.body):
+            if self.exits.may_exit(c.body):
                 o.line("try:")
                 with o.indent():
                     self.block(c.body, ctx)
@@ -311,5 +309,4 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
 
 def lower(cp: CheckedProgram) -> tuple[str, ProgramInfo]:
     """Generate the Python module source and metadata for a checked V1Switch program."""
-    _EXIT_MEMO.clear()  # per program: the memo holds nodes of the program being lowered
     return Lowerer(cp).run()

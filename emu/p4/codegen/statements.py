@@ -18,7 +18,6 @@ from emu.p4.names import qualify
 
 from .analysis import (
     _has_return,
-    _may_exit,
     _walk,
     _written,
 )
@@ -263,7 +262,7 @@ class StmtLowerer(LowererBase):
         if prologue is not None:
             prologue()
         needs_loop = _has_return(body)
-        may_exit = bool(copy_out) and _may_exit(body)
+        may_exit = bool(copy_out) and self.exits.may_exit(body)
         if ret is not None:
             ictx.ret = ret
         ictx.inlined = needs_loop
@@ -303,6 +302,7 @@ class StmtLowerer(LowererBase):
             return self.builtin(e, ctx)
         if k == "action":
             ad = e.target
+            assert isinstance(ad, A.ActionDecl)
             actx = ctx.child(ret=None, inlined=False)
             if id(ad) in self.top_actions:
                 actx = Ctx({}, {}, "", ctx.in_parser, pk=ctx.pk)

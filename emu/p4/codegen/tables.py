@@ -44,7 +44,7 @@ class TableLowerer(LowererBase):
         acts = []
         ap = d.prop("actions")
         for ar in (ap.actions if ap else []):
-            ad = ar.decl
+            ad = ar.action
             aqn = self.register_action(ad, ctx.scope)
             scope = "TABLE_AND_DEFAULT"
             if A.find_annotation(ar.annotations, "defaultonly"):
@@ -117,6 +117,7 @@ class TableLowerer(LowererBase):
         raise unsupported(v, "table property value")
 
     def action_call_json(self, v: A.Expr, ctx: Ctx) -> list[Any]:
+        ad: A.Decl | list[A.MethodDecl] | None
         if isinstance(v, A.Call):
             ad = v.target if isinstance(v.target, A.ActionDecl) else None
             if ad is None and isinstance(v.func, A.NameRef) and v.func.ref is not None:
@@ -145,7 +146,7 @@ class TableLowerer(LowererBase):
         match: list[Any] = []
         for k, it in zip(keys, items, strict=False):
             match.append(self.keyset_json(it, k))
-        ad = en.action.decl
+        ad = en.action.action
         qn = self.register_action(ad, ctx.scope)
         vals = []
         for p, a in bind_args([p for p in ad.params if p.direction == ""], en.action.args or []):
@@ -240,7 +241,7 @@ class TableLowerer(LowererBase):
         ap_ = d.prop("actions")
         first = True
         for ar in (ap_.actions if ap_ else []):
-            ad = ar.decl
+            ad = ar.action
             aqn = self.register_action(ad, ctx.scope)
             o.line(f"{'if' if first else 'elif'} {an} == {aqn!r}:")
             first = False
@@ -288,8 +289,10 @@ class TableLowerer(LowererBase):
             if isinstance(c.label, A.DefaultExpr):
                 lab = None
             elif ti is not None:
-                ad = c.label.ref.decl if isinstance(c.label, A.NameRef) and c.label.ref is not None else None
-                lab = repr(self.register_action(ad, ti.ctx.scope)) if ad is not None else repr(getattr(c.label, "name", ""))
+                ref = c.label.ref if isinstance(c.label, A.NameRef) else None
+                ad = ref.decl if ref is not None and isinstance(ref.decl, A.ActionDecl) else None
+                name = c.label.name if isinstance(c.label, A.NameRef | A.Member) else ""
+                lab = repr(self.register_action(ad, ti.ctx.scope)) if ad is not None else repr(name)
             else:
                 lab = self.value(c.label, ctx)
             if c.body is None:

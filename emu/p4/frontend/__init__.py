@@ -2,12 +2,13 @@
 
 Pipeline (one module per step)::
 
-    preprocess.py  C preprocessor + SourceMap (output line/col -> original file:line:col)
+    preprocess/    C preprocessor + SourceMap (output line/col -> original file:line:col)
     lexer.py       post-lexer: type names, '<' of type arguments, '>>', annotations
     p4.lark        LALR(1) grammar
-    build.py       parse tree -> ast.py dataclasses (positions already mapped)
+    build/         parse tree -> ast.py dataclasses (positions already mapped)
     parser.py      lark setup, syntax errors -> diagnostics; parse_source()
-    check.py       names, types, widths, constant folding -> CheckedProgram
+    check/         names, types, widths, constant folding -> CheckedProgram
+                   (one module per construct; see check/__init__.py)
     types.py       canonical Type objects
     diagnostics.py Diagnostic / P4Error / DiagnosticSink (gcc-style rendering)
 
@@ -21,7 +22,7 @@ Errors raise :class:`P4Error`; ``err.diagnostics`` lists
 ``Diagnostic(file, line, col, severity, message)`` and ``str(err)`` renders
 them gcc-style with the source line and a caret.
 
-What a code generator reads (see check.py / ast.py / types.py docstrings):
+What a code generator reads (see check/__init__.py / ast.py / types.py docstrings):
 
 * ``cp.pipeline``: {"p", "vr", "ig", "eg", "ck", "dep"} -> ParserDecl/ControlDecl
   passed to V1Switch; ``cp.parsers`` / ``cp.controls``: BlockInfo(decl, locals)

@@ -2,16 +2,15 @@
 
 Every node carries ``pos`` (a :class:`Pos` naming the ORIGINAL file, line and
 column, after the preprocessor's source map has been applied).  Expression
-nodes carry two slots the checker fills in (``check.py``):
+nodes carry two slots the checker fills in (``check/``):
 
 * ``type``  -- the canonical :mod:`emu.p4.frontend.types` object of the value;
 * ``const`` -- the folded integer/bool value when the expression is a
   compile-time constant, else ``None``.
 
-:class:`NameRef` additionally gets ``ref`` (a :class:`emu.p4.frontend.check.Ref`
-saying what the name denotes) and :class:`Member` gets ``ref`` when the member
-denotes something other than a field (enum member, error, table apply result,
-extern method, ...).
+:class:`NameRef` also gets ``ref`` (a :class:`Ref`: what the name denotes), and so does
+a :class:`Member` that denotes no field (enum member, error, apply result, method, ...);
+:class:`Call` gets ``target`` (a ``CallTarget``), :class:`ActionRef` ``decl``.
 
 Names follow the P4_16 specification's grammar productions.
 """
@@ -20,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from .types import Type
 
 
 @dataclass(frozen=True)
@@ -105,8 +106,15 @@ class TupleTypeRef(TypeRef):
 
 @dataclass(eq=False)
 class Expr(Node):
-    type: Any = field(default=None, kw_only=True, repr=False)
+    type: Type | None = field(default=None, kw_only=True, repr=False)
     const: Any = field(default=None, kw_only=True, repr=False)
+
+    @property
+    def checked_type(self) -> Type:
+        """``type``, which the checker sets on every expression of a checked program."""
+        if self.type is None:
+            raise ValueError(f"{type(self).__name__} at {self.pos} has not been type-checked")
+        return self.type
 
 
 @dataclass(eq=False)
@@ -131,7 +139,7 @@ class StringLit(Expr):
 class NameRef(Expr):
     name: str
     top_level: bool = False
-    ref: Any = field(default=None, kw_only=True, repr=False)
+    ref: Ref | None = field(default=None, kw_only=True, repr=False)
 
 
 @dataclass(eq=False)
@@ -152,7 +160,7 @@ class Member(Expr):
 
     expr: Expr
     name: str
-    ref: Any = field(default=None, kw_only=True, repr=False)
+    ref: Ref | None = field(default=None, kw_only=True, repr=False)
     name_pos: Pos = field(default=NOPOS, kw_only=True, repr=False)
 
 
@@ -215,9 +223,9 @@ class Call(Expr):
     type_args: list[TypeRef]
     args: list[Argument]
     kind: str = field(default="", kw_only=True)
-    target: Any = field(default=None, kw_only=True, repr=False)
+    target: CallTarget = field(default=None, kw_only=True, repr=False)
     # For generic externs: type variable name -> resolved Type.
-    type_bindings: dict[str, Any] = field(default_factory=dict, kw_only=True, repr=False)
+    type_bindings: dict[str, Type] = field(default_factory=dict, kw_only=True, repr=False)
 
 
 @dataclass(eq=False)
@@ -363,21 +371,21 @@ class Param(Decl):
     direction: str  # "in" | "out" | "inout" | "" (directionless)
     typeref: TypeRef
     default: Expr | None = None
-    type: Any = field(default=None, kw_only=True, repr=False)
+    type: Type | None = field(default=None, kw_only=True, repr=False)
 
 
 @dataclass(eq=False)
 class ConstDecl(Decl):
     typeref: TypeRef
     value: Expr
-    type: Any = field(default=None, kw_only=True, repr=False)
+    type: Type | None = field(default=None, kw_only=True, repr=False)
 
 
 @dataclass(eq=False)
 class VarDecl(Decl):
     typeref: TypeRef
     init: Expr | None = None
-    type: Any = field(default=None, kw_only=True, repr=False)
+    type: Type | None = field(default=None, kw_only=True, repr=False)
 
 
 @dataclass(eq=False)
@@ -456,14 +464,14 @@ class Instantiation(Decl):
     typeref: TypeRef
     args: list[Argument]
     initializer: list[Decl] = field(default_factory=list)
-    type: Any = field(default=None, kw_only=True, repr=False)
+    type: Type | None = field(default=None, kw_only=True, repr=False)
 
 
 @dataclass(eq=False)
 class ValueSetDecl(Decl):
     elem: TypeRef
     size: Expr
-    type: Any = field(default=None, kw_only=True, repr=False)
+    type: Type | None = field(default=None, kw_only=True, repr=False)
 
 
 @dataclass(eq=False)
@@ -511,7 +519,14 @@ class ActionRef(Node):
     name: str
     args: list[Argument] | None = None  # bound arguments (``a(1)``), None when absent
     annotations: list[Annotation] = field(default_factory=list)
-    decl: Any = field(default=None, kw_only=True, repr=False)
+    decl: ActionDecl | None = field(default=None, kw_only=True, repr=False)
+
+    @property
+    def action(self) -> ActionDecl:
+        """``decl``, which the checker sets on every action reference of a checked program."""
+        if self.decl is None:
+            raise ValueError(f"action reference '{self.name}' at {self.pos} has not been checked")
+        return self.decl
 
 
 @dataclass(eq=False)
@@ -561,3 +576,24 @@ class ControlDecl(Decl):
 class Program(Node):
     decls: list[Decl]
     files: list[str] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Ref:
+    """What a name denotes (kinds: see emu.p4.frontend.check); ``decl`` lists the overloads
+    of an extern function and is None for error members."""
+
+    kind: str
+    name: str
+    decl: Decl | list[MethodDecl] | None = field(default=None, repr=False)
+    type: Type | None = None
+    value: Any = None  # folded value of constants / enum members
+    # parser/control/action/function declaring a param/local/const/instance/table/action
+    owner: Decl | None = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        return f"Ref({self.kind} {self.name}: {self.type})"
+
+
+# What a checked Call calls: a declaration, or the method name of a built-in.
+CallTarget = ActionDecl | FunctionDecl | MethodDecl | TableDecl | ParserDecl | ControlDecl | str | None

@@ -93,153 +93,7 @@ class P4PostLex:
 
     # -------------------------------------------------------------- type names
     def _classify(self, toks: list[Token]) -> list[Token]:
-        n = len(toks)
-        types: set[str] = set()
-        # (end index, names) regions in which generic type parameters are types.
-        regions: list[tuple[int, set[str]]] = []
-        tlt_at: set[int] = set()  # '<' positions known to open type parameter lists
-
-        def region_end(start: int) -> int:
-            depth = 0
-            k = start
-            while k < n:
-                v = toks[k].type
-                if v in ("LPAR", "LSQB"):
-                    depth += 1
-                elif v in ("RPAR", "RSQB"):
-                    depth -= 1
-                elif v == "LBRACE":
-                    depth += 1
-                elif v == "RBRACE":
-                    depth -= 1
-                    if depth <= 0:
-                        return k
-                elif v == "SEMICOLON" and depth == 0:
-                    return k
-                k += 1
-            return n
-
-        def generic_params(i: int) -> tuple[list[str], int] | None:
-            """If toks[i] is '<' opening 'IDENT (, IDENT)* >', return the names and index of '>'."""
-            names: list[str] = []
-            k = i + 1
-            while k < n:
-                t = toks[k]
-                if t.type not in ("IDENT", "TYPE_IDENT"):
-                    return None
-                names.append(str(t))
-                k += 1
-                if k < n and toks[k].type == "COMMA":
-                    k += 1
-                    continue
-                if k < n and toks[k].type == "GT":
-                    return names, k
-                return None
-            return None
-
-        out: list[Token] = []
-        angle: list[str] = []  # stack of "T" (type args) / "P" (parens inside them)
-        # Value names (parameters, variables, instances) that reuse a type's name, e.g.
-        # `packet_out p` after `parser p(...)`: they shadow the type until the enclosing
-        # top-level declaration ends.
-        shadow: set[str] = set()
-        depth = 0
-        for i, t in enumerate(toks):
-            ty = t.type
-            prev = out[-1] if out else None
-            if ty in ("LBRACE", "LPAR"):
-                depth += 1
-            elif ty in ("RBRACE", "RPAR"):
-                depth -= 1
-                if depth == 0 and ty == "RBRACE":
-                    shadow.clear()
-            elif ty == "SEMICOLON" and depth == 0:
-                shadow.clear()
-            if ty == "IDENT":
-                name = str(t)
-                after_member = (
-                    prev is not None and prev.type == "DOT" and len(out) > 1
-                    and out[-2].type in ("IDENT", "TYPE_IDENT", "RPAR", "RSQB", "ERROR", "THIS", "APPLY")
-                )
-                while regions and regions[-1][0] < i:
-                    regions.pop()
-                is_type = not after_member and (
-                    name in types or any(name in r[1] for r in regions)
-                )
-                nxt = toks[i + 1] if i + 1 < n else None
-                if is_type and self._declares_value(prev, nxt):
-                    shadow.add(name)
-                if name in shadow:
-                    is_type = False
-                # Declarations that introduce a type name.
-                if prev is not None and prev.type in _TYPE_DECL_KW:
-                    types.add(name)
-                    is_type = True
-                elif prev is not None and prev.type == "EXTERN" and nxt is not None and nxt.type in ("LBRACE", "LT"):
-                    types.add(name)
-                    is_type = True
-                elif prev is not None and prev.type == "ENUM" or self._enum_name(out, nxt):
-                    types.add(name)
-                    is_type = True
-                elif nxt is not None and nxt.type == "SEMICOLON" and self._in_typedef(out):
-                    types.add(name)
-                    is_type = True
-                # Generic declarations: NAME < T, U > (   -> T, U are types in the declaration.
-                if nxt is not None and nxt.type == "LT" and (is_type or (prev is not None and prev.type in _DECL_PREV)):
-                    gp = generic_params(i + 1)
-                    if gp is not None and (
-                        (prev is not None and prev.type in _TYPE_DECL_KW | {"EXTERN"})
-                        or (gp[1] + 1 < n and toks[gp[1] + 1].type == "LPAR" and prev is not None and prev.type in _DECL_PREV)
-                    ):
-                        names = {nm for nm in gp[0] if nm not in types}
-                        tlt_at.add(i + 1)
-                        if names:
-                            regions.append((region_end(i + 1), names))
-                            # The return type before the name may be one of them (T f<T>()).
-                            if prev is not None and str(prev) in names and prev.type == "IDENT":
-                                out[-1] = Token.new_borrow_pos("TYPE_IDENT", str(prev), prev)
-                if is_type:
-                    t = Token.new_borrow_pos("TYPE_IDENT", name, t)
-                out.append(t)
-                continue
-            if ty == "LT":
-                if (prev is not None and prev.type in _TLT_AFTER) or i in tlt_at:
-                    t = Token.new_borrow_pos("TLT", "<", t)
-                    angle.append("T")
-                elif prev is not None and prev.type in ("IDENT", "APPLY") and self._generic_call(
-                    toks, i, lambda nm: nm in types or any(nm in r[1] for r in regions)
-                ):
-                    t = Token.new_borrow_pos("TLT", "<", t)
-                    angle.append("T")
-                elif angle and angle[-1] == "T" and prev is not None and prev.type == "TLT":
-                    angle.append("T")
-                out.append(t)
-                continue
-            if ty == "GT":
-                # '>' '>' that is not closing type arguments becomes SHR in _merge_shr.
-                if angle and angle[-1] == "T":
-                    angle.pop()
-                out.append(t)
-                continue
-            if ty == "LPAR" and angle:
-                angle.append("P")
-            elif ty == "RPAR" and angle:
-                while angle and angle[-1] != "P":
-                    angle.pop()
-                if angle:
-                    angle.pop()
-            out.append(t)
-        # A statement may start with a type name only to call a member of it
-        # (direct invocation "P.apply(...)"); the grammar's statements start with
-        # an identifier there, and the checker resolves the name as a type.
-        for k in range(1, len(out) - 1):
-            if (
-                out[k].type == "TYPE_IDENT"
-                and out[k + 1].type == "DOT"
-                and out[k - 1].type in ("SEMICOLON", "LBRACE", "RBRACE")
-            ):
-                out[k] = Token.new_borrow_pos("IDENT", str(out[k]), out[k])
-        return self._merge_shr(out)
+        return self._merge_shr(_TypeNames(toks).run())
 
     @staticmethod
     def _declares_value(prev: Token | None, nxt: Token | None) -> bool:
@@ -331,3 +185,180 @@ class P4PostLex:
                 return False
             k += 1
         return False
+
+
+class _TypeNames:
+    """One pass over the tokens that marks type names (TYPE_IDENT) and the '<' that opens
+    type arguments (TLT); see the module docstring (steps 2 and 3)."""
+
+    def __init__(self, toks: list[Token]) -> None:
+        self.toks = toks
+        self.n = len(toks)
+        self.types: set[str] = set()
+        # (end index, names) regions in which generic type parameters are types.
+        self.regions: list[tuple[int, set[str]]] = []
+        self.tlt_at: set[int] = set()  # '<' positions known to open type parameter lists
+        self.out: list[Token] = []
+        self.angle: list[str] = []  # stack of "T" (type args) / "P" (parens inside them)
+        # Value names (parameters, variables, instances) that reuse a type's name, e.g.
+        # `packet_out p` after `parser p(...)`: they shadow the type until the enclosing
+        # top-level declaration ends.
+        self.shadow: set[str] = set()
+        self.depth = 0
+
+    def run(self) -> list[Token]:
+        out = self.out
+        for i, t in enumerate(self.toks):
+            ty = t.type
+            self._track_depth(ty)
+            if ty == "IDENT":
+                out.append(self._ident(i, t))
+            elif ty == "LT":
+                out.append(self._less_than(i, t))
+            elif ty == "GT":
+                # '>' '>' that is not closing type arguments becomes SHR in _merge_shr.
+                if self.angle and self.angle[-1] == "T":
+                    self.angle.pop()
+                out.append(t)
+            else:
+                self._track_parens(ty)
+                out.append(t)
+        # A statement may start with a type name only to call a member of it
+        # (direct invocation "P.apply(...)"); the grammar's statements start with
+        # an identifier there, and the checker resolves the name as a type.
+        for k in range(1, len(out) - 1):
+            if (
+                out[k].type == "TYPE_IDENT"
+                and out[k + 1].type == "DOT"
+                and out[k - 1].type in ("SEMICOLON", "LBRACE", "RBRACE")
+            ):
+                out[k] = Token.new_borrow_pos("IDENT", str(out[k]), out[k])
+        return out
+
+    def _track_depth(self, ty: str) -> None:
+        if ty in ("LBRACE", "LPAR"):
+            self.depth += 1
+        elif ty in ("RBRACE", "RPAR"):
+            self.depth -= 1
+            if self.depth == 0 and ty == "RBRACE":
+                self.shadow.clear()
+        elif ty == "SEMICOLON" and self.depth == 0:
+            self.shadow.clear()
+
+    def _track_parens(self, ty: str) -> None:
+        angle = self.angle
+        if ty == "LPAR" and angle:
+            angle.append("P")
+        elif ty == "RPAR" and angle:
+            while angle and angle[-1] != "P":
+                angle.pop()
+            if angle:
+                angle.pop()
+
+    def _is_type_name(self, name: str) -> bool:
+        return name in self.types or any(name in r[1] for r in self.regions)
+
+    def _ident(self, i: int, t: Token) -> Token:
+        out, toks, n = self.out, self.toks, self.n
+        prev = out[-1] if out else None
+        name = str(t)
+        after_member = (
+            prev is not None and prev.type == "DOT" and len(out) > 1
+            and out[-2].type in ("IDENT", "TYPE_IDENT", "RPAR", "RSQB", "ERROR", "THIS", "APPLY")
+        )
+        while self.regions and self.regions[-1][0] < i:
+            self.regions.pop()
+        is_type = not after_member and self._is_type_name(name)
+        nxt = toks[i + 1] if i + 1 < n else None
+        if is_type and P4PostLex._declares_value(prev, nxt):
+            self.shadow.add(name)
+        if name in self.shadow:
+            is_type = False
+        if self._declares_type(prev, nxt):
+            self.types.add(name)
+            is_type = True
+        # Generic declarations: NAME < T, U > (   -> T, U are types in the declaration.
+        if nxt is not None and nxt.type == "LT" and (is_type or (prev is not None and prev.type in _DECL_PREV)):
+            self._generic_declaration(i, prev)
+        return Token.new_borrow_pos("TYPE_IDENT", name, t) if is_type else t
+
+    def _declares_type(self, prev: Token | None, nxt: Token | None) -> bool:
+        """Whether the name between ``prev`` and ``nxt`` is introduced as a type."""
+        if prev is not None and prev.type in _TYPE_DECL_KW:
+            return True
+        if prev is not None and prev.type == "EXTERN" and nxt is not None and nxt.type in ("LBRACE", "LT"):
+            return True
+        if prev is not None and prev.type == "ENUM" or P4PostLex._enum_name(self.out, nxt):
+            return True
+        return nxt is not None and nxt.type == "SEMICOLON" and P4PostLex._in_typedef(self.out)
+
+    def _generic_declaration(self, i: int, prev: Token | None) -> None:
+        toks, n = self.toks, self.n
+        gp = self._generic_params(i + 1)
+        if gp is None or not (
+            (prev is not None and prev.type in _TYPE_DECL_KW | {"EXTERN"})
+            or (gp[1] + 1 < n and toks[gp[1] + 1].type == "LPAR" and prev is not None and prev.type in _DECL_PREV)
+        ):
+            return
+        names = {nm for nm in gp[0] if nm not in self.types}
+        self.tlt_at.add(i + 1)
+        if names:
+            self.regions.append((self._region_end(i + 1), names))
+            # The return type before the name may be one of them (T f<T>()).
+            if prev is not None and str(prev) in names and prev.type == "IDENT":
+                self.out[-1] = Token.new_borrow_pos("TYPE_IDENT", str(prev), prev)
+
+    def _less_than(self, i: int, t: Token) -> Token:
+        out, angle = self.out, self.angle
+        prev = out[-1] if out else None
+        if (prev is not None and prev.type in _TLT_AFTER) or i in self.tlt_at:
+            angle.append("T")
+            return Token.new_borrow_pos("TLT", "<", t)
+        if prev is not None and prev.type in ("IDENT", "APPLY") and P4PostLex._generic_call(
+            self.toks, i, self._is_type_name
+        ):
+            angle.append("T")
+            return Token.new_borrow_pos("TLT", "<", t)
+        if angle and angle[-1] == "T" and prev is not None and prev.type == "TLT":
+            angle.append("T")
+        return t
+
+    def _region_end(self, start: int) -> int:
+        toks, n = self.toks, self.n
+        depth = 0
+        k = start
+        while k < n:
+            v = toks[k].type
+            if v in ("LPAR", "LSQB"):
+                depth += 1
+            elif v in ("RPAR", "RSQB"):
+                depth -= 1
+            elif v == "LBRACE":
+                depth += 1
+            elif v == "RBRACE":
+                depth -= 1
+                if depth <= 0:
+                    return k
+            elif v == "SEMICOLON" and depth == 0:
+                return k
+            k += 1
+        return n
+
+    def _generic_params(self, i: int) -> tuple[list[str], int] | None:
+        """If toks[i] is '<' opening 'IDENT (, IDENT)* >', return the names and index of '>'."""
+        toks, n = self.toks, self.n
+        names: list[str] = []
+        k = i + 1
+        while k < n:
+            t = toks[k]
+            if t.type not in ("IDENT", "TYPE_IDENT"):
+                return None
+            names.append(str(t))
+            k += 1
+            if k < n and toks[k].type == "COMMA":
+                k += 1
+                continue
+            if k < n and toks[k].type == "GT":
+                return names, k
+            return None
+        return None

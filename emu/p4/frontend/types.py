@@ -356,3 +356,17 @@ STRING = StringType()
 ERROR = ErrorType()
 MATCH_KIND = MatchKindType()
 DONTCARE = DontCareType()
+
+
+def type_name(t: Type | None) -> str:
+    """The name of a named type (struct-like, enum, new type, extern, block, type variable), else ""."""
+    if isinstance(t, TypeVar | StructLikeType | EnumType | NewType | ExternType | BlockType):
+        return t.name
+    return ""
+
+
+def declaration_of(t: Type | None) -> Any:
+    """The AST declaration a type comes from (None for built-in and anonymous types)."""
+    if isinstance(t, StructLikeType | EnumType | ExternType | BlockType | ActionType | TableType):
+        return t.decl
+    return None

@@ -4,6 +4,7 @@
  * it, written for this project from the P4_16 specification and p4c's
  * documented v1model interface.  It must accept and reject exactly what p4c's
  * own v1model.p4 does, so a program checked here also compiles with p4c:
+ * docs/v1model.md lists the rules the target implements.
  * V1MODEL_VERSION defaults to 20180101 as in every p4c release, and the
  * index-typed counter<I>, meter<I>, register<T, I> (and PortId_t) exist only
  * when a program defines V1MODEL_VERSION 20200408 or later before including

@@ -1,6 +1,6 @@
 """STF output expectations: pattern matching and a readable per-port diff.
 
-Rules (p4c backends/bmv2/bmv2stf.py comparePacket/checkOutputs; shared v1model notes):
+Rules (p4c backends/bmv2/bmv2stf.py comparePacket/checkOutputs):
 
 - `*` matches any one hex digit; a trailing `$` requires the exact length, otherwise the
   pattern only has to match a prefix of the packet.

@@ -2,8 +2,8 @@
 
 Order (BMv2 simple_switch): parser -> verify_checksum -> ingress -> (clone, digest,
 resubmit, multicast / drop / unicast) -> traffic manager -> egress -> (E2E clone, drop)
--> compute_checksum -> deparser -> (recirculate | output), with BMv2's rules for each
-step (listed below and in the README's embedded-target section).
+-> compute_checksum -> deparser -> (recirculate | output). docs/v1model.md lists the
+rules implemented here.
 
 Failed assert/assume: BMv2 simple_switch aborts the whole process; a library must not,
 so the switch logs an error, counts it in `assert_failures` and drops the packet.

@@ -307,3 +307,32 @@ def test_standard_metadata_copied_whole_sets_every_field() -> None:
     for f in ("enq_timestamp", "enq_qdepth", "deq_timedelta", "deq_qdepth",
               "egress_global_timestamp", "packet_length"):
         assert f"sm.{f} =" in egress
+
+
+def _module_state() -> dict[str, str]:
+    """repr of every mutable module-level value of the code generator's modules."""
+    import sys
+
+    out = {}
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("emu.p4.codegen") and mod is not None:
+            for k, v in vars(mod).items():
+                if isinstance(v, dict | list | set):
+                    out[f"{name}.{k}"] = repr(v)
+    return out
+
+
+def test_lowering_keeps_no_state_between_compilations() -> None:
+    """The generated source does not depend on what was compiled before, and lowering
+    changes no module-level state (its memo lives in the per-compilation Lowerer)."""
+    from emu.p4.codegen import lower
+    from emu.p4.frontend import check_source
+
+    exits = SKELETON.format(fields="bit<8> a;", decls="action a1() { exit; }",
+                            body="if (hdr.h.a == 1) { a1(); }")
+    alone = lower(check_source(exits, "t.p4"))[0]
+    lower(check_source(NAMING))  # something else first, then the same program again
+    before = _module_state()
+    again = lower(check_source(exits, "t.p4"))[0]
+    assert _module_state() == before
+    assert again == alone

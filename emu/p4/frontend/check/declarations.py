@@ -1,0 +1,212 @@
+"""Top-level declarations: the entry point, types (headers, structs, enums), constants, parameters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import ast as A
+from ..types import (
+    DONTCARE,
+    MATCH_KIND,
+    ActionType,
+    BitType,
+    BlockType,
+    BoolType,
+    EnumType,
+    ExternType,
+    HeaderType,
+    HeaderUnionType,
+    NewType,
+    StructType,
+    TypeVar,
+    VarbitType,
+    strip_newtype,
+)
+from .base import CheckerBase
+from .program import _UNSUPPORTED_MSG, CheckedProgram, Ref, Scope, _Abort
+
+
+class DeclarationChecker(CheckerBase):
+    # ================================================================ entry
+    def check(self, prog: A.Program) -> CheckedProgram:
+        for d in prog.decls:
+            try:
+                self.decl_global(d)
+            except _Abort:
+                pass
+        main = self.instances.get("main")
+        pipeline: dict[str, A.ParserDecl | A.ControlDecl] = {}
+        if main is not None and isinstance(main.type, BlockType) and main.type.kind == "package":
+            pdecl = main.type.decl
+            by_name = {p.name: p for p in pdecl.params}
+            for i, a in enumerate(main.args):
+                # named arguments (V1Switch(p = ..., ig = ...)) pair by name, others by position
+                p = by_name.get(a.name) if a.name else (pdecl.params[i] if i < len(pdecl.params) else None)
+                if p is None:
+                    continue
+                v = a.value
+                if isinstance(v, A.CtorCall) and isinstance(v.type, BlockType):
+                    if isinstance(v.type.decl, A.ParserDecl | A.ControlDecl):
+                        pipeline[p.name] = v.type.decl
+                elif isinstance(v, A.NameRef) and v.ref is not None and v.ref.kind == "instance":
+                    t = v.ref.type
+                    if isinstance(t, BlockType) and isinstance(t.decl, A.ParserDecl | A.ControlDecl):
+                        pipeline[p.name] = t.decl
+        self.sink.raise_if_errors()
+        return CheckedProgram(
+            prog,
+            dict(self.glob.types),
+            self.constants,
+            self.errors,
+            self.match_kinds,
+            self.externs,
+            self.extern_functions,
+            self.actions,
+            self.functions,
+            self.parsers,
+            self.controls,
+            self.instances,
+            main,
+            pipeline,
+            [d for d in self.sink.diagnostics if d.severity != "error"],
+        )
+
+    # ================================================================ global declarations
+    def decl_global(self, d: A.Decl) -> None:
+        g = self.glob
+        if isinstance(d, A.ErrorDecl):
+            for m in d.members:
+                if m in self.errors:
+                    self.err(d, f"duplicate error member '{m}'")
+                else:
+                    self.errors.append(m)
+        elif isinstance(d, A.MatchKindDecl):
+            for m in d.members:
+                if m in self.match_kinds:
+                    self.err(d, f"duplicate match_kind '{m}'")
+                else:
+                    self.match_kinds.append(m)
+                    self.declare(g, m, Ref("match_kind", m, d, MATCH_KIND, m), d)
+        elif isinstance(d, A.HeaderDecl):
+            self.aggregate(d, g)
+        elif isinstance(d, A.EnumDecl):
+            self.enum(d, g)
+        elif isinstance(d, A.TypedefDecl):
+            base = self.resolve_type(d.typeref, g)
+            self.declare_type(g, d.name, NewType(d.name, base) if d.new_type else base, d)
+        elif isinstance(d, A.ConstDecl):
+            self.const_decl(d, g)
+            self.constants[d.name] = d.value.const
+        elif isinstance(d, A.ExternDecl):
+            self.externs[d.name] = d
+            self.declare_type(g, d.name, ExternType(d.name, d), d)
+            inner = Scope(g)
+            for tp in d.type_params:
+                inner.types[tp] = TypeVar(tp, d)
+            for method in d.methods:
+                self.prototype(method, inner)
+        elif isinstance(d, A.MethodDecl):
+            self.prototype(d, g)
+            self.extern_functions.setdefault(d.name, []).append(d)
+            if d.name not in g.values:
+                g.values[d.name] = Ref("extern_function", d.name, self.extern_functions[d.name])
+        elif isinstance(d, A.ParserTypeDecl):
+            self.declare_type(g, d.name, BlockType(d.name, d.kind, d), d)
+        elif isinstance(d, A.ActionDecl):
+            self.actions[d.name] = d
+            self.declare(g, d.name, Ref("action", d.name, d, ActionType(d)), d)
+            self.action(d, g)
+        elif isinstance(d, A.FunctionDecl):
+            self.function(d, g)
+        elif isinstance(d, A.ParserDecl):
+            self.declare_type(g, d.name, BlockType(d.name, "parser", d), d)
+            self.parser(d, g)
+        elif isinstance(d, A.ControlDecl):
+            self.declare_type(g, d.name, BlockType(d.name, "control", d), d)
+            self.control(d, g)
+        elif isinstance(d, A.Instantiation):
+            self.instantiation(d, g)
+            self.instances[d.name] = d
+        else:
+            self.err(d, f"'{type(d).__name__}' {_UNSUPPORTED_MSG} at top level")
+
+    def prototype(self, m: A.MethodDecl, scope: Scope) -> None:
+        """Resolve a prototype's parameter types (generic ones stay TypeVars)."""
+        inner = Scope(scope)
+        for tp in m.type_params:
+            inner.types[tp] = TypeVar(tp, m)
+        for p in m.params:
+            try:
+                p.type = self.resolve_type(p.typeref, inner)
+            except _Abort:
+                p.type = DONTCARE
+        if m.return_type is not None:
+            try:
+                self.resolve_type(m.return_type, inner)
+            except _Abort:
+                pass
+
+    def aggregate(self, d: A.HeaderDecl, scope: Scope) -> None:
+        cls = {"header": HeaderType, "header_union": HeaderUnionType, "struct": StructType}[d.kind]
+        t = cls(d.name, [], d)
+        self.declare_type(scope, d.name, t, d)
+        inner = Scope(scope)
+        for tp in d.type_params:
+            inner.types[tp] = TypeVar(tp, d)
+        seen: set[str] = set()
+        for f in d.fields:
+            try:
+                ft = self.resolve_type(f.typeref, inner)
+            except _Abort:
+                continue
+            if f.name in seen:
+                self.err(f, f"duplicate field '{f.name}' in {d.kind} '{d.name}'")
+            seen.add(f.name)
+            base = strip_newtype(ft)
+            fixed_struct = isinstance(base, StructType) and base.bit_width is not None
+            if d.kind == "header" and not (fixed_struct or isinstance(base, BitType | VarbitType | BoolType | EnumType | TypeVar)):
+                self.err(f.typeref, f"header field '{f.name}' cannot have type '{ft}'")
+            if d.kind == "header" and isinstance(base, EnumType) and base.underlying is None:
+                self.err(f.typeref, f"header field '{f.name}' needs a serializable enum, not '{ft}'")
+            if d.kind == "header_union" and not isinstance(base, HeaderType):
+                self.err(f.typeref, f"header_union member '{f.name}' must be a header, not '{ft}'")
+            t.fields.append((f.name, ft))
+
+    def enum(self, d: A.EnumDecl, scope: Scope) -> None:
+        under: BitType | None = None
+        if d.underlying is not None:
+            ut = strip_newtype(self.resolve_type(d.underlying, scope))
+            if not isinstance(ut, BitType):
+                raise self.fatal(d.underlying, f"enum underlying type must be bit<W> or int<W>, not '{ut}'")
+            under = ut
+        t = EnumType(d.name, list(d.members), under, {}, d)
+        if under is not None:
+            for m, v in zip(d.members, d.values, strict=True):
+                self.expr(v, scope, under)
+                if v.const is None or isinstance(v.const, bool):
+                    self.err(v, f"value of enum member '{m}' must be a compile-time constant")
+                    continue
+                t.values[m] = under.wrap(int(v.const))
+        if len(set(d.members)) != len(d.members):
+            self.err(d, f"duplicate member in enum '{d.name}'")
+        self.declare_type(scope, d.name, t, d)
+
+    def const_decl(self, d: A.ConstDecl, scope: Scope) -> None:
+        t = self.resolve_type(d.typeref, scope)
+        d.type = t
+        self.expr(d.value, scope, t)
+        self.coerce(d.value, t, "initialize")
+        if d.value.const is None:
+            self.err(d.value, f"initializer of constant '{d.name}' is not a compile-time constant")
+        self.declare(scope, d.name, Ref("const", d.name, d, t, d.value.const), d)
+
+    # ================================================================ blocks
+    def params(self, params: list[A.Param], scope: Scope, owner: Any = None) -> None:
+        for p in params:
+            try:
+                p.type = self.resolve_type(p.typeref, scope)
+            except _Abort:
+                p.type = DONTCARE
+            if p.default is not None:
+                self.expr(p.default, scope, p.type)
+            self.declare(scope, p.name, Ref("param", p.name, p, p.type, owner=owner), p)

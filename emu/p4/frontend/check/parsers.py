@@ -1,0 +1,111 @@
+"""Parser declarations: states, select expressions and keysets."""
+
+from __future__ import annotations
+
+from .. import ast as A
+from ..types import DONTCARE, DontCareType, TupleType, Type, TypeVar
+from .base import CheckerBase
+from .program import BlockInfo, Ref, Scope, _Abort
+
+
+class ParserChecker(CheckerBase):
+    def parser(self, d: A.ParserDecl, g: Scope) -> None:
+        info = BlockInfo(d, "parser")
+        self.parsers[d.name] = info
+        s = Scope(g, "parser")
+        for tp in d.type_params:
+            s.types[tp] = TypeVar(tp, d)
+        self.params(d.params, s, d)
+        self.params(d.ctor_params, s, d)
+        states = {"accept", "reject"}
+        for st in d.states:
+            if st.name in states:
+                self.err(st, f"redeclaration of state '{st.name}'")
+            states.add(st.name)
+        for st in d.states:
+            s.values.setdefault(st.name, Ref("state", st.name, st))
+        prev = (self.block, self.in_parser, self.owner)
+        self.block, self.in_parser, self.owner = info, True, d
+        try:
+            for loc in d.locals:
+                try:
+                    self.local_decl(loc, s)
+                except _Abort:
+                    pass
+            info.locals = dict(s.values)
+            if not any(st.name == "start" for st in d.states):
+                self.err(d, f"parser '{d.name}' has no 'start' state")
+            for st in d.states:
+                ss = Scope(s)
+                for stmt in st.stmts:
+                    self.stmt_safe(stmt, ss)
+                tr = st.transition
+                if tr is None:
+                    continue
+                if tr.state is not None:
+                    if tr.state not in states:
+                        self.err(tr, f"unknown state '{tr.state}'")
+                elif tr.select is not None:
+                    self.select(tr.select, ss, states)
+        finally:
+            self.block, self.in_parser, self.owner = prev
+
+    def select(self, sel: A.SelectExpr, scope: Scope, states: set[str]) -> None:
+        types: list[Type] = []
+        for e in sel.exprs:
+            try:
+                types.append(self.expr(e, scope))
+            except _Abort:
+                types.append(DONTCARE)
+        sel.type = TupleType(tuple(types))
+        for c in sel.cases:
+            if c.state not in states:
+                self.err(c, f"unknown state '{c.state}'")
+            try:
+                self.keyset(c.keyset, types, scope)
+            except _Abort:
+                pass
+
+    def keyset(self, ks: A.Expr, types: list[Type], scope: Scope) -> None:
+        if isinstance(ks, A.DefaultExpr | A.DontCare):
+            ks.type = DONTCARE
+            return
+        if len(types) > 1 or isinstance(ks, A.ListExpr):
+            items = ks.items if isinstance(ks, A.ListExpr) else [ks]
+            if len(items) != len(types):
+                if (
+                    len(items) == 1 and isinstance(items[0], A.NameRef)
+                    and (r := scope.lookup(items[0].name)) is not None and r.kind == "value_set"
+                ):
+                    self.expr(items[0], scope)
+                    return
+                raise self.fatal(ks, f"keyset has {len(items)} elements but the select has {len(types)} expressions")
+            for it, t in zip(items, types, strict=True):
+                self.keyset_elem(it, t, scope)
+            ks.type = TupleType(tuple(types))
+            return
+        self.keyset_elem(ks, types[0], scope)
+
+    def keyset_elem(self, e: A.Expr, t: Type, scope: Scope) -> None:
+        if isinstance(e, A.DefaultExpr | A.DontCare):
+            e.type = DONTCARE
+            return
+        if isinstance(e, A.Mask):
+            self.expr(e.value, scope, t)
+            self.expr(e.mask, scope, t)
+            self.coerce(e.value, t, "match")
+            self.coerce(e.mask, t, "match")
+            e.type = t
+            return
+        if isinstance(e, A.Range):
+            self.expr(e.lo, scope, t)
+            self.expr(e.hi, scope, t)
+            self.coerce(e.lo, t, "match")
+            self.coerce(e.hi, t, "match")
+            e.type = t
+            return
+        et = self.expr(e, scope, t)
+        if isinstance(e, A.NameRef) and e.ref is not None and e.ref.kind == "value_set":
+            return
+        if not isinstance(et, DontCareType):
+            self.coerce(e, t, "match")

@@ -1,0 +1,107 @@
+"""The checker's results: Ref, BlockInfo, CheckedProgram, and the scopes names live in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import ast as A
+from ..ast import Ref
+from ..types import Type
+
+
+@dataclass
+class BlockInfo:
+    """A parser or control declaration with its resolved local names."""
+
+    decl: A.ParserDecl | A.ControlDecl
+    kind: str  # "parser" | "control"
+    locals: dict[str, Ref] = field(default_factory=dict)
+
+    @property
+    def tables(self) -> list[A.TableDecl]:
+        return [d for d in self.decl.locals if isinstance(d, A.TableDecl)]
+
+    @property
+    def actions(self) -> list[A.ActionDecl]:
+        return [d for d in self.decl.locals if isinstance(d, A.ActionDecl)]
+
+    @property
+    def instances(self) -> list[A.Instantiation]:
+        return [d for d in self.decl.locals if isinstance(d, A.Instantiation)]
+
+
+@dataclass
+class CheckedProgram:
+    """The checked program handed to lowering/code generation.
+
+    ``program``          annotated AST (see module docstring)
+    ``types``            global named types (typedefs resolved)
+    ``constants``        global constant values
+    ``errors``           error members in declaration order (index = error code)
+    ``match_kinds``      declared match kinds
+    ``externs``          extern object declarations by name
+    ``extern_functions`` extern function overloads by name
+    ``actions``          top-level actions (NoAction, ...)
+    ``functions``        top-level functions
+    ``parsers`` / ``controls``  BlockInfo per declaration name
+    ``main``             the top-level package instantiation named ``main``
+    ``pipeline``         for a V1Switch main: parameter name (p, vr, ig, eg,
+                         ck, dep) -> the ParserDecl/ControlDecl passed
+    ``warnings``         non-fatal diagnostics
+    """
+
+    program: A.Program
+    types: dict[str, Type]
+    constants: dict[str, Any]
+    errors: list[str]
+    match_kinds: list[str]
+    externs: dict[str, A.ExternDecl]
+    extern_functions: dict[str, list[A.MethodDecl]]
+    actions: dict[str, A.ActionDecl]
+    functions: dict[str, A.FunctionDecl]
+    parsers: dict[str, BlockInfo]
+    controls: dict[str, BlockInfo]
+    instances: dict[str, A.Instantiation]
+    main: A.Instantiation | None
+    pipeline: dict[str, A.ParserDecl | A.ControlDecl]
+    warnings: list[Any] = field(default_factory=list)
+
+    def error_code(self, name: str) -> int:
+        """Numeric value of ``error.<name>`` (declaration order, NoError = 0), as BMv2 numbers them."""
+        return self.errors.index(name)
+
+
+class Scope:
+    def __init__(self, parent: Scope | None = None, kind: str = "block") -> None:
+        self.parent = parent
+        self.kind = kind
+        self.values: dict[str, Ref] = {}
+        self.types: dict[str, Type] = {}
+
+    def lookup(self, name: str) -> Ref | None:
+        s: Scope | None = self
+        while s is not None:
+            r = s.values.get(name)
+            if r is not None:
+                return r
+            s = s.parent
+        return None
+
+    def lookup_type(self, name: str) -> Type | None:
+        s: Scope | None = self
+        while s is not None:
+            t = s.types.get(name)
+            if t is not None:
+                return t
+            s = s.parent
+        return None
+
+
+_HEADER_METHODS = {"isValid", "setValid", "setInvalid"}
+_STACK_METHODS = {"push_front", "pop_front"}
+_UNSUPPORTED_MSG = "is not supported by the embedded target"
+
+
+class _Abort(Exception):
+    """Stops checking one declaration after an error was recorded."""

@@ -1,0 +1,147 @@
+"""Annotations (@name, @id, @brief, ...), ids of fields, and walking the annotated AST."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import fields, is_dataclass
+from typing import Any
+
+from emu.p4 import names
+from emu.p4.frontend import ast as A
+from emu.p4.frontend.diagnostics import Diagnostic, P4Error, SourceCache
+
+# Annotations P4Info carries elsewhere (name, id, doc) or that p4c does not print.
+_SKIPPED_ANNOTATIONS = frozenset({"name", "id", "brief", "description", "hidden"})
+# AST fields that point back into the tree or at declarations: not children.
+_NON_CHILD_FIELDS = frozenset({"pos", "ref", "decl", "type", "target", "type_bindings", "const"})
+
+
+# ------------------------------------------------------------------ small helpers
+
+
+def _error(pos: A.Pos, message: str) -> P4Error:
+    line = SourceCache().line(pos.file, pos.line) if pos.line else None
+    return P4Error([Diagnostic(pos.file, pos.line, pos.col, "error", message, line)])
+
+
+def _children(node: Any) -> Iterator[Any]:
+    """Direct AST children of a node (dataclass fields holding nodes or lists of nodes)."""
+    for f in fields(node):
+        if f.name in _NON_CHILD_FIELDS:
+            continue
+        value = getattr(node, f.name)
+        if isinstance(value, A.Node):
+            yield value
+        elif isinstance(value, list | tuple):
+            for item in value:
+                if isinstance(item, A.Node):
+                    yield item
+                elif isinstance(item, tuple):  # StructExpr fields: (name, expr)
+                    yield from (x for x in item if isinstance(x, A.Node))
+
+
+def _walk(node: Any) -> Iterator[Any]:
+    """Pre-order walk over an AST subtree."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if not is_dataclass(n):
+            continue
+        yield n
+        stack.extend(reversed(list(_children(n))))
+
+
+def _annotation_text(a: A.Annotation) -> str:
+    """An annotation as P4 source, the way p4c prints it into P4Info."""
+    if a.bracket == "(":
+        return f"@{a.name}({(a.body or '').strip()})"
+    if a.bracket == "[":
+        return f"@{a.name}[{(a.body or '').strip()}]"
+    return f"@{a.name}"
+
+
+def _has(annotations: Sequence[A.Annotation], name: str) -> bool:
+    return any(a.name == name for a in annotations)
+
+
+def _string_arg(annotations: Sequence[A.Annotation], name: str) -> str | None:
+    a = A.find_annotation(list(annotations), name)
+    if a is None or not a.args or not isinstance(a.args[0], str):
+        return None
+    return a.args[0]
+
+
+def _int_arg(annotations: Sequence[A.Annotation], name: str) -> int | None:
+    a = A.find_annotation(list(annotations), name)
+    if a is None:
+        return None
+    if a.args and isinstance(a.args[0], int):
+        return a.args[0]
+    try:
+        return int((a.body or "").strip(), 0)
+    except ValueError:
+        raise _error(a.pos, f"@{name} needs an integer argument") from None
+
+
+def _add_annotations(msg: Any, annotations: Sequence[A.Annotation], skip: frozenset[str] = frozenset()) -> None:
+    for a in annotations:
+        if a.name in _SKIPPED_ANNOTATIONS or a.name in skip or a.bracket == "[":
+            continue
+        msg.annotations.append(_annotation_text(a))
+
+
+def _add_doc(msg: Any, annotations: Sequence[A.Annotation]) -> None:
+    brief = _string_arg(annotations, "brief")
+    description = _string_arg(annotations, "description")
+    if brief is not None:
+        msg.doc.brief = brief
+    if description is not None:
+        msg.doc.description = description
+
+
+def _field_name(name: str, annotations: Sequence[A.Annotation]) -> str:
+    """Control-plane name of a parameter or field: its @name, else its own name."""
+    annotated = names.name_annotation(annotations)
+    return name if annotated is None else annotated.lstrip(".")
+
+
+def _field_ids(items: Sequence[tuple[Any, Sequence[A.Annotation]]]) -> list[int]:
+    """Ids for match fields / params / metadata: @id where given, else the 1-based position.
+
+    Like p4c, a position whose number an @id already took moves on to the next free one.
+    """
+    taken: set[int] = set()
+    explicit: list[int | None] = []
+    for _item, annos in items:
+        value = _int_arg(annos, "id")
+        if value is not None:
+            taken.add(value)
+        explicit.append(value)
+    out: list[int] = []
+    index = 1
+    for value in explicit:
+        if value is not None:
+            out.append(value)
+            index += 1
+            continue
+        while index in taken:
+            index += 1
+        taken.add(index)
+        out.append(index)
+    return out
+
+
+def _const_int(e: A.Expr | None) -> int | None:
+    if e is None:
+        return None
+    if isinstance(e.const, bool):
+        return int(e.const)
+    return e.const if isinstance(e.const, int) else None
+
+
+def _arg_value(inst: A.Instantiation, position: int, name: str) -> A.Expr | None:
+    for a in inst.args:
+        if a.name == name:
+            return a.value
+    positional = [a for a in inst.args if a.name is None]
+    return positional[position].value if position < len(positional) else None

@@ -1,0 +1,92 @@
+"""The P4Info generator: collect, assign ids, emit each entity kind, reject duplicate names."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from p4.config.v1 import p4info_pb2
+
+from emu.p4.frontend import ast as A
+from emu.p4.p4info_ids import P4IdError, P4IdPrefix
+
+from .annotations import _add_annotations, _add_doc, _error
+from .collect import _Collector
+from .externs import _COUNTER_UNITS, _METER_UNITS, _ExternEmitter
+from .tables import _TableEmitter
+
+
+class _Generator(_Collector, _TableEmitter, _ExternEmitter):
+    # ---- generation
+    def run(self) -> p4info_pb2.P4Info:
+        self.collect(self.top_blocks())
+        try:
+            self.ids_by_prefix = self.ids.assign()
+        except P4IdError as exc:
+            raise _error(A.NOPOS, str(exc)) from None
+        self.aliases = self.ids.aliases()
+        self.emit()
+        self.check_duplicates()
+        return self.p4info
+
+    def emit(self) -> None:
+        info = self.p4info
+        info.pkg_info.arch = "v1model"
+        if self.prog.main is not None:
+            self.pkg_info(self.prog.main)
+        for t in self.tables:
+            self.emit_table(t)
+        for name, a in self.actions:
+            self.emit_action(name, a)
+        for name, p in self.profiles.items():
+            self.emit_profile(name, p)
+        for name, inst in self.externs:
+            self.emit_extern(name, inst)
+        for name, (pname, _inst, table, unit, _pos, annos) in self.direct.items():
+            if pname == "counters":
+                dc = info.direct_counters.add()
+                self.preamble(dc, P4IdPrefix.DIRECT_COUNTER, name, annos)
+                dc.spec.unit = _COUNTER_UNITS.get(unit, p4info_pb2.CounterSpec.UNSPECIFIED)
+                dc.direct_table_id = self.id_of(P4IdPrefix.TABLE, table)
+            else:
+                dm = info.direct_meters.add()
+                self.preamble(dm, P4IdPrefix.DIRECT_METER, name, annos)
+                dm.spec.unit = _METER_UNITS.get(unit, p4info_pb2.MeterSpec.UNSPECIFIED)
+                dm.direct_table_id = self.id_of(P4IdPrefix.TABLE, table)
+        for h in self.controller_headers():
+            self.emit_controller_header(h)
+        for name, vs in self.value_sets:
+            self.emit_value_set(name, vs)
+        for name, digest_type in self.digests.items():
+            d = info.digests.add()
+            self.preamble(d, P4IdPrefix.DIGEST, name, [])
+            self.types.convert(digest_type, d.type_spec)
+        info.type_info.SetInParent()  # p4c always writes type_info, even empty
+
+    def pkg_info(self, main: A.Instantiation) -> None:
+        pkg = self.p4info.pkg_info
+        for a in main.annotations:
+            if a.name != "pkginfo":
+                continue
+            for key, value in a.kv.items():
+                if key in ("name", "version", "organization", "contact", "url", "arch") and isinstance(value, str):
+                    setattr(pkg, key, value)
+        _add_annotations(pkg, main.annotations, frozenset({"pkginfo"}))
+        _add_doc(pkg, main.annotations)
+
+    def check_duplicates(self) -> None:
+        groups: Iterable[tuple[str, Any]] = [
+            ("table", self.p4info.tables), ("action", self.p4info.actions),
+            ("action profile", self.p4info.action_profiles), ("counter", self.p4info.counters),
+            ("direct counter", self.p4info.direct_counters), ("meter", self.p4info.meters),
+            ("direct meter", self.p4info.direct_meters), ("register", self.p4info.registers),
+            ("digest", self.p4info.digests), ("value set", self.p4info.value_sets),
+            ("controller packet metadata", self.p4info.controller_packet_metadata),
+        ]
+        for kind, items in groups:
+            seen: set[str] = set()
+            for item in items:
+                if item.preamble.name in seen:
+                    raise _error(A.NOPOS, f"Name '{item.preamble.name}' is used for multiple {kind} objects "
+                                          "in the P4Info message")
+                seen.add(item.preamble.name)
