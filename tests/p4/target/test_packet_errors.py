@@ -11,25 +11,24 @@ import pytest
 from emu.p4.api import P4Switch
 from emu.p4.target.program import compile_source
 
-# Reading `.last` of an empty header stack in a control: the runtime raises (there is
-# no last element), a construct whose failure only shows at packet time.
+# Every construct the front end accepts executes; to prove the safety net anyway, a fault
+# is injected into the runtime under a register read (the register array raises for one
+# index), so the exception escapes from inside generated code, as a target bug would.
 PROGRAM = """
 #include <core.p4>
 #include <v1model.p4>
 header h_t { bit<8> a; bit<8> b; }
-header s_t { bit<8> x; }
-struct H { h_t h; s_t[2] s; }
+struct H { h_t h; }
 struct M { }
 parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
     state start { pk.extract(hdr.h); transition accept; }
 }
 control VC(inout H hdr, inout M m) { apply { } }
 control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    register<bit<8>>(4) r;
     apply {
         sm.egress_spec = 1;
-        if (hdr.h.a == 1) {
-            hdr.h.b = hdr.s.last.x;
-        }
+        r.read(hdr.h.b, (bit<32>) hdr.h.a);
     }
 }
 control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }
@@ -39,10 +38,31 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
 """
 
 
+class _Faulty:
+    """A register array whose read of index 1 fails like a bug in the runtime."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+
+    def read(self, index: int, default: int = 0) -> int:
+        if index == 1:
+            raise RuntimeError("injected fault")
+        return self.inner.read(index, default)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+
 def test_exception_at_packet_time_drops_counts_and_logs_once(
         caplog: pytest.LogCaptureFixture) -> None:
-    sw = P4Switch(compile_source(PROGRAM, "stack.p4"))
-    with caplog.at_level(logging.ERROR, logger="emu.p4.switch"):
+    sw = P4Switch(compile_source(PROGRAM, "faulty.p4"))
+    inner = sw.sw  # the target switch behind the API
+    (name,) = inner.registers
+    faulty = _Faulty(inner.registers[name])
+    # the generated code reads the register from its namespace (its globals)
+    (key,) = [k for k, v in inner.ns.items() if v is faulty.inner]
+    inner.ns[key] = faulty
+    with caplog.at_level(logging.ERROR):
         for i in range(6):
             sw.inject(0, bytes([1 if i % 2 == 0 else 2, 0]))
             sw.run_until_idle()
@@ -50,4 +70,4 @@ def test_exception_at_packet_time_drops_counts_and_logs_once(
     assert sw.drops.get(0, "pipeline_error") == 3
     errors = [r.getMessage() for r in caplog.records if "pipeline error" in r.getMessage()]
     assert len(errors) == 1, errors
-    assert "stack.p4:16" in errors[0]
+    assert "faulty.p4:15" in errors[0]  # the register read's statement
