@@ -337,8 +337,7 @@ def run_process(target_name: str, program: Path, include_dirs: Sequence[Path],
     from emu.control.p4rt import P4RuntimeSwitchHandle
     from emu.core import netns
     from emu.runtime.client import P4RuntimeClient
-
-    from . import SwitchSpec, get_target
+    from emu.targets import SwitchSpec, get_target
 
     target = get_target(target_name)
     pipe = target.compile(program, build_dir, tuple(include_dirs))
@@ -455,8 +454,7 @@ def register(sub: Any) -> None:
 
 def cmd_crosscheck(args: argparse.Namespace) -> int:
     from emu.p4.frontend.diagnostics import P4Error
-
-    from . import get_target
+    from emu.targets import get_target
 
     target = get_target(args.against)
     missing = target.missing()
