@@ -212,7 +212,7 @@ def _run(cfg: RunConfig, plan: RunPlan) -> int:
     from emu.experiments.run import RunError, run_experiment
 
     try:
-        from emu.experiments.state import StateError
+        from emu.core.runstate import StateError
     except ImportError:  # state.py is another module's; never let it block a run
         StateError = RuntimeError  # type: ignore[misc,assignment]  # noqa: N806
     try:
@@ -233,7 +233,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
     import shutil
     import sys
 
-    from emu.experiments.state import stop_runs
+    from emu.core.runstate import stop_runs
 
     # One clear line instead of a traceback halfway through a cleanup.
     if os.geteuid() != 0:

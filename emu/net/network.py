@@ -28,7 +28,7 @@ from typing import Any
 
 from mininet.net import Mininet
 
-from emu.experiments.state import (
+from emu.core.runstate import (
     RunState,
     kill_verified,
     lock_wait_s,

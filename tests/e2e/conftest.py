@@ -76,7 +76,7 @@ def _processes_mentioning(text: str) -> list[str]:
 
 
 def _other_run_active() -> bool:
-    from emu.experiments.state import read_lock_owner
+    from emu.core.runstate import read_lock_owner
 
     owner = read_lock_owner()
     if not owner:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from emu.experiments.state import acquire_lock
+from emu.core.runstate import acquire_lock
 
 IS_ROOT = os.geteuid() == 0
 TOOLS = ("mnexec", "ip", "tc", "ethtool", "ifconfig", "nsenter", "ping")

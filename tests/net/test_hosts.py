@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from emu.experiments.state import RunState
+from emu.core.runstate import RunState
 from emu.net import EmuNet
 from emu.topo import load_topology
 

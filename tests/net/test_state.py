@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from emu.experiments import commands
-from emu.experiments.state import (
+from emu.core.runstate import (
     RunActive,
     RunState,
     load_records,
     proc_start_time,
     same_process,
 )
+from emu.experiments import commands
 from emu.net import EmuNet, NetError, check_environment
 from emu.topo import load_topology
 

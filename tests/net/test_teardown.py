@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from emu.experiments.state import RunState, load_records
+from emu.core.runstate import RunState, load_records
 from emu.net import EmuNet, NetError
 from emu.targets.base import SwitchProcess, SwitchSpec
 from emu.topo import load_topology
