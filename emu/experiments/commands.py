@@ -130,6 +130,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     o.add_argument("--timeout", type=float, default=120.0, metavar="S",
                    help="wall-clock budget of the workload; agents still running after it "
                         "are stopped and their partial results kept (default %(default)s)")
+    o.add_argument("--lock-wait", type=float, default=0.0, metavar="S",
+                   help="wait up to S seconds for another live run to end instead of "
+                        "refusing at once (default %(default)s)")
     o.add_argument("--no-progress", action="store_true",
                    help="no live view while the workload runs (default: a live view when "
                         "stdout is a terminal)")
@@ -145,6 +148,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run.set_defaults(func=cmd_run)
 
     stop = sub.add_parser("stop", help="remove what a killed run left behind")
+    stop.add_argument("--lock-wait", type=float, default=0.0, metavar="S",
+                      help="wait up to S seconds (at least 5) for the run lock "
+                           "(default %(default)s)")
     stop.set_defaults(func=cmd_stop)
 
 
@@ -172,7 +178,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                      dcqcn_profile=args.dcqcn_profile, priority_queues=args.priority_queues,
                      rate_bps=rate, rate_reason=reason,
                      window_pkts=args.window, timeout_s=args.timeout,
-                     pcap=args.pcap, cli=args.cli, progress=not args.no_progress,
+                     pcap=args.pcap, lock_wait_s=args.lock_wait, cli=args.cli,
+                     progress=not args.no_progress,
                      sample_interval_s=args.sample_interval,
                      virtual=args.virtual, results_root=Path(args.results),
                      fail_link=args.fail_link, fail_after_s=args.fail_after)
@@ -245,4 +252,4 @@ def cmd_stop(args: argparse.Namespace) -> int:
         print(f"emu stop: missing {', '.join(missing)} (apt-get install iproute2 util-linux)",
               file=sys.stderr)
         return 1
-    return stop_runs()
+    return stop_runs(lock_wait_s=args.lock_wait)

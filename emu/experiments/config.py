@@ -81,6 +81,7 @@ class RunConfig:
     timeout_s: float = 120.0  # the workload's wall-clock budget
     start_delay_s: float = 0.3  # after every agent is READY, before the first flow
     pcap: bool = False
+    lock_wait_s: float = 0.0  # wait this long for another live run's lock (0: refuse)
     cli: bool = False
     progress: bool = True  # the live view (off when stdout is not a terminal)
     virtual: bool = False  # in-process virtual-time fabric instead of Mininet

@@ -327,7 +327,7 @@ def bring_up(plan: RunPlan, run_dir: Path, log: Log) -> tuple[Any, Any, Any, dic
     pipeline = compile_pipeline(target, run_dir / "build")
     timings["compile_s"] = time.monotonic() - t0
     net = EmuNet(plan.fabric, target, run_dir, pipeline=pipeline, pcap=cfg.pcap, log=log,
-                 priority_queues=cfg.priority_queues)
+                 priority_queues=cfg.priority_queues, lock_wait_s=cfg.lock_wait_s)
     net.__enter__()
     try:
         timings.update({f"net_{k}": v for k, v in net.timings.items()})

@@ -45,15 +45,7 @@ def e2e_ready() -> Iterator[None]:
     why = missing_piece()
     if why:
         pytest.skip(why)
-    # On a shared machine another run may hold the run lock for a while: wait for it
-    # rather than fail (CI runs one at a time, so this never waits there).
-    old = os.environ.get("EMU_LOCK_WAIT_S")
-    os.environ["EMU_LOCK_WAIT_S"] = "600"
     yield
-    if old is None:
-        os.environ.pop("EMU_LOCK_WAIT_S", None)
-    else:
-        os.environ["EMU_LOCK_WAIT_S"] = old
 
 
 def _links() -> set[str]:

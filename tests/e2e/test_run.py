@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -32,8 +31,10 @@ def run(tmp_path: Path, **kw: Any) -> RunSummary:
     from emu.experiments.run import run_experiment
 
     wl = kw.pop("workload")
+    # On a shared machine another run may hold the run lock for a while: wait for it
+    # rather than fail (CI runs one at a time, so this never waits there).
     cfg = RunConfig(topo="clos4", workload=wl, results_root=tmp_path, progress=False,
-                    timeout_s=kw.pop("timeout_s", 180.0), **kw)
+                    timeout_s=kw.pop("timeout_s", 180.0), lock_wait_s=600.0, **kw)
     return run_experiment(cfg, console=_Quiet())
 
 
@@ -124,8 +125,8 @@ def _start_run(tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "emu", "run", "clos4", "--no-progress", "--results",
          str(tmp_path), "--workload", "permutation", "--size", "16M", "--timeout", "120",
-         *extra], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "EMU_LOCK_WAIT_S": "600"},
+         "--lock-wait", "600", *extra], cwd=REPO, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
         # A shell's background job inherits SIGINT ignored; a user's Ctrl-C is not.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
@@ -150,8 +151,7 @@ def test_interrupted_run_leaves_nothing_and_second_run_is_refused(tmp_path: Path
         _wait_ready(p)
         second = subprocess.run(
             [sys.executable, "-m", "emu", "run", "clos4", "--no-progress", "--results",
-             str(tmp_path / "b")], cwd=REPO, capture_output=True, text=True, timeout=120,
-            env={**os.environ, "EMU_LOCK_WAIT_S": "0"})
+             str(tmp_path / "b")], cwd=REPO, capture_output=True, text=True, timeout=120)
         assert second.returncode == 1
         err = second.stderr.strip()
         assert "\n" not in err and "another emu run" in err, err
