@@ -50,6 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from emu.control.params import LbMode
+
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PROGRAM = ROOT / "p4src" / "fabric.p4"
 ETH_P_ALL = 0x0003
@@ -207,7 +209,7 @@ class Programming:
 
     def apply(self, handle: Any) -> None:
         if self.fabric is not None:
-            from emu.control import FabricController, LbMode, LbSettings, MemorySwitchHandle
+            from emu.control import FabricController, LbSettings, MemorySwitchHandle
 
             handles = {s.name: (handle if s.name == self.switch_name
                                 else MemorySwitchHandle(s.name)) for s in self.fabric.switches}
@@ -436,7 +438,7 @@ def register(sub: Any) -> None:
     p.add_argument("--topo", default="clos4", help="topology whose switch is programmed "
                    "by the fabric controller (fabric.p4)")
     p.add_argument("--switch", help="which switch of --topo (default: the first leaf)")
-    p.add_argument("--lb", default="ecmp", choices=("ecmp", "flowlet", "adaptive", "spray", "te"))
+    p.add_argument("--lb", default=LbMode.ECMP.value, choices=[m.value for m in LbMode])
     p.add_argument("--entries", type=Path, metavar="RUNTIME.json",
                    help="table entries (p4lang tutorials runtime format) instead of the "
                         "fabric controller; for programs other than fabric.p4")

@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from emu.control.params import LbMode
 from emu.experiments.config import (
     CC_MODES,
-    LB_MODES,
     RECOVERY_MODES,
     TARGETS,
     RunConfig,
@@ -59,7 +59,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "summary and write results/<time>-<topo>-<lb>-<cc>/.")
     run.add_argument("topo", metavar="TOPO",
                      help="topology name (in topologies/, e.g. clos4) or path to a YAML file")
-    run.add_argument("--lb", choices=LB_MODES, default="ecmp",
+    run.add_argument("--lb", choices=[m.value for m in LbMode], default=LbMode.ECMP.value,
                      help="load balancing in the switches: ecmp (per-flow hash), flowlet "
                           "(re-pick a path after an idle gap), adaptive (the path with the "
                           "shortest queue), spray (per packet), te (controller pins each flow) "
@@ -173,7 +173,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         choice = choose_rate(args.topo, args.target, args.rate)
         rate, reason = choice.rate_bps, choice.reason
     dilation = args.dilation
-    return RunConfig(topo=args.topo, lb=args.lb, cc=args.cc, recovery=args.recovery,
+    return RunConfig(topo=args.topo, lb=LbMode(args.lb), cc=args.cc, recovery=args.recovery,
                      target=args.target, workload=wl, dilation=dilation,
                      dcqcn_profile=args.dcqcn_profile, priority_queues=args.priority_queues,
                      rate_bps=rate, rate_reason=reason,

@@ -74,7 +74,7 @@ def effective_values(plan: RunPlan) -> dict[str, Any]:
                 "kmax_bytes": cfg.ecn_kmax_pkts * frame, "frame_bytes": frame},
         "queues": {"depth_pkts": depths, "depth_bytes": [x * frame for x in depths],
                    "priority_queues": cfg.priority_queues},
-        "lb": {"mode": cfg.lb, "flowlet_timeout_us_modelled": cfg.flowlet_timeout_us,
+        "lb": {"mode": cfg.lb.value, "flowlet_timeout_us_modelled": cfg.flowlet_timeout_us,
                "qdepth_max_age_us_modelled": cfg.qdepth_max_age_us,
                **{f"{k}_wire": v for k, v in plan.lb_settings().action_params(0).items()
                   if k.endswith("_us")}},

@@ -1,7 +1,7 @@
 """A whole fabric in one process on a virtual clock: embedded P4 switches joined by
 in-memory links, simple hosts, and the fabric controller programming the switches.
 
-    sim = SimFabric(load_topology("clos4"), lb=LbSettings(mode="flowlet"))
+    sim = SimFabric(load_topology("clos4"), lb=LbSettings(mode=LbMode.FLOWLET))
     sim.hosts["h1"].send_udp("h3", sport=49152)
     sim.run_until_idle()
     sim.hosts["h3"].received            # [(time_ns, frame), ...]

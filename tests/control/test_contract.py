@@ -5,12 +5,13 @@ entries as the spec says."""
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 import pytest
 from p4.v1 import p4runtime_pb2
 
-from emu.control import EcnSettings, FabricController, SouthboundError
+from emu.control import EcnSettings, FabricController, LbMode, SouthboundError
 from emu.control import program as P
 from emu.control.p4rt import P4RuntimeSwitchHandle, encode
 from emu.control.southbound import Lpm
@@ -31,6 +32,23 @@ def _p4info():
     from emu.p4.p4info import generate_p4info
 
     return generate_p4info(_checked())
+
+
+@functools.lru_cache(maxsize=1)
+def p4_constants() -> dict[str, int]:
+    """NAME -> value of p4src/include/headers.p4's `const bit<N> NAME = V;` and
+    `#define NAME V` lines."""
+    text = (P4SRC / "include" / "headers.p4").read_text()
+    # a width-prefixed literal (32w0x1000000) keeps its value after the "w"
+    pairs = re.findall(r"^\s*const\s+bit<\d+>\s+(\w+)\s*=\s*(?:\d+w)?(\w+)\s*;", text, re.M)
+    pairs += re.findall(r"^\s*#define\s+(\w+)\s+(\d\w*)\s*$", text, re.M)
+    return {name: int(value, 0) for name, value in pairs}
+
+
+def test_lb_mode_codes_are_fabric_p4s():
+    p4_modes = {name.removeprefix("LB_"): v for name, v in p4_constants().items()
+                if name.startswith("LB_")}
+    assert {m.name: m.code for m in LbMode} == p4_modes
 
 
 class FakeClient:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from emu.control import LbMode
 from emu.experiments.config import RunConfig
 from emu.experiments.summary import RunSummary
 from emu.experiments.workloads import WorkloadParams
@@ -73,7 +74,7 @@ def test_clos4_permutation_every_byte_verified(tmp_path: Path) -> None:
 def test_spray_with_sr_spreads_one_flow_over_every_uplink(tmp_path: Path) -> None:
     one_flow = WorkloadParams("incast", message_bytes=256 * 1024, incast_senders=1,
                               incast_target="h8")  # h1 (leaf1) -> h8 (leaf4)
-    s = run(tmp_path, workload=one_flow, lb="spray", recovery="sr")
+    s = run(tmp_path, workload=one_flow, lb=LbMode.SPRAY, recovery="sr")
     assert s.ok and len(s.flows) == 1
     (leaf1,) = [u for u in s.uplinks if u.switch == "leaf1"]
     per_uplink = [b for _p, b in leaf1.tx_bytes]
@@ -100,7 +101,7 @@ def test_dcqcn_cuts_incast_tail_drops(tmp_path: Path) -> None:
 def test_link_failed_mid_run_is_routed_around(tmp_path: Path) -> None:
     # spray puts packets on every uplink, so the failure surely hits traffic in flight
     wl = WorkloadParams("permutation", message_bytes=1024 * 1024)
-    s = run(tmp_path, workload=wl, lb="spray", recovery="sr", fail_link=("leaf1", "spine1"),
+    s = run(tmp_path, workload=wl, lb=LbMode.SPRAY, recovery="sr", fail_link=("leaf1", "spine1"),
             fail_after_s=0.5)
     assert s.ok and s.flows_verified() == 8
     ((t_fail, what), (t_rerouted, done)) = s.events
