@@ -163,7 +163,8 @@ def generate_packets(n: int, ports: Sequence[int], seed: int,
     hosts: (ip, mac, port on this switch or None) to draw addresses from; without
     them random 10.x addresses are used.
     """
-    from emu.sim.frames import ROCEV2_PORT, udp_frame
+    from emu.core.wire import ROCEV2_UDP_PORT as ROCEV2_PORT
+    from emu.sim.frames import udp_frame
 
     rng = random.Random(seed)
     out = []

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from emu.core.clock import Clock, TimerHandle
+from emu.core.wire import DSCP_CNP
 
 AlphaUpdate = Literal["per_period", "per_cnp"]
 IncreaseStages = Literal["timer_and_bytes", "timer_only"]
@@ -203,7 +204,7 @@ def profile_spec(name: str, line_rate_bps: float = 100e9) -> ProfileSpec:
         dc = DcqcnParams(min_time_between_cnps_ns=2_000)
         kmin, kmax, pmax, buf = _hpcc_switch(line_rate_bps)
         return ProfileSpec(
-            "nvidia", dc, kmin, kmax, pmax, buf, ack_class="qp", cnp_dscp=48, cnp_pcp=6,
+            "nvidia", dc, kmin, kmax, pmax, buf, ack_class="qp", cnp_dscp=DSCP_CNP, cnp_pcp=6,
             sources={
                 "g, alpha period, alpha_init, rate decrease period, min rate, rate on "
                 "first CNP, decrease shift and bound": _DOCA + " (dce_tcp_g 1019 = 1024 "

@@ -15,6 +15,7 @@ from emu.control import EcnSettings, FabricController, LbMode, SouthboundError
 from emu.control import program as P
 from emu.control.p4rt import P4RuntimeSwitchHandle, encode
 from emu.control.southbound import Lpm
+from emu.core import wire
 from emu.topo import load_topology
 
 P4SRC = Path(__file__).resolve().parents[2] / "p4src"
@@ -43,6 +44,12 @@ def p4_constants() -> dict[str, int]:
     pairs = re.findall(r"^\s*const\s+bit<\d+>\s+(\w+)\s*=\s*(?:\d+w)?(\w+)\s*;", text, re.M)
     pairs += re.findall(r"^\s*#define\s+(\w+)\s+(\d\w*)\s*$", text, re.M)
     return {name: int(value, 0) for name, value in pairs}
+
+
+def test_wire_constants_are_fabric_p4s():
+    c = p4_constants()
+    assert (c["ETHERTYPE_IPV4"], c["IP_PROTO_TCP"], c["IP_PROTO_UDP"], c["ROCEV2_UDP_PORT"]) == \
+        (wire.ETH_P_IPV4, wire.IP_PROTO_TCP, wire.IP_PROTO_UDP, wire.ROCEV2_UDP_PORT)
 
 
 def test_lb_mode_codes_are_fabric_p4s():
