@@ -46,7 +46,7 @@ def _dcqcn(agent: dict[str, Any]) -> dict[str, Any]:
     n = cfg.nic
     host = HostDilation(n.time_dilation, n.timer_resolution_ns, n.line_rate_bps, n.mtu + 78)
     floor = host.floor_ns()
-    wire, clamped = scaled(cfg.dcqcn, n.time_dilation, floor)
+    wire, clamped = scaled(cfg.dcqcn, host, floor)
     why = (f"a wire duration below {floor} ns (max of the timer resolution "
            f"{n.timer_resolution_ns} ns and one {n.mtu}-byte frame at the wire line rate) "
            "cannot act as designed, so it is raised to that floor") if clamped else ""

@@ -38,7 +38,7 @@ class RunRecords:
 def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSummary:
     cfg = plan.config
     flows = M.flow_results(plan.workload, rec.rows_by_host, rec.offsets_s)
-    colls = M.collective_results(plan.workload, flows, plan.dilation.factor)
+    colls = M.collective_results(plan.workload, flows, plan.dilation)
     hosts = M.host_totals(rec.rows_by_host)
     first = rec.snapshots[0].ports if rec.snapshots else {}
     last = rec.snapshots[-1].ports if rec.snapshots else {}

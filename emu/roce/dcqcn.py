@@ -50,6 +50,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from emu.core.clock import Clock, TimerHandle
+from emu.core.units import Dilation
 from emu.core.wire import DSCP_CNP
 
 AlphaUpdate = Literal["per_period", "per_cnp"]
@@ -515,7 +516,8 @@ class ReactionPoint:
         self.active = False
 
 
-def scaled(params: DcqcnParams, dilation: float, floor_ns: int) -> tuple[DcqcnParams, list[str]]:
+def scaled(params: DcqcnParams, dilation: Dilation, floor_ns: int
+           ) -> tuple[DcqcnParams, list[str]]:
     """Params in wire units for time dilation D; durations below floor_ns are raised to
     it (zero stays zero: it means 'no limit'). Returns the params and the clamped names."""
     clamped: list[str] = []
@@ -523,11 +525,11 @@ def scaled(params: DcqcnParams, dilation: float, floor_ns: int) -> tuple[DcqcnPa
     for f in fields(params):
         v = getattr(params, f.name)
         if f.name.endswith("_ns"):
-            w = int(round(v * dilation))
+            w = dilation.wire_ns(v)
             if 0 < w < floor_ns:
                 w = floor_ns
                 clamped.append(f.name)
             changes[f.name] = w
         elif f.name.endswith("_bps"):
-            changes[f.name] = v / dilation
+            changes[f.name] = dilation.wire_rate_bps(v)
     return replace(params, **changes), clamped
