@@ -2,7 +2,7 @@
 
     ctl = FabricController(fabric, handles)        # handles: switch name -> SwitchHandle
     ctl.program()                                  # routes, groups, MACs, LB, ECN, QoS
-    ctl.set_lb("flowlet", flowlet_timeout_us=200)  # any time, also under traffic
+    ctl.set_lb(LbMode.FLOWLET, flowlet_timeout_us=200)  # any time, also under traffic
     ctl.place_te([Flow("h1", "h5", sport=49152, demand_bps=8e6), ...])
     ctl.link_down("leaf1", "spine2")               # recompute and reprogram
     ctl.port_counters("leaf1")

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from emu.core.wire import DSCP_CNP
+
 from .errors import ParamError
 
 MAX_MEMBERS = 8
@@ -23,9 +25,6 @@ ECN_PROB_ONE = 1 << 24
 """RED probabilities are compared with random numbers in [0, 2^24)."""
 U32_MAX = (1 << 32) - 1
 
-DSCP_CONTROL = 48
-"""The DSCP RoCE NICs put on CNPs (NVIDIA default; emu.roce's ctrl_dscp). ACK/NAKs carry
-the QP's own class unless a NIC is set to send them like CNPs (emu.roce ack_class "cnp")."""
 
 
 class LbMode(str, enum.Enum):
@@ -189,4 +188,4 @@ class QosSettings:
         on queue 0."""
         if priority_queues <= 1:
             return cls(priority_queues=max(1, priority_queues))
-        return cls(priority_queues, {DSCP_CONTROL: priority_queues - 1})
+        return cls(priority_queues, {DSCP_CNP: priority_queues - 1})

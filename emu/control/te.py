@@ -12,13 +12,11 @@ import ipaddress
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from emu.core.wire import IP_PROTO_UDP, ROCEV2_UDP_PORT
 from emu.topo import Fabric, Host, SwitchPath
 
 from .errors import NoPathError, ParamError, UnknownHostError
 from .routes import SwitchRoutes, live_paths
-
-IP_PROTO_UDP = 17
-ROCEV2_PORT = 4791
 
 
 @dataclass(frozen=True)
@@ -28,7 +26,7 @@ class Flow:
     src: str
     dst: str
     sport: int
-    dport: int = ROCEV2_PORT
+    dport: int = ROCEV2_UDP_PORT
     proto: int = IP_PROTO_UDP
     demand_bps: float = 1.0
 

@@ -3,6 +3,10 @@
 Switches and hosts are written against `Clock` and `FramePort`, so the same code
 runs on real interfaces in real time (`RealClock`, `AfPacketPort`) and in virtual
 time on in-memory links (`VirtualClock`, `MemLink`).
+
+Beside them, what every layer above needs from one place: `units` (time dilation),
+`wire` (EtherTypes, the RoCEv2 port, DSCPs, BTH opcodes), `netns` and `runstate` (the
+run record and lock that `emu stop` works from).
 """
 
 from emu.core.clock import Clock, RealClock, TimerHandle, VirtualClock

@@ -18,13 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from emu.core.clock import Clock, RealClock
+from emu.core.wire import ETH_P_8021Q, ETH_P_ALL
 
 Receiver = Callable[[bytes], None]
 StateFn = Callable[[bool, str], None]
 
 log = logging.getLogger("emu.core.port")
 
-ETH_P_ALL = 0x0003
 SOL_PACKET = 263
 PACKET_ADD_MEMBERSHIP = 1
 PACKET_MR_PROMISC = 1
@@ -287,7 +287,7 @@ def _with_vlan_tag(frame: bytes, anc: list[tuple[int, int, bytes]]) -> bytes:
             status, _l, _s, _m, _n, tci, tpid = _AUX.unpack_from(data)
             if status & TP_STATUS_VLAN_VALID and len(frame) >= 12:
                 if not status & TP_STATUS_VLAN_TPID_VALID:
-                    tpid = 0x8100
+                    tpid = ETH_P_8021Q
                 return frame[:12] + struct.pack("!HH", tpid, tci) + frame[12:]
     return frame
 

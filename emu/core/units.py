@@ -39,3 +39,6 @@ class Dilation:
 
     def modelled_ns(self, wire_ns: float) -> float:
         return wire_ns / self.factor
+
+    def modelled_s(self, wire_s: float) -> float:
+        return wire_s / self.factor

@@ -13,6 +13,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from emu.core.units import Dilation
 from emu.topo import Fabric
 from emu.topo.paths import equal_cost_paths
 
@@ -150,6 +151,7 @@ def agent_configs(fabric: Fabric, workload: Workload, settings: AgentSettings,
     """Host name -> agent configuration, for every host that sends or receives."""
     hosts = {h.name: h for h in fabric.hosts}
     index = {h.name: i for i, h in enumerate(fabric.hosts)}
+    dilation = Dilation(settings.dilation)
     for f in workload.flows:
         for name in (f.src, f.dst):
             if name not in hosts:
@@ -177,8 +179,8 @@ def agent_configs(fabric: Fabric, workload: Workload, settings: AgentSettings,
                 "max_outstanding_pkts": window,
                 # The QP's RTO is nominal (the NIC multiplies it by the dilation): give
                 # the nominal value that lands on the clock-time RTO.
-                "rto_ns": max(1, int(rto_wire_ms(fabric, name, peer, settings) * 1e6
-                                     / settings.dilation)),
+                "rto_ns": max(1, int(dilation.modelled_ns(
+                    rto_wire_ms(fabric, name, peer, settings) * 1e6))),
             })
         flows = [{"id": f.id, "qpn": qpn_for(index[f.dst]), "size_bytes": f.size_bytes,
                   "op": "write", "after": list(f.after),
@@ -187,7 +189,7 @@ def agent_configs(fabric: Fabric, workload: Workload, settings: AgentSettings,
         link_rate = next(lk.rate_bps for lk in fabric.links if lk.index == h.link)
         cfg: dict[str, Any] = {
             "host": {"name": name, "ip": str(h.ip), "mac": h.mac},
-            "nic": {"line_rate_bps": float(link_rate) * settings.dilation,
+            "nic": {"line_rate_bps": dilation.modelled_rate_bps(float(link_rate)),
                     "time_dilation": settings.dilation,
                     "timer_resolution_ns": settings.timer_resolution_ns,
                     "mtu": settings.mtu_bytes,

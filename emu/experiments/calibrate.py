@@ -1,5 +1,6 @@
 """`emu calibrate TOPO`: which link rates this machine emulates faithfully.
 
+
 A Python fabric forwards only so many packets per second; past that, queues form in
 kernel socket buffers and the CPU scheduler instead of the modelled switch queues.
 Calibration runs a short all-hosts permutation (every host at line rate, no
@@ -20,6 +21,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from emu.control.params import LbMode
 
 DEFAULT_RATES_BPS = (2_000_000, 5_000_000, 10_000_000, 20_000_000)
 # Busiest-link utilisation below which a rate is "too fast": stricter than the run
@@ -78,7 +81,7 @@ def calibrate(topo: str, rates_bps: tuple[int, ...], size_bytes: int, target: st
 
     points = []
     for rate in rates_bps:
-        cfg = RunConfig(topo=topo, lb="ecmp", cc="none", recovery="gbn", target=target,
+        cfg = RunConfig(topo=topo, lb=LbMode.ECMP, cc="none", recovery="gbn", target=target,
                         workload=WorkloadParams(kind="permutation", message_bytes=size_bytes),
                         rate_bps=rate, rate_reason="calibration point", progress=False,
                         timeout_s=60.0,

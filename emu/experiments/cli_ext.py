@@ -19,6 +19,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from emu.control.params import LbMode
+
 from .config import spray_gbn_warning
 
 USAGE = {
@@ -109,11 +111,12 @@ def set_lb_mode(exp: Any, args: list[str]) -> str:
         raise CommandError(f"usage: {USAGE['lbmode']}")
     switches = args[1:] or None
     try:
-        exp.controller.set_lb(args[0], switches=switches)
+        mode = LbMode.parse(args[0])
+        exp.controller.set_lb(mode, switches=switches)
     except ValueError as exc:
         raise CommandError(str(exc)) from None
-    out = f"lb {args[0]} on {', '.join(switches) if switches else 'every switch'}"
-    warning = spray_gbn_warning(args[0], exp.plan.config.recovery)
+    out = f"lb {mode} on {', '.join(switches) if switches else 'every switch'}"
+    warning = spray_gbn_warning(mode, exp.plan.config.recovery)
     return f"{out}\nwarning: {warning}" if warning else out
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from emu.control.params import LbMode
 from emu.experiments.config import (
     CC_MODES,
-    LB_MODES,
     RECOVERY_MODES,
     TARGETS,
     RunConfig,
@@ -59,7 +59,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "summary and write results/<time>-<topo>-<lb>-<cc>/.")
     run.add_argument("topo", metavar="TOPO",
                      help="topology name (in topologies/, e.g. clos4) or path to a YAML file")
-    run.add_argument("--lb", choices=LB_MODES, default="ecmp",
+    run.add_argument("--lb", choices=[m.value for m in LbMode], default=LbMode.ECMP.value,
                      help="load balancing in the switches: ecmp (per-flow hash), flowlet "
                           "(re-pick a path after an idle gap), adaptive (the path with the "
                           "shortest queue), spray (per packet), te (controller pins each flow) "
@@ -133,6 +133,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     o.add_argument("--timeout", type=float, default=120.0, metavar="S",
                    help="wall-clock budget of the workload; agents still running after it "
                         "are stopped and their partial results kept (default %(default)s)")
+    o.add_argument("--lock-wait", type=float, default=0.0, metavar="S",
+                   help="wait up to S seconds for another live run to end instead of "
+                        "refusing at once (default %(default)s)")
     o.add_argument("--no-progress", action="store_true",
                    help="no live view while the workload runs (default: a live view when "
                         "stdout is a terminal)")
@@ -148,6 +151,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run.set_defaults(func=cmd_run)
 
     stop = sub.add_parser("stop", help="remove what a killed run left behind")
+    stop.add_argument("--lock-wait", type=float, default=0.0, metavar="S",
+                      help="wait up to S seconds (at least 5) for the run lock "
+                           "(default %(default)s)")
     stop.set_defaults(func=cmd_stop)
 
 
@@ -170,12 +176,13 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         choice = choose_rate(args.topo, args.target, args.rate)
         rate, reason = choice.rate_bps, choice.reason
     dilation = args.dilation
-    return RunConfig(topo=args.topo, lb=args.lb, cc=args.cc, recovery=args.recovery,
+    return RunConfig(topo=args.topo, lb=LbMode(args.lb), cc=args.cc, recovery=args.recovery,
                      target=args.target, workload=wl, dilation=dilation,
                      dcqcn_profile=args.dcqcn_profile, priority_queues=args.priority_queues,
                      rate_bps=rate, rate_reason=reason,
                      window_pkts=args.window, timeout_s=args.timeout,
-                     pcap=args.pcap, cli=args.cli, progress=not args.no_progress,
+                     pcap=args.pcap, lock_wait_s=args.lock_wait, cli=args.cli,
+                     progress=not args.no_progress,
                      sample_interval_s=args.sample_interval,
                      virtual=args.virtual, results_root=Path(args.results),
                      fail_link=args.fail_link, fail_after_s=args.fail_after,
@@ -216,7 +223,7 @@ def _run(cfg: RunConfig, plan: RunPlan) -> int:
     from emu.experiments.run import RunError, run_experiment
 
     try:
-        from emu.experiments.state import StateError
+        from emu.core.runstate import StateError
     except ImportError:  # state.py is another module's; never let it block a run
         StateError = RuntimeError  # type: ignore[misc,assignment]  # noqa: N806
     try:
@@ -237,7 +244,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
     import shutil
     import sys
 
-    from emu.experiments.state import stop_runs
+    from emu.core.runstate import stop_runs
 
     # One clear line instead of a traceback halfway through a cleanup.
     if os.geteuid() != 0:
@@ -249,4 +256,4 @@ def cmd_stop(args: argparse.Namespace) -> int:
         print(f"emu stop: missing {', '.join(missing)} (apt-get install iproute2 util-linux)",
               file=sys.stderr)
         return 1
-    return stop_runs()
+    return stop_runs(lock_wait_s=args.lock_wait)

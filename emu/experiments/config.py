@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from emu.control.params import LbMode
 from emu.core.units import Dilation
 from emu.topo import Fabric
 
 from .workloads import WorkloadParams
 
-LB_MODES = ("ecmp", "flowlet", "adaptive", "spray", "te")
 CC_MODES = ("dcqcn", "none")
 RECOVERY_MODES = ("gbn", "sr")
 ACK_CLASSES = ("qp", "cnp")
@@ -32,7 +32,7 @@ class RunConfigError(ValueError):
 @dataclass(frozen=True)
 class RunConfig:
     topo: str = "clos4"
-    lb: str = "ecmp"
+    lb: LbMode = LbMode.ECMP  # strings are parsed where they come in (CLI, `lb` command)
     cc: Literal["dcqcn", "none"] = "dcqcn"
     recovery: Literal["gbn", "sr"] = "gbn"
     target: str = "embedded"
@@ -81,6 +81,7 @@ class RunConfig:
     timeout_s: float = 120.0  # the workload's wall-clock budget
     start_delay_s: float = 0.3  # after every agent is READY, before the first flow
     pcap: bool = False
+    lock_wait_s: float = 0.0  # wait this long for another live run's lock (0: refuse)
     cli: bool = False
     progress: bool = True  # the live view (off when stdout is not a terminal)
     virtual: bool = False  # in-process virtual-time fabric instead of Mininet
@@ -95,8 +96,9 @@ class RunConfig:
         def bad(what: str) -> RunConfigError:
             return RunConfigError(f"run configuration: {what}")
 
-        if self.lb not in LB_MODES:
-            raise bad(f"lb must be one of {', '.join(LB_MODES)}, got {self.lb!r}")
+        if not isinstance(self.lb, LbMode):
+            raise bad(f"lb must be one of {', '.join(m.value for m in LbMode)}, "
+                      f"got {self.lb!r}")
         if self.cc not in CC_MODES:
             raise bad(f"cc must be one of {', '.join(CC_MODES)}, got {self.cc!r}")
         if self.recovery not in RECOVERY_MODES:
@@ -138,10 +140,10 @@ class RunConfig:
         return [warning] if warning else []
 
 
-def spray_gbn_warning(lb: str, recovery: str) -> str | None:
+def spray_gbn_warning(lb: LbMode, recovery: str) -> str | None:
     """Spraying reorders nearly every packet; go-back-N treats each gap as a loss and
     resends the whole window, which reorders again: livelock-prone."""
-    if lb == "spray" and recovery == "gbn":
+    if lb is LbMode.SPRAY and recovery == "gbn":
         return ("spray with go-back-N: every reorder triggers a resend of the whole window "
                 "(livelock-prone); use --recovery sr (RECOVERY=sr)")
     return None

@@ -46,7 +46,7 @@ def _dcqcn(agent: dict[str, Any]) -> dict[str, Any]:
     n = cfg.nic
     host = HostDilation(n.time_dilation, n.timer_resolution_ns, n.line_rate_bps, n.mtu + 78)
     floor = host.floor_ns()
-    wire, clamped = scaled(cfg.dcqcn, n.time_dilation, floor)
+    wire, clamped = scaled(cfg.dcqcn, host, floor)
     why = (f"a wire duration below {floor} ns (max of the timer resolution "
            f"{n.timer_resolution_ns} ns and one {n.mtu}-byte frame at the wire line rate) "
            "cannot act as designed, so it is raised to that floor") if clamped else ""
@@ -74,7 +74,7 @@ def effective_values(plan: RunPlan) -> dict[str, Any]:
                 "kmax_bytes": cfg.ecn_kmax_pkts * frame, "frame_bytes": frame},
         "queues": {"depth_pkts": depths, "depth_bytes": [x * frame for x in depths],
                    "priority_queues": cfg.priority_queues},
-        "lb": {"mode": cfg.lb, "flowlet_timeout_us_modelled": cfg.flowlet_timeout_us,
+        "lb": {"mode": cfg.lb.value, "flowlet_timeout_us_modelled": cfg.flowlet_timeout_us,
                "qdepth_max_age_us_modelled": cfg.qdepth_max_age_us,
                **{f"{k}_wire": v for k, v in plan.lb_settings().action_params(0).items()
                   if k.endswith("_us")}},

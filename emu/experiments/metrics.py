@@ -15,7 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from emu.core.units import Dilation
+
 from .workloads import Workload
+
+NO_DILATION = Dilation()
 
 PortKey = tuple[str, int]  # (switch, port number)
 
@@ -132,7 +136,7 @@ class CollectiveResult:
 
 
 def collective_results(workload: Workload, flows: Sequence[FlowResult],
-                       dilation: float = 1.0) -> list[CollectiveResult]:
+                       dilation: Dilation = NO_DILATION) -> list[CollectiveResult]:
     by_id = {f.id: f for f in flows}
     out = []
     for c in workload.collectives:
@@ -143,7 +147,7 @@ def collective_results(workload: Workload, flows: Sequence[FlowResult],
         t = (max(ends) - min(starts)) if done and starts and ends else None
         if t is not None and t <= 0:
             t = None
-        tn = None if t is None else t / dilation
+        tn = None if t is None else dilation.modelled_s(t)
         alg = None if tn is None else c.size_bytes / tn
         out.append(CollectiveResult(c.id, c.kind, len(c.ranks), c.size_bytes, done, t, tn, alg,
                                     None if alg is None else alg * c.bus_factor))

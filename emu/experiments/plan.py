@@ -47,14 +47,14 @@ class RunPlan:
 
     def lb_settings(self) -> Any:
         """fabric.p4's LB settings with the modelled timers stretched onto the wire."""
-        from emu.control import LbMode, LbSettings
+        from emu.control import LbSettings
 
         cfg = self.config
 
         def wire_us(us: float) -> int:
             return max(1, round(self.dilation.wire_ns(us * 1e3) / 1e3))
 
-        return LbSettings(mode=LbMode.parse(cfg.lb),
+        return LbSettings(mode=cfg.lb,
                           flowlet_timeout_us=wire_us(cfg.flowlet_timeout_us),
                           qdepth_max_age_us=wire_us(cfg.qdepth_max_age_us))
 

@@ -38,7 +38,7 @@ class RunRecords:
 def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSummary:
     cfg = plan.config
     flows = M.flow_results(plan.workload, rec.rows_by_host, rec.offsets_s)
-    colls = M.collective_results(plan.workload, flows, plan.dilation.factor)
+    colls = M.collective_results(plan.workload, flows, plan.dilation)
     hosts = M.host_totals(rec.rows_by_host)
     first = rec.snapshots[0].ports if rec.snapshots else {}
     last = rec.snapshots[-1].ports if rec.snapshots else {}
@@ -49,7 +49,7 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
                      hosts.data_pkts_sent, frame_time_ms=frame_time_ms(plan),
                      dcqcn=cfg.cc == "dcqcn", fabric_drops=fabric.drops,
                      **efficiency(plan, deltas, flows))
-    run = {"topo": plan.fabric.name, "lb": cfg.lb, "cc": cfg.cc, "recovery": cfg.recovery,
+    run = {"topo": plan.fabric.name, "lb": cfg.lb.value, "cc": cfg.cc, "recovery": cfg.recovery,
            "workload": cfg.workload.kind, "target": "virtual" if cfg.virtual else cfg.target,
            "dilation": plan.dilation.factor, "message_bytes": cfg.workload.message_bytes,
            "iterations": cfg.workload.iterations,

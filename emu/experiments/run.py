@@ -1,6 +1,6 @@
 """`emu run`: fabric up, switches programmed, reachability verified, workload, results.
 
-    summary = run_experiment(RunConfig(topo="clos4", lb="spray", recovery="sr"))
+    summary = run_experiment(RunConfig(topo="clos4", lb=LbMode.SPRAY, recovery="sr"))
 
 Order: plan (pure) -> results folder -> compile fabric.p4 once -> EmuNet (hosts,
 links, switch processes; torn down on any exit) -> controller programs every switch
@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from emu.control.params import LbMode
 
 from .config import RunConfig
 from .plan import RunPlan, plan_run
@@ -337,7 +339,7 @@ def bring_up(plan: RunPlan, run_dir: Path, log: Log) -> tuple[Any, Any, Any, dic
     pipeline = compile_pipeline(target, run_dir / "build")
     timings["compile_s"] = time.monotonic() - t0
     net = EmuNet(plan.fabric, target, run_dir, pipeline=pipeline, pcap=cfg.pcap, log=log,
-                 priority_queues=cfg.priority_queues)
+                 priority_queues=cfg.priority_queues, lock_wait_s=cfg.lock_wait_s)
     net.__enter__()
     try:
         timings.update({f"net_{k}": v for k, v in net.timings.items()})
@@ -349,7 +351,7 @@ def bring_up(plan: RunPlan, run_dir: Path, log: Log) -> tuple[Any, Any, Any, dic
             ecn=plan.ecn_settings(),
             qos=QosSettings.roce(cfg.priority_queues))
         ctl.program()
-        if cfg.lb == "te":  # pin the workload's flows on least-loaded paths
+        if cfg.lb is LbMode.TE:  # pin the workload's flows on least-loaded paths
             ctl.place_te(plan.te_flows())
         timings["program_s"] = time.monotonic() - t1
         t2 = time.monotonic()

@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from emu.control.params import LbMode
+
 from .plan import RunPlan
 from .report import RunRecords, build_summary, write_results
 from .results import make_run_dir, print_results_path
@@ -34,7 +36,7 @@ def run_virtual(plan: RunPlan, *, console: Any = None, write: bool = True,
                     pcap_dir=run_dir / "pcap" if run_dir is not None and cfg.pcap else None,
                     ecn=plan.ecn_settings(),
                     qos=QosSettings.roce(cfg.priority_queues))
-    if cfg.lb == "te":
+    if cfg.lb is LbMode.TE:
         sim.controller.place_te(plan.te_flows())
     clock = sim.clock
     agents = {h: Agent(load_dict(c), clock, sim.port(h, 0)) for h, c in plan.agents.items()}

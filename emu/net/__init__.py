@@ -17,7 +17,7 @@
 | `preflight.py` | root and tool checks with one-line errors |
 | `sh.py`, `errors.py` | batched ip/tc/ethtool scripts; `NetError` |
 
-Run bookkeeping (the state record, the run lock, `emu stop`) is emu.experiments.state.
+Run bookkeeping (the state record, the run lock, `emu stop`) is emu.core.runstate.
 """
 
 from .errors import NetError

@@ -28,10 +28,9 @@ from typing import Any
 
 from mininet.net import Mininet
 
-from emu.experiments.state import (
+from emu.core.runstate import (
     RunState,
     kill_verified,
-    lock_wait_s,
     net_ns_inode,
     pids_in_netns,
     proc_start_time,
@@ -78,7 +77,7 @@ class EmuNet:
                  pipeline: CompiledPipeline | None = None, p4_path: Path | None = None,
                  state: RunState | None = None, grpc: str = "tcp",
                  grpc_base_port: int = GRPC_BASE_PORT, pcap: bool = False,
-                 ready_timeout_s: float = 60.0,
+                 ready_timeout_s: float = 60.0, lock_wait_s: float = 0.0,
                  log: Callable[[str], None] | None = None, priority_queues: int = 1) -> None:
         if grpc not in ("tcp", "unix"):
             raise ValueError("grpc must be 'tcp' or 'unix'")
@@ -93,6 +92,7 @@ class EmuNet:
         self.grpc_base_port = grpc_base_port
         self.pcap = pcap
         self.ready_timeout_s = ready_timeout_s
+        self.lock_wait_s = lock_wait_s  # for a live run's lock (0: refuse at once)
         if not 1 <= priority_queues <= 8:
             raise ValueError(f"priority_queues must be 1..8, got {priority_queues}")
         self.priority_queues = priority_queues
@@ -153,7 +153,7 @@ class EmuNet:
             self.pipeline = self.target.compile(self.p4_path, self.run_dir / "build")
         self.run_dir.mkdir(parents=True, exist_ok=True)
         if self.state is None:
-            self.state = self._lock_with_free_names(max(3.0, min(lock_wait_s(), 120.0)))
+            self.state = self._lock_with_free_names(max(3.0, min(self.lock_wait_s, 120.0)))
         try:
             self._check_names_free(3.0)
             self._build(t0)
@@ -170,7 +170,7 @@ class EmuNet:
         `emu stop` that removes them needs it."""
         deadline = time.monotonic() + wait_s
         while True:
-            state = RunState.begin(self.run_dir)
+            state = RunState.begin(self.run_dir, lock_timeout_s=self.lock_wait_s)
             try:
                 self._check_names_free(0.0)
                 return state

@@ -159,7 +159,7 @@ class Agent:
         rp = qp.rp
         if rp is None:
             return []
-        d = self.nic.params.dilation
+        d = self.nic.dilation
         pts = [(t, r) for t, r in rp.trace if t <= (t_to if t_to is not None else t) and t >= t_from]
         before = [(t, r) for t, r in rp.trace if t < t_from]
         if before:
@@ -168,10 +168,10 @@ class Agent:
         if len(pts) > limit:
             step = len(pts) / limit
             pts = [pts[int(i * step)] for i in range(limit)]
-        return [[t - self.t0, r * d] for t, r in pts]
+        return [[t - self.t0, d.modelled_rate_bps(r)] for t, r in pts]
 
     def results(self) -> list[dict[str, Any]]:
-        d = self.nic.params.dilation
+        d = self.nic.dilation
         out: list[dict[str, Any]] = []
         now = self.clock.now_ns()
         for fid, fs in self.flows.items():
@@ -185,9 +185,9 @@ class Agent:
                 "completed": fs.done_ns is not None, "start_ns": None if fs.posted_ns is None
                 else fs.posted_ns - self.t0,
                 "complete_ns": None if fs.done_ns is None else fs.done_ns - self.t0,
-                "fct_ns": fct, "fct_nominal_ns": None if fct is None else fct / d,
+                "fct_ns": fct, "fct_nominal_ns": None if fct is None else d.modelled_ns(fct),
                 "goodput_bps": None if not fct else f.size_bytes * 8e9 / fct,
-                "goodput_nominal_bps": None if not fct else f.size_bytes * 8e9 / fct * d,
+                "goodput_nominal_bps": None if not fct else d.modelled_rate_bps(f.size_bytes * 8e9 / fct),
                 "sha256": fs.sha256 or None, **delta,
                 "rate_samples": [] if fs.posted_ns is None
                 else self._rate_samples(fs.qp, fs.posted_ns, fs.done_ns or now),
@@ -227,7 +227,7 @@ class Agent:
             qps[str(qpn)] = {
                 "requester": dict(rs.__dict__), "responder": qp.responder.stats.as_dict(),
                 "udp_sport": qp.udp_sport, "recovery": qp.params.recovery,
-                "rate_bps_nominal": None if qp.rp is None else qp.rp.rc * self.nic.params.dilation,
+                "rate_bps_nominal": None if qp.rp is None else self.nic.dilation.modelled_rate_bps(qp.rp.rc),
                 "np_suppressed": None if qp.responder.np is None else qp.responder.np.suppressed,
             }
         st = self.nic.port.stats

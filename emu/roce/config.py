@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from emu.core.wire import DSCP_CNP, DSCP_ROCE_DATA
 from emu.roce.dcqcn import PROFILES, DcqcnParams, profile
 from emu.roce.plb import PlbParams
 
@@ -47,8 +48,8 @@ class NicConfig:
     time_dilation: float = 1.0
     timer_resolution_ns: int = 0
     mtu: int = 1024
-    dscp: int = 26
-    ctrl_dscp: int = 48  # CNPs; ACK/NAKs too with ack_class "cnp"
+    dscp: int = DSCP_ROCE_DATA
+    ctrl_dscp: int = DSCP_CNP  # CNPs; ACK/NAKs too with ack_class "cnp"
     # "qp": ACK/NAKs in the QP's own class (dscp, not ECT), as RC NICs send them;
     # "cnp": in the CNP class (ctrl_dscp), the strict-priority feedback queue.
     ack_class: Literal["qp", "cnp"] = "qp"

@@ -50,6 +50,8 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from emu.core.clock import Clock, TimerHandle
+from emu.core.units import Dilation
+from emu.core.wire import DSCP_CNP
 
 AlphaUpdate = Literal["per_period", "per_cnp"]
 IncreaseStages = Literal["timer_and_bytes", "timer_only"]
@@ -203,7 +205,7 @@ def profile_spec(name: str, line_rate_bps: float = 100e9) -> ProfileSpec:
         dc = DcqcnParams(min_time_between_cnps_ns=2_000)
         kmin, kmax, pmax, buf = _hpcc_switch(line_rate_bps)
         return ProfileSpec(
-            "nvidia", dc, kmin, kmax, pmax, buf, ack_class="qp", cnp_dscp=48, cnp_pcp=6,
+            "nvidia", dc, kmin, kmax, pmax, buf, ack_class="qp", cnp_dscp=DSCP_CNP, cnp_pcp=6,
             sources={
                 "g, alpha period, alpha_init, rate decrease period, min rate, rate on "
                 "first CNP, decrease shift and bound": _DOCA + " (dce_tcp_g 1019 = 1024 "
@@ -514,7 +516,8 @@ class ReactionPoint:
         self.active = False
 
 
-def scaled(params: DcqcnParams, dilation: float, floor_ns: int) -> tuple[DcqcnParams, list[str]]:
+def scaled(params: DcqcnParams, dilation: Dilation, floor_ns: int
+           ) -> tuple[DcqcnParams, list[str]]:
     """Params in wire units for time dilation D; durations below floor_ns are raised to
     it (zero stays zero: it means 'no limit'). Returns the params and the clamped names."""
     clamped: list[str] = []
@@ -522,11 +525,11 @@ def scaled(params: DcqcnParams, dilation: float, floor_ns: int) -> tuple[DcqcnPa
     for f in fields(params):
         v = getattr(params, f.name)
         if f.name.endswith("_ns"):
-            w = int(round(v * dilation))
+            w = dilation.wire_ns(v)
             if 0 < w < floor_ns:
                 w = floor_ns
                 clamped.append(f.name)
             changes[f.name] = w
         elif f.name.endswith("_bps"):
-            changes[f.name] = v / dilation
+            changes[f.name] = dilation.wire_rate_bps(v)
     return replace(params, **changes), clamped

@@ -51,7 +51,7 @@ class Nic:
                                  params.line_rate_bps, params.mtu + 78)
         self.wire_line_rate = self.dilation.wire_line_rate_bps
         floor = self.dilation.floor_ns()
-        self.dcqcn, self.clamped = scaled(params.dcqcn, params.dilation, floor)
+        self.dcqcn, self.clamped = scaled(params.dcqcn, self.dilation, floor)
         self._active: deque[QueuePair] = deque()
         self._tx_handle: TimerHandle | None = None
         self._tx_when: int | None = None

@@ -15,22 +15,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from emu.core.units import Dilation as _Dilation
+
 
 @dataclass(frozen=True)
-class Dilation:
-    factor: float = 1.0
+class Dilation(_Dilation):
+    """The run's dilation (emu.core.units) plus the host's timer floor."""
+
     timer_resolution_ns: int = 0
     nominal_line_rate_bps: float | None = None
     mtu_frame_bytes: int = 1024 + 58
 
-    def __post_init__(self) -> None:
-        if self.factor <= 0:
-            raise ValueError("time dilation factor must be positive")
-
     @property
     def wire_line_rate_bps(self) -> float | None:
         r = self.nominal_line_rate_bps
-        return None if r is None else r / self.factor
+        return None if r is None else self.wire_rate_bps(r)
 
     def floor_ns(self) -> int:
         wire = self.wire_line_rate_bps
@@ -38,11 +37,11 @@ class Dilation:
         return max(self.timer_resolution_ns, pkt)
 
     def time_ns(self, nominal_ns: int) -> int:
-        w = int(round(nominal_ns * self.factor))
+        w = self.wire_ns(nominal_ns)
         return max(w, self.floor_ns()) if w > 0 else 0
 
     def rate_bps(self, nominal_bps: float) -> float:
-        return nominal_bps / self.factor
+        return self.wire_rate_bps(nominal_bps)
 
 
 class Pacer:

@@ -12,20 +12,17 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from struct import Struct, unpack_from
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from emu.core.clock import Clock, TimerHandle
 from emu.roce import recovery as rec
 from emu.roce import wire
 from emu.roce.dcqcn import NotificationPoint, ReactionPoint
-from emu.roce.metrics import RequesterStats, ResponderStats
+from emu.roce.metrics import DropCounter, RequesterStats, ResponderStats
 from emu.roce.pacing import Pacer
 from emu.roce.plb import Plb
 from emu.roce.reorder import ReorderBuffer
 from emu.roce.wire import PSN_HALF, PSN_MASK, Parsed
-
-if TYPE_CHECKING:
-    from emu.roce.nic import Nic
 
 _pack_reth = Struct("!QII").pack
 _pack_imm = Struct("!I").pack
@@ -562,10 +559,22 @@ class Responder:
                                      wire.SYN_NAK_PSN_SEQ_ERR, self.msn))
 
 
+class QpHost(Protocol):
+    """What a QP needs of the NIC it lives on (emu.roce.nic.Nic): its clock, its drop
+    counters, the control-frame path and the scheduler's wake-up."""
+
+    clock: Clock
+    drops: DropCounter
+
+    def send_ctrl(self, frame: bytes) -> None: ...
+
+    def kick(self, qp: QueuePair) -> None: ...
+
+
 class QueuePair:
     """An RC QP: both halves, its frame builder, pacing, DCQCN and PLB state."""
 
-    def __init__(self, nic: Nic, p: QpParams, *, rp: ReactionPoint | None,
+    def __init__(self, nic: QpHost, p: QpParams, *, rp: ReactionPoint | None,
                  np: NotificationPoint | None,
                  pacer: Pacer, plb: Plb) -> None:
         self.nic = nic

@@ -24,10 +24,19 @@ from dataclasses import dataclass
 from struct import pack_into, unpack_from
 from zlib import crc32
 
+from emu.core.wire import (
+    DSCP_CNP,
+    DSCP_ROCE_DATA,
+    ETH_P_ARP,
+    ETH_P_IPV4,
+    ETH_P_IPV6,
+    OP_ACK,
+    OP_CNP,
+    OP_SEND_ONLY,
+    ROCEV2_UDP_PORT,
+)
 from emu.roce.icrc import PREFIX_CRC
 
-ROCE_UDP_PORT = 4791
-ETH_P_IP = 0x0800
 PSN_MASK = 0xFFFFFF
 PSN_HALF = 1 << 23
 ACK_CLASSES = ("qp", "cnp")
@@ -37,7 +46,6 @@ OP_SEND_FIRST = 0x00
 OP_SEND_MIDDLE = 0x01
 OP_SEND_LAST = 0x02
 OP_SEND_LAST_IMM = 0x03
-OP_SEND_ONLY = 0x04
 OP_SEND_ONLY_IMM = 0x05
 OP_WRITE_FIRST = 0x06
 OP_WRITE_MIDDLE = 0x07
@@ -45,8 +53,6 @@ OP_WRITE_LAST = 0x08
 OP_WRITE_LAST_IMM = 0x09
 OP_WRITE_ONLY = 0x0A
 OP_WRITE_ONLY_IMM = 0x0B
-OP_ACK = 0x11
-OP_CNP = 0x81
 
 # Per-opcode properties, indexed by opcode (0..0x1f).
 _FIRST = {OP_SEND_FIRST, OP_WRITE_FIRST}
@@ -115,8 +121,8 @@ class Path:
     dst_ip: str
     udp_sport: int
     dst_qpn: int
-    dscp: int = 26
-    ctrl_dscp: int = 48  # CNPs (and ACKs with ack_class "cnp"): the class operators prioritise
+    dscp: int = DSCP_ROCE_DATA
+    ctrl_dscp: int = DSCP_CNP  # CNPs (and ACKs with ack_class "cnp"): the class operators prioritise
     ttl: int = 64
     pkey: int = 0xFFFF
     # ACK/NAK class: "qp" = the QP's own DSCP, not ECT (what RC NICs do); "cnp" = ctrl_dscp
@@ -138,10 +144,10 @@ class _Header:
         h = bytearray(_HDR_LEN)
         h[0:6] = mac_bytes(p.dst_mac)
         h[6:12] = mac_bytes(p.src_mac)
-        pack_into("!H", h, 12, ETH_P_IP)
+        pack_into("!H", h, 12, ETH_P_IPV4)
         pack_into("!BBHHHBBH4s4s", h, 14, 0x45, tos, 0, 0, 0x4000, p.ttl, 17, 0,
                   ip_bytes(p.src_ip), ip_bytes(p.dst_ip))
-        pack_into("!HHHH", h, 34, p.udp_sport, ROCE_UDP_PORT, 0, 0)
+        pack_into("!HHHH", h, 34, p.udp_sport, ROCEV2_UDP_PORT, 0, 0)
         pack_into("!BBHII", h, 42, 0, 0, p.pkey, p.dst_qpn & PSN_MASK, 0)
         self.hdr = h
         # Sum of the constant 16-bit words of the IPv4 header (length, id, checksum = 0).
@@ -282,7 +288,7 @@ def parse(frame: bytes) -> Parsed | str:
         # Fast path: IPv4 without options, everything up to the BTH in one unpack.
         (et, _v, tos, tot, _id, frag, _ttl, proto, _ck, src, _dst, sport, dport, ulen, _uck,
          opcode, b43, _pkey, w1, w2) = _unpack_fast(frame, 12)
-        if et == ETH_P_IP:
+        if et == ETH_P_IPV4:
             end = 14 + tot
             if proto != 17:
                 return R_NOT_UDP
@@ -290,7 +296,7 @@ def parse(frame: bytes) -> Parsed | str:
                 return R_FRAGMENT
             if tot < 44 or end > n:
                 return R_MALFORMED
-            if dport != ROCE_UDP_PORT:
+            if dport != ROCEV2_UDP_PORT:
                 return R_NOT_ROCE
             if ulen != tot - 20:
                 return R_MALFORMED
@@ -312,10 +318,10 @@ def _parse_general(frame: bytes) -> Parsed | str:
     if n < 14:
         return R_SHORT
     et = (frame[12] << 8) | frame[13]
-    if et != ETH_P_IP:
-        if et == 0x0806:
+    if et != ETH_P_IPV4:
+        if et == ETH_P_ARP:
             return R_ARP
-        if et == 0x86DD:
+        if et == ETH_P_IPV6:
             return R_IPV6
         return R_NOT_IPV4
     if n < _MIN_FRAME:
@@ -333,7 +339,7 @@ def _parse_general(frame: bytes) -> Parsed | str:
     if tot < ihl + 24 or end > n:
         return R_MALFORMED
     sport, dport, ulen = unpack_from("!HHH", frame, u)
-    if dport != ROCE_UDP_PORT:
+    if dport != ROCEV2_UDP_PORT:
         return R_NOT_ROCE
     if ulen != tot - ihl:
         return R_MALFORMED

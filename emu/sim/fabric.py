@@ -1,7 +1,7 @@
 """A whole fabric in one process on a virtual clock: embedded P4 switches joined by
 in-memory links, simple hosts, and the fabric controller programming the switches.
 
-    sim = SimFabric(load_topology("clos4"), lb=LbSettings(mode="flowlet"))
+    sim = SimFabric(load_topology("clos4"), lb=LbSettings(mode=LbMode.FLOWLET))
     sim.hosts["h1"].send_udp("h3", sport=49152)
     sim.run_until_idle()
     sim.hosts["h3"].received            # [(time_ns, frame), ...]
@@ -24,9 +24,10 @@ from emu.control import EcnSettings, FabricController, LbSettings, QosSettings
 from emu.control.inprocess import InProcessSwitchHandle
 from emu.core import MemLink, VirtualClock
 from emu.core.port import FramePort
+from emu.core.wire import ROCEV2_UDP_PORT
 from emu.topo import Fabric, Host, Link
 
-from .frames import ROCEV2_PORT, udp_frame
+from .frames import udp_frame
 
 P4SRC = Path(__file__).resolve().parents[2] / "p4src"
 FABRIC_P4 = P4SRC / "fabric.p4"
@@ -62,13 +63,13 @@ class SimHost:
     def send(self, frame: bytes) -> bool:
         return self.port.send(frame)
 
-    def udp_to(self, dst: str, sport: int, dport: int = ROCEV2_PORT, **kw: Any) -> bytes:
+    def udp_to(self, dst: str, sport: int, dport: int = ROCEV2_UDP_PORT, **kw: Any) -> bytes:
         """A frame from this host to host `dst` (addressed to the gateway MAC)."""
         d = self.sim.fabric.host(dst)
         return udp_frame(self.host.mac, self.host.gateway_mac, str(self.host.ip), str(d.ip),
                          sport, dport, **kw)
 
-    def send_udp(self, dst: str, sport: int, dport: int = ROCEV2_PORT, **kw: Any) -> bool:
+    def send_udp(self, dst: str, sport: int, dport: int = ROCEV2_UDP_PORT, **kw: Any) -> bool:
         return self.send(self.udp_to(dst, sport, dport, **kw))
 
 

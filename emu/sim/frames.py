@@ -9,13 +9,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from emu.core.wire import ETH_P_IPV4, IP_PROTO_UDP, OP_SEND_ONLY, ROCEV2_UDP_PORT
+
 ETH_HLEN = 14
 IPV4_HLEN = 20
 UDP_HLEN = 8
 BTH_HLEN = 12
-ROCEV2_PORT = 4791
-IP_PROTO_UDP = 17
-IP_PROTO_TCP = 6
 
 _ETH = struct.Struct("!6s6sH")
 _IP = struct.Struct("!BBHHHBBH4s4s")
@@ -56,14 +55,14 @@ def ipv4_header(src: str | int, dst: str | int, proto: int, payload_len: int, *,
 
 
 def udp_frame(src_mac: str, dst_mac: str, src_ip: str | int, dst_ip: str | int, sport: int,
-              dport: int = ROCEV2_PORT, *, size: int = 128, ttl: int = 64, dscp: int = 0,
-              ecn: int = 0, opcode: int = 0x04, psn: int = 0, dqpn: int = 1) -> bytes:
+              dport: int = ROCEV2_UDP_PORT, *, size: int = 128, ttl: int = 64, dscp: int = 0,
+              ecn: int = 0, opcode: int = OP_SEND_ONLY, psn: int = 0, dqpn: int = 1) -> bytes:
     """A UDP frame of `size` bytes; to port 4791 it carries a BTH (opcode, psn, dqpn)."""
-    bth = _BTH.pack(opcode, 0, 0xFFFF, dqpn & 0xFFFFFF, psn & 0xFFFFFF) if dport == ROCEV2_PORT \
+    bth = _BTH.pack(opcode, 0, 0xFFFF, dqpn & 0xFFFFFF, psn & 0xFFFFFF) if dport == ROCEV2_UDP_PORT \
         else b""
     payload_len = max(0, size - ETH_HLEN - IPV4_HLEN - UDP_HLEN - len(bth))
     udp_len = UDP_HLEN + len(bth) + payload_len
-    return (_ETH.pack(mac_bytes(dst_mac), mac_bytes(src_mac), 0x0800)
+    return (_ETH.pack(mac_bytes(dst_mac), mac_bytes(src_mac), ETH_P_IPV4)
             + ipv4_header(src_ip, dst_ip, IP_PROTO_UDP, udp_len, ttl=ttl, dscp=dscp, ecn=ecn)
             + _UDP.pack(sport, dport, udp_len, 0) + bth + bytes(payload_len))
 
@@ -91,7 +90,7 @@ def parse(frame: bytes) -> Parsed:
     if len(frame) < ETH_HLEN + IPV4_HLEN:
         raise ValueError(f"frame too short ({len(frame)} bytes)")
     dst, src, etype = _ETH.unpack_from(frame, 0)
-    if etype != 0x0800:
+    if etype != ETH_P_IPV4:
         raise ValueError(f"not IPv4 (ethertype {etype:#06x})")
     vihl, tos, tot, _id, _frag, ttl, proto, _ck, s, d = _IP.unpack_from(frame, ETH_HLEN)
     if vihl != 0x45:
@@ -101,7 +100,7 @@ def parse(frame: bytes) -> Parsed:
     off = ETH_HLEN + IPV4_HLEN
     if proto == IP_PROTO_UDP and len(frame) >= off + UDP_HLEN:
         sport, dport, _ulen, _uck = _UDP.unpack_from(frame, off)
-        if dport == ROCEV2_PORT and len(frame) >= off + UDP_HLEN + BTH_HLEN:
+        if dport == ROCEV2_UDP_PORT and len(frame) >= off + UDP_HLEN + BTH_HLEN:
             psn = _BTH.unpack_from(frame, off + UDP_HLEN)[4] & 0xFFFFFF
     return Parsed(mac_str(dst), mac_str(src), etype, ttl, tos >> 2, tos & 3, proto,
                   ".".join(map(str, s)), ".".join(map(str, d)), tot, ck_ok, sport, dport, psn)

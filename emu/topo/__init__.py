@@ -25,9 +25,9 @@ from .model import (
     Port,
     Role,
     Switch,
+    SwitchPath,
     intf_name,
 )
-from .paths import SwitchPath
 from .units import UnitError, format_delay, format_rate, parse_delay, parse_rate
 from .validate import build_fabric
 

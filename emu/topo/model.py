@@ -15,7 +15,6 @@ from typing import Any
 
 from emu.core.units import Dilation
 
-from . import paths
 from .units import format_delay, format_rate
 
 HOST_PORT = 0
@@ -236,6 +235,31 @@ class Adjacent:
     link: Link
 
 
+
+@dataclass(frozen=True)
+class SwitchPath:
+    """Switches visited (source leaf first) and the link taken between each pair."""
+
+    switches: tuple[str, ...]
+    links: tuple[Link, ...]
+
+    @property
+    def hops(self) -> list[tuple[str, int]]:
+        """(switch, egress port) for every switch except the last."""
+        return [
+            (sw, link.end(sw).port) for sw, link in zip(self.switches, self.links, strict=False)
+        ]
+
+    def __len__(self) -> int:
+        return len(self.links)
+
+    def __str__(self) -> str:
+        parts = [self.switches[0]]
+        for (sw, port), nxt in zip(self.hops, self.switches[1:], strict=True):
+            parts.append(f"-[{sw}:{port}]-> {nxt}")
+        return " ".join(parts)
+
+
 @dataclass(frozen=True)
 class Fabric:
     name: str
@@ -355,12 +379,18 @@ class Fabric:
         node = self.node(name)
         return node.role.layer if isinstance(node, Switch) else 0
 
-    def equal_cost_paths(self, src_leaf: str, dst_leaf: str) -> list[paths.SwitchPath]:
+    # The path search (emu.topo.paths) works on this model; imported when used so the
+    # model does not depend on its own algorithms at import time.
+    def equal_cost_paths(self, src_leaf: str, dst_leaf: str) -> list[SwitchPath]:
         """All shortest up-down switch-level paths; parallel links are distinct paths."""
+        from . import paths
+
         return paths.equal_cost_paths(self, src_leaf, dst_leaf)
 
     def next_hop_ports(self, switch: str, dst_leaf: str) -> list[int]:
         """Egress ports of `switch` that lie on a shortest path towards `dst_leaf`."""
+        from . import paths
+
         return paths.next_hop_ports(self, switch, dst_leaf)
 
     # -- modelled network -> wire ----------------------------------------------

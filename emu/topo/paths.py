@@ -10,35 +10,8 @@ are distinct paths because the load balancer picks among them separately.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .model import Fabric, Link
-
-
-@dataclass(frozen=True)
-class SwitchPath:
-    """Switches visited (source leaf first) and the link taken between each pair."""
-
-    switches: tuple[str, ...]
-    links: tuple[Link, ...]
-
-    @property
-    def hops(self) -> list[tuple[str, int]]:
-        """(switch, egress port) for every switch except the last."""
-        return [
-            (sw, link.end(sw).port) for sw, link in zip(self.switches, self.links, strict=False)
-        ]
-
-    def __len__(self) -> int:
-        return len(self.links)
-
-    def __str__(self) -> str:
-        parts = [self.switches[0]]
-        for (sw, port), nxt in zip(self.hops, self.switches[1:], strict=True):
-            parts.append(f"-[{sw}:{port}]-> {nxt}")
-        return " ".join(parts)
+from .model import Fabric, Link, SwitchPath
 
 
 def _plain_distances(fabric: Fabric, dst: str) -> dict[str, int]:

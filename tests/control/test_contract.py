@@ -5,15 +5,17 @@ entries as the spec says."""
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 import pytest
 from p4.v1 import p4runtime_pb2
 
-from emu.control import EcnSettings, FabricController, SouthboundError
+from emu.control import EcnSettings, FabricController, LbMode, SouthboundError
 from emu.control import program as P
 from emu.control.p4rt import P4RuntimeSwitchHandle, encode
 from emu.control.southbound import Lpm
+from emu.core import wire
 from emu.topo import load_topology
 
 P4SRC = Path(__file__).resolve().parents[2] / "p4src"
@@ -31,6 +33,29 @@ def _p4info():
     from emu.p4.p4info import generate_p4info
 
     return generate_p4info(_checked())
+
+
+@functools.lru_cache(maxsize=1)
+def p4_constants() -> dict[str, int]:
+    """NAME -> value of p4src/include/headers.p4's `const bit<N> NAME = V;` and
+    `#define NAME V` lines."""
+    text = (P4SRC / "include" / "headers.p4").read_text()
+    # a width-prefixed literal (32w0x1000000) keeps its value after the "w"
+    pairs = re.findall(r"^\s*const\s+bit<\d+>\s+(\w+)\s*=\s*(?:\d+w)?(\w+)\s*;", text, re.M)
+    pairs += re.findall(r"^\s*#define\s+(\w+)\s+(\d\w*)\s*$", text, re.M)
+    return {name: int(value, 0) for name, value in pairs}
+
+
+def test_wire_constants_are_fabric_p4s():
+    c = p4_constants()
+    assert (c["ETHERTYPE_IPV4"], c["IP_PROTO_TCP"], c["IP_PROTO_UDP"], c["ROCEV2_UDP_PORT"]) == \
+        (wire.ETH_P_IPV4, wire.IP_PROTO_TCP, wire.IP_PROTO_UDP, wire.ROCEV2_UDP_PORT)
+
+
+def test_lb_mode_codes_are_fabric_p4s():
+    p4_modes = {name.removeprefix("LB_"): v for name, v in p4_constants().items()
+                if name.startswith("LB_")}
+    assert {m.name: m.code for m in LbMode} == p4_modes
 
 
 class FakeClient:

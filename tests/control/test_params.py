@@ -6,6 +6,7 @@ import pytest
 
 from emu.control import EcnSettings, LbMode, LbSettings, ParamError, QosSettings
 from emu.control.params import ECN_PROB_ONE
+from emu.core.wire import DSCP_CNP
 
 
 def test_lb_modes_and_codes():
@@ -60,8 +61,8 @@ def test_ecn_red_line():
 
 def test_qos_priorities_must_exist():
     with pytest.raises(ParamError, match="needs 8 priority queues; the switches have 2"):
-        QosSettings(priority_queues=2, dscp_priority={48: 7})
+        QosSettings(priority_queues=2, dscp_priority={DSCP_CNP: 7})
     with pytest.raises(ParamError, match="DSCP"):
         QosSettings(priority_queues=2, dscp_priority={64: 1})
-    assert QosSettings.roce(4).dscp_priority == {48: 3}
+    assert QosSettings.roce(4).dscp_priority == {DSCP_CNP: 3}
     assert QosSettings.roce(1).dscp_priority == {}

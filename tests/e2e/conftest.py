@@ -45,15 +45,7 @@ def e2e_ready() -> Iterator[None]:
     why = missing_piece()
     if why:
         pytest.skip(why)
-    # On a shared machine another run may hold the run lock for a while: wait for it
-    # rather than fail (CI runs one at a time, so this never waits there).
-    old = os.environ.get("EMU_LOCK_WAIT_S")
-    os.environ["EMU_LOCK_WAIT_S"] = "600"
     yield
-    if old is None:
-        os.environ.pop("EMU_LOCK_WAIT_S", None)
-    else:
-        os.environ["EMU_LOCK_WAIT_S"] = old
 
 
 def _links() -> set[str]:
@@ -76,7 +68,7 @@ def _processes_mentioning(text: str) -> list[str]:
 
 
 def _other_run_active() -> bool:
-    from emu.experiments.state import read_lock_owner
+    from emu.core.runstate import read_lock_owner
 
     owner = read_lock_owner()
     if not owner:

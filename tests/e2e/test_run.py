@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from emu.control import LbMode
 from emu.experiments.config import RunConfig
 from emu.experiments.summary import RunSummary
 from emu.experiments.workloads import WorkloadParams
@@ -32,8 +32,10 @@ def run(tmp_path: Path, **kw: Any) -> RunSummary:
     from emu.experiments.run import run_experiment
 
     wl = kw.pop("workload")
+    # On a shared machine another run may hold the run lock for a while: wait for it
+    # rather than fail (CI runs one at a time, so this never waits there).
     cfg = RunConfig(topo="clos4", workload=wl, results_root=tmp_path, progress=False,
-                    timeout_s=kw.pop("timeout_s", 180.0), **kw)
+                    timeout_s=kw.pop("timeout_s", 180.0), lock_wait_s=600.0, **kw)
     return run_experiment(cfg, console=_Quiet())
 
 
@@ -72,7 +74,7 @@ def test_clos4_permutation_every_byte_verified(tmp_path: Path) -> None:
 def test_spray_with_sr_spreads_one_flow_over_every_uplink(tmp_path: Path) -> None:
     one_flow = WorkloadParams("incast", message_bytes=256 * 1024, incast_senders=1,
                               incast_target="h8")  # h1 (leaf1) -> h8 (leaf4)
-    s = run(tmp_path, workload=one_flow, lb="spray", recovery="sr")
+    s = run(tmp_path, workload=one_flow, lb=LbMode.SPRAY, recovery="sr")
     assert s.ok and len(s.flows) == 1
     (leaf1,) = [u for u in s.uplinks if u.switch == "leaf1"]
     per_uplink = [b for _p, b in leaf1.tx_bytes]
@@ -99,7 +101,7 @@ def test_dcqcn_cuts_incast_tail_drops(tmp_path: Path) -> None:
 def test_link_failed_mid_run_is_routed_around(tmp_path: Path) -> None:
     # spray puts packets on every uplink, so the failure surely hits traffic in flight
     wl = WorkloadParams("permutation", message_bytes=1024 * 1024)
-    s = run(tmp_path, workload=wl, lb="spray", recovery="sr", fail_link=("leaf1", "spine1"),
+    s = run(tmp_path, workload=wl, lb=LbMode.SPRAY, recovery="sr", fail_link=("leaf1", "spine1"),
             fail_after_s=0.5)
     assert s.ok and s.flows_verified() == 8
     ((t_fail, what), (t_rerouted, done)) = s.events
@@ -124,8 +126,8 @@ def _start_run(tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "emu", "run", "clos4", "--no-progress", "--results",
          str(tmp_path), "--workload", "permutation", "--size", "16M", "--timeout", "120",
-         *extra], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "EMU_LOCK_WAIT_S": "600"},
+         "--lock-wait", "600", *extra], cwd=REPO, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
         # A shell's background job inherits SIGINT ignored; a user's Ctrl-C is not.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
@@ -150,8 +152,7 @@ def test_interrupted_run_leaves_nothing_and_second_run_is_refused(tmp_path: Path
         _wait_ready(p)
         second = subprocess.run(
             [sys.executable, "-m", "emu", "run", "clos4", "--no-progress", "--results",
-             str(tmp_path / "b")], cwd=REPO, capture_output=True, text=True, timeout=120,
-            env={**os.environ, "EMU_LOCK_WAIT_S": "0"})
+             str(tmp_path / "b")], cwd=REPO, capture_output=True, text=True, timeout=120)
         assert second.returncode == 1
         err = second.stderr.strip()
         assert "\n" not in err and "another emu run" in err, err

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from emu.cli import build_parser, main
+from emu.control import LbMode
 from emu.experiments.calibrate import CalibrationPoint, suggest
 from emu.experiments.commands import config_from_args
 from emu.experiments.config import RunConfig, RunConfigError
@@ -107,9 +108,9 @@ def test_run_config_validation() -> None:
     with pytest.raises(RunConfigError, match="dilation"):
         RunConfig(dilation=0).validate()
     with pytest.raises(RunConfigError, match="lb must be"):
-        RunConfig(lb="nope").validate()
-    assert any("go-back-N" in n for n in RunConfig(lb="spray").notes())
-    assert RunConfig(lb="spray", recovery="sr").notes() == []
+        RunConfig(lb="nope").validate()  # type: ignore[arg-type]
+    assert any("go-back-N" in n for n in RunConfig(lb=LbMode.SPRAY).notes())
+    assert RunConfig(lb=LbMode.SPRAY, recovery="sr").notes() == []
 
 
 def test_calibration_suggests_the_last_faithful_rate() -> None:

@@ -30,7 +30,7 @@ def test_allreduce_flows_all_verified_and_ordered(allreduce_run: Run) -> None:
 def test_collective_bandwidths_follow_nccl_tests(allreduce_run: Run) -> None:
     plan, rows = allreduce_run
     flows = M.flow_results(plan.workload, rows)
-    (c,) = M.collective_results(plan.workload, flows, dilation=plan.dilation.factor)
+    (c,) = M.collective_results(plan.workload, flows, dilation=plan.dilation)
     assert c.completed and c.ranks == 8
     t = max(f.end_s for f in flows) - min(f.start_s for f in flows)  # type: ignore[type-var,operator]
     assert c.time_s == pytest.approx(t)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from emu.control import LbMode
 from emu.experiments.config import RunConfig
 from emu.experiments.plan import plan_run
 from emu.experiments.summary import RunSummary
@@ -48,7 +49,7 @@ def test_permutation_completes_verified_and_deterministic() -> None:
 def test_spray_with_sr_uses_every_uplink_of_the_leaf() -> None:
     wl = WorkloadParams("incast", message_bytes=128 * 1024, incast_senders=1,
                         incast_target="h8")  # one flow h1 -> h8, leaf1 -> leaf4
-    s = run(workload=wl, lb="spray", recovery="sr")
+    s = run(workload=wl, lb=LbMode.SPRAY, recovery="sr")
     assert s.ok
     (leaf1,) = [u for u in s.uplinks if u.switch == "leaf1"]
     per_uplink = [b for _p, b in leaf1.tx_bytes]
@@ -95,7 +96,7 @@ def test_failed_link_is_routed_around() -> None:
 
 def test_te_pins_the_permutation_on_distinct_uplinks() -> None:
     wl = WorkloadParams("permutation", message_bytes=64 * 1024)
-    s = run(workload=wl, lb="te")
+    s = run(workload=wl, lb=LbMode.TE)
     assert s.ok
     # two flows leave each leaf; TE puts them on different uplinks
     for u in s.uplinks:

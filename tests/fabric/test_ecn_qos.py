@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from emu.control import EcnSettings, QosSettings
+from emu.core.wire import DSCP_CNP, DSCP_ROCE_DATA
 from emu.sim.fabric import SimFabric
 from emu.sim.frames import udp_frame
 from emu.topo import load_topology
@@ -16,7 +17,7 @@ BURST = 40
 ECN_NOT_ECT, ECN_ECT1, ECN_ECT0, ECN_CE = 0, 1, 2, 3
 
 
-def _burst(sim: SimFabric, n: int, ecn_of, psn0: int = 0, dscp_of=lambda i: 26) -> None:
+def _burst(sim: SimFabric, n: int, ecn_of, psn0: int = 0, dscp_of=lambda i: DSCP_ROCE_DATA) -> None:
     """n frames from h1 to h2 arriving at leaf1 at the same instant: the i-th one finds
     i packets in the egress queue of port 2 (enq_qdepth = i)."""
     fabric = sim.fabric
@@ -90,7 +91,7 @@ def test_no_ecn_config_means_no_marks():
 
 def _control_position(qos: QosSettings) -> int:
     sim = SimFabric(load_topology("clos4"), qos=qos)
-    _burst(sim, 30, lambda i: ECN_ECT0, dscp_of=lambda i: 48 if i == 29 else 26)
+    _burst(sim, 30, lambda i: ECN_ECT0, dscp_of=lambda i: DSCP_CNP if i == 29 else DSCP_ROCE_DATA)
     sim.run_until_idle()
     order = [p.psn for p in received(sim, "h2")]
     assert sorted(order) == list(range(30))

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from emu.experiments.state import acquire_lock
+from emu.core.runstate import acquire_lock
+
+from .helpers import LOCK_WAIT_S
 
 IS_ROOT = os.geteuid() == 0
 TOOLS = ("mnexec", "ip", "tc", "ethtool", "ifconfig", "nsenter", "ping")
@@ -87,7 +89,6 @@ class Snapshot:
         assert not left, f"left behind: {left}"
 
 
-LOCK_WAIT_S = 240
 
 
 @pytest.fixture
@@ -97,7 +98,6 @@ def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     d = tmp_path / "state"
     d.mkdir()
     monkeypatch.setenv("EMU_STATE_DIR", str(d))
-    monkeypatch.setenv("EMU_LOCK_WAIT_S", str(LOCK_WAIT_S))
     return d
 
 

@@ -12,10 +12,13 @@ from typing import Any
 
 RUNNER = Path(__file__).with_name("runner.py")
 REPO = Path(__file__).resolve().parents[2]
+# The run lock is machine-wide: tests queue for it (behind a run or another session).
+LOCK_WAIT_S = 240
 
 
 def start_runner(topo: str, run_dir: Path, *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, str(RUNNER), topo, str(run_dir), *extra],
+    return subprocess.Popen([sys.executable, str(RUNNER), topo, str(run_dir),
+                             "--lock-wait", str(LOCK_WAIT_S), *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ), cwd=REPO)
 
@@ -59,8 +62,8 @@ def wait_record(state_dir: Path, pred: Any, proc: subprocess.Popen[str] | None =
 
 def emu_stop(env_state_dir: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "EMU_STATE_DIR": str(env_state_dir)}
-    return subprocess.run([sys.executable, "-m", "emu", "stop"], capture_output=True,
-                          text=True, env=env, cwd=REPO, timeout=40)
+    return subprocess.run([sys.executable, "-m", "emu", "stop", "--lock-wait", str(LOCK_WAIT_S)],
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=40)
 
 
 def kill(proc: subprocess.Popen[str]) -> None:

@@ -1,6 +1,6 @@
 """A run for tests to kill or stop: brings up TOPO with the `sleep` stand-in target.
 
-    python tests/net/runner.py TOPO RUN_DIR [--ready-delay S] [--target embedded]
+    python tests/net/runner.py TOPO RUN_DIR [--ready-delay S] [--target embedded] [--lock-wait S]
 
 Prints UP once the network is up, then waits for a signal. With a long
 --ready-delay it stays mid-setup (switches launched, waiting for readiness).
@@ -30,6 +30,7 @@ def main() -> int:
     ap.add_argument("run_dir")
     ap.add_argument("--ready-delay", type=float, default=0.0)
     ap.add_argument("--target", default="standin")
+    ap.add_argument("--lock-wait", type=float, default=0.0)
     args = ap.parse_args()
     if args.target == "standin":
         target: SwitchTarget = SleepTarget(ready_delay_s=args.ready_delay)
@@ -39,7 +40,8 @@ def main() -> int:
         pipeline = target.compile(REPO / "tests" / "switch" / "p4" / "ecmp_ecn.p4",
                                   Path(args.run_dir) / "build")
     try:
-        with EmuNet(load_topology(args.topo), target, args.run_dir, pipeline=pipeline):
+        with EmuNet(load_topology(args.topo), target, args.run_dir, pipeline=pipeline,
+                    lock_wait_s=args.lock_wait):
             print("UP", flush=True)
             while True:
                 time.sleep(1)

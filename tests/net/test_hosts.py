@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from emu.experiments.state import RunState
+from emu.core.runstate import RunState
 from emu.net import EmuNet
 from emu.topo import load_topology
 
-from .conftest import LOCK_WAIT_S, Snapshot, needs_mininet
+from .conftest import Snapshot, needs_mininet
+from .helpers import LOCK_WAIT_S
 from .standin import PIPELINE, SleepTarget
 
 pytestmark = [needs_mininet, pytest.mark.timeout(60)]

@@ -17,6 +17,7 @@ import pytest
 from emu.topo import Fabric, load_topology
 
 from .conftest import REPO, Snapshot, needs_mininet
+from .helpers import LOCK_WAIT_S
 
 pytestmark = [needs_mininet, pytest.mark.timeout(600), pytest.mark.slow]
 
@@ -64,7 +65,7 @@ def test_all_pairs_reachable_through_the_embedded_switch(topo: str, state_dir: P
     pipeline = target.compile(ECMP_P4, tmp_path / "build")
     fabric = load_topology(topo)
     before = Snapshot.take()
-    net = EmuNet(fabric, target, tmp_path, pipeline=pipeline)
+    net = EmuNet(fabric, target, tmp_path, pipeline=pipeline, lock_wait_s=LOCK_WAIT_S)
     with net:
         t0 = time.monotonic()
         program_routes(fabric, net.grpc_addresses(), pipeline)

@@ -17,6 +17,7 @@ import pytest
 from emu.topo import load_topology
 
 from .conftest import REPO, Snapshot, needs_mininet
+from .helpers import LOCK_WAIT_S
 
 pytestmark = [needs_mininet, pytest.mark.timeout(600), pytest.mark.slow]
 
@@ -65,7 +66,7 @@ def test_all_pairs_reachable_through_p4_switches(topo: str, target_pipeline: tup
 
         fabric = without_link_delay(fabric)  # BMv2 without netem: as LINK_DELAY=0
     before = Snapshot.take()
-    net = EmuNet(fabric, target, tmp_path, pipeline=pipeline)  # type: ignore[arg-type]
+    net = EmuNet(fabric, target, tmp_path, pipeline=pipeline, lock_wait_s=LOCK_WAIT_S)  # type: ignore[arg-type]
     with net:
         t0 = time.monotonic()
         handles = connect(fabric, net.grpc_addresses(), pipeline.load_p4info(),  # type: ignore[attr-defined]

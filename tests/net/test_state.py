@@ -11,19 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from emu.experiments import commands
-from emu.experiments.state import (
+from emu.core.runstate import (
     RunActive,
     RunState,
     load_records,
     proc_start_time,
     same_process,
 )
+from emu.experiments import commands
 from emu.net import EmuNet, NetError, check_environment
 from emu.topo import load_topology
 
 from .conftest import Snapshot, needs_mininet
-from .helpers import emu_stop, kill, start_runner, wait_line, wait_record
+from .helpers import LOCK_WAIT_S, emu_stop, kill, start_runner, wait_line, wait_record
 from .standin import PIPELINE, SleepTarget
 
 FABRIC = load_topology("leafspine2")
@@ -46,7 +46,7 @@ def test_start_time_identifies_a_process() -> None:
 
 
 def test_lock_refuses_a_second_run_with_one_clear_line(state_dir: Path) -> None:
-    first = RunState.begin(directory=state_dir)
+    first = RunState.begin(directory=state_dir, lock_timeout_s=LOCK_WAIT_S)
     try:
         with pytest.raises(RunActive) as err:
             RunState.begin(directory=state_dir, lock_timeout_s=0)
@@ -56,20 +56,20 @@ def test_lock_refuses_a_second_run_with_one_clear_line(state_dir: Path) -> None:
         assert msg.endswith("is active; stop it or run `make stop`")
     finally:
         first.finish()
-    RunState.begin(directory=state_dir).finish()  # free again
+    RunState.begin(directory=state_dir, lock_timeout_s=LOCK_WAIT_S).finish()  # free again
 
 
 def test_nothing_to_stop(state_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     if os.geteuid() != 0:
         pytest.skip("emu stop needs root")
-    assert commands.cmd_stop(argparse.Namespace()) == 0
+    assert commands.cmd_stop(argparse.Namespace(lock_wait=0.0)) == 0
     assert "nothing to stop" in capsys.readouterr().out
 
 
 def test_stop_not_root_is_one_line(monkeypatch: pytest.MonkeyPatch,
                                    capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    assert commands.cmd_stop(argparse.Namespace()) == 1
+    assert commands.cmd_stop(argparse.Namespace(lock_wait=0.0)) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "needs root" in err
 
@@ -93,7 +93,7 @@ def test_recycled_pid_is_not_killed(state_dir: Path) -> None:
     try:
         st = proc_start_time(sleeper.pid)
         assert st is not None
-        state = RunState.begin(directory=state_dir)
+        state = RunState.begin(directory=state_dir, lock_timeout_s=LOCK_WAIT_S)
         state.data["processes"].append({"pid": sleeper.pid, "start_time": st - 1,
                                         "role": "switch", "name": "leaf1", "group": True})
         orphan(state)
@@ -102,7 +102,7 @@ def test_recycled_pid_is_not_killed(state_dir: Path) -> None:
         assert sleeper.poll() is None, "emu stop killed a process it did not start"
         assert load_records(state_dir) == []
 
-        state = RunState.begin(directory=state_dir)
+        state = RunState.begin(directory=state_dir, lock_timeout_s=LOCK_WAIT_S)
         state.data["processes"].append({"pid": sleeper.pid, "start_time": st,
                                         "role": "switch", "name": "leaf1", "group": True})
         orphan(state)
@@ -121,7 +121,7 @@ def test_interface_with_another_mac_is_left_alone(state_dir: Path) -> None:
     subprocess.run(["ip", "link", "add", "emut-x0", "address", "02:aa:00:00:00:01", "type",
                     "veth", "peer", "name", "emut-x1"], check=True)
     try:
-        state = RunState.begin(directory=state_dir)
+        state = RunState.begin(directory=state_dir, lock_timeout_s=LOCK_WAIT_S)
         state.add_interfaces([("emut-x0", "02:aa:00:00:00:02", None)])
         orphan(state)
         r = emu_stop(state_dir)
@@ -153,9 +153,8 @@ def test_a_run_killed_mid_setup_is_removed_by_emu_stop(state_dir: Path, snapshot
     assert snapshot.leftovers()  # interfaces, processes: the mess emu stop is for
 
     # A new run is not blocked by the dead one's lock, but its interfaces clash.
-    with monkeypatch.context() as m, \
-            pytest.raises(NetError, match="already exists.*make stop"):
-        m.setenv("EMU_LOCK_WAIT_S", "0")  # no waiting for the names to go away
+    with pytest.raises(NetError, match="already exists.*make stop"):
+        # lock_wait_s 0 (the default): no waiting for the names to go away
         EmuNet(FABRIC, SleepTarget(), tmp_path / "again", pipeline=PIPELINE).start()
 
     r = emu_stop(state_dir)
@@ -177,9 +176,7 @@ def test_emu_stop_ends_a_live_run(state_dir: Path, snapshot: Snapshot, tmp_path:
         # the live run holds the lock; a second network says so (not "names taken")
         with pytest.raises(RunActive, match=f"pid {proc.pid},"):
             RunState.begin(directory=state_dir, lock_timeout_s=0)
-        with monkeypatch.context() as m, \
-                pytest.raises(RunActive, match=f"another emu run \\(pid {proc.pid},"):
-            m.setenv("EMU_LOCK_WAIT_S", "0")
+        with pytest.raises(RunActive, match=f"another emu run \\(pid {proc.pid},"):
             EmuNet(FABRIC, SleepTarget(), tmp_path / "second", pipeline=PIPELINE).start()
         t0 = time.monotonic()
         r = emu_stop(state_dir)
@@ -200,7 +197,7 @@ def test_processes_started_in_a_host_die_with_a_killed_run(state_dir: Path,
                                                           tmp_path: Path) -> None:
     """Recorded or not, what runs in a host namespace is found (by the namespace,
     proven ours by its interface's MAC) and ended."""
-    state = RunState.begin(tmp_path, directory=state_dir)
+    state = RunState.begin(tmp_path, directory=state_dir, lock_timeout_s=LOCK_WAIT_S)
     net = EmuNet(FABRIC, SleepTarget(), tmp_path, pipeline=PIPELINE, state=state)
     net.start()
     try:

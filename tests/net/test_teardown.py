@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from emu.experiments.state import RunState, load_records
+from emu.core.runstate import RunState, load_records
 from emu.net import EmuNet, NetError
 from emu.targets.base import SwitchProcess, SwitchSpec
 from emu.topo import load_topology
 
 from .conftest import Snapshot, needs_mininet
-from .helpers import kill, start_runner, wait_line, wait_record
+from .helpers import LOCK_WAIT_S, kill, start_runner, wait_line, wait_record
 from .standin import PIPELINE, SleepProcess, SleepTarget
 
 pytestmark = [needs_mininet, pytest.mark.timeout(90)]
@@ -25,14 +25,15 @@ pytestmark = [needs_mininet, pytest.mark.timeout(90)]
 def assert_no_record(state_dir: Path) -> None:
     assert load_records(state_dir) == []
     # and the lock is free again
-    RunState.begin(directory=state_dir).finish()
+    RunState.begin(directory=state_dir, lock_timeout_s=LOCK_WAIT_S).finish()
 
 
 def test_exception_in_body_tears_down(state_dir: Path, snapshot: Snapshot,
                                       tmp_path: Path) -> None:
     target = SleepTarget()
     with pytest.raises(RuntimeError, match="boom"), \
-            EmuNet(load_topology("leafspine2"), target, tmp_path, pipeline=PIPELINE):
+            EmuNet(load_topology("leafspine2"), target, tmp_path, pipeline=PIPELINE,
+                   lock_wait_s=LOCK_WAIT_S):
         raise RuntimeError("boom")
     assert not any(p.alive() for p in target.started)
     snapshot.assert_clean()
@@ -42,7 +43,8 @@ def test_exception_in_body_tears_down(state_dir: Path, snapshot: Snapshot,
 def test_ctrl_c_in_body_tears_down(state_dir: Path, snapshot: Snapshot,
                                    tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt), \
-            EmuNet(load_topology("leafspine2"), SleepTarget(), tmp_path, pipeline=PIPELINE):
+            EmuNet(load_topology("leafspine2"), SleepTarget(), tmp_path, pipeline=PIPELINE,
+                   lock_wait_s=LOCK_WAIT_S):
         raise KeyboardInterrupt
     snapshot.assert_clean()
     assert_no_record(state_dir)
@@ -78,7 +80,8 @@ def test_switch_that_never_gets_ready_fails_cleanly(state_dir: Path, snapshot: S
                                                     tmp_path: Path) -> None:
     target = NeverReady()
     with pytest.raises(NetError, match=r"switch \w+: not ready: port leaf1-eth1"), \
-            EmuNet(load_topology("leafspine2"), target, tmp_path, pipeline=PIPELINE):
+            EmuNet(load_topology("leafspine2"), target, tmp_path, pipeline=PIPELINE,
+                   lock_wait_s=LOCK_WAIT_S):
         pass
     assert not any(p.alive() for p in target.started)
     snapshot.assert_clean()
@@ -87,7 +90,6 @@ def test_switch_that_never_gets_ready_fails_cleanly(state_dir: Path, snapshot: S
 
 def test_existing_interface_name_is_refused_and_left_alone(
         state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EMU_LOCK_WAIT_S", "0")  # no waiting for the name to go away
     subprocess.run(["ip", "link", "add", "spine2-eth2", "type", "veth", "peer", "name", "emut-clash"], check=True)
     try:
         snapshot = Snapshot.take()
@@ -105,7 +107,8 @@ def test_existing_interface_name_is_refused_and_left_alone(
 @pytest.mark.parametrize("topo", ["clos4", "fattree4"])
 def test_bring_up_and_teardown_times(topo: str, state_dir: Path, snapshot: Snapshot,
                                      tmp_path: Path) -> None:
-    net = EmuNet(load_topology(topo), SleepTarget(), tmp_path, pipeline=PIPELINE)
+    net = EmuNet(load_topology(topo), SleepTarget(), tmp_path, pipeline=PIPELINE,
+                 lock_wait_s=LOCK_WAIT_S)
     with net:
         pass
     print(f"{topo}: up {net.timings['start_s']:.2f} s, down {net.timings['stop_s']:.2f} s")
@@ -136,7 +139,7 @@ def test_unix_socket_grpc_addresses_live_in_the_runs_scratch_dir(state_dir: Path
                                                                  snapshot: Snapshot,
                                                                  tmp_path: Path) -> None:
     net = EmuNet(load_topology("leafspine2"), SleepTarget(), tmp_path, pipeline=PIPELINE,
-                 grpc="unix")
+                 grpc="unix", lock_wait_s=LOCK_WAIT_S)
     with net:
         assert net.state is not None
         scratch = state_dir / net.state.run_id

@@ -15,6 +15,7 @@ import pytest
 
 from emu.core.clock import VirtualClock
 from emu.core.port import MemLink
+from emu.core.wire import DSCP_CNP, DSCP_ROCE_DATA, OP_ACK
 from emu.roce import config
 from emu.roce.agent import Agent, flow_imm, flow_payload
 
@@ -110,7 +111,7 @@ def test_exactly_once_deliveries_are_reported():
         assert rows[-1]["duplicate_deliveries"] == {}
 
 
-@pytest.mark.parametrize(("ack_class", "dscp"), [(None, 26), ("qp", 26), ("cnp", 48)])
+@pytest.mark.parametrize(("ack_class", "dscp"), [(None, DSCP_ROCE_DATA), ("qp", DSCP_ROCE_DATA), ("cnp", DSCP_CNP)])
 def test_ack_class_from_the_nic_config(ack_class, dscp):
     """Issue #13.7: ACK/NAKs carry the QP's class (not ECT) unless ack_class is cnp."""
     from tests.roce.helpers import ShimPort
@@ -126,9 +127,9 @@ def test_ack_class_from_the_nic_config(ack_class, dscp):
     nic = {"line_rate_bps": 10e9, **({"ack_class": ack_class} if ack_class else {})}
     h1, h2 = two_hosts(nic=nic)
     _run_pair(h1, h2, port_b=tap)
-    acks = {tos for op, tos in seen if op == 0x11}
-    data = {tos for op, tos in seen if op < 0x11}
-    assert acks == {dscp << 2} and data == {(26 << 2) | 2}
+    acks = {tos for op, tos in seen if op == OP_ACK}
+    data = {tos for op, tos in seen if op < OP_ACK}
+    assert acks == {dscp << 2} and data == {(DSCP_ROCE_DATA << 2) | 2}
 
 
 def test_bad_ack_class_names_the_key():

@@ -141,7 +141,7 @@ def test_profiles_and_scaling():
     d = Dilation(5000, timer_resolution_ns=10_000_000, nominal_line_rate_bps=100e9,
                  mtu_frame_bytes=1102)
     assert d.wire_line_rate_bps == pytest.approx(20e6)
-    sp, clamped = dcqcn.scaled(dcqcn.profile("nvidia"), 5000, d.floor_ns())
+    sp, clamped = dcqcn.scaled(dcqcn.profile("nvidia"), d, d.floor_ns())
     assert sp.time_reset_ns == 300_000 * 5000
     assert sp.alpha_period_ns == 10_000_000 and clamped == ["alpha_period_ns"]  # 5 ms < 10 ms
     assert sp.rate_reduce_period_ns == 20_000_000

@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from emu.core.clock import VirtualClock
+from emu.core.units import Dilation
 from emu.roce import dcqcn
 from emu.roce.dcqcn import DcqcnParams, ReactionPoint
 
@@ -236,7 +237,7 @@ def test_model_parameters_validated(bad, msg):
 
 
 def test_scaled_keeps_the_model_fields():
-    sp, _ = dcqcn.scaled(dcqcn.profile("hpcc", 100e9), 1000, 0)
+    sp, _ = dcqcn.scaled(dcqcn.profile("hpcc", 100e9), Dilation(1000), 0)
     assert (sp.alpha_update, sp.increase_stages, sp.clamp_target_rate) == (
         "per_period", "timer_only", False)
     assert sp.rate_reduce_period_ns == 4_000_000 and sp.hai_rate_bps == pytest.approx(200e3)

@@ -13,6 +13,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 from scapy.utils import wrpcap
 
+from emu.core.wire import DSCP_CNP, DSCP_ROCE_DATA, ROCEV2_UDP_PORT
 from emu.roce import icrc, wire
 from emu.roce.layers import RETH, ImmDt, SACKExt
 from tests.roce.helpers import IP_A, IP_B, MAC_A, MAC_B, QPN_B, path_ab
@@ -21,11 +22,11 @@ from tests.roce.helpers import IP_A, IP_B, MAC_A, MAC_B, QPN_B, path_ab
 def scapy_l3(tos: int, ip_id: int, sport: int = 49500):
     return (Ether(src=MAC_A, dst=MAC_B)
             / IP(src=IP_A, dst=IP_B, tos=tos, id=ip_id, flags="DF", ttl=64)
-            / UDP(sport=sport, dport=4791, chksum=0))
+            / UDP(sport=sport, dport=ROCEV2_UDP_PORT, chksum=0))
 
 
-DATA_TOS = (26 << 2) | 2
-CTRL_TOS = 48 << 2
+DATA_TOS = (DSCP_ROCE_DATA << 2) | 2
+CTRL_TOS = DSCP_CNP << 2
 
 CASES = [
     (wire.OP_SEND_FIRST, 1024, False, None, None),
@@ -67,7 +68,7 @@ def test_data_frames_match_scapy(opcode, plen, ackreq, reth, imm, psn):
         assert d[ImmDt].imm == imm
 
 
-ACK_TOS = 26 << 2  # the QP's own class, not ECT
+ACK_TOS = DSCP_ROCE_DATA << 2  # the QP's own class, not ECT
 
 
 @pytest.mark.parametrize(("ack_class", "ack_tos"), [("qp", ACK_TOS), ("cnp", CTRL_TOS)])

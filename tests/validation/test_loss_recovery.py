@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import pytest
 
+from emu.control import LbMode
 from emu.experiments.config import RunConfig
 from emu.experiments.plan import plan_run
 from emu.experiments.summary import RunSummary
@@ -60,7 +61,7 @@ def run(recovery: str) -> RunSummary:
     model = loads_topology(ASYM, "<asym4>")
     wl = WorkloadParams("incast", message_bytes=4 * 1024 * 1024, incast_senders=1,
                         incast_target="h3")
-    cfg = RunConfig(topo="asym4", lb="spray", cc="none", recovery=recovery,  # type: ignore[arg-type]
+    cfg = RunConfig(topo="asym4", lb=LbMode.SPRAY, cc="none", recovery=recovery,  # type: ignore[arg-type]
                     virtual=True, workload=wl, dilation=1000, progress=False)
     return run_virtual(plan_run(cfg, model), write=False)
 

@@ -8,9 +8,9 @@ Layout (STATE_DIR, default /run/emu, overridable with $EMU_STATE_DIR):
 
 The lock is always /run/emu/lock, whatever $EMU_STATE_DIR says: two runs clash on
 interface names in the root namespace wherever they keep their records. It is an
-flock held by the live run and holds its owner as JSON. $EMU_LOCK_WAIT_S (default 0)
-makes a new run wait that long for it instead of failing at once (tests use it to
-queue behind each other).
+flock held by the live run and holds its owner as JSON. A new run fails at once when
+it is taken, unless given a time to wait for it (`emu run --lock-wait`; tests queue
+behind each other that way).
 
 Record format (version 1)::
 
@@ -45,7 +45,6 @@ import stat
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,13 +67,6 @@ def state_dir() -> Path:
 
 def lock_path() -> Path:
     return Path(DEFAULT_STATE_DIR) / "lock"
-
-
-def lock_wait_s() -> float:
-    try:
-        return float(os.environ.get("EMU_LOCK_WAIT_S") or 0)
-    except ValueError:
-        return 0.0
 
 
 # --- processes ---------------------------------------------------------------------------
@@ -160,12 +152,12 @@ class RunState:
 
     @classmethod
     def begin(cls, run_dir: Path | str | None = None, *, directory: Path | None = None,
-              run_id: str | None = None, lock_timeout_s: float | None = None) -> RunState:
+              run_id: str | None = None, lock_timeout_s: float = 0.0) -> RunState:
         """Take the run lock (or raise RunActive) and create this run's record.
-        `lock_timeout_s`: how long to wait for a running run (None: $EMU_LOCK_WAIT_S)."""
+        `lock_timeout_s`: how long to wait for a running run."""
         base = directory or state_dir()
         base.mkdir(parents=True, exist_ok=True)
-        fd = acquire_lock(lock_wait_s() if lock_timeout_s is None else lock_timeout_s)
+        fd = acquire_lock(lock_timeout_s)
         try:
             rid = run_id or time.strftime("run-%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
             me = os.getpid()
@@ -421,9 +413,10 @@ def cleanup_record(data: dict[str, Any], log: Any = print) -> list[str]:
 
 
 def stop_runs(log: Any = print, owner_grace_s: float = 10.0,
-              base: Path | None = None) -> int:
+              base: Path | None = None, lock_wait_s: float = 0.0) -> int:
     """`emu stop`: end a live run (it tears itself down on SIGINT), then remove what
-    every recorded run left behind. Returns the exit code."""
+    every recorded run left behind. Returns the exit code. `lock_wait_s` (at least 5 s:
+    the runner just signalled needs a moment to let go of the lock)."""
     base = base or state_dir()
     if not base.exists():
         log("nothing to stop: no run has recorded state")
@@ -442,7 +435,7 @@ def stop_runs(log: Any = print, owner_grace_s: float = 10.0,
                 log(f"  runner {pid} did not exit in {owner_grace_s:.0f} s: killing it")
                 _signal(pid, signal.SIGKILL, False)
     try:
-        fd = acquire_lock(timeout_s=max(5.0, lock_wait_s()))
+        fd = acquire_lock(timeout_s=max(5.0, lock_wait_s))
     except RunActive:
         owner = read_lock_owner() or {}
         log(f"emu stop: a run (pid {owner.get('pid', '?')}, started "
@@ -469,15 +462,3 @@ def stop_runs(log: Any = print, owner_grace_s: float = 10.0,
     finally:
         os.close(fd)
 
-
-@contextlib.contextmanager
-def recorded_run(run_dir: Path | str | None = None) -> Iterator[RunState]:
-    """`with recorded_run(dir) as state:` lock + record for a run's lifetime; the
-    record is dropped at the end only if the body did not raise."""
-    state = RunState.begin(run_dir)
-    ok = False
-    try:
-        yield state
-        ok = True
-    finally:
-        state.finish(keep=not ok)

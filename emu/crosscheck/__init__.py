@@ -65,6 +65,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from emu.control.params import LbMode
+
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PROGRAM = ROOT / "p4src" / "fabric.p4"
 ETH_P_ALL = 0x0003
@@ -180,7 +182,8 @@ def generate_packets(n: int, ports: Sequence[int], seed: int,
     hosts: (ip, mac, port on this switch or None) to draw addresses from; without
     them random 10.x addresses are used.
     """
-    from emu.sim.frames import ROCEV2_PORT, udp_frame
+    from emu.core.wire import ROCEV2_UDP_PORT as ROCEV2_PORT
+    from emu.sim.frames import udp_frame
 
     rng = random.Random(seed)
     out = []
@@ -230,7 +233,6 @@ class Programming:
         if self.fabric is not None:
             from emu.control import (
                 FabricController,
-                LbMode,
                 LbSettings,
                 MemorySwitchHandle,
                 TableEntry,
@@ -248,7 +250,7 @@ class Programming:
                 for p in self.ports:
                     handle.modify_entry(TableEntry(
                         ECN_CONFIG, {"standard_metadata.egress_port": p}, SET_RED,
-                        {"kmin": 0, "kmax": 0, "slope": 0}))
+                        {"kmin": 0, "kmax": 0, "slope": 0, "at_dequeue": 1}))
             return
         for table, action, params in self.defaults:
             handle.set_default(table, action, params)
@@ -391,8 +393,7 @@ def run_process(target_name: str, program: Path, include_dirs: Sequence[Path],
     from emu.control.p4rt import P4RuntimeSwitchHandle
     from emu.core import netns
     from emu.runtime.client import P4RuntimeClient
-
-    from . import SwitchSpec, get_target
+    from emu.targets import SwitchSpec, get_target
 
     target = get_target(target_name)
     pipe = target.compile(program, build_dir, tuple(include_dirs))
@@ -531,7 +532,7 @@ def register(sub: Any) -> None:
     p.add_argument("--topo", default="clos4", help="topology whose switch is programmed "
                    "by the fabric controller (fabric.p4)")
     p.add_argument("--switch", help="which switch of --topo (default: the first leaf)")
-    p.add_argument("--lb", default="ecmp", choices=("ecmp", "flowlet", "adaptive", "spray", "te"))
+    p.add_argument("--lb", default=LbMode.ECMP.value, choices=[m.value for m in LbMode])
     p.add_argument("--ecn-always", action="store_true",
                    help="fabric.p4: mark every ECT packet on every port (kmin = kmax = 0)")
     p.add_argument("--fail-link", action="append", default=[], metavar="A:B",
@@ -554,8 +555,7 @@ def register(sub: Any) -> None:
 
 def cmd_crosscheck(args: argparse.Namespace) -> int:
     from emu.p4.frontend.diagnostics import P4Error
-
-    from . import get_target
+    from emu.targets import get_target
 
     target = get_target(args.against)
     missing = target.missing()

@@ -11,12 +11,12 @@ from collections import Counter
 
 import pytest
 
+from emu import crosscheck as X
 from emu.cli import main
-from emu.targets import crosscheck as X
 
 from ..conftest import needs_root
-from .conftest import PROGRAMS
-from .params import requires_bmv2
+from ..targets.conftest import PROGRAMS
+from ..targets.params import requires_bmv2
 
 
 def test_identical_outputs_have_no_differences():

@@ -1,0 +1,30 @@
+"""Wire constants shared by the hosts (emu.roce), the virtual-time fabric (emu.sim), the
+controller and the tests, so each number has one definition. fabric.p4 repeats some
+of them in p4src/include/headers.p4; tests/control/test_contract.py checks they agree.
+"""
+
+from __future__ import annotations
+
+# EtherTypes (IEEE 802 numbers).
+ETH_P_ALL = 0x0003  # AF_PACKET protocol: every frame, whatever its EtherType
+ETH_P_IPV4 = 0x0800
+ETH_P_ARP = 0x0806
+ETH_P_8021Q = 0x8100  # a VLAN tag
+ETH_P_IPV6 = 0x86DD
+
+# IP protocol numbers.
+IP_PROTO_TCP = 6
+IP_PROTO_UDP = 17
+
+# RoCEv2: the IB transport over UDP to this port.
+ROCEV2_UDP_PORT = 4791
+
+# DSCPs: RoCE data (NVIDIA's default class) and the CNPs (the class operators put on
+# the highest-priority queue; ACK/NAKs too when a NIC sends them like CNPs).
+DSCP_ROCE_DATA = 26
+DSCP_CNP = 48
+
+# BTH opcodes that code outside emu.roce's codec names (RC transport = 0x00 + operation).
+OP_SEND_ONLY = 0x04
+OP_ACK = 0x11
+OP_CNP = 0x81
