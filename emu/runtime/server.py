@@ -58,7 +58,8 @@ from emu.p4.v1model.stateful import MeterRates
 
 from .arbitration import Arbitration, Stream, election_int
 from .atomicity import write_batch
-from .device import ControlPlane, Device
+from .dataplane import ControlPlane
+from .device import Device
 from .digests import DigestConfig, DigestManager
 from .errors import (
     STATUS_DETAILS_KEY,

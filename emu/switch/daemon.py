@@ -40,14 +40,15 @@ from typing import Any
 from emu.core import netns
 from emu.core.port import AfPacketPort
 from emu.runtime.admin import AdminServer
-from emu.runtime.device import Dataplane, LocalDevice
+from emu.runtime.dataplane import Dataplane
+from emu.runtime.device import LocalDevice
 from emu.runtime.server import P4RuntimeServer
 
 from .clock import PreciseClock
 from .early import PDEATH_SIGNAL, PR_SET_PDEATHSIG
 from .pcap import PcapWriter, pcap_paths
 
-log = logging.getLogger("emu.p4.switch")
+log = logging.getLogger("emu.switch")
 
 def set_pdeathsig(sig: int) -> None:
     """Ask the kernel to send `sig` when the parent process exits (Linux prctl)."""
@@ -537,7 +538,7 @@ def setup_logging(console: bool, log_file: str | None, level: str) -> None:
 def run_switch(opts: SwitchOptions) -> int:
     from . import early
 
-    # The parent as first seen (`python -m emu.p4 switch` reads it before its imports).
+    # The parent as first seen (`python -m emu.switch` reads it before its imports).
     parent = opts.parent_pid or early.launcher_pid or os.getppid()
     watch: int | None = None
     if opts.pdeathsig:
