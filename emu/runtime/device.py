@@ -20,12 +20,12 @@ from emu.core.clock import Clock, RealClock
 
 from .dataplane import ControlPlane, Dataplane, DigestFn, OutputFn
 from .devconfig import load_dataplane
-from .errors import P4RTError, failed_precondition, invalid
+from .errors import P4RTError, failed_precondition, invalid, not_found
 from .translate import P4InfoIndex
 
 T = TypeVar("T")
 
-__all__ = ["Device", "LocalDevice"]
+__all__ = ["Device", "LocalDevice", "check_device_id"]
 
 
 class Device(Protocol):
@@ -256,3 +256,10 @@ def _check_consistent(index: P4InfoIndex, cp: ControlPlane) -> None:
             except KeyError:
                 raise invalid(f"P4Info {kind} {n!r} is not in the device config's program"
                               ) from None
+
+
+def check_device_id(device: Device, device_id: int) -> None:
+    """NOT_FOUND for a request naming another device."""
+    if device_id != device.device_id:
+        raise not_found(f"device_id {device_id} does not exist "
+                        f"(this switch is {device.device_id})")
