@@ -218,9 +218,6 @@ class LocalDevice:
         dp.inject(port, frame)
         return True
 
-    def set_output(self, output: OutputFn | None) -> None:
-        self._output = output
-
     def _emit(self, port: int, frame: bytes) -> None:
         if port == self.cpu_port:
             sink = self._packet_in

@@ -73,7 +73,7 @@ from .stream import StreamChannels
 
 log = logging.getLogger("emu.runtime.server")
 
-__all__ = ["MAX_STREAMS", "P4RuntimeServer", "serve"]
+__all__ = ["MAX_STREAMS", "P4RuntimeServer"]
 
 WR = p4runtime_pb2.WriteRequest
 GFPC = p4runtime_pb2.GetForwardingPipelineConfigRequest
@@ -128,10 +128,6 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._idle_thread.start()
         return 0 if address.startswith("unix:") else port
 
-    def add_to(self, server: grpc.Server) -> None:
-        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self, server)
-        self.digests.start()  # digest timeouts run whoever owns the gRPC server
-
     def stop(self, grace: float = 0.5) -> None:
         self._stop.set()
         self.digests.stop()
@@ -149,13 +145,9 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _idle_loop(self) -> None:
         while not self._stop.wait(IDLE_POLL_S):
             try:
-                self.check_idle_timeouts()
+                self.streams.notify_idle()
             except Exception:  # a bug here must not end the notifications for good
                 log.exception("idle timeout check failed")
-
-    def check_idle_timeouts(self) -> int:
-        """Send one IdleTimeoutNotification for the entries that idled out; returns their count."""
-        return self.streams.notify_idle()
 
     # ------------------------------------------------------------------ helpers
 
@@ -320,9 +312,3 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         # The new primary has seen none of the cached digest data (spec allows emptying).
         self.digests.clear_cache()
 
-
-def serve(device: Device, address: str) -> tuple[P4RuntimeServer, int]:
-    """Start a server for `device` on `address`; returns it and the bound port."""
-    srv = P4RuntimeServer(device)
-    port = srv.start(address)
-    return srv, port

@@ -7,7 +7,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .daemon import PortSettings, SwitchOptions, run_switch, setup_logging
+from .daemon import run_switch, setup_logging
+from .options import PortSettings, SwitchOptions
 
 
 def _port_value(text: str, conv: Any) -> tuple[int | None, Any]:
