@@ -5,7 +5,7 @@
 Topology: namespaces h1 -- sw -- h2 joined by veths. The same run measures
   * a direct veth h1 -- h2 (no switch): the latency floor;
   * a trivial Python AF_PACKET bridge in `sw` (recv on one side, send on the other);
-  * the switch daemon (`python -m emu.p4 switch`) running ecmp_ecn.p4 (IPv4 LPM ->
+  * the switch daemon (`python -m emu.switch`) running ecmp_ecn.p4 (IPv4 LPM ->
     action selector with crc16 over the 5-tuple -> ECN marking at egress) with the
     Python reference data path, and with the compiled program when the compiler
     can build it;
@@ -323,7 +323,7 @@ def bench_switch(t: Topo, tmp: str, size: int, config: bytes,
     grpc_addr = f"unix:{tmp}/p4rt-{name}.sock"
     admin_path = f"{tmp}/admin-{name}.sock"
     ready = Path(tmp) / f"ready-{name}.json"
-    p = subprocess.Popen([*DUT_CPU, PY, "-m", "emu.p4", "switch", "--device-id", "1",
+    p = subprocess.Popen([*DUT_CPU, PY, "-m", "emu.switch", "--device-id", "1",
                           "-i", f"1@{t.s1}", "-i", f"2@{t.s2}", "--port-netns", t.sw,
                           "--grpc-addr", grpc_addr, "--admin-socket", admin_path,
                           "--ready-file", str(ready), "--cpu-port", "255",
@@ -438,7 +438,7 @@ def main() -> int:
                 bridge.wait(5)
             results["switch_reference"] = bench_switch(
                 t, tmp, args.size,
-                make_python_config("emu.p4.switch.reference:ecmp_ecn"),
+                make_python_config("tests.switch.reference_pipeline:ecmp_ecn"),
                 "switch (reference datapath)")
             results["switch_compiled"] = bench_switch(
                 t, tmp, args.size,

@@ -28,13 +28,13 @@ from p4.config.v1 import p4info_pb2  # noqa: E402
 from p4.v1 import p4runtime_pb2  # noqa: E402
 
 from bench._machine import describe  # noqa: E402
-from emu.p4.switch.clock import PreciseClock  # noqa: E402
-from emu.p4.switch.daemon import _settle_gc  # noqa: E402
 from emu.runtime.atomicity import CHUNK  # noqa: E402
 from emu.runtime.client import P4RuntimeClient  # noqa: E402
 from emu.runtime.devconfig import make_null_config  # noqa: E402
 from emu.runtime.device import LocalDevice  # noqa: E402
 from emu.runtime.server import P4RuntimeServer  # noqa: E402
+from emu.switch.clock import PreciseClock  # noqa: E402
+from emu.switch.daemon import _settle_gc  # noqa: E402
 
 CP_P4INFO = Path(__file__).resolve().parent.parent / "tests/runtime/p4/cp.p4info.txtpb"
 U = p4runtime_pb2.Update

@@ -120,7 +120,7 @@ class P4SwitchNode(Switch):  # type: ignore[misc]
 
 
 class EmbeddedSwitchNode(P4SwitchNode):
-    """The embedded Python v1model switch (`python -m emu.p4 switch`)."""
+    """The embedded Python v1model switch (`python -m emu.switch`)."""
 
     target_name = "embedded"
 

@@ -14,7 +14,7 @@ Commands (each registered from COMMANDS, like emu/cli.py's groups):
 Exit codes: 0 success, 1 P4 errors or failed expectations, 2 usage errors and
 STF syntax errors. A register function adds one subparser and sets
 `func=handler`; handlers return the exit code. Heavy modules (code generator,
-STF runner, switch) are imported inside handlers so `--help` stays fast and a
+STF runner) are imported inside handlers so `--help` stays fast and a
 missing piece only affects its own command.
 """
 
@@ -34,7 +34,6 @@ COMMANDS: list[tuple[str, str]] = [
     ("compile", "emu.p4.cli:register_compile"),
     ("check", "emu.p4.cli:register_check"),
     ("stf", "emu.p4.cli:register_stf"),
-    ("switch", "emu.p4.switch.commands:register"),
 ]
 
 P4INFO_SUFFIX = ".p4info.txtpb"

@@ -33,6 +33,8 @@ from typing import Any
 from emu.core.clock import Clock
 
 from .errors import P4RTError, invalid, unimplemented
+from .infoplane import NullDataplane
+from .p4switch_adapter import P4SwitchDataplane
 from .translate import P4InfoIndex
 
 __all__ = ["load_dataplane", "make_compiled_config", "make_source_config",
@@ -83,7 +85,6 @@ def load_dataplane(index: P4InfoIndex, device_config: bytes, clock: Clock, *,
     cfg = parse(device_config)
     fmt = cfg.get("format")
     if fmt == "emu-null-v1":
-        from .device import NullDataplane
         return NullDataplane(index, clock)
     if fmt == "emu-python-v1":
         if not allow_python:
@@ -129,7 +130,6 @@ def _from_compiled(index: P4InfoIndex, blob: bytes, clock: Clock, priority_queue
         prog = api.CompiledProgram.from_bytes(blob)
     except Exception as exc:
         raise invalid(f"emu-compiled-v1: cannot load the compiled program: {exc}") from None
-    from .p4switch_adapter import P4SwitchDataplane
     return P4SwitchDataplane(prog, index, clock, priority_queues=priority_queues)
 
 
@@ -155,5 +155,4 @@ def _from_source(index: P4InfoIndex, cfg: dict[str, Any], clock: Clock,
             prog = api.compile_file(os.path.join(root, main), incs, defines)
         except Exception as exc:
             raise invalid(f"p4-source: compilation failed: {exc}") from None
-    from .p4switch_adapter import P4SwitchDataplane
     return P4SwitchDataplane(prog, index, clock, priority_queues=priority_queues)

@@ -1,25 +1,10 @@
 """What the P4Runtime server needs from a switch: the device interface.
 
-The server speaks P4Runtime; a *device* holds the running program. The split:
-
-- `ControlPlane`: the committed program's control-plane objects, looked up by
-  their P4Info (fully qualified) names -- the table engine's `Table` and
-  `ActionProfile`, the stateful externs, the parser value sets, the
-  replication engine. The server
-  translates P4Runtime entities onto these engine objects itself.
-- `Dataplane`: one loaded program instance: a ControlPlane plus packet I/O
-  (`inject(port, frame)`, an output callback per frame) and its traffic
-  manager knobs. Built from a device config by `load_dataplane` (formats in
-  `emu.runtime.devconfig`).
-- `Device`: the switch as the server sees it: verify/commit a pipeline,
-  run control-plane work serialised with the data path (`call`), packet-out,
-  packet-in and digest sinks. `LocalDevice` implements it for any Dataplane on
-  any Clock; the switch daemon (emu.p4.switch) wires it to AF_PACKET ports.
-
-`InfoControlPlane` builds all control-plane objects from a P4Info alone. It
-backs the `emu-null-v1` device config (control plane only, every packet
-dropped), which lets the server be tested without a compiled program, and the
-Python reference pipelines used by tests and the benchmark.
+The server speaks P4Runtime; a *device* holds the running program (a
+`Dataplane`, see dataplane.py): verify/commit a pipeline, run control-plane
+work serialised with the data path (`call`), packet-out, packet-in and digest
+sinks. `LocalDevice` implements it for any Dataplane on any Clock; the switch
+daemon (emu.switch) wires it to AF_PACKET ports.
 """
 
 from __future__ import annotations
@@ -27,62 +12,20 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import grpc
 
 from emu.core.clock import Clock, RealClock
-from emu.p4.tables import ActionCall, ActionProfile, SizeSemantics, Table
-from emu.p4.target.runtime import ValueSet
-from emu.p4.v1model.replication import PacketReplicationEngine
-from emu.p4.v1model.stateful import CounterArray, MeterArray, RegisterArray
-from emu.p4.v1model.traffic_manager import DropCounters
 
-from .errors import P4RTError, failed_precondition, invalid
+from .dataplane import ControlPlane, Dataplane, DigestFn, OutputFn
+from .devconfig import load_dataplane
+from .errors import P4RTError, failed_precondition, invalid, not_found
 from .translate import P4InfoIndex
 
 T = TypeVar("T")
 
-OutputFn = Callable[[int, bytes], None]
-DigestFn = Callable[[str, tuple[int, ...]], None]
-
-__all__ = [
-    "ControlPlane", "Dataplane", "Device", "DigestFn", "InfoControlPlane", "LocalDevice",
-    "NullDataplane", "OutputFn",
-]
-
-
-class ControlPlane(Protocol):
-    """Control-plane objects of one program, by P4Info name. KeyError if absent."""
-
-    pre: PacketReplicationEngine
-
-    def table(self, name: str) -> Table: ...
-    def action_profile(self, name: str) -> ActionProfile: ...
-    def counter(self, name: str) -> CounterArray: ...
-    def meter(self, name: str) -> MeterArray: ...
-    def register(self, name: str) -> RegisterArray: ...
-    def value_set(self, name: str) -> ValueSet: ...
-
-
-class Dataplane(Protocol):
-    """One loaded program instance with packet I/O and queue knobs."""
-
-    control: ControlPlane
-    drops: DropCounters
-
-    def inject(self, port: int, frame: bytes) -> None: ...
-    def set_output(self, out: OutputFn) -> None: ...
-    def set_digest_sink(self, sink: DigestFn | None) -> None: ...
-    def set_queue_rate(self, port: int | None, *, rate_bps: float | None = None,
-                       rate_pps: float | None = None) -> None: ...
-    def set_queue_depth(self, port: int | None, depth_pkts: int, *,
-                        priority: int | None = None) -> None: ...
-    def queue_info(self, port: int) -> dict[str, Any]: ...
-    def take_tm_lag_ns(self) -> int | None:
-        """Largest lateness of a queue service turn since the last call (None: unknown)."""
-        ...
-    def close(self) -> None: ...
+__all__ = ["Device", "LocalDevice", "check_device_id"]
 
 
 class Device(Protocol):
@@ -116,128 +59,6 @@ class Device(Protocol):
     def packet_out(self, frame: bytes) -> None: ...
     def set_packet_in_sink(self, sink: Callable[[bytes], None] | None) -> None: ...
     def set_digest_sink(self, sink: DigestFn | None) -> None: ...
-
-
-# ---------------------------------------------------------------------------
-
-
-class InfoControlPlane:
-    """Control-plane objects built from a P4Info alone (no program needed)."""
-
-    def __init__(self, index: P4InfoIndex, clock: Clock) -> None:
-        self.index = index
-        self.pre = PacketReplicationEngine()
-        self.profiles: dict[str, ActionProfile] = {}
-        self.tables: dict[str, Table] = {}
-        self.counters: dict[str, CounterArray] = {}
-        self.meters: dict[str, MeterArray] = {}
-        self.registers: dict[str, RegisterArray] = {}
-        self.value_sets: dict[str, ValueSet] = {
-            vs.preamble.name: ValueSet(vs.preamble.name, max(1, vs.size),
-                                       tuple(m.bitwidth for m in vs.match))
-            for vs in index.value_sets.values()}
-        actions_of_profile: dict[int, list[Any]] = {}
-        for ti in index.tables.values():
-            if ti.profile_id:
-                actions_of_profile.setdefault(ti.profile_id, []).extend(ti.action_specs)
-        for pid, p in index.profiles.items():
-            specs = {s.name: s for s in actions_of_profile.get(pid, [])}
-            sem = (SizeSemantics.SUM_OF_MEMBERS
-                   if p.WhichOneof("selector_size_semantics") == "sum_of_members"
-                   else SizeSemantics.SUM_OF_WEIGHTS)
-            self.profiles[p.preamble.name] = ActionProfile(
-                p.preamble.name, profile_id=pid, size=p.size, with_selector=p.with_selector,
-                max_group_size=p.max_group_size, size_semantics=sem,
-                actions=list(specs.values()))
-        now = clock.now_ns
-        for ti in index.tables.values():
-            t = ti.proto
-            default = None
-            if t.HasField("initial_default_action") and not ti.profile_id:
-                ida = t.initial_default_action
-                a = index.actions.get(ida.action_id)
-                if a is not None and len(ida.arguments) == len(a.params):
-                    default = ActionCall(a.preamble.name, tuple(
-                        int.from_bytes(arg.value, "big") for arg in ida.arguments))
-            elif ti.const_default_action_id:
-                a = index.actions.get(ti.const_default_action_id)
-                if a is not None and not a.params:
-                    default = ActionCall(a.preamble.name)
-            impl = None
-            if ti.profile_id:
-                impl = self.profiles[index.profiles[ti.profile_id].preamble.name]
-            self.tables[ti.name] = Table(
-                ti.name, ti.key, table_id=t.preamble.id, size=t.size or 1024,
-                actions=ti.action_specs if not ti.profile_id else None,
-                default_action=default, const_default_action=bool(ti.const_default_action_id),
-                is_const=t.is_const_table, implementation=impl,
-                support_timeout=t.idle_timeout_behavior == t.NOTIFY_CONTROL,
-                clock=now)
-        kinds = {0: "packets_and_bytes", 1: "bytes", 2: "packets", 3: "packets_and_bytes"}
-        for c in index.counters.values():
-            self.counters[c.preamble.name] = CounterArray(
-                c.preamble.name, max(1, c.size), kinds.get(c.spec.unit, "packets_and_bytes"))
-        for m in index.meters.values():
-            self.meters[m.preamble.name] = MeterArray(
-                m.preamble.name, max(1, m.size), "packets" if m.spec.unit == 2 else "bytes",
-                clock)
-        for r in index.registers.values():
-            width = r.type_spec.bitstring.bit.bitwidth or r.type_spec.bitstring.int.bitwidth
-            self.registers[r.preamble.name] = RegisterArray(r.preamble.name, max(1, r.size),
-                                                            max(1, width))
-
-    def table(self, name: str) -> Table:
-        return self.tables[name]
-
-    def action_profile(self, name: str) -> ActionProfile:
-        return self.profiles[name]
-
-    def counter(self, name: str) -> CounterArray:
-        return self.counters[name]
-
-    def meter(self, name: str) -> MeterArray:
-        return self.meters[name]
-
-    def register(self, name: str) -> RegisterArray:
-        return self.registers[name]
-
-    def value_set(self, name: str) -> ValueSet:
-        return self.value_sets[name]
-
-
-class NullDataplane:
-    """Control plane from P4Info; the data plane drops every packet (emu-null-v1)."""
-
-    def __init__(self, index: P4InfoIndex, clock: Clock) -> None:
-        self.control = InfoControlPlane(index, clock)
-        self.drops = DropCounters()
-        self._depths: dict[int | None, int] = {}
-
-    def inject(self, port: int, frame: bytes) -> None:
-        self.drops.count(port, "no_pipeline_logic")
-
-    def set_output(self, out: OutputFn) -> None:
-        pass
-
-    def set_digest_sink(self, sink: DigestFn | None) -> None:
-        pass
-
-    def set_queue_rate(self, port: int | None, *, rate_bps: float | None = None,
-                       rate_pps: float | None = None) -> None:
-        pass
-
-    def set_queue_depth(self, port: int | None, depth_pkts: int, *,
-                        priority: int | None = None) -> None:
-        self._depths[port] = depth_pkts
-
-    def queue_info(self, port: int) -> dict[str, Any]:
-        return {"depth_pkts": self._depths.get(port, self._depths.get(None, 64))}
-
-    def take_tm_lag_ns(self) -> int | None:
-        return None
-
-    def close(self) -> None:
-        pass
 
 
 class _Prepared:
@@ -278,8 +99,6 @@ class LocalDevice:
     # -- Device -------------------------------------------------------------
 
     def prepare(self, index: P4InfoIndex, device_config: bytes) -> object:
-        from .devconfig import load_dataplane
-
         dp = load_dataplane(index, device_config, self.clock, allow_python=self.allow_python,
                             priority_queues=self.priority_queues)
         _check_consistent(index, dp.control)
@@ -399,9 +218,6 @@ class LocalDevice:
         dp.inject(port, frame)
         return True
 
-    def set_output(self, output: OutputFn | None) -> None:
-        self._output = output
-
     def _emit(self, port: int, frame: bytes) -> None:
         if port == self.cpu_port:
             sink = self._packet_in
@@ -437,3 +253,10 @@ def _check_consistent(index: P4InfoIndex, cp: ControlPlane) -> None:
             except KeyError:
                 raise invalid(f"P4Info {kind} {n!r} is not in the device config's program"
                               ) from None
+
+
+def check_device_id(device: Device, device_id: int) -> None:
+    """NOT_FOUND for a request naming another device."""
+    if device_id != device.device_id:
+        raise not_found(f"device_id {device_id} does not exist "
+                        f"(this switch is {device.device_id})")

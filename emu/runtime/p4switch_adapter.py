@@ -1,6 +1,6 @@
 """Dataplane adapter for the compiled v1model switch (emu.p4.api.P4Switch).
 
-The server only needs the Dataplane interface of device.py; this maps it onto
+The server only needs the Dataplane interface of dataplane.py; this maps it onto
 P4Switch: tables / action profiles / externs / parser value sets by qualified name, inject, the
 output handlers (CPU-port frames included: the device routes them to PacketIn),
 digests and the traffic manager.
@@ -17,7 +17,7 @@ from emu.p4.target.runtime import ValueSet
 from emu.p4.v1model.replication import PacketReplicationEngine
 from emu.p4.v1model.stateful import CounterArray, MeterArray, RegisterArray
 
-from .device import DigestFn, OutputFn
+from .dataplane import DigestFn, OutputFn
 from .translate import P4InfoIndex
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from p4.v1 import p4runtime_pb2
 
-from .device import ControlPlane
+from .dataplane import ControlPlane
 from .errors import P4RTError, as_p4rt_error, invalid
 from .translate import P4InfoIndex, TableInfo
 

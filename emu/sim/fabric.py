@@ -120,7 +120,7 @@ class SimFabric:
     def _open_pcaps(self, directory: Path) -> None:
         """`<iface>_in.pcap` / `<iface>_out.pcap` per switch port, as the switch daemon
         (and BMv2's --pcap) writes them; stamps are virtual time since the start."""
-        from emu.p4.switch.pcap import PcapWriter, pcap_paths
+        from emu.switch.pcap import PcapWriter, pcap_paths
 
         directory.mkdir(parents=True, exist_ok=True)
         for sw in self.fabric.switches:

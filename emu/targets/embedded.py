@@ -1,6 +1,6 @@
 """The embedded target: our pure-Python v1model switch, one daemon process per switch.
 
-    python -m emu.p4 switch --no-p4 --device-id N -i 1@IFACE ... --grpc-addr ADDR
+    python -m emu.switch --no-p4 --device-id N -i 1@IFACE ... --grpc-addr ADDR
         [--cpu-port 255] [--pcap DIR] [--log-file F] [--port-netns NS]
         [--admin-socket PATH] [--ready-fd FD] [--port-config FILE.json]
 
@@ -72,7 +72,7 @@ def queue_flags(spec: SwitchSpec) -> list[str]:
 def daemon_command(spec: SwitchSpec, *, python: str = sys.executable,
                    admin_socket: str | None = None, ready_fd: int | None = None,
                    log_console: bool = False) -> list[str]:
-    cmd = [python, "-m", "emu.p4", "switch", "--no-p4", "--device-id", str(spec.device_id)]
+    cmd = [python, "-m", "emu.switch", "--no-p4", "--device-id", str(spec.device_id)]
     for num, iface in sorted(spec.ports.items()):
         cmd += ["-i", f"{num}@{iface}"]
     cmd += ["--grpc-addr", spec.grpc_addr]
@@ -110,7 +110,7 @@ class EmbeddedTarget(SwitchTarget):
 
     def missing(self) -> list[str]:
         out = []
-        for mod in ("emu.p4.switch.daemon", "emu.runtime.server", "grpc"):
+        for mod in ("emu.switch.daemon", "emu.runtime.server", "grpc"):
             try:
                 found = importlib.util.find_spec(mod) is not None
             except ImportError:

@@ -107,7 +107,7 @@ def test_virtual_pcap_writes_every_switch_port(tmp_path: Path) -> None:
     """#13 item 11: `emu run --virtual --pcap` writes the per-port pcaps a real run
     writes (<iface>_in.pcap / <iface>_out.pcap), with every frame the port carried."""
     from emu.experiments.virtual import run_virtual
-    from emu.p4.switch.pcap import read_pcap
+    from emu.switch.pcap import read_pcap
 
     wl = WorkloadParams("permutation", message_bytes=16 * 1024)
     plan = plan_run(RunConfig(virtual=True, workload=wl, pcap=True, results_root=tmp_path,

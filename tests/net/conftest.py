@@ -67,7 +67,7 @@ class Snapshot:
         for pid in sorted(now.pids - self.pids):
             cmd = procs.get(pid, "")
             ours = (any(k in cmd for k in ("mininet:", "mnexec", "sleep 600", "ping -n -q -c"))
-                    or ("emu.p4 switch" in cmd and re.search(r"@\S+-eth\d+", cmd)))
+                    or ("emu.switch" in cmd and re.search(r"@\S+-eth\d+", cmd)))
             if ours:
                 problems.append(f"process {pid} {cmd.strip()}")
         return problems

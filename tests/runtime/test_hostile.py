@@ -23,7 +23,7 @@ from .conftest import DEVICE_ID, Rig
 U = p4runtime_pb2.Update
 SFPC = p4runtime_pb2.SetForwardingPipelineConfigRequest
 OK, INVALID, NOT_FOUND, OUT_OF_RANGE = 0, 3, 5, 11
-REF = "emu.p4.switch.reference:ecmp_ecn"
+REF = "tests.switch.reference_pipeline:ecmp_ecn"
 
 
 def _primary(rig: Rig, p4info: p4info_pb2.P4Info) -> P4RuntimeClient:
@@ -220,10 +220,10 @@ def test_large_batches_interleave_with_forwarding_unless_dataplane_atomic(
     import os
     import uuid
 
-    from emu.p4.switch.clock import PreciseClock
     from emu.runtime.atomicity import CHUNK
     from emu.runtime.device import LocalDevice
     from emu.runtime.server import P4RuntimeServer
+    from emu.switch.clock import PreciseClock
 
     info = p4info_pb2.P4Info()
     info.CopyFrom(cp_p4info)

@@ -178,7 +178,7 @@ def test_packet_in_follows_role_config(rig: Rig, ecmp_p4info: p4info_pb2.P4Info)
     from emu.p4.v1model.hashes import csum16
 
     a = rig.client((0, 1))
-    a.set_pipeline(ecmp_p4info, make_python_config("emu.p4.switch.reference:ecmp_ecn"))
+    a.set_pipeline(ecmp_p4info, make_python_config("tests.switch.reference_pipeline:ecmp_ecn"))
     pin = next(c for c in ecmp_p4info.controller_packet_metadata
                if c.preamble.name == "packet_in")
     port_md = next(m.id for m in pin.metadata if m.name == "ingress_port")

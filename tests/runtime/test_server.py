@@ -24,7 +24,7 @@ U = p4runtime_pb2.Update
 SFPC = p4runtime_pb2.SetForwardingPipelineConfigRequest
 GFPC = p4runtime_pb2.GetForwardingPipelineConfigRequest
 OK, INVALID, NOT_FOUND, EXISTS, PERM, FAILED, RANGE, UNIMPL = 0, 3, 5, 6, 7, 9, 11, 12
-REF = "emu.p4.switch.reference:ecmp_ecn"
+REF = "tests.switch.reference_pipeline:ecmp_ecn"
 
 
 def _codes(e: WriteError) -> list[int]:

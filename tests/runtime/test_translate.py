@@ -10,7 +10,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from emu.runtime.errors import P4RTError
-from emu.runtime.server import _pack_header
+from emu.runtime.stream import pack_header as _pack_header
 from emu.runtime.translate import decode_uint, encode_uint
 
 

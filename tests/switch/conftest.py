@@ -29,7 +29,7 @@ from emu.core import netns
 REPO = Path(__file__).resolve().parents[2]
 P4DIR = Path(__file__).parent / "p4"
 ECMP_P4INFO = P4DIR / "ecmp_ecn.p4info.txtpb"
-REF_FACTORY = "emu.p4.switch.reference:ecmp_ecn"
+REF_FACTORY = "tests.switch.reference_pipeline:ecmp_ecn"
 PY = sys.executable
 ETH_P_ALL = 0x0003
 SO_TIMESTAMPNS = 35
@@ -126,7 +126,7 @@ class Topo:
                      timeout: float = 20.0, ports: list[int] | None = None
                      ) -> subprocess.Popen[bytes]:
         ready = self.tmp / "ready.json"
-        args = [PY, "-m", "emu.p4", "switch", "--device-id", str(device_id),
+        args = [PY, "-m", "emu.switch", "--device-id", str(device_id),
                 "--port-netns", self.sw_ns, "--grpc-addr", self.grpc_addr,
                 "--admin-socket", self.admin_path, "--ready-file", str(ready),
                 "--cpu-port", "255", "--allow-python-pipelines",

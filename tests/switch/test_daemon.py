@@ -16,11 +16,11 @@ import pytest
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
-from emu.p4.switch.pcap import read_pcap
 from emu.p4.v1model.hashes import csum16
 from emu.runtime.admin import AdminClient, AdminError
 from emu.runtime.client import P4RuntimeClient
 from emu.runtime.devconfig import make_python_config, make_source_config
+from emu.switch.pcap import read_pcap
 from tests.conftest import needs_root
 
 from .conftest import ECMP_P4INFO, PY, REF_FACTORY, REPO, Topo, ipv4_udp
@@ -264,7 +264,7 @@ def test_lifecycle_signals_netdown_and_parent_death(topo) -> None:  # type: igno
     assert sw2.wait(10) == 0
     # the switch dies with its parent (PR_SET_PDEATHSIG)
     ready = t.tmp / "ready.json"
-    args = [PY, "-m", "emu.p4", "switch", "--device-id", "3", "--port-netns", t.sw_ns,
+    args = [PY, "-m", "emu.switch", "--device-id", "3", "--port-netns", t.sw_ns,
             "-i", f"1@{t.sw_ifaces[1]}", "--grpc-addr", f"unix:{t.tmp}/p3.sock",
             "--ready-file", str(ready), "--no-p4"]
     parent_code = ("import subprocess, sys, time\n"
@@ -396,7 +396,7 @@ def test_launcher_thread_exit_does_not_stop_the_switch(topo) -> None:  # type: i
     stop when the parent *process* is gone."""
     t: Topo = topo(1)
     ready = t.tmp / "ready-thread.json"
-    args = [PY, "-m", "emu.p4", "switch", "--device-id", "4", "--port-netns", t.sw_ns,
+    args = [PY, "-m", "emu.switch", "--device-id", "4", "--port-netns", t.sw_ns,
             "-i", f"1@{t.sw_ifaces[1]}", "--grpc-addr", f"unix:{t.tmp}/p4.sock",
             "--ready-file", str(ready), "--no-p4"]
     code = ("import subprocess, sys, threading, time\n"

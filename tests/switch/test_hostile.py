@@ -14,10 +14,10 @@ from collections.abc import Callable
 import pytest
 
 from emu.core import netns
-from emu.p4.switch.pcap import read_pcap
 from emu.runtime.admin import AdminClient
 from emu.runtime.client import P4RuntimeClient
 from emu.runtime.devconfig import make_python_config
+from emu.switch.pcap import read_pcap
 from tests.conftest import needs_root
 
 from .conftest import H1_MAC, PY, REF_FACTORY, REPO, SW_MAC, Topo, _veth, ipv4_udp
@@ -159,7 +159,7 @@ def _alive(pid: int) -> bool:
 def test_a_launcher_that_exits_during_start_up_stops_the_switch(topo, explicit: bool  # type: ignore[no-untyped-def]
                                                                 ) -> None:
     t: Topo = topo(1)
-    args = [PY, "-m", "emu.p4", "switch", "--device-id", "5", "--port-netns", t.sw_ns,
+    args = [PY, "-m", "emu.switch", "--device-id", "5", "--port-netns", t.sw_ns,
             "-i", f"1@{t.sw_ifaces[1]}", "--grpc-addr", f"unix:{t.tmp}/p5.sock", "--no-p4"]
     # With --parent-pid the launcher may exit at once; without, it exits while the
     # daemon still imports its modules (they take about 0.5 s).

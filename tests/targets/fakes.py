@@ -52,7 +52,7 @@ thrift.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 thrift.bind(("127.0.0.1", int(opt(bm, "--thrift-port"))))
 thrift.listen(8)
 thrift.set_inheritable(True)
-cmd = [sys.executable, "-m", "emu.p4", "switch", "--no-p4", "--device-id", opt(bm, "--device-id"),
+cmd = [sys.executable, "-m", "emu.switch", "--no-p4", "--device-id", opt(bm, "--device-id"),
        "--grpc-addr", opt(grpc, "--grpc-server-addr")]
 for i, a in enumerate(bm):
     if a == "-i":

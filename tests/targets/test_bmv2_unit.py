@@ -238,7 +238,7 @@ def test_embedded_daemon_command():
              queues={1: PortQueueConfig(rate_bps=10_000_000, depth_pkts=30, delay_ns=20_000,
                                         priority_queues=2)})
     cmd = daemon_command(s, python="py", admin_socket="/tmp/a.sock", ready_fd=7)
-    assert cmd[:8] == ["py", "-m", "emu.p4", "switch", "--no-p4", "--device-id", "3", "-i"]
+    assert cmd[:7] == ["py", "-m", "emu.switch", "--no-p4", "--device-id", "3", "-i"]
     text = " ".join(cmd)
     for part in ("-i 1@leaf1-eth1 -i 2@leaf1-eth2", "--grpc-addr 127.0.0.1:50003",
                  "--cpu-port 255", "--pcap /tmp/pc", "--port-netns ns1", "--priority-queues 2",
@@ -257,8 +257,7 @@ def test_require_target(monkeypatch):
 
 
 def test_timer_spin_reaches_the_daemon_options():
-    from emu.p4.cli import build_parser
-    from emu.p4.switch.commands import options_from_args
+    from emu.switch.commands import build_parser, options_from_args
     from emu.targets.embedded import daemon_command
 
     cmd = daemon_command(spec(timer_spin_us=0.0), python="py")
@@ -266,7 +265,7 @@ def test_timer_spin_reaches_the_daemon_options():
     assert "--timer-spin-us" not in daemon_command(spec(), python="py")  # the daemon's default
     args = build_parser().parse_args(cmd[3:])
     assert options_from_args(args).timer_spin_ns == 0
-    args = build_parser().parse_args(["switch", "--no-p4", "--timer-spin-us", "25"])
+    args = build_parser().parse_args(["--no-p4", "--timer-spin-us", "25"])
     assert options_from_args(args).timer_spin_ns == 25_000
-    args = build_parser().parse_args(["switch", "--no-p4"])
+    args = build_parser().parse_args(["--no-p4"])
     assert options_from_args(args).timer_spin_ns == 100_000

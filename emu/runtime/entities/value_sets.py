@@ -27,16 +27,17 @@ from typing import Protocol
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from .errors import (
+from ..errors import (
     already_exists,
     invalid,
     not_found,
     resource_exhausted,
     unimplemented,
 )
-from .translate import P4InfoIndex, decode_uint, encode_uint
+from ..translate import P4InfoIndex, decode_uint, encode_uint
+from .common import EntityContext
 
-__all__ = ["Member", "ValueSetEngine", "read_value_sets", "write_value_set"]
+__all__ = ["Member", "ValueSetEngine", "read", "read_value_sets", "write", "write_value_set"]
 
 MF = p4info_pb2.MatchField
 U = p4runtime_pb2.Update
@@ -208,3 +209,11 @@ def read_value_sets(index: P4InfoIndex, control: _Control,
             _encode_member(fields, member, r.value_set_entry.members.add())
         out.append(r)
     return out
+
+
+def write(ctx: EntityContext, typ: int, entry: p4runtime_pb2.ValueSetEntry) -> None:
+    write_value_set(ctx.pipe.index, ctx.pipe.control, typ, entry)
+
+
+def read(ctx: EntityContext, query: p4runtime_pb2.ValueSetEntry) -> list[p4runtime_pb2.Entity]:
+    return read_value_sets(ctx.pipe.index, ctx.pipe.control, query)

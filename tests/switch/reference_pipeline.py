@@ -5,8 +5,10 @@ selector built from the P4Info, the v1model TrafficManager, BMv2's crc16 and
 csum16), so the switch daemon, the P4Runtime server and the benchmark can be
 exercised end to end independently of the compiler. It also serves as an
 oracle for the compiled program. Load it with the device config
-`{"format": "emu-python-v1", "factory": "emu.p4.switch.reference:ecmp_ecn"}`
-(daemon flag --allow-python-pipelines).
+`{"format": "emu-python-v1", "factory": "tests.switch.reference_pipeline:ecmp_ecn"}`
+(daemon flag --allow-python-pipelines). A test fixture, not part of emu: it is
+importable when the repository root is on sys.path (pytest; a daemon started
+from the root).
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from typing import Any
 from emu.core.clock import Clock
 from emu.p4.v1model.hashes import crc16
 from emu.p4.v1model.traffic_manager import DequeueInfo, DropCounters, DropReason, TrafficManager
-from emu.runtime.device import DigestFn, InfoControlPlane, OutputFn
+from emu.runtime.dataplane import DigestFn, OutputFn
 from emu.runtime.errors import invalid
+from emu.runtime.infoplane import InfoControlPlane
 from emu.runtime.translate import P4InfoIndex
 
 CPU_PORT = 255

@@ -34,60 +34,29 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 from emu.core import netns
 from emu.core.port import AfPacketPort
 from emu.runtime.admin import AdminServer
-from emu.runtime.device import Dataplane, LocalDevice
+from emu.runtime.dataplane import Dataplane
+from emu.runtime.device import LocalDevice
 from emu.runtime.server import P4RuntimeServer
 
+from .admin_commands import admin_handlers
 from .clock import PreciseClock
 from .early import PDEATH_SIGNAL, PR_SET_PDEATHSIG
+from .options import PortSettings, SwitchOptions
 from .pcap import PcapWriter, pcap_paths
 
-log = logging.getLogger("emu.p4.switch")
+log = logging.getLogger("emu.switch")
 
 def set_pdeathsig(sig: int) -> None:
     """Ask the kernel to send `sig` when the parent process exits (Linux prctl)."""
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
     if libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
         log.warning("prctl(PR_SET_PDEATHSIG) failed: %s", os.strerror(ctypes.get_errno()))
-
-
-@dataclass
-class PortSettings:
-    """Queue and link settings of one port (None: the target's default)."""
-
-    rate_bps: float | None = None
-    rate_pps: float | None = None
-    depth_pkts: int | None = None
-    delay_us: float = 0.0
-
-
-@dataclass
-class SwitchOptions:
-    device_id: int = 0
-    interfaces: dict[int, str] = field(default_factory=dict)
-    grpc_addr: str = "127.0.0.1:9559"
-    cpu_port: int | None = None
-    pcap_dir: str | None = None
-    program: str | None = None
-    include_dirs: tuple[str, ...] = ()
-    admin_socket: str | None = None
-    ready_file: str | None = None
-    ready_fd: int | None = None
-    port_netns: str | None = None
-    allow_python: bool = False
-    priority_queues: int = 1
-    default_port: PortSettings = field(default_factory=PortSettings)
-    ports: dict[int, PortSettings] = field(default_factory=dict)
-    pdeathsig: bool = True
-    parent_pid: int | None = None  # the launcher (default: the parent seen at start)
-    # PreciseClock's busy-wait before a timer: exact pacing on a dedicated core, but CPU
-    # taken from every other process when many switches share the cores.
-    timer_spin_ns: int = 100_000
 
 
 class SwitchDaemon:
@@ -130,12 +99,12 @@ class SwitchDaemon:
             port.set_receiver(self._receiver(num))
             port.on_state = self._port_state(num, port)
         for num in o.interfaces:
-            self.delay_ns[num] = int(self._settings(num).delay_us * 1000)
+            self.delay_ns[num] = int(self.settings(num).delay_us * 1000)
         if o.program:
             self._load_program(o.program)
         self.grpc_port = self.server.start(o.grpc_addr)
         if o.admin_socket:
-            self.admin = AdminServer(o.admin_socket, self.clock, self._admin_handlers())
+            self.admin = AdminServer(o.admin_socket, self.clock, admin_handlers(self))
         self._signal_ready()
 
     def _signal_ready(self) -> None:
@@ -314,12 +283,12 @@ class SwitchDaemon:
 
     # ------------------------------------------------------------------ settings
 
-    def _settings(self, num: int | None) -> PortSettings:
+    def settings(self, num: int | None) -> PortSettings:
         if num is None:
             return self.opts.default_port
         return self.opts.ports.get(num, self.opts.default_port)
 
-    def _port_settings_for_update(self, num: int | None) -> list[PortSettings]:
+    def settings_for_update(self, num: int | None) -> list[PortSettings]:
         """The settings objects a change for `num` (None = all) must touch."""
         if num is None:
             return [self.opts.default_port, *self.opts.ports.values()]
@@ -337,127 +306,15 @@ class SwitchDaemon:
             dp.set_queue_depth(None, d.depth_pkts)
         ports = set(self.opts.interfaces) | set(self.opts.ports)
         for num in sorted(ports):
-            s = self._settings(num)
+            s = self.settings(num)
             if s.rate_bps or s.rate_pps:
                 dp.set_queue_rate(num, rate_bps=s.rate_bps, rate_pps=s.rate_pps)
             if s.depth_pkts is not None:
                 dp.set_queue_depth(num, s.depth_pkts)
 
-    # ------------------------------------------------------------------ admin
-
-    def _admin_handlers(self) -> dict[str, Any]:
-        def port_arg(req: dict[str, Any]) -> int | None:
-            p = req.get("port")
-            if p is not None and (not isinstance(p, int) or isinstance(p, bool) or p < 0):
-                raise ValueError("port must be a non-negative integer or null")
-            return p
-
-        def ping(req: dict[str, Any]) -> Any:
-            return {"device_id": self.opts.device_id, "pid": os.getpid(),
-                    "ports": {str(k): v for k, v in self.opts.interfaces.items()},
-                    "pipeline": self.device.dataplane is not None}
-
-        def set_queue_rate(req: dict[str, Any]) -> Any:
-            port = port_arg(req)
-            bps, pps = req.get("rate_bps"), req.get("rate_pps")
-            if bps is not None and pps is not None:
-                raise ValueError("give rate_bps or rate_pps, not both")
-            for v in (bps, pps):
-                if v is not None and (not isinstance(v, (int, float)) or v < 0):
-                    raise ValueError("rates must be non-negative numbers")
-            dp = self.device.dataplane
-            if dp is not None:
-                dp.set_queue_rate(port, rate_bps=bps, rate_pps=pps)
-            for s in self._port_settings_for_update(port):
-                s.rate_bps, s.rate_pps = bps, pps
-            return None
-
-        def set_queue_depth(req: dict[str, Any]) -> Any:
-            port = port_arg(req)
-            depth = req.get("depth_pkts")
-            prio = req.get("priority")
-            if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
-                raise ValueError("depth_pkts must be a non-negative integer")
-            dp = self.device.dataplane
-            if dp is not None:
-                dp.set_queue_depth(port, depth, priority=prio)
-            if prio is None:
-                for s in self._port_settings_for_update(port):
-                    s.depth_pkts = depth
-            return None
-
-        def set_link_delay(req: dict[str, Any]) -> Any:
-            port = port_arg(req)
-            delay = req.get("delay_us")
-            if not isinstance(delay, (int, float)) or isinstance(delay, bool) or delay < 0:
-                raise ValueError("delay_us must be a non-negative number")
-            for s in self._port_settings_for_update(port):
-                s.delay_us = float(delay)
-            targets = self.opts.interfaces if port is None else [port]
-            for num in targets:
-                self.delay_ns[num] = int(delay * 1000)
-            self._senders.clear()  # rebuilt with the new delay on next use
-            return None
-
-        def get_port_config(req: dict[str, Any]) -> Any:
-            port = port_arg(req)
-            if port is None:
-                raise ValueError("port is required")
-            out: dict[str, Any] = {"delay_us": self.delay_ns.get(port, 0) / 1000}
-            dp = self.device.dataplane
-            if dp is not None:
-                out.update(dp.queue_info(port))
-            else:
-                s = self._settings(port)
-                out.update({"rate_bps": s.rate_bps, "rate_pps": s.rate_pps,
-                            "depths_pkts": [s.depth_pkts or 64]})
-            return out
-
-        def drops(req: dict[str, Any]) -> Any:
-            out: dict[str, dict[str, int]] = {}
-            dp = self.device.dataplane
-            if dp is not None:
-                for (port, reason), n in dp.drops.snapshot().items():
-                    out.setdefault(str(port), {})[reason] = n
-            for port, n in self.no_pipeline_drops.items():
-                out.setdefault(str(port), {})["no_pipeline"] = n
-            for port, n in self.no_port_drops.items():
-                out.setdefault(str(port), {})["no_such_port"] = n
-            for port, n in self.pipeline_errors.items():
-                d = out.setdefault(str(port), {})
-                d["pipeline_error"] = d.get("pipeline_error", 0) + n
-            for num, p in self.ports.items():
-                k = p.kernel_drops()
-                if k:
-                    out.setdefault(str(num), {})["kernel_rx"] = k
-                if p.stats.tx_drops:
-                    out.setdefault(str(num), {})["tx"] = p.stats.tx_drops
-            return out
-
-        def tm_lag_ms(dp: Any) -> float | None:
-            # How late the traffic manager's service turns ran since the previous `stats`
-            # call (it resets): the fidelity signal "TM lag".
-            lag = dp.take_tm_lag_ns() if dp is not None else None
-            return None if lag is None else lag / 1e6
-
-        def stats(req: dict[str, Any]) -> Any:
-            ports: dict[str, Any] = {}
-            dp = self.device.dataplane
-            for num, p in self.ports.items():
-                st = p.stats
-                ports[str(num)] = {
-                    "iface": p.iface, "down": p.down, "rx_frames": st.rx_frames,
-                    "rx_bytes": st.rx_bytes, "tx_frames": st.tx_frames,
-                    "tx_bytes": st.tx_bytes, "tx_drops": st.tx_drops,
-                    "kernel_drops": p.kernel_drops(),
-                    "queue": dp.queue_info(num) if dp is not None else None,
-                }
-            return {"ports": ports, "drops": drops(req), "p4runtime": dict(self.server.stats),
-                    "tm_lag_ms": tm_lag_ms(dp)}
-
-        return {"ping": ping, "set_queue_rate": set_queue_rate,
-                "set_queue_depth": set_queue_depth, "set_link_delay": set_link_delay,
-                "get_port_config": get_port_config, "drops": drops, "stats": stats}
+    def reset_senders(self) -> None:
+        """Forget the per-port send functions: rebuilt (new link delay) on next use."""
+        self._senders.clear()
 
 
 # ---------------------------------------------------------------------- entry point
@@ -537,7 +394,7 @@ def setup_logging(console: bool, log_file: str | None, level: str) -> None:
 def run_switch(opts: SwitchOptions) -> int:
     from . import early
 
-    # The parent as first seen (`python -m emu.p4 switch` reads it before its imports).
+    # The parent as first seen (`python -m emu.switch` reads it before its imports).
     parent = opts.parent_pid or early.launcher_pid or os.getppid()
     watch: int | None = None
     if opts.pdeathsig:

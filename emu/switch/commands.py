@@ -1,12 +1,14 @@
-"""`python -m emu.p4 switch ...`: command line of the switch daemon (simple_switch_grpc's)."""
+"""`python -m emu.switch ...`: command line of the switch daemon (simple_switch_grpc's)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from typing import Any
 
-from .daemon import PortSettings, SwitchOptions, run_switch, setup_logging
+from .daemon import run_switch, setup_logging
+from .options import PortSettings, SwitchOptions
 
 
 def _port_value(text: str, conv: Any) -> tuple[int | None, Any]:
@@ -17,10 +19,11 @@ def _port_value(text: str, conv: Any) -> tuple[int | None, Any]:
     return None, conv(text)
 
 
-def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "switch", help="run a switch daemon: AF_PACKET ports + P4Runtime server",
-        description="Like simple_switch_grpc: ports on interfaces, pipeline over P4Runtime.")
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m emu.switch",
+        description="A switch daemon like simple_switch_grpc: AF_PACKET ports on interfaces, "
+                    "the pipeline over P4Runtime.")
     p.add_argument("program", nargs="?", metavar="PROG.p4",
                    help="P4 program compiled and loaded at start (else: --no-p4)")
     p.add_argument("--no-p4", action="store_true",
@@ -62,7 +65,7 @@ def register(sub: Any) -> None:
                    help="stop when process PID (the launcher) is not the parent any more "
                         "(default: the parent at start); exact even when the launcher "
                         "exits before the daemon has started")
-    p.set_defaults(func=cmd_switch)
+    return p
 
 
 def options_from_args(args: argparse.Namespace) -> SwitchOptions:
@@ -111,6 +114,7 @@ def options_from_args(args: argparse.Namespace) -> SwitchOptions:
         timer_spin_ns=int(max(0.0, args.timer_spin_us) * 1000))
 
 
-def cmd_switch(args: argparse.Namespace) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     setup_logging(args.log_console, args.log_file, args.log_level)
     return run_switch(options_from_args(args))

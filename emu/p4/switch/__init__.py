@@ -1,1 +1,0 @@
-"""The switch daemon (`python -m emu.p4 switch`): see daemon.py."""

@@ -1,0 +1,108 @@
+"""ActionProfileMember and ActionProfileGroup. Ids from ONESHOT_BASE up belong to
+one-shot action sets (tables.py): clients may not write them, reads leave them out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from p4.v1 import p4runtime_pb2
+
+from emu.p4.tables import GroupMember
+
+from ..errors import invalid
+from ..pipeline import ONESHOT_BASE, Pipeline
+from ..translate import decode_uint, encode_uint
+from .common import Entity, EntityContext, U
+
+
+def _profile(pipe: Pipeline, profile_id: int) -> Any:
+    if profile_id == 0:
+        raise invalid("action_profile_id 0 (wildcard) is only valid in reads")
+    p = pipe.index.profile(profile_id)
+    return p, pipe.control.action_profile(p.preamble.name)
+
+
+def watch_port(m: Any) -> int | None:
+    """The watch port of a group member or one-shot action (None: not watched)."""
+    which = m.WhichOneof("watch_kind")
+    if which == "watch_port":
+        return decode_uint(m.watch_port, 0, "watch_port")
+    if which == "watch" and m.watch:
+        return int(m.watch)
+    return None
+
+
+def write_member(ctx: EntityContext, typ: int, m: p4runtime_pb2.ActionProfileMember) -> None:
+    pipe = ctx.pipe
+    info, prof = _profile(pipe, m.action_profile_id)
+    if m.member_id >= ONESHOT_BASE:
+        raise invalid(f"member ids from {ONESHOT_BASE} up are reserved (one-shot sets)")
+    if typ == U.DELETE:
+        prof.delete_member(m.member_id)
+        return
+    if not m.HasField("action"):
+        raise invalid(f"{info.preamble.name}: member {m.member_id} needs an action")
+    allowed = frozenset(a for t in pipe.index.tables.values()
+                        if t.profile_id == m.action_profile_id for a in t.action_ids)
+    call = pipe.index.action_from_proto(m.action, allowed, info.preamble.name)
+    if typ == U.INSERT:
+        prof.insert_member(m.member_id, call)
+    else:
+        prof.modify_member(m.member_id, call)
+
+
+def read_members(ctx: EntityContext, m: p4runtime_pb2.ActionProfileMember) -> list[Entity]:
+    idx, control = ctx.pipe.index, ctx.pipe.control
+    out = []
+    for pinfo in ([idx.profile(m.action_profile_id)] if m.action_profile_id
+                  else idx.profiles.values()):
+        prof = control.action_profile(pinfo.preamble.name)
+        for mem in prof.members():
+            if (m.member_id and mem.member_id != m.member_id) or \
+                    mem.member_id >= ONESHOT_BASE:
+                continue
+            r = Entity()
+            rm = r.action_profile_member
+            rm.action_profile_id = pinfo.preamble.id
+            rm.member_id = mem.member_id
+            idx.action_to_proto(mem.action, rm.action)
+            out.append(r)
+    return out
+
+
+def write_group(ctx: EntityContext, typ: int, g: p4runtime_pb2.ActionProfileGroup) -> None:
+    _info, prof = _profile(ctx.pipe, g.action_profile_id)
+    if g.group_id >= ONESHOT_BASE:
+        raise invalid(f"group ids from {ONESHOT_BASE} up are reserved (one-shot sets)")
+    if typ == U.DELETE:
+        prof.delete_group(g.group_id)
+        return
+    members = [GroupMember(gm.member_id, gm.weight, watch_port(gm)) for gm in g.members]
+    if typ == U.INSERT:
+        prof.insert_group(g.group_id, members, max_size=g.max_size)
+    else:
+        prof.modify_group(g.group_id, members, max_size=g.max_size or None)
+
+
+def read_groups(ctx: EntityContext, g: p4runtime_pb2.ActionProfileGroup) -> list[Entity]:
+    idx, control = ctx.pipe.index, ctx.pipe.control
+    out = []
+    for pinfo in ([idx.profile(g.action_profile_id)] if g.action_profile_id
+                  else idx.profiles.values()):
+        prof = control.action_profile(pinfo.preamble.name)
+        if not prof.with_selector:
+            continue
+        for grp in prof.groups():
+            if (g.group_id and grp.group_id != g.group_id) or grp.group_id >= ONESHOT_BASE:
+                continue
+            r = Entity()
+            rg = r.action_profile_group
+            rg.action_profile_id = pinfo.preamble.id
+            rg.group_id = grp.group_id
+            rg.max_size = grp.max_size
+            for gm in grp.members:
+                x = rg.members.add(member_id=gm.member_id, weight=gm.weight)
+                if gm.watch_port is not None:
+                    x.watch_port = encode_uint(gm.watch_port)
+            out.append(r)
+    return out

@@ -1,0 +1,58 @@
+"""What the entity modules share: the context a handler works in, lookups, checks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from p4.v1 import p4runtime_pb2
+
+from emu.p4.tables import Table, TableEntry
+
+from ..digests import DigestManager
+from ..errors import invalid, out_of_range
+from ..pipeline import Pipeline
+from ..translate import TableInfo
+
+U = p4runtime_pb2.Update
+Entity = p4runtime_pb2.Entity
+
+__all__ = ["Entity", "EntityContext", "Reader", "U", "Writer", "entry_of", "index_in",
+           "table_of"]
+
+
+@dataclass(frozen=True)
+class EntityContext:
+    """The pipeline an RPC addresses, and the server's digest state (kept across pipelines)."""
+
+    pipe: Pipeline
+    digests: DigestManager
+
+
+# write(ctx, update type, the entity's message); read(ctx, query) -> entities
+Writer = Callable[[EntityContext, int, Any], None]
+Reader = Callable[[EntityContext, Any], list[p4runtime_pb2.Entity]]
+
+
+def table_of(pipe: Pipeline, table_id: int) -> tuple[TableInfo, Table]:
+    ti = pipe.index.table(table_id)
+    return ti, pipe.control.table(ti.name)
+
+
+def entry_of(pipe: Pipeline, te: p4runtime_pb2.TableEntry) -> tuple[TableInfo, TableEntry]:
+    """The entry a (direct counter / meter) query names: by match, or the default one."""
+    ti, table = table_of(pipe, te.table_id)
+    if te.is_default_action:
+        return ti, table.default_entry
+    match = pipe.index.match_from_proto(ti, te.match)
+    return ti, table.get(match, te.priority, strict=True)
+
+
+def index_in(i: int, size: int, name: str) -> int:
+    # Spec: an index beyond the array is OUT_OF_RANGE; a negative one is malformed.
+    if i < 0:
+        raise invalid(f"{name}: negative index {i}")
+    if i >= size:
+        raise out_of_range(f"{name}: index {i} out of range 0..{size - 1}")
+    return i

@@ -1,0 +1,90 @@
+"""MeterEntry and DirectMeterEntry: MODIFY sets (or, without a config, resets) the rates;
+reads return the configured rates (none for a cell at its default)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from p4.v1 import p4runtime_pb2
+
+from emu.p4.v1model.stateful import MeterRates
+
+from ..errors import invalid, not_found
+from .common import Entity, EntityContext, U, entry_of, index_in
+
+
+def meter_from_proto(msg: Any) -> MeterRates:
+    """The rates of a TableEntry's meter_config or a (Direct)MeterEntry's config."""
+    c = msg.meter_config if hasattr(msg, "meter_config") else msg.config
+    if c.cir > c.pir:
+        raise invalid("meter config: cir must not exceed pir")
+    if min(c.cir, c.pir, c.cburst, c.pburst) < 0:
+        raise invalid("meter config: negative rate or burst")
+    return MeterRates.per_second(c.cir, c.cburst, c.pir, c.pburst)
+
+
+def meter_to_proto(rates: object, out: p4runtime_pb2.MeterConfig) -> None:
+    if isinstance(rates, MeterRates):
+        out.cir = round(rates.cir * 1e6)
+        out.cburst = rates.cbs
+        out.pir = round(rates.pir * 1e6)
+        out.pburst = rates.pbs
+
+
+def write(ctx: EntityContext, typ: int, m: p4runtime_pb2.MeterEntry) -> None:
+    if typ != U.MODIFY:
+        raise invalid("meter entries can only be MODIFYed")
+    pipe = ctx.pipe
+    info = pipe.index.meters.get(m.meter_id)
+    if info is None:
+        raise not_found(f"meter id {m.meter_id} not in P4Info")
+    arr = pipe.control.meter(info.preamble.name)
+    index = (index_in(m.index.index, arr.size, info.preamble.name)
+             if m.HasField("index") else None)
+    if m.HasField("config"):
+        r = meter_from_proto(m)
+        arr.set_rates(r.cir, r.cbs, r.pir, r.pbs, index)
+    else:
+        arr.reset_rates(index)
+
+
+def read(ctx: EntityContext, m: p4runtime_pb2.MeterEntry) -> list[Entity]:
+    idx, control = ctx.pipe.index, ctx.pipe.control
+    if m.meter_id and m.meter_id not in idx.meters:
+        raise not_found(f"meter id {m.meter_id} not in P4Info")
+    out = []
+    for info in [idx.meters[m.meter_id]] if m.meter_id else idx.meters.values():
+        marr = control.meter(info.preamble.name)
+        cells = ([index_in(m.index.index, marr.size, info.preamble.name)]
+                 if m.HasField("index") else range(marr.size))
+        for i in cells:
+            r = Entity()
+            r.meter_entry.meter_id = info.preamble.id
+            r.meter_entry.index.index = i
+            rates = marr.get_rates(i)
+            if rates is not None:
+                meter_to_proto(rates, r.meter_entry.config)
+            out.append(r)
+    return out
+
+
+def write_direct(ctx: EntityContext, typ: int, d: p4runtime_pb2.DirectMeterEntry) -> None:
+    if typ != U.MODIFY:
+        raise invalid("direct meter entries can only be MODIFYed")
+    ti, e = entry_of(ctx.pipe, d.table_entry)
+    if not ti.direct_meter_id:
+        raise invalid(f"{ti.name}: table has no direct meter")
+    e.meter_config = meter_from_proto(d) if d.HasField("config") else None
+    e.meter_state = None
+
+
+def read_direct(ctx: EntityContext, d: p4runtime_pb2.DirectMeterEntry) -> list[Entity]:
+    ti, e = entry_of(ctx.pipe, d.table_entry)
+    if not ti.direct_meter_id:
+        raise invalid(f"{ti.name}: table has no direct meter")
+    r = Entity()
+    ctx.pipe.index.entry_to_proto(ti, e, r.direct_meter_entry.table_entry)
+    r.direct_meter_entry.table_entry.ClearField("action")
+    if e.meter_config is not None:
+        meter_to_proto(e.meter_config, r.direct_meter_entry.config)
+    return [r]

@@ -1,0 +1,41 @@
+"""The switch daemon's options: ports, addresses, queue and link settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["PortSettings", "SwitchOptions"]
+
+
+@dataclass
+class PortSettings:
+    """Queue and link settings of one port (None: the target's default)."""
+
+    rate_bps: float | None = None
+    rate_pps: float | None = None
+    depth_pkts: int | None = None
+    delay_us: float = 0.0
+
+
+@dataclass
+class SwitchOptions:
+    device_id: int = 0
+    interfaces: dict[int, str] = field(default_factory=dict)
+    grpc_addr: str = "127.0.0.1:9559"
+    cpu_port: int | None = None
+    pcap_dir: str | None = None
+    program: str | None = None
+    include_dirs: tuple[str, ...] = ()
+    admin_socket: str | None = None
+    ready_file: str | None = None
+    ready_fd: int | None = None
+    port_netns: str | None = None
+    allow_python: bool = False
+    priority_queues: int = 1
+    default_port: PortSettings = field(default_factory=PortSettings)
+    ports: dict[int, PortSettings] = field(default_factory=dict)
+    pdeathsig: bool = True
+    parent_pid: int | None = None  # the launcher (default: the parent seen at start)
+    # PreciseClock's busy-wait before a timer: exact pacing on a dedicated core, but CPU
+    # taken from every other process when many switches share the cores.
+    timer_spin_ns: int = 100_000
