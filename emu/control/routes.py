@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from emu.topo import Fabric, Link, SwitchPath
+from emu.topo.paths import equal_cost_paths, next_hop_ports
 
 from .errors import ControlError, UnknownLinkError, UnknownSwitchError
 from .params import MAX_GROUPS, MAX_MEMBERS
@@ -100,7 +101,7 @@ def switch_routes(fabric: Fabric, switch: str, failed: Iterable[int] = ()) -> Sw
                     out.routes.append(Route(ipaddress.IPv4Network(f"{h.ip}/32"),
                                             port=h.switch_port))
             continue
-        ports = tuple(live.next_hop_ports(switch, leaf.name))
+        ports = tuple(next_hop_ports(live, switch, leaf.name))
         if not ports:
             continue
         if len(ports) > MAX_MEMBERS:
@@ -120,7 +121,7 @@ def all_routes(fabric: Fabric, failed: Iterable[int] = ()) -> dict[str, SwitchRo
 def live_paths(fabric: Fabric, src_leaf: str, dst_leaf: str,
                failed: Iterable[int] = ()) -> list[SwitchPath]:
     """Equal-cost up-down paths between two leaves over the working links."""
-    return working_fabric(fabric, failed).equal_cost_paths(src_leaf, dst_leaf)
+    return equal_cost_paths(working_fabric(fabric, failed), src_leaf, dst_leaf)
 
 
 class GroupIds:

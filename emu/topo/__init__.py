@@ -6,7 +6,7 @@ Typical use::
     fabric = load_topology("clos4")
     for sw in fabric.switches: ...          # Switch(name, role, device_id, mac, ports)
     for h in fabric.hosts: ...              # Host(name, ip, mac, switch, switch_port, ...)
-    fabric.equal_cost_paths("leaf1", "leaf2")
+    equal_cost_paths(fabric, "leaf1", "leaf2")  # emu.topo.paths: the ECMP path search
 """
 
 from .addressing import host_ip, host_mac, leaf_gateway, leaf_subnet, port_mac, switch_mac

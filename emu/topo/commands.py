@@ -10,6 +10,7 @@ from collections import Counter
 from .errors import TopologyError
 from .loader import load_topology
 from .model import Fabric
+from .paths import equal_cost_paths
 from .units import format_delay, format_rate
 
 
@@ -122,7 +123,7 @@ def show_fabric(fabric: Fabric) -> None:
     console.print(t)
 
     leaves = [leaf.name for leaf in fabric.leaves]
-    counts = {(a, b): len(fabric.equal_cost_paths(a, b)) for a in leaves for b in leaves if a != b}
+    counts = {(a, b): len(equal_cost_paths(fabric, a, b)) for a in leaves for b in leaves if a != b}
     if 1 < len(leaves) <= 12:
         t = Table(title="ECMP paths (row -> col)")
         t.add_column("")

@@ -379,20 +379,6 @@ class Fabric:
         node = self.node(name)
         return node.role.layer if isinstance(node, Switch) else 0
 
-    # The path search (emu.topo.paths) works on this model; imported when used so the
-    # model does not depend on its own algorithms at import time.
-    def equal_cost_paths(self, src_leaf: str, dst_leaf: str) -> list[SwitchPath]:
-        """All shortest up-down switch-level paths; parallel links are distinct paths."""
-        from . import paths
-
-        return paths.equal_cost_paths(self, src_leaf, dst_leaf)
-
-    def next_hop_ports(self, switch: str, dst_leaf: str) -> list[int]:
-        """Egress ports of `switch` that lie on a shortest path towards `dst_leaf`."""
-        from . import paths
-
-        return paths.next_hop_ports(self, switch, dst_leaf)
-
     # -- modelled network -> wire ----------------------------------------------
 
     def on_wire(self, dilation: Dilation) -> Fabric:

@@ -7,6 +7,7 @@ import pytest
 from emu.sim.fabric import SimFabric
 from emu.sim.frames import udp_frame
 from emu.topo import load_topology
+from emu.topo.paths import equal_cost_paths
 
 from .helpers import received
 
@@ -31,7 +32,7 @@ def test_all_pairs_reachable_and_well_formed(topo):
         assert len(got) == len(sent[dst.name])  # no duplicates
         for p in got:
             src_leaf = fabric.leaf_of_ip(p.src_ip).name
-            hops = len(fabric.equal_cost_paths(src_leaf, leaf.name)[0].switches)
+            hops = len(equal_cost_paths(fabric, src_leaf, leaf.name)[0].switches)
             assert p.ttl == 64 - hops
             assert p.checksum_ok
             assert p.dst_mac == dst.mac and p.src_mac == leaf.mac

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from emu.topo import Fabric, load_topology
+from emu.topo.paths import next_hop_ports
 
 from .conftest import REPO, Snapshot, needs_mininet
 from .helpers import LOCK_WAIT_S
@@ -39,7 +40,7 @@ def program_routes(fabric: Fabric, addresses: dict[str, str], pipeline: object) 
                 if h.switch == sw.name:
                     port, dmac = h.switch_port, h.mac
                 else:
-                    port = fabric.next_hop_ports(sw.name, h.switch)[0]
+                    port = next_hop_ports(fabric, sw.name, h.switch)[0]
                     peer = sw.port(port).peer
                     dmac = fabric.switch(peer.node).port(peer.port).mac
                 client.insert_member("MyIngress.ecmp_selector", member, "MyIngress.set_nhop",

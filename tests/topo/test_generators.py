@@ -4,6 +4,7 @@ from itertools import combinations
 import pytest
 
 from emu.topo import Role, TopologyError, clos_fabric, fattree_fabric, load_topology
+from emu.topo.paths import equal_cost_paths, next_hop_ports
 
 
 def test_clos4_shipped() -> None:
@@ -12,7 +13,7 @@ def test_clos4_shipped() -> None:
     assert len(f.hosts) == 8
     assert len(f.links) == 8 + 16
     for a, b in combinations([s.name for s in f.leaves], 2):
-        paths = f.equal_cost_paths(a, b)
+        paths = equal_cost_paths(f, a, b)
         assert len(paths) == 4
         assert {p.switches[1] for p in paths} == {"spine1", "spine2", "spine3", "spine4"}
         assert all(len(p) == 2 for p in paths)
@@ -31,9 +32,9 @@ def test_clos_port_layout_hosts_first() -> None:
     }
     assert len(f.link_between("leaf1", "spine2")) == 2
     # per spine: 2 parallel links up x 2 parallel links down; 2 spines
-    assert len(f.equal_cost_paths("leaf1", "leaf3")) == 8
-    assert f.next_hop_ports("leaf1", "leaf3") == [3, 4, 5, 6]
-    assert f.next_hop_ports("spine1", "leaf3") == [5, 6]
+    assert len(equal_cost_paths(f, "leaf1", "leaf3")) == 8
+    assert next_hop_ports(f, "leaf1", "leaf3") == [3, 4, 5, 6]
+    assert next_hop_ports(f, "spine1", "leaf3") == [5, 6]
 
 
 def test_clos_oversubscription() -> None:
@@ -72,15 +73,15 @@ def test_fattree_counts(k: int, switches: int, hosts: int, links: int) -> None:
 def test_fattree_path_counts(k: int) -> None:
     f = fattree_fabric(k)
     half = k // 2
-    same_pod = f.equal_cost_paths("p1e1", "p1e2")
+    same_pod = equal_cost_paths(f, "p1e1", "p1e2")
     assert len(same_pod) == half
     assert all(len(p) == 2 for p in same_pod)
-    other_pod = f.equal_cost_paths("p1e1", f"p{k}e{half}")
+    other_pod = equal_cost_paths(f, "p1e1", f"p{k}e{half}")
     assert len(other_pod) == half * half
     assert all(len(p) == 4 for p in other_pod)
     assert len({p.switches for p in other_pod}) == half * half  # all through distinct cores
     assert all(p.switches[2].startswith("c") for p in other_pod)
-    assert f.next_hop_ports("p1e1", "p2e1") == list(range(half + 1, k + 1))
+    assert next_hop_ports(f, "p1e1", "p2e1") == list(range(half + 1, k + 1))
 
 
 def test_fattree_shipped_matches_generator() -> None:

@@ -15,6 +15,7 @@ from emu.topo import (
     load_topology,
     loads_topology,
 )
+from emu.topo.paths import equal_cost_paths, next_hop_ports
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +108,7 @@ def test_subnets(ls2: Fabric) -> None:
 
 
 def test_equal_cost_paths_count_parallel_links(ls2: Fabric) -> None:
-    paths = ls2.equal_cost_paths("leaf1", "leaf2")
+    paths = equal_cost_paths(ls2, "leaf1", "leaf2")
     assert len(paths) == 3
     assert sorted(p.switches for p in paths) == [
         ("leaf1", "spine1", "leaf2"),
@@ -115,10 +116,10 @@ def test_equal_cost_paths_count_parallel_links(ls2: Fabric) -> None:
         ("leaf1", "spine2", "leaf2"),
     ]
     assert sorted(p.hops[0] for p in paths) == [("leaf1", 3), ("leaf1", 4), ("leaf1", 5)]
-    assert ls2.next_hop_ports("leaf1", "leaf2") == [3, 4, 5]
-    assert ls2.next_hop_ports("spine1", "leaf1") == [1, 2]
-    assert ls2.next_hop_ports("spine1", "leaf2") == [3]
-    assert [p.switches for p in ls2.equal_cost_paths("leaf1", "leaf1")] == [("leaf1",)]
+    assert next_hop_ports(ls2, "leaf1", "leaf2") == [3, 4, 5]
+    assert next_hop_ports(ls2, "spine1", "leaf1") == [1, 2]
+    assert next_hop_ports(ls2, "spine1", "leaf2") == [3]
+    assert [p.switches for p in equal_cost_paths(ls2, "leaf1", "leaf1")] == [("leaf1",)]
 
 
 def test_paths_are_up_down() -> None:
@@ -138,7 +139,7 @@ links:
   - {a: T, b: B}
 """
     fabric = loads_topology(text, "updown.yaml")
-    paths = fabric.equal_cost_paths("A", "B")
+    paths = equal_cost_paths(fabric, "A", "B")
     assert sorted(p.switches for p in paths) == [("A", "S", "B"), ("A", "T", "B")]
 
 
@@ -154,8 +155,8 @@ links:
   - {a: M, b: T}
 """
     fabric = loads_topology(text, "valley.yaml")
-    assert fabric.equal_cost_paths("S", "T") == []
-    assert len(fabric.equal_cost_paths("M", "T")) == 1
+    assert equal_cost_paths(fabric, "S", "T") == []
+    assert len(equal_cost_paths(fabric, "M", "T")) == 1
 
 
 def test_adjacency(ls2: Fabric) -> None:
