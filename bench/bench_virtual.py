@@ -47,7 +47,8 @@ def run_one(name: str) -> dict[str, float]:
     return {"wall_s": wall, "virtual_s": s.duration_s, "hops": float(s.fabric.rx_pkts),
             "tx": float(s.fabric.tx_pkts), "flows": float(len(s.flows)),
             "verified": float(s.flows_verified()),
-            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "cpu_s": (lambda u: u.ru_utime + u.ru_stime)(resource.getrusage(resource.RUSAGE_SELF))}
 
 
 def main() -> int:
@@ -77,7 +78,8 @@ def main() -> int:
         rate = r["hops"] / r["wall_s"]
         line = (f"{name}: {topo} permutation {int(r['flows'])} x {size // 1024} KB: "
                 f"{r['hops']:.0f} switch packet-hops in {r['wall_s']:.1f} s wall = "
-                f"{rate / 1e3:.1f}k hops/s; peak memory {r['peak_mb']:.0f} MB; "
+                f"{rate / 1e3:.1f}k hops/s ({r['hops'] / r['cpu_s'] / 1e3:.1f}k per CPU second, "
+                f"the process ran {r['cpu_s']:.1f} s of CPU); peak memory {r['peak_mb']:.0f} MB; "
                 f"{r['virtual_s']:.2f} s virtual; {int(r['verified'])}/{int(r['flows'])} "
                 "verified")
         if name == "fattree4":
