@@ -99,6 +99,11 @@ class VirtualClock(Clock):
     def now_ns(self) -> int:
         return self._now
 
+    def next_deadline(self) -> int | None:
+        """When the earliest pending timer is due (None: no timers): nothing can change
+        before then, so a caller may skip straight to it."""
+        return self._next_deadline()
+
     def pending(self) -> int:
         return sum(1 for _, _, h in self._timers if not h.cancelled)
 

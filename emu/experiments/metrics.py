@@ -8,6 +8,8 @@ Sizes and rates are wire values unless the name says `nominal` (x dilation).
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -289,20 +291,47 @@ class QueueStats:
     max_pkts: float
 
 
+def weighted_percentile(pairs: Sequence[tuple[float, int]], q: float) -> float:
+    """`percentile` of the values each repeated its weight times (pairs (value, weight),
+    weights >= 1), without expanding them."""
+    if not pairs:
+        return math.nan
+    xs = sorted(pairs)
+    n = sum(w for _v, w in xs)
+    pos = (n - 1) * q / 100
+    lo = math.floor(pos)
+    cum = list(itertools.accumulate(w for _v, w in xs))
+
+    def at(i: int) -> float:
+        return xs[bisect.bisect_right(cum, i)][0]
+
+    a = at(lo)
+    return a + (at(min(lo + 1, n - 1)) - a) * (pos - lo)
+
+
 def queue_stats(samples: Iterable[tuple[float, str, int, float]],
-                top: int = 5) -> list[QueueStats]:
+                top: int = 5, weights: Iterable[int] | None = None) -> list[QueueStats]:
     """Percentiles of sampled queue depth per port, the `top` busiest first (by p99,
-    then max, then mean); ports that never held a packet are left out."""
-    by_port: dict[PortKey, list[float]] = {}
-    for _t, sw, port, depth in samples:
-        by_port.setdefault((sw, port), []).append(float(depth))
+    then max, then mean); ports that never held a packet are left out. `weights`: per
+    sample, how many sampling ticks it stands for (default one each)."""
+    by_port: dict[PortKey, list[tuple[float, int]]] = {}
+    samples = list(samples)
+    ws = [1] * len(samples) if weights is None else list(weights)
+    if len(ws) != len(samples):
+        raise ValueError(f"{len(ws)} weights for {len(samples)} queue samples")
+    for (_t, sw, port, depth), w in zip(samples, ws, strict=True):
+        by_port.setdefault((sw, port), []).append((float(depth), w))
     stats = []
     for (sw, port), vals in by_port.items():
-        if max(vals) <= 0:
+        mx = max(v for v, _w in vals)
+        if mx <= 0:
             continue
-        stats.append((percentile(vals, 99), max(vals), sum(vals) / len(vals),
-                      QueueStats(sw, port, len(vals), percentile(vals, 50), percentile(vals, 90),
-                                 percentile(vals, 99), max(vals))))
+        n = sum(w for _v, w in vals)
+        mean = sum(v * w for v, w in vals) / n
+        p99 = weighted_percentile(vals, 99)
+        stats.append((p99, mx, mean,
+                      QueueStats(sw, port, n, weighted_percentile(vals, 50),
+                                 weighted_percentile(vals, 90), p99, mx)))
     stats.sort(key=lambda s: (-s[0], -s[1], -s[2], s[3].switch, s[3].port))
     return [s[3] for s in stats[:top]]
 

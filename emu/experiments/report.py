@@ -45,6 +45,8 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
     deltas = M.port_deltas(first, last)
     fabric = M.totals(deltas)
     queue_samples = [q for s in rec.snapshots for q in s.queues]
+    weights = [w for s in rec.snapshots
+               for w in (s.queue_weights if s.queue_weights is not None else [1] * len(s.queues))]
     fid = M.fidelity(fabric.kernel_drops, hosts, tm_lags_ms(rec.snapshots),
                      hosts.data_pkts_sent, frame_time_ms=frame_time_ms(plan),
                      dcqcn=cfg.cc == "dcqcn", fabric_drops=fabric.drops,
@@ -60,7 +62,7 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
     ok = bool(flows) and all(f.verified for f in flows)
     return RunSummary(run=run, ok=ok, duration_s=rec.duration_s, flows=flows,
                       collectives=colls, hosts=hosts, fabric=fabric,
-                      queues=M.queue_stats(queue_samples, top=5),
+                      queues=M.queue_stats(queue_samples, top=5, weights=weights),
                       uplinks=M.uplink_balance(deltas, plan.uplinks()), fidelity=fid,
                       bringup_s=dict(rec.bringup_s), notes=[*cfg.notes(), *rec.notes],
                       events=list(rec.events))

@@ -31,6 +31,9 @@ class Snapshot:
     queues: list[tuple[float, str, int, float]] = field(default_factory=list)
     tm_lag_ms: float | None = None
     switch_t: dict[str, float] = field(default_factory=dict)  # when each switch was read
+    # Per entry of `queues`, how many sample ticks it stands for (None: one each): a
+    # depth held unchanged is one weighted point (ChangeSampler).
+    queue_weights: list[int] | None = None
 
 
 def from_target_stats(switch: str, stats: Mapping[str, Any], t_s: float
@@ -137,3 +140,116 @@ class FabricSampler:
         if with_p4 or not self._p4:
             self.read_p4()
         return Snapshot(t, merge_p4(ports, self._p4), queues, lag, switch_t)
+
+
+class ChangeSampler:
+    """Samples of an in-process fabric (virtual runs) at a fixed tick, kept only where
+    something changed, so their cost follows the traffic, not the virtual time.
+
+    Each tick reads every switch port's transmit counter and queue depth (attribute
+    reads). A port appears in a tick's Snapshot only when either moved; before a change
+    that follows a quiet stretch, its unchanged values are repeated at the previous
+    tick, so rates between consecutive points stay exact. A queue depth held for n ticks
+    is one point plus, at the end of the stretch, one point of weight n - 1
+    (`Snapshot.queue_weights`): statistics weighted so equal those of every tick.
+
+    `ports`: (switch, port) -> (its link-side PortStats, the switch's traffic manager,
+    its drop counters); `p4`: the FabricSampler whose controller reads fabric.p4's
+    counters (every `p4_every` ticks with activity, and by `full()`)."""
+
+    def __init__(self, ports: Mapping[PortKey, tuple[Any, Any, Any]], p4: FabricSampler,
+                 tick_ns: int, p4_every: int = 20) -> None:
+        self.tick_ns = tick_ns
+        self.p4 = p4
+        self.p4_every = p4_every
+        self._keys = sorted(ports)
+        self._src = [ports[k] for k in self._keys]
+        n = len(self._keys)
+        self._tx = [-1] * n  # tx frames at the last point
+        self._depth = [0] * n
+        self._last_tick = [0] * n  # tick of the port's last point
+        self._run_start = [0] * n  # tick the current queue depth was first seen
+        self._counts: list[PortCount] = [PortCount()] * n
+        self._active_ticks = 0
+        self.snapshots: dict[int, Snapshot] = {}
+        self.ticks_read = 0
+
+    def _snap(self, tick: int) -> Snapshot:
+        s = self.snapshots.get(tick)
+        if s is None:
+            s = self.snapshots[tick] = Snapshot(tick * self.tick_ns / 1e9, {}, [],
+                                                queue_weights=[])
+        return s
+
+    def start(self, first: Snapshot) -> None:
+        """Take the values of the full first snapshot (tick 0) as every port's state."""
+        for i, key in enumerate(self._keys):
+            c = first.ports.get(key, PortCount())
+            self._tx[i] = c.tx_pkts
+            self._counts[i] = c
+        depth = {(sw, p): int(d) for _t, sw, p, d in first.queues}
+        self._depth = [depth.get(k, 0) for k in self._keys]
+
+    def tick(self, tick: int) -> None:
+        """Read the fabric at `tick` (the clock is there); record what changed."""
+        self.ticks_read += 1
+        txs, depths, src = self._tx, self._depth, self._src
+        changed = []
+        for i, (stats, tm, _drops) in enumerate(src):
+            if stats.tx_frames != txs[i] or tm.occupancy(self._keys[i][1])[0] != depths[i]:
+                changed.append(i)
+        if not changed:
+            return
+        self._active_ticks += 1
+        if self._active_ticks % self.p4_every == 0:
+            self.p4.read_p4()
+        p4 = self.p4._p4
+        snap = self._snap(tick)
+        t = snap.t_s
+        drops_of: dict[int, dict[tuple[int, str], int]] = {}
+        for i in changed:
+            key = self._keys[i]
+            sw, port = key
+            stats, tm, drops = src[i]
+            if self._last_tick[i] < tick - 1:  # the end of a quiet stretch: hold the values
+                self._snap(tick - 1).ports[key] = self._counts[i]
+            d = drops_of.get(id(drops))
+            if d is None:
+                d = drops_of[id(drops)] = drops.snapshot()
+            c4 = p4.get(key)
+            c = PortCount(tx_pkts=stats.tx_frames, tx_bytes=stats.tx_bytes,
+                          queue_drops=d.get((port, "tail_drop"), 0)
+                          + d.get((port, "priority_out_of_range"), 0),
+                          ecn_marks=int(c4.ecn_marks) if c4 is not None else 0,
+                          pipeline_drops=int(c4.drops) if c4 is not None else 0,
+                          rx_pkts=int(c4.rx_pkts) if c4 is not None else 0,
+                          rx_bytes=int(c4.rx_bytes) if c4 is not None else 0)
+            snap.ports[key] = c
+            self._counts[i] = c
+            self._last_tick[i] = tick
+            txs[i] = stats.tx_frames
+            depth = tm.occupancy(port)[0]
+            if depth != depths[i]:
+                self._close_run(i, tick - 1)
+                depths[i] = depth
+                self._run_start[i] = tick
+                snap.queues.append((t, sw, port, float(depth)))
+                assert snap.queue_weights is not None
+                snap.queue_weights.append(1)
+
+    def _close_run(self, i: int, last: int) -> None:
+        """The depth of port i, held from its run's start to tick `last`: one point of
+        the remaining weight at `last`."""
+        w = last - self._run_start[i]
+        if w > 0:
+            s = self._snap(last)
+            sw, port = self._keys[i]
+            s.queues.append((s.t_s, sw, port, float(self._depth[i])))
+            assert s.queue_weights is not None
+            s.queue_weights.append(w)
+
+    def finish(self, last_tick: int) -> list[Snapshot]:
+        """The recorded Snapshots in time order, up to `last_tick` (the loop's last)."""
+        for i in range(len(self._keys)):
+            self._close_run(i, last_tick)
+        return [self.snapshots[k] for k in sorted(self.snapshots)]

@@ -16,10 +16,10 @@ from emu.control.params import LbMode
 from .plan import RunPlan
 from .report import RunRecords, build_summary, write_results
 from .results import make_run_dir, print_results_path
-from .sampler import FabricSampler, Snapshot
+from .sampler import ChangeSampler, FabricSampler, Snapshot
 from .summary import RunSummary, print_summary
 
-SAMPLE_NS = 5_000_000  # virtual time between samples
+SAMPLE_NS = 5_000_000  # virtual time between sample ticks (kept where something changed)
 
 
 def run_virtual(plan: RunPlan, *, console: Any = None, write: bool = True,
@@ -66,18 +66,32 @@ def run_virtual(plan: RunPlan, *, console: Any = None, write: bool = True,
         snap.queues = [(now, sw, p, d) for _t, sw, p, d in snap.queues]
         return snap
 
-    snaps = [sample(True)]
+    first = sample(True)
+    changes = ChangeSampler(
+        {(s.name, p.number): (sim.port(s.name, p.number).stats, sim.switches[s.name].sw.tm,
+                              sim.switches[s.name].drops)
+         for s in plan.fabric.switches for p in s.ports}, sampler, SAMPLE_NS)
+    changes.start(first)
     for a in agents.values():
         a.start()
     limit = int(max_virtual_s * 1e9)
     fail_done = cfg.fail_link is None
+    fail_tick = None if fail_done else -(-int(cfg.fail_after_s * 1e9) // SAMPLE_NS)
     notes: list[str] = []
     events: list[tuple[float, str]] = []
     interrupted = False
+    tick = 0
     try:
         while not all(a.done() for a in agents.values()) and clock.now_ns() < limit:
-            clock.advance(SAMPLE_NS)
-            snaps.append(sample(len(snaps) % 20 == 0))
+            # Nothing changes before the next timer: go to the tick that holds it (the
+            # ticks skipped would have read exactly what the last one did).
+            nxt = clock.next_deadline()
+            target = tick + 1 if nxt is None else max(tick + 1, -(-nxt // SAMPLE_NS))
+            if fail_tick is not None and not fail_done:
+                target = min(target, max(tick + 1, fail_tick))
+            tick = min(target, -(-limit // SAMPLE_NS))
+            clock.advance_to(tick * SAMPLE_NS)
+            changes.tick(tick)
             if not fail_done and cfg.fail_link and clock.now_ns() >= cfg.fail_after_s * 1e9:
                 sim.link_down(*cfg.fail_link)
                 notes.append(f"link {cfg.fail_link[0]}-{cfg.fail_link[1]} failed at "
@@ -91,6 +105,7 @@ def run_virtual(plan: RunPlan, *, console: Any = None, write: bool = True,
         interrupted = True
         notes.append(f"interrupted (Ctrl-C) at {clock.now_ns() / 1e9:.3f} s (virtual): "
                      "partial results")
+    snaps = [first, *changes.finish(tick)]
     duration = clock.now_ns() / 1e9
     clock.advance(50_000_000)  # the last ACKs
     snaps.append(sample(True))

@@ -15,9 +15,7 @@ imm = CRC-32 of the flow id, so receivers need no out-of-band knowledge of the o
 
 from __future__ import annotations
 
-import hashlib
 import json
-import random
 import signal
 import sys
 import zlib
@@ -32,6 +30,7 @@ from emu.core.port import FramePort
 from emu.roce import wire
 from emu.roce.config import AgentConfig, FlowConfig
 from emu.roce.nic import Nic, NicParams
+from emu.roce.payload import LazyPayload
 from emu.roce.qp import Message, QpParams, QueuePair, WorkRequest
 
 
@@ -39,9 +38,15 @@ def flow_imm(flow_id: str) -> int:
     return zlib.crc32(flow_id.encode())
 
 
+def lazy_flow_payload(flow_id: str, size: int) -> LazyPayload:
+    """Deterministic content, so a receiver's digest can be checked against the sender's;
+    generated per packet as it is sent, so a flow's size costs no memory."""
+    return LazyPayload(b"emu-flow:" + flow_id.encode(), size)
+
+
 def flow_payload(flow_id: str, size: int) -> bytes:
-    """Deterministic content, so a receiver's digest can be checked against the sender's."""
-    return random.Random(flow_imm(flow_id)).randbytes(size)
+    """The bytes a flow carries, materialised (for checks on small flows)."""
+    return lazy_flow_payload(flow_id, size).tobytes()
 
 
 @dataclass
@@ -110,8 +115,8 @@ class Agent:
 
     def _post(self, fs: _FlowState, now: int) -> None:
         f = fs.cfg
-        data = flow_payload(f.id, f.size_bytes)
-        fs.sha256 = hashlib.sha256(data).hexdigest()
+        data = lazy_flow_payload(f.id, f.size_bytes)
+        fs.sha256 = data.sha256()
         fs.posted_ns = now
         fs.base = self._qp_counters(fs.qp)
 

@@ -20,6 +20,7 @@ from emu.roce import wire
 from emu.roce.dcqcn import NotificationPoint, ReactionPoint
 from emu.roce.metrics import DropCounter, RequesterStats, ResponderStats
 from emu.roce.pacing import Pacer
+from emu.roce.payload import LazyPayload
 from emu.roce.plb import Plb
 from emu.roce.reorder import ReorderBuffer
 from emu.roce.wire import PSN_HALF, PSN_MASK, Parsed
@@ -48,7 +49,7 @@ class WorkRequest:
 
     wr_id: int
     op: str
-    data: memoryview
+    data: memoryview | LazyPayload  # read by slices; a LazyPayload builds bytes on demand
     imm: int | None
     va: int
     rkey: int
@@ -129,12 +130,12 @@ class Requester:
         self._next_wr_id = 0
 
     # -- posting ---------------------------------------------------------------
-    def post(self, data: bytes | bytearray | memoryview, op: str = SEND, *, imm: int | None = None,
-             va: int = 0, rkey: int = 0,
+    def post(self, data: bytes | bytearray | memoryview | LazyPayload, op: str = SEND, *,
+             imm: int | None = None, va: int = 0, rkey: int = 0,
              on_complete: Callable[[WorkRequest], None] | None = None) -> WorkRequest:
         if op not in (SEND, WRITE):
             raise ValueError(f"unknown operation {op!r}")
-        mv = memoryview(data).cast("B")
+        mv = data if isinstance(data, LazyPayload) else memoryview(data).cast("B")
         npkts = max(1, -(-len(mv) // self.mtu))
         if len(mv) >= 1 << 31:
             raise ValueError("message too large (>= 2 GiB)")
@@ -594,7 +595,7 @@ class QueuePair:
     def udp_sport(self) -> int:
         return self.wire.path.udp_sport
 
-    def post_send(self, data: bytes | bytearray | memoryview, op: str = SEND, *,
+    def post_send(self, data: bytes | bytearray | memoryview | LazyPayload, op: str = SEND, *,
                   imm: int | None = None, va: int = 0, rkey: int = 0,
                   on_complete: Callable[[WorkRequest], None] | None = None) -> WorkRequest:
         wr = self.requester.post(data, op, imm=imm, va=va, rkey=rkey, on_complete=on_complete)
