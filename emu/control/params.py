@@ -23,6 +23,10 @@ ECN_PROB_ONE = 1 << 24
 """RED probabilities are compared with random numbers in [0, 2^24)."""
 U32_MAX = (1 << 32) - 1
 
+DSCP_DATA = 26
+"""The DSCP RoCE NICs put on data by default (emu.roce's nic.dscp)."""
+PFC_DATA_PRIORITY = 3
+"""The lossless priority RoCE data uses with PFC (QosSettings.lossless, FlowControl)."""
 DSCP_CONTROL = 48
 """The DSCP RoCE NICs put on CNPs (NVIDIA default; emu.roce's ctrl_dscp). ACK/NAKs carry
 the QP's own class unless a NIC is set to send them like CNPs (emu.roce ack_class "cnp")."""
@@ -190,3 +194,11 @@ class QosSettings:
         if priority_queues <= 1:
             return cls(priority_queues=max(1, priority_queues))
         return cls(priority_queues, {DSCP_CONTROL: priority_queues - 1})
+
+    @classmethod
+    def lossless(cls, priority_queues: int = 8, data_dscp: int = DSCP_DATA,
+                 data_priority: int = PFC_DATA_PRIORITY) -> QosSettings:
+        """RoCE with PFC: data (DSCP 26) on priority 3, the lossless class, CNPs (DSCP 48)
+        on the highest queue, everything else on 0. The PFC priority of a packet is this
+        same number (emu.core.pfc), on switches and hosts alike."""
+        return cls(priority_queues, {data_dscp: data_priority, DSCP_CONTROL: priority_queues - 1})

@@ -107,6 +107,17 @@ def test_other_priorities_go_on():
     assert [q for _, _, q in r.out] == [0, 3]
 
 
+def test_a_resumed_queue_sends_at_the_link_rate_not_a_catch_up_burst():
+    r = Rig()
+    r.pause(3, 0xFFFF)
+    for _ in range(3):
+        r.pkt()
+    r.clock.advance(500_000)  # paused long: that idle time is no backlog
+    r.pause(3, 0)
+    r.clock.run_until_idle()
+    assert [t for t, _, _ in r.out] == [500_000, 508_000, 516_000]  # 1000 B at 1 Gbit/s
+
+
 def test_lossy_priority_keeps_tail_drop():
     r = Rig(depth=2)
     r.pause(0, 0xFFFF)
@@ -147,7 +158,7 @@ def test_watchdog_forward_ignores_pause():
     assert len(r.out) == 1  # sent although paused
     r.pause(3, 0xFFFF)
     r.pkt()
-    r.clock.advance(2000)
+    r.clock.advance(10_000)  # behind the first one's 8 us on the wire
     assert len(r.out) == 2
 
 

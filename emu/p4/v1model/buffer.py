@@ -101,6 +101,7 @@ class SwitchFlowControl:
         self.resume_tx: dict[int, list[int]] = {}
         self.rx: dict[int, PauseState] = {}
         self._handles: dict[int, TimerHandle] = {}
+        self._idle: set[int] = set()  # ports whose transmitter stopped for a pause
         self.storms: dict[int, _Storm] = {}
         self._wd_drop: set[int] = set()  # keys whose queue and priority group drop
         self.class_drops: dict[tuple[int, int, str], int] = {}
@@ -263,6 +264,9 @@ class SwitchFlowControl:
                 prio -= 1
             if prio < 0:
                 p.scheduled = False
+                # Paused with packets waiting: the transmitter idles, and that idle
+                # time must not count as a backlog to catch up on afterwards.
+                self._idle.add(p.port)
                 if wake:  # everything waiting is paused: come back when the first expires
                     self._schedule(p, wake)
                 return
@@ -278,6 +282,10 @@ class SwitchFlowControl:
             start = p.busy_until
             if start < enq_ns:
                 start = enq_ns
+            if self._idle and p.port in self._idle:
+                self._idle.discard(p.port)
+                if start < now:
+                    start = now
             if start < now - tm._max_catchup_ns:
                 start = now - tm._max_catchup_ns
             p.busy_until = start + p.service_ns(size)
