@@ -135,7 +135,7 @@ def test_watchdog_drop_flushes_and_restores():
     r.pkt()
     r.clock.advance(100_001)
     c = r.fc.counters()
-    assert c["watchdog"][(OUT, 3)]["detected"] == 1
+    assert c["watchdog"][f"{OUT}:3"]["detected"] == 1
     assert r.tm.drops.get(OUT, WATCHDOG_DROP) == 1 and r.tm.queue_occupancy(OUT, 3) == (0, 0)
     assert r.pkt() is None  # arrivals for the stormed queue are dropped too
     for _ in range(3):  # PAUSE keeps arriving every 40 us: no restoration
@@ -143,7 +143,7 @@ def test_watchdog_drop_flushes_and_restores():
         r.pause(3, 0xFFFF)
         assert r.fc.storms[OUT * 8 + 3].stormed
     r.clock.advance(50_001)  # quiet for the restoration time
-    assert not r.fc.storms[OUT * 8 + 3].stormed and r.fc.counters()["watchdog"][(OUT, 3)][
+    assert not r.fc.storms[OUT * 8 + 3].stormed and r.fc.counters()["watchdog"][f"{OUT}:3"][
         "restored"] == 1
     assert r.pkt() is not None
 
@@ -168,4 +168,4 @@ def test_watchdog_alert_only_counts():
     r.pause(3, 0xFFFF)
     r.pkt()
     r.clock.advance(200_000)
-    assert r.out == [] and r.fc.counters()["watchdog"][(OUT, 3)]["detected"] == 1
+    assert r.out == [] and r.fc.counters()["watchdog"][f"{OUT}:3"]["detected"] == 1

@@ -67,7 +67,8 @@ def test_pfc_pauses_instead_of_dropping_and_delivers_everything():
     c = fc.counters()
     assert sum(sum(e["pause_tx"]) for e in c["ports"].values()) > 0
     assert all(e["pause_tx"][3] == sum(e["pause_tx"]) for e in c["ports"].values())
-    for (port, prio), used in c["max_ingress_bytes"].items():
+    for key, used in c["max_ingress_bytes"].items():
+        port, prio = map(int, key.split(":"))
         xoff, _xon, limit = fc.limits(port)
         assert prio == 3 and used <= limit
     assert max(c["max_ingress_bytes"].values()) > PFC.thresholds.xoff_bytes  # XOFF reached
@@ -91,3 +92,19 @@ def test_slow_receiver_pauses_its_leaf_and_the_leaf_pauses_the_senders():
     assert leaf.drops.total() == 0
     assert len(got) == N
     assert sum(q.requester.stats.retx_pkts for q in qps) == 0
+
+
+def test_mac_control_frames_never_reach_the_pipeline():
+    from emu.core.pfc import pfc_frame
+
+    fabric = clos_fabric(1, 1, 2)
+    sim = SimFabric(fabric, qos=QosSettings.lossless(8), flow_control=PFC)
+    leaf = sim.switches["leaf1"]
+    outs: list = []
+    leaf.on_output(outs.append)
+    leaf.inject(1, pfc_frame("02:00:00:00:00:01", {3: 100}))
+    leaf.inject(1, pfc_frame("02:00:00:00:00:01", {3: 1})[:30])  # malformed: counted
+    sim.run_until_idle()
+    assert outs == [] and leaf.drops.total() == 0
+    port = leaf.flow_control.counters()["ports"][1]
+    assert port["pause_rx"][3] == 1 and port["malformed"] == {"short": 1}

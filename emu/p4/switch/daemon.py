@@ -88,6 +88,8 @@ class SwitchOptions:
     # PreciseClock's busy-wait before a timer: exact pacing on a dedicated core, but CPU
     # taken from every other process when many switches share the cores.
     timer_spin_ns: int = 100_000
+    # emu.core.pfc.FlowControl; None or mode "off": no flow control (the default).
+    flow_control: Any = None
 
 
 class SwitchDaemon:
@@ -342,6 +344,9 @@ class SwitchDaemon:
                 dp.set_queue_rate(num, rate_bps=s.rate_bps, rate_pps=s.rate_pps)
             if s.depth_pkts is not None:
                 dp.set_queue_depth(num, s.depth_pkts)
+        fc = self.opts.flow_control
+        if fc is not None and fc.enabled and hasattr(dp, "enable_flow_control"):
+            dp.enable_flow_control(fc)  # after the rates: quanta use each port's rate
 
     # ------------------------------------------------------------------ admin
 
@@ -452,8 +457,12 @@ class SwitchDaemon:
                     "kernel_drops": p.kernel_drops(),
                     "queue": dp.queue_info(num) if dp is not None else None,
                 }
-            return {"ports": ports, "drops": drops(req), "p4runtime": dict(self.server.stats),
-                    "tm_lag_ms": tm_lag_ms(dp)}
+            out = {"ports": ports, "drops": drops(req), "p4runtime": dict(self.server.stats),
+                   "tm_lag_ms": tm_lag_ms(dp)}
+            pfc = getattr(dp, "flow_control_counters", None)
+            if pfc is not None and pfc() is not None:
+                out["pfc"] = pfc()
+            return out
 
         return {"ping": ping, "set_queue_rate": set_queue_rate,
                 "set_queue_depth": set_queue_depth, "set_link_delay": set_link_delay,

@@ -412,8 +412,8 @@ class SwitchFlowControl:
 
     def counters(self) -> dict[str, Any]:
         """PAUSE sent/received and paused time per port and priority, watchdog events,
-        drops per (port, priority, reason), the largest ingress occupancy per (port,
-        priority) and the malformed MAC-control frames per port."""
+        drops per "port:priority:reason", the largest ingress occupancy per
+        "port:priority" and the malformed MAC-control frames per port (JSON-ready)."""
         ports = sorted(set(self.rx) | set(self.pause_tx) | set(self.resume_tx))
         out: dict[str, Any] = {"ports": {}, "watchdog": {}, "drops": {}, "max_ingress_bytes": {}}
         zero = [0] * NUM_PRIORITIES
@@ -425,9 +425,9 @@ class SwitchFlowControl:
                 entry.update(st.counters())
             out["ports"][port] = entry
         for key, wd in self.storms.items():
-            out["watchdog"][(key >> 3, key & 7)] = {
+            out["watchdog"][f"{key >> 3}:{key & 7}"] = {
                 "detected": wd.detected, "restored": wd.restored, "dropped": wd.dropped,
                 "stormed": wd.stormed}
-        out["drops"] = dict(self.class_drops)
-        out["max_ingress_bytes"] = {(k >> 3, k & 7): v for k, v in self.max_used.items()}
+        out["drops"] = {f"{p}:{q}:{r}": n for (p, q, r), n in self.class_drops.items()}
+        out["max_ingress_bytes"] = {f"{k >> 3}:{k & 7}": v for k, v in self.max_used.items()}
         return out
