@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from emu.core.wire import DSCP_CNP
+from emu.core.wire import DSCP_CNP, DSCP_ROCE_DATA
 
 from .errors import ParamError
 
@@ -59,6 +59,10 @@ _MODE_CODES = {LbMode.ECMP: 0, LbMode.FLOWLET: 1, LbMode.ADAPTIVE: 2, LbMode.SPR
 def _u32(name: str, value: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= U32_MAX:
         raise ParamError(f"{name} must be an integer in 0..{U32_MAX}, got {value!r}")
+
+
+PFC_DATA_PRIORITY = 3
+"""The lossless priority RoCE data uses with PFC (QosSettings.lossless, FlowControl)."""
 
 
 @dataclass(frozen=True)
@@ -189,3 +193,11 @@ class QosSettings:
         if priority_queues <= 1:
             return cls(priority_queues=max(1, priority_queues))
         return cls(priority_queues, {DSCP_CNP: priority_queues - 1})
+
+    @classmethod
+    def lossless(cls, priority_queues: int = 8, data_dscp: int = DSCP_ROCE_DATA,
+                 data_priority: int = PFC_DATA_PRIORITY) -> QosSettings:
+        """RoCE with PFC: data (DSCP 26) on priority 3, the lossless class, CNPs (DSCP 48)
+        on the highest queue, everything else on 0. The PFC priority of a packet is this
+        same number (emu.core.pfc), on switches and hosts alike."""
+        return cls(priority_queues, {data_dscp: data_priority, DSCP_CNP: priority_queues - 1})

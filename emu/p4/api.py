@@ -196,6 +196,15 @@ class P4Switch:
     def set_queue_depth(self, depth_pkts: int, port: int | None = None) -> None:
         self.sw.tm.set_queue_depth(port, depth_pkts)
 
+    def enable_flow_control(self, settings: Any, **kw: Any) -> Any:
+        """PFC on this switch (see V1ModelSwitch.enable_flow_control)."""
+        return self.sw.enable_flow_control(settings, **kw)
+
+    @property
+    def flow_control(self) -> Any:
+        """The SwitchFlowControl (counters(), headroom_report()), None when off."""
+        return self.sw.flow_control
+
     # ------------------------------------------------------------------ data plane
     def inject(self, port: int, frame: bytes) -> None:
         """A frame arrives on `port` now (ingress runs immediately)."""

@@ -92,6 +92,17 @@ class P4SwitchDataplane:
                         priority: int | None = None) -> None:
         self.sw.tm.set_queue_depth(port, depth_pkts, priority=priority)
 
+    def enable_flow_control(self, settings: Any, **kw: Any) -> Any:
+        """PFC in the traffic manager and the ports' MAC (emu.core.pfc); frames of
+        EtherType 0x8808 are consumed before the pipeline from then on."""
+        fc = self.switch.enable_flow_control(settings, **kw)
+        self.inject = self.sw.receive  # the MAC-control-aware receive
+        return fc
+
+    def flow_control_counters(self) -> dict[str, Any] | None:
+        fc = self.sw.flow_control
+        return None if fc is None else fc.counters()
+
     def take_tm_lag_ns(self) -> int | None:
         return self.sw.tm.take_max_lag_ns()
 

@@ -77,7 +77,8 @@ class SimFabric:
     def __init__(self, fabric: Fabric, *, lb: LbSettings | None = None,
                  ecn: EcnSettings | None = None, qos: QosSettings | None = None,
                  clock: VirtualClock | None = None, program: Any = None,
-                 program_switches: bool = True, pcap_dir: Path | None = None) -> None:
+                 program_switches: bool = True, pcap_dir: Path | None = None,
+                 flow_control: Any = None) -> None:
         from emu.p4.api import P4Switch
 
         self.fabric = fabric
@@ -92,6 +93,10 @@ class SimFabric:
                 p4.set_queue_depth(port.depth_pkts, port.number)
                 p4.set_queue_rate(port.number, rate_bps=port.rate_bps)
             self.switches[sw.name] = p4
+        self.qos = qos or QosSettings()
+        self.flow_control = flow_control
+        if flow_control is not None and flow_control.enabled:
+            self._enable_flow_control(flow_control)
         self.links: dict[int, MemLink] = {}
         self._ports: dict[tuple[str, int], FramePort] = {}
         for link in fabric.links:
@@ -116,6 +121,33 @@ class SimFabric:
         self.controller = FabricController(fabric, handles, lb=lb, ecn=ecn, qos=qos)
         if program_switches:
             self.controller.program()
+
+    def _enable_flow_control(self, fc: Any) -> None:
+        """PFC on every switch (emu.core.pfc.FlowControl): each port knows its link,
+        for the headroom it needs (see SwitchFlowControl.headroom_report)."""
+        mtu = self.fabric.defaults.mtu
+        by_index = {lk.index: lk for lk in self.fabric.links}
+        for sw in self.fabric.switches:
+            links = {}
+            for port in sw.ports:
+                link = by_index[port.link]
+                links[port.number] = (link.rate_bps, link.delay_ns, mtu)
+            self.switches[sw.name].enable_flow_control(
+                fc, links=links, src_mac=lambda _p, m=sw.mac: bytes.fromhex(m.replace(":", "")))
+
+    def host_mac(self, host: str, **kw: Any) -> Any:
+        """A PFC-aware MAC (emu.roce.pfc.HostMac) on `host`'s link port, with the
+        fabric's DSCP -> priority map and lossless priorities; give it to a Nic/Agent.
+        Keyword arguments go to HostPfcParams (e.g. the slow-receiver buffer)."""
+        from emu.roce.pfc import HostMac, HostPfcParams
+
+        h = self.fabric.host(host)
+        fc = self.flow_control
+        lossless = fc.lossless if fc is not None else frozenset()
+        params = HostPfcParams(mac=h.mac, rate_bps=self.fabric.links[h.link].rate_bps,
+                               dscp_priority=dict(self.qos.dscp_priority),
+                               lossless=lossless, **kw)
+        return HostMac(self.clock, self._ports[(h.name, h.port)], params)
 
     def _open_pcaps(self, directory: Path) -> None:
         """`<iface>_in.pcap` / `<iface>_out.pcap` per switch port, as the switch daemon

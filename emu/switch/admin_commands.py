@@ -151,8 +151,13 @@ def stats(sw: Switch, req: Request) -> Any:
     # How late the traffic manager's service turns ran since the previous `stats` call
     # (it resets): the fidelity signal "TM lag".
     lag = dp.take_tm_lag_ns() if dp is not None else None
-    return {"ports": ports, "drops": drops(sw, req), "p4runtime": dict(sw.server.stats),
-            "tm_lag_ms": None if lag is None else lag / 1e6}
+    out = {"ports": ports, "drops": drops(sw, req), "p4runtime": dict(sw.server.stats),
+           "tm_lag_ms": None if lag is None else lag / 1e6}
+    pfc = getattr(dp, "flow_control_counters", None)
+    counters = pfc() if pfc is not None else None
+    if counters is not None:
+        out["pfc"] = counters
+    return out
 
 
 COMMANDS: dict[str, Callable[[Switch, Request], Any]] = {

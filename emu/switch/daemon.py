@@ -311,6 +311,9 @@ class SwitchDaemon:
                 dp.set_queue_rate(num, rate_bps=s.rate_bps, rate_pps=s.rate_pps)
             if s.depth_pkts is not None:
                 dp.set_queue_depth(num, s.depth_pkts)
+        fc = self.opts.flow_control
+        if fc is not None and fc.enabled and hasattr(dp, "enable_flow_control"):
+            dp.enable_flow_control(fc)  # after the rates: quanta use each port's rate
 
     def reset_senders(self) -> None:
         """Forget the per-port send functions: rebuilt (new link delay) on next use."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from emu.core.pfc import FlowControl
+
 __all__ = ["PortSettings", "SwitchOptions"]
 
 
@@ -39,3 +41,5 @@ class SwitchOptions:
     # PreciseClock's busy-wait before a timer: exact pacing on a dedicated core, but CPU
     # taken from every other process when many switches share the cores.
     timer_spin_ns: int = 100_000
+    # emu.core.pfc.FlowControl; None or mode "off": no flow control (the default).
+    flow_control: FlowControl | None = None

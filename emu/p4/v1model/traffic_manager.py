@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from emu.core.clock import Clock
 
@@ -215,6 +215,17 @@ class TrafficManager:
         self._ports: dict[int, _Port] = {}
         self.drops = drops if drops is not None else DropCounters()
         self._max_lag_ns = 0
+        self.flow_control: Any = None  # emu.p4.v1model.buffer.SwitchFlowControl when on
+
+    def attach_flow_control(self, fc: Any) -> None:
+        """Hand enqueue and the service turns to a flow-control layer (buffer.py); the
+        plain path below stays untouched, so flow control off costs nothing."""
+        if any(p.pkts for p in self._ports.values()):
+            raise RuntimeError("attach flow control before traffic")
+        self.flow_control = fc
+        self.enqueue = fc.enqueue  # type: ignore[method-assign]
+        for p in self._ports.values():
+            self._bind_serve(p)
 
     # --- configuration ----------------------------------------------------------------------
 
@@ -298,9 +309,16 @@ class TrafficManager:
     def _new_port(self, port: int, nq: int, depth: int,
                   rate_bps: int | None, rate_pps: int | None) -> _Port:
         p = _Port(port, nq, depth, rate_bps, rate_pps)
-        p.serve = lambda: self._serve(p)  # one callback per port, not one per packet
+        self._bind_serve(p)
         self._set_direct(p)
         return p
+
+    def _bind_serve(self, p: _Port) -> None:
+        fc = self.flow_control
+        if fc is None:
+            p.serve = lambda: self._serve(p)  # one callback per port, not one per packet
+        else:
+            p.serve = lambda: fc.serve(p)
 
     def _set_direct(self, p: _Port) -> None:
         # A queue of depth 0 drops everything, so it must go through the checks.

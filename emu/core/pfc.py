@@ -1,0 +1,326 @@
+"""IEEE 802.1Qbb priority flow control (PFC) and 802.3x PAUSE: the MAC-control frame
+codec, the per-port receive-side pause state, the headroom a link needs, and the settings.
+
+This is MAC-layer code shared by the switch traffic manager (emu.p4.v1model.buffer), the
+host NIC (emu.roce.pfc) and the switch daemon. Nothing here is in the P4 program: on real
+switches flow control lives in the MAC and the buffer manager, not in the pipeline.
+
+Frame (all big-endian, padded with zeros to the 60-byte minimum, FCS not carried):
+    dst 01:80:C2:00:00:01 | src | EtherType 0x8808 | opcode (0x0101 PFC, 0x0001 PAUSE)
+    PFC:   class-enable vector (16 bits, bit n = priority n; upper 8 reserved, must be 0)
+           then eight 16-bit pause times, priority 0 first
+    PAUSE: one 16-bit pause time (applies to every priority)
+A pause time is in quanta of 512 bit times of the link; 0 means "resume now". A new
+frame reloads a priority's timer (it does not add to it); the time of a class whose
+enable bit is clear is ignored.
+
+802.3x global PAUSE is honoured as "every priority paused" (configurable: `global_pause`
+"honour" or "drop"; dropped ones are counted as `pause_global_dropped`).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal, NamedTuple
+
+__all__ = [
+    "DEFAULT_QUANTA", "ETHERTYPE_MAC_CONTROL", "MAC_CONTROL_DST", "NUM_PRIORITIES", "OP_PAUSE",
+    "OP_PFC", "FlowControl", "MacControl", "PauseState", "PfcThresholds", "WatchdogSettings",
+    "headroom_bytes", "is_mac_control", "parse_mac_control", "pause_frame", "pfc_frame",
+    "quanta_ns", "response_bits",
+]
+
+ETHERTYPE_MAC_CONTROL = 0x8808
+MAC_CONTROL_DST = bytes.fromhex("0180c2000001")
+OP_PAUSE = 0x0001
+OP_PFC = 0x0101
+NUM_PRIORITIES = 8
+QUANTUM_BITS = 512
+DEFAULT_QUANTA = 0xFFFF
+MIN_FRAME = 60  # without FCS
+PAUSE_FRAME_WIRE_BYTES = 64 + 20  # with FCS, preamble+SFD (8) and inter-frame gap (12)
+_ETYPE = b"\x88\x08"
+_PFC = struct.Struct("!HH8H")
+_PAUSE = struct.Struct("!HH")
+
+
+def _mac(mac: bytes | str) -> bytes:
+    if isinstance(mac, str):
+        mac = bytes.fromhex(mac.replace(":", ""))
+    if len(mac) != 6:
+        raise ValueError(f"a MAC address has 6 bytes, got {len(mac)}")
+    return mac
+
+
+def _pad(frame: bytes) -> bytes:
+    return frame + bytes(MIN_FRAME - len(frame)) if len(frame) < MIN_FRAME else frame
+
+
+def pfc_frame(src_mac: bytes | str, quanta: Mapping[int, int]) -> bytes:
+    """An 802.1Qbb frame pausing each priority in `quanta` for that many quanta (0 =
+    resume); the other classes are not enabled in the vector."""
+    times = [0] * NUM_PRIORITIES
+    vector = 0
+    for prio, q in quanta.items():
+        if not 0 <= prio < NUM_PRIORITIES:
+            raise ValueError(f"PFC priority must be 0..7, got {prio}")
+        if not 0 <= q <= 0xFFFF:
+            raise ValueError(f"pause quanta must be 0..65535, got {q}")
+        vector |= 1 << prio
+        times[prio] = q
+    return _pad(MAC_CONTROL_DST + _mac(src_mac) + _ETYPE + _PFC.pack(OP_PFC, vector, *times))
+
+
+def pause_frame(src_mac: bytes | str, quanta: int) -> bytes:
+    """An 802.3x (global) PAUSE frame."""
+    if not 0 <= quanta <= 0xFFFF:
+        raise ValueError(f"pause quanta must be 0..65535, got {quanta}")
+    return _pad(MAC_CONTROL_DST + _mac(src_mac) + _ETYPE + _PAUSE.pack(OP_PAUSE, quanta))
+
+
+class MacControl(NamedTuple):
+    """A decoded MAC-control frame: opcode, class-enable vector and eight pause times
+    (an 802.3x PAUSE has every class enabled with the same time)."""
+
+    opcode: int
+    vector: int
+    quanta: tuple[int, ...]
+
+
+def is_mac_control(frame: bytes) -> bool:
+    return frame[12:14] == _ETYPE
+
+
+def parse_mac_control(frame: bytes) -> MacControl | str:
+    """Decode a frame of EtherType 0x8808; a string names why it is malformed
+    (`short`, `unknown_opcode`, `bad_class_vector`)."""
+    if len(frame) < MIN_FRAME or frame[12:14] != _ETYPE:
+        return "short" if len(frame) < MIN_FRAME else "not_mac_control"
+    op = (frame[14] << 8) | frame[15]
+    if op == OP_PFC:
+        _op, vector, *times = _PFC.unpack_from(frame, 14)
+        if vector >> NUM_PRIORITIES:
+            return "bad_class_vector"  # the upper byte is reserved
+        return MacControl(op, vector, tuple(times))
+    if op == OP_PAUSE:
+        q = _PAUSE.unpack_from(frame, 14)[1]
+        return MacControl(op, 0xFF, (q,) * NUM_PRIORITIES)
+    return "unknown_opcode"
+
+
+def quanta_ns(quanta: int, rate_bps: float) -> int:
+    """Duration of `quanta` pause quanta at `rate_bps` (the rate of the wire this process
+    drives: with time dilation the link runs at modelled rate / dilation, so a quantum
+    lasts dilation times longer, consistently with everything else on that link)."""
+    return -(-quanta * QUANTUM_BITS * 1_000_000_000 // int(rate_bps))
+
+
+# Upper bounds of a peer's response time (bit times from the end of a received PAUSE to
+# the moment its transmitter stops, PHY/MAC/higher-layer delay together), as switch
+# vendors use them in their headroom calculations, by link speed.
+_RESPONSE_BITS = ((10e9, 30_720), (25e9, 40_960), (40e9, 60_416), (100e9, 201_728),
+                  (400e9, 463_360))
+
+
+def response_bits(rate_bps: float) -> int:
+    """The response-time term for a link of `rate_bps` (the next listed speed up)."""
+    for rate, bits in _RESPONSE_BITS:
+        if rate_bps <= rate:
+            return bits
+    return _RESPONSE_BITS[-1][1]
+
+
+def headroom_bytes(rate_bps: float, delay_ns: int, mtu: int, *,
+                   response: int | None = None) -> int:
+    """Headroom (bytes) a lossless priority needs so that nothing in flight after the
+    XOFF crossing is lost:
+      rate x 2 x one-way propagation delay (the PAUSE travels up while data still comes)
+      + 2 maximum frames (one being sent upstream when the peer's PAUSE arrives, one
+        delaying our PAUSE frame on the way out)
+      + the PAUSE frame itself
+      + the peer's response time (`response` bit times; default by speed, above).
+    Rate and delay are those of the modelled link."""
+    bits = rate_bps * 2 * delay_ns / 1e9
+    bits += 2 * (mtu + 18 + 20) * 8  # Ethernet header+FCS, preamble and IFG per frame
+    bits += PAUSE_FRAME_WIRE_BYTES * 8
+    bits += response_bits(rate_bps) if response is None else response
+    return int(-(-bits // 8))
+
+
+@dataclass(frozen=True)
+class PfcThresholds:
+    """Per ingress port and lossless priority: XOFF/XON in bytes, headroom in bytes
+    (None = computed from the link: `headroom_bytes`)."""
+
+    xoff_bytes: int = 40_000
+    xon_bytes: int = 20_000
+    headroom: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.xoff_bytes <= 0 or self.xon_bytes < 0:
+            raise ValueError("PFC xoff must be positive and xon not negative")
+        if self.xon_bytes > self.xoff_bytes:
+            raise ValueError(f"PFC needs xon <= xoff, got xon={self.xon_bytes} "
+                             f"xoff={self.xoff_bytes}")
+        if self.headroom is not None and self.headroom < 0:
+            raise ValueError("PFC headroom must not be negative")
+
+
+WatchdogAction = Literal["forward", "drop", "alert"]
+
+
+@dataclass(frozen=True)
+class WatchdogSettings:
+    """PFC watchdog (SONiC semantics). A lossless egress queue paused without a break
+    for `detection_ns` (whether or not it holds packets) is declared stormed; the action
+    holds until no PAUSE for it has arrived for `restoration_ns`. Modelled time; the
+    defaults are SONiC's 200 ms / 200 ms. `enabled` False by default."""
+
+    enabled: bool = False
+    detection_ns: int = 200_000_000
+    restoration_ns: int = 200_000_000
+    action: WatchdogAction = "drop"
+
+    def __post_init__(self) -> None:
+        if self.action not in ("forward", "drop", "alert"):
+            raise ValueError(f"watchdog action must be forward, drop or alert, "
+                             f"got {self.action!r}")
+        if self.detection_ns <= 0 or self.restoration_ns <= 0:
+            raise ValueError("watchdog detection and restoration times must be positive")
+
+
+@dataclass(frozen=True)
+class FlowControl:
+    """Flow control of one switch or host. mode "off" (the default everywhere) keeps
+    today's behaviour; "pfc" makes `lossless` priorities lossless with PAUSE frames.
+
+    thresholds: the default per ingress port; `ports` overrides it per port number.
+    pause_quanta: the time each XOFF PAUSE asks for; it is re-sent every
+    `refresh_fraction` of that time while the buffer stays above XON (default: at half
+    the pause time, so one lost or late refresh still leaves margin).
+    default_rate_bps: the rate quanta are converted at on a port without a rate.
+    """
+
+    mode: Literal["off", "pfc"] = "off"
+    lossless: frozenset[int] = frozenset({3})
+    thresholds: PfcThresholds = field(default_factory=PfcThresholds)
+    ports: Mapping[int, PfcThresholds] = field(default_factory=dict)
+    pause_quanta: int = DEFAULT_QUANTA
+    refresh_fraction: float = 0.5
+    global_pause: Literal["honour", "drop"] = "honour"
+    watchdog: WatchdogSettings = field(default_factory=WatchdogSettings)
+    default_rate_bps: float = 100e9
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("off", "pfc"):
+            raise ValueError(f"flow control mode must be off or pfc, got {self.mode!r}")
+        object.__setattr__(self, "lossless", frozenset(self.lossless))
+        for p in self.lossless:
+            if not 0 <= p < NUM_PRIORITIES:
+                raise ValueError(f"lossless priority must be 0..7, got {p}")
+        if not 1 <= self.pause_quanta <= 0xFFFF:
+            raise ValueError("pause_quanta must be 1..65535")
+        if not 0 < self.refresh_fraction < 1:
+            raise ValueError("refresh_fraction must be in (0, 1)")
+        if self.global_pause not in ("honour", "drop"):
+            raise ValueError("global_pause must be honour or drop")
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode == "pfc"
+
+    def for_port(self, port: int) -> PfcThresholds:
+        return self.ports.get(port, self.thresholds)
+
+
+class PauseState:
+    """Receive side of one port's MAC: per-priority pause timers and counters.
+
+    `on_frame` takes a MAC-control frame; `paused_until[p]` is the clock time until
+    which priority p must not start a frame. `on_resume(prio_mask)` is called when a
+    zero-quanta frame ends a pause early, so the transmitter can restart at once.
+    """
+
+    __slots__ = ("until", "since", "acc_ns", "rx", "rx_global", "malformed", "global_pause",
+                 "rate_bps", "now", "on_resume", "on_pause", "ignore")
+
+    def __init__(self, now: Callable[[], int], rate_bps: float,
+                 global_pause: str = "honour") -> None:
+        self.now = now
+        self.rate_bps = rate_bps
+        self.global_pause = global_pause
+        self.until = [0] * NUM_PRIORITIES
+        self.since = [0] * NUM_PRIORITIES
+        self.acc_ns = [0] * NUM_PRIORITIES
+        self.rx = [0] * NUM_PRIORITIES  # PAUSE frames received enabling that class
+        self.rx_global = 0
+        self.malformed: dict[str, int] = {}
+        self.ignore = 0  # bit mask of priorities whose PAUSE is ignored (watchdog forward)
+        self.on_resume: Callable[[int], None] | None = None
+        self.on_pause: Callable[[int, int], None] | None = None  # (prio, now) new period
+
+    def on_frame(self, frame: bytes) -> None:
+        m = parse_mac_control(frame)
+        if isinstance(m, str):
+            self.malformed[m] = self.malformed.get(m, 0) + 1
+            return
+        if m.opcode == OP_PAUSE:
+            self.rx_global += 1
+            if self.global_pause == "drop":
+                self.malformed["pause_global_dropped"] = \
+                    self.malformed.get("pause_global_dropped", 0) + 1
+                return
+        self.apply(m.vector, m.quanta)
+
+    def apply(self, vector: int, quanta: tuple[int, ...] | list[int]) -> None:
+        now = self.now()
+        resumed = 0
+        for p in range(NUM_PRIORITIES):
+            if not vector >> p & 1:
+                continue  # the time of a class not enabled is ignored
+            self.rx[p] += 1
+            if self.on_pause is not None:
+                self.on_pause(p, now)
+            if self.ignore >> p & 1:
+                continue
+            q = quanta[p]
+            until = self.until[p]
+            if q == 0:
+                if until > now:
+                    self.acc_ns[p] += now - self.since[p]
+                    self.since[p] = self.until[p] = now
+                    resumed |= 1 << p
+                continue
+            end = now + quanta_ns(q, self.rate_bps)
+            if until > now:
+                self.until[p] = end  # reload, not add
+            else:
+                if until > self.since[p]:
+                    self.acc_ns[p] += until - self.since[p]  # the last period, expired
+                self.since[p] = now
+                self.until[p] = end
+        if resumed and self.on_resume is not None:
+            self.on_resume(resumed)
+
+    def release(self, prio: int) -> None:
+        """End a pause now (watchdog forward): as a zero-quanta frame would."""
+        now = self.now()
+        if self.until[prio] > now:
+            self.acc_ns[prio] += now - self.since[prio]
+            self.since[prio] = self.until[prio] = now
+
+    def paused(self, prio: int, now: int) -> bool:
+        return self.until[prio] > now
+
+    def paused_ns(self, prio: int) -> int:
+        """Total time priority `prio` has been paused so far."""
+        now = self.now()
+        s, u = self.since[prio], self.until[prio]
+        return self.acc_ns[prio] + max(0, min(now, u) - s)
+
+    def counters(self) -> dict[str, object]:
+        return {"pause_rx": list(self.rx), "pause_rx_global": self.rx_global,
+                "paused_ns": [self.paused_ns(p) for p in range(NUM_PRIORITIES)],
+                "malformed": dict(self.malformed)}

@@ -1,0 +1,205 @@
+"""The host NIC's MAC with priority flow control: honours PAUSE per priority, and can
+pause its leaf when its own receive buffer fills (a "slow receiver").
+
+`HostMac` is a FramePort wrapped around the host's link port; give it to the Nic (or
+Agent) instead of the raw port. Off (no HostMac) nothing changes.
+
+Transmit: a frame's priority is its DSCP mapped by the same table the switches use
+(QosSettings.dscp_priority, fabric.p4's DSCP -> priority; unmapped DSCPs and non-IP
+frames are priority 0). While a priority is paused, its frames wait in the MAC in order
+(data and the ACK/NAKs of QPs in that class, since those carry the QP's DSCP); CNPs in
+their own class go on. A held queue is bounded (`hold_frames`); when full, `send`
+refuses the frame, which the Nic treats as a transmit stall and retries.
+
+Receive: MAC-control frames (EtherType 0x8808) are consumed here. With `rx_buffer_bytes`
+set, other frames go through a receive buffer drained at `rx_drain_bps` (the host's
+processing rate); per lossless priority, above `rx_xoff_bytes` the MAC sends PAUSE to
+its leaf (re-sent at half the pause time), at or below `rx_xon_bytes` a resume. A
+frame that does not fit in the buffer is dropped and counted (`rx_overflow`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from emu.core.clock import Clock, TimerHandle
+from emu.core.pfc import DEFAULT_QUANTA, NUM_PRIORITIES, PauseState, pfc_frame, quanta_ns
+from emu.core.port import FramePort
+
+__all__ = ["HostMac", "HostPfcParams", "frame_priority"]
+
+
+@dataclass(frozen=True)
+class HostPfcParams:
+    """Settings of a host MAC. Rates are those of the wire this process drives."""
+
+    mac: str
+    rate_bps: float
+    dscp_priority: Mapping[int, int]
+    lossless: frozenset[int] = frozenset({3})
+    global_pause: str = "honour"
+    hold_frames: int = 256
+    rx_buffer_bytes: int | None = None  # None: no receive buffer (frames handled at once)
+    rx_drain_bps: float = 10e9
+    rx_xoff_bytes: int = 20_000
+    rx_xon_bytes: int = 10_000
+    pause_quanta: int = DEFAULT_QUANTA
+
+    def __post_init__(self) -> None:
+        if self.rx_buffer_bytes is not None:
+            if self.rx_drain_bps <= 0:
+                raise ValueError("rx_drain_bps must be positive")
+            if not 0 <= self.rx_xon_bytes <= self.rx_xoff_bytes <= self.rx_buffer_bytes:
+                raise ValueError("need 0 <= rx_xon <= rx_xoff <= rx_buffer bytes")
+
+
+def frame_priority(frame: bytes, dscp_priority: Mapping[int, int]) -> int:
+    if frame[12:14] == b"\x08\x00" and len(frame) > 15:
+        return dscp_priority.get(frame[15] >> 2, 0)
+    return 0
+
+
+class HostMac(FramePort):
+    def __init__(self, clock: Clock, lower: FramePort, params: HostPfcParams) -> None:
+        super().__init__(lower.name)
+        self.clock = clock
+        self.lower = lower
+        self.params = params
+        self.pause = PauseState(clock.now_ns, params.rate_bps, params.global_pause)
+        self.pause.on_resume = lambda mask: self._flush()
+        self.hold: list[deque[bytes]] = [deque() for _ in range(NUM_PRIORITIES)]
+        self._flush_at: TimerHandle | None = None
+        self.held_frames = 0
+        self.busy_until = 0  # the MAC's transmitter is busy until then
+        self.hold_refused = 0
+        # receive buffer (slow receiver)
+        self.rx_q: deque[tuple[bytes, int]] = deque()
+        self.rx_bytes = [0] * NUM_PRIORITIES
+        self.rx_total = 0
+        self.rx_max = 0
+        self.rx_overflow = 0
+        self._draining = False
+        self._xoff: dict[int, TimerHandle] = {}
+        self.pause_tx = [0] * NUM_PRIORITIES
+        self.resume_tx = [0] * NUM_PRIORITIES
+        self._src = bytes.fromhex(params.mac.replace(":", ""))
+        lower.set_receiver(self._rx)
+
+    # -- transmit ------------------------------------------------------------------------
+    def send(self, frame: bytes) -> bool:
+        prio = frame_priority(frame, self.params.dscp_priority)
+        hold = self.hold[prio]
+        if hold or self.pause.until[prio] > self.clock.now_ns():
+            if len(hold) >= self.params.hold_frames:
+                self.hold_refused += 1
+                return False
+            hold.append(frame)
+            self.held_frames += 1
+            self._arm()
+            return True
+        return self._put(frame)
+
+    def _put(self, frame: bytes) -> bool:
+        now = self.clock.now_ns()
+        self.busy_until = max(now, self.busy_until) + \
+            int((len(frame) + 24) * 8e9 / self.params.rate_bps)
+        ok = self.lower.send(frame)
+        st = self.stats
+        if ok:
+            st.tx_frames += 1
+            st.tx_bytes += len(frame)
+        else:
+            st.tx_drops += 1
+        return ok
+
+    def _arm(self) -> None:
+        """Wake at the earliest pause expiry of a priority with frames held."""
+        now = self.clock.now_ns()
+        due = min((self.pause.until[p] for p in range(NUM_PRIORITIES) if self.hold[p]),
+                  default=None)
+        if due is None:
+            return
+        due = max(due, now)
+        h = self._flush_at
+        if h is not None:
+            if h.when_ns <= due:
+                return
+            h.cancel()
+        self._flush_at = self.clock.call_at(due, self._flush)
+
+    def _flush(self) -> None:
+        # Held frames leave one at a time at the link rate, highest priority first, so
+        # a PAUSE arriving meanwhile still stops what has not started (a burst handed to
+        # the link at once would be beyond the MAC's control).
+        self._flush_at = None
+        now = self.clock.now_ns()
+        if self.busy_until > now:
+            self._flush_at = self.clock.call_at(self.busy_until, self._flush)
+            return
+        for p in range(NUM_PRIORITIES - 1, -1, -1):
+            hold = self.hold[p]
+            if hold and self.pause.until[p] <= now:
+                self._put(hold.popleft())
+                if any(self.hold):
+                    self._flush_at = self.clock.call_at(self.busy_until, self._flush)
+                return
+        self._arm()
+
+    # -- receive -------------------------------------------------------------------------
+    def _rx(self, frame: bytes) -> None:
+        if frame[12:14] == b"\x88\x08":
+            self.pause.rate_bps = self.params.rate_bps
+            self.pause.on_frame(frame)
+            return
+        if self.params.rx_buffer_bytes is None:
+            self._deliver(frame)
+            return
+        prm = self.params
+        n = len(frame)
+        if self.rx_total + n > prm.rx_buffer_bytes:  # type: ignore[operator]
+            self.rx_overflow += 1
+            return
+        prio = frame_priority(frame, prm.dscp_priority)
+        self.rx_q.append((frame, prio))
+        self.rx_total += n
+        self.rx_max = max(self.rx_max, self.rx_total)
+        used = self.rx_bytes[prio] = self.rx_bytes[prio] + n
+        if prio in prm.lossless and used > prm.rx_xoff_bytes and prio not in self._xoff:
+            self._send_pause(prio)
+        if not self._draining:
+            self._draining = True
+            self.clock.call_soon(self._drain)
+
+    def _drain(self) -> None:
+        if not self.rx_q:
+            self._draining = False
+            return
+        frame, prio = self.rx_q.popleft()
+        n = len(frame)
+        self.rx_total -= n
+        self.rx_bytes[prio] -= n
+        if prio in self._xoff and self.rx_bytes[prio] <= self.params.rx_xon_bytes:
+            self._xoff.pop(prio).cancel()
+            self.lower.send(pfc_frame(self._src, {prio: 0}))
+            self.resume_tx[prio] += 1
+        self._deliver(frame)
+        self.clock.call_later(max(1, int(n * 8e9 / self.params.rx_drain_bps)), self._drain)
+
+    def _send_pause(self, prio: int) -> None:
+        q = self.params.pause_quanta
+        self.lower.send(pfc_frame(self._src, {prio: q}))
+        self.pause_tx[prio] += 1
+        period = max(1, quanta_ns(q, self.params.rate_bps) // 2)
+        self._xoff[prio] = self.clock.call_later(period, lambda: self._refresh(prio))
+
+    def _refresh(self, prio: int) -> None:
+        if prio in self._xoff:
+            self._send_pause(prio)
+
+    def counters(self) -> dict[str, object]:
+        return {**self.pause.counters(), "pause_tx": list(self.pause_tx),
+                "resume_tx": list(self.resume_tx), "held_frames": self.held_frames,
+                "hold_refused": self.hold_refused, "rx_overflow": self.rx_overflow,
+                "rx_max_bytes": self.rx_max}
