@@ -117,7 +117,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "twice the QP's bandwidth-delay product, at least 32)")
     f.add_argument("--no-link-delay", action="store_true",
                    help="every link's delay 0 (a target that cannot emulate delays here, "
-                        "e.g. BMv2 without netem)")
+                        "e.g. BMv2 without netem) (default: off, the topology's delays)")
     f.add_argument("--fail-link", type=_link, default=None, metavar="A:B",
                    help="fail the link between switches A and B during the workload (the "
                         "controller reroutes) (default: none)")
@@ -172,6 +172,10 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
             raise RunConfigError("give --rate or --dilation, not both: one follows from the "
                                  "other and the topology's fastest link")
         rate, reason = None, f"--dilation {args.dilation:g}"
+    elif args.virtual and args.rate is None:
+        # Virtual time keeps every timer exactly at any dilation: no CPU limit to respect,
+        # so no calibrated rate (whose large dilation would only stretch the virtual clock).
+        rate, reason = None, "virtual time: the library's default wire rate"
     else:
         choice = choose_rate(args.topo, args.target, args.rate)
         rate, reason = choice.rate_bps, choice.reason

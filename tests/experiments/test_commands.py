@@ -43,7 +43,7 @@ def test_no_link_delay_zeroes_every_link_delay() -> None:
     plan = plan_run(cfg)
     assert plan.fabric.links and all(link.delay_ns == 0 for link in plan.fabric.links)
     default = plan_run(config_from_args(build_parser().parse_args(["run", "clos4"])))
-    assert all(link.delay_ns == 20_000 for link in default.fabric.links)
+    assert all(link.delay_ns == default.dilation.wire_ns(1_000) for link in default.fabric.links)
     assert [link.rate_bps for link in plan.fabric.links] == [
         link.rate_bps for link in default.fabric.links]
 
@@ -147,3 +147,15 @@ def test_incast_senders_help_means_all_other_hosts() -> None:
     # It said "every other host" (every second one?) for what is all hosts but the receiver.
     (action,) = [a for a in _run_parser()._actions if a.dest == "incast_senders"]
     assert "every other" not in action.help and "all the other hosts" in action.help
+
+
+def test_virtual_runs_take_no_calibrated_rate() -> None:
+    """A virtual run needs no rate this machine sustains: it uses the library's default
+    wire rate (a calibrated 0.5 Mb/s on fattree4 would stretch its clock 200000 times)."""
+    from emu.experiments.config import DEFAULT_WIRE_RATE_BPS
+    from emu.experiments.plan import plan_run
+
+    cfg = config_from_args(build_parser().parse_args(["run", "fattree4", "--virtual"]))
+    assert cfg.rate_bps is None and cfg.dilation is None
+    plan = plan_run(cfg)
+    assert max(lk.rate_bps for lk in plan.fabric.links) == DEFAULT_WIRE_RATE_BPS

@@ -100,7 +100,7 @@ def test_quanta_and_headroom_arithmetic():
 
 @pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
 def test_tshark_decodes_a_written_pcap(tmp_path):
-    from emu.p4.switch.pcap import PcapWriter
+    from emu.switch.pcap import PcapWriter
 
     path = tmp_path / "pfc.pcap"
     w = PcapWriter(str(path))

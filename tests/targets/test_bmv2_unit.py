@@ -221,7 +221,7 @@ def test_spec_from_topology():
     assert s.ports == {p.number: p.intf for p in sw.ports}
     q = s.queues[sw.ports[0].number]
     assert q.rate_bps == sw.ports[0].rate_bps and q.depth_pkts == sw.ports[0].depth_pkts
-    assert q.delay_ns == 20_000  # clos4: 20us links
+    assert q.delay_ns == 1_000  # the fabric it is given: clos4 as written, 1 us links
     no_netem = B.Bmv2Target(netem=False).capabilities
     with pytest.raises(Unsupported, match="link_delay=False"):
         spec_from_topology(fabric, "leaf1", "127.0.0.1:1", capabilities=no_netem)
