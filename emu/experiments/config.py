@@ -32,7 +32,7 @@ class RunConfigError(ValueError):
 @dataclass(frozen=True)
 class RunConfig:
     topo: str = "clos4"
-    lb: LbMode = LbMode.ECMP  # strings are parsed where they come in (CLI, `lb` command)
+    lb: LbMode = LbMode.ECMP  # a mode's name is parsed on construction (the library's edge)
     cc: Literal["dcqcn", "none"] = "dcqcn"
     recovery: Literal["gbn", "sr"] = "gbn"
     target: str = "embedded"
@@ -91,6 +91,13 @@ class RunConfig:
     # False: every link's delay is 0 (for a target that cannot emulate delays here,
     # e.g. BMv2 on a kernel without netem); results then say so.
     link_delay: bool = True
+
+    def __post_init__(self) -> None:
+        if isinstance(self.lb, str) and not isinstance(self.lb, LbMode):
+            try:
+                object.__setattr__(self, "lb", LbMode.parse(self.lb))
+            except ValueError:
+                pass  # validate() names the setting and the choices
 
     def validate(self) -> None:
         def bad(what: str) -> RunConfigError:
