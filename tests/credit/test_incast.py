@@ -85,3 +85,15 @@ def test_credit_off_path_unchanged_without_flow_control():
     leaf = sim.switches["leaf1"]
     assert leaf.flow_control is None
     assert leaf.drops.reason_total("tail_drop") > 0  # the same incast drops without it
+
+
+def test_slow_receiver_holds_its_leaf_back_by_credit():
+    slow = {"rx_buffer_bytes": 16 * 1024, "rx_drain_bps": 2e9}
+    sim, got, wrs, qps, macs, rx_host = run(CREDIT, rx_kw=slow)
+    rxm = macs[rx_host.name]
+    leaf = sim.switches["leaf1"]
+    leaf_end = leaf.flow_control.ports[rx_host.switch_port]
+    assert rxm.rx_overrun == 0 and 0 < rxm.rx_max <= 256
+    assert leaf_end.blocked_events[3] > 0  # the leaf waited for the receiver's credit
+    assert leaf.drops.total() == 0
+    assert len(got) == N and sum(q.requester.stats.retx_pkts for q in qps) == 0

@@ -16,7 +16,8 @@ next update (ABR is set to the peer's count), which is the safe direction.
 Egress: a lossless queue whose head packet does not fit the peer's limit waits (other
 priorities go on); an update that raises the limit serves the port again. Lossless
 queues are not tail-dropped: credit is their admission control. Lossy priorities keep
-tail drop and ignore credit. Credit is charged at the size the packet was queued with.
+tail drop and ignore credit. Credit is charged at the size the packet was queued with
+(docs/credit.md: what an egress program that lengthens packets would do).
 
 Frames of EtherType 0x88B5 are consumed before the pipeline; PAUSE frames (0x8808) are
 counted (`pause_rx`) and dropped, as a port in credit mode does not speak PFC.
