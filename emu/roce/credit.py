@@ -67,7 +67,7 @@ class HostCreditMac(FramePort):
             (HALF + 1) * 64 * 2
         self.credit = CreditPort(clock, lower.send, params.mac, params.credit,
                                  params.lossless, params.rate_bps,
-                                 on_credit=lambda _p: self._flush(), buffer_bytes=buf)
+                                 on_credit=self._on_credit, buffer_bytes=buf)
         self.hold: list[deque[bytes]] = [deque() for _ in range(NUM_PRIORITIES)]
         self._flush_at: TimerHandle | None = None
         self.busy_until = 0
@@ -110,6 +110,10 @@ class HostCreditMac(FramePort):
         else:
             st.tx_drops += 1
         return ok
+
+    def _on_credit(self, _prio: int) -> None:
+        if self._flush_at is None:  # a pending turn checks the new credit itself
+            self._flush()
 
     def _flush(self) -> None:
         # One held frame at a time at the link rate, highest priority first, each

@@ -151,3 +151,45 @@ def test_a_lost_data_frame_gives_its_credit_back():
     assert tx.fctbs[3] == rx.abr[3] == 100 * blocks(SIZE) % MODULO
     assert rx.used[3] == 0 and tx.fccl[3] == rx.limit(3)
     assert (tx.fccl[3] - tx.fctbs[3]) % MODULO == rx.budget  # the whole buffer again
+
+
+class TurnClock(VirtualClock):
+    """A virtual clock that keeps the handles of the MAC's transmit turns (`_flush`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.turns: list = []
+        self.most = 0
+
+    def call_at(self, when_ns, fn):  # type: ignore[no-untyped-def, override]
+        h = super().call_at(when_ns, fn)
+        if getattr(fn, "__name__", "") == "_flush":
+            self.turns = [t for t in self.turns if not t.cancelled] + [h]
+            self.most = max(self.most, len(self.turns))
+        return h
+
+
+def test_one_transmit_turn_at_a_time_with_two_lossless_priorities():
+    # Regression: credit for one priority arriving while the MAC was sending held frames
+    # of another started a second chain of transmit turns (five at once here).
+    clock = TurnClock()
+    link = MemLink(clock, rate_bps=RATE, delay_ns=1000)
+    dscp = {26: 3, 34: 5}
+    cfg = CreditSettings(buffer_bytes=4096, update_blocks=16)
+    both = frozenset({3, 5})
+    tx = HostCreditMac(clock, link.a, HostCreditParams("02:00:00:00:00:01", RATE, dscp,
+                                                       lossless=both, credit=cfg,
+                                                       hold_frames=10_000))
+    rx = HostCreditMac(clock, link.b, HostCreditParams("02:00:00:00:00:02", RATE, dscp,
+                                                       lossless=both, credit=cfg,
+                                                       rx_buffer_bytes=4096,
+                                                       rx_drain_bps=4e9))
+    got: list[bytes] = []
+    rx.set_receiver(got.append)
+    for i in range(400):
+        f = bytearray(data(i))
+        f[15] = (26 if i % 2 else 34) << 2
+        assert tx.send(bytes(f))
+    clock.run_until_idle()
+    assert len(got) == 400 and rx.rx_overrun == 0
+    assert tx.held_frames > 0 and clock.most == 1
