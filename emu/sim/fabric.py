@@ -126,8 +126,9 @@ class SimFabric:
                 p4.flow_control.start()  # the links exist now: first credit announcements
 
     def _enable_flow_control(self, fc: Any) -> None:
-        """PFC on every switch (emu.core.pfc.FlowControl): each port knows its link,
-        for the headroom it needs (see SwitchFlowControl.headroom_report)."""
+        """PFC or credit on every switch (emu.core.pfc.FlowControl): each port knows
+        its link, for the headroom PFC needs (SwitchFlowControl.headroom_report) and the
+        rate credit's re-send period derives from."""
         mtu = self.fabric.defaults.mtu
         by_index = {lk.index: lk for lk in self.fabric.links}
         for sw in self.fabric.switches:

@@ -193,3 +193,28 @@ def test_one_transmit_turn_at_a_time_with_two_lossless_priorities():
     clock.run_until_idle()
     assert len(got) == 400 and rx.rx_overrun == 0
     assert tx.held_frames > 0 and clock.most == 1
+
+
+def test_the_same_macs_on_the_real_clock():
+    # The host agent runs this code on a RealClock: the same link, credit-paced.
+    from emu.core.clock import RealClock
+
+    clock = RealClock()
+    try:
+        link = MemLink(clock, rate_bps=1_000_000_000, delay_ns=20_000)
+        cfg = CreditSettings(buffer_bytes=4096, update_blocks=16)
+        tx = HostCreditMac(clock, link.a, HostCreditParams("02:00:00:00:00:01", 1e9, DSCP,
+                                                           credit=cfg, hold_frames=1000))
+        rx = HostCreditMac(clock, link.b, HostCreditParams("02:00:00:00:00:02", 1e9, DSCP,
+                                                           credit=cfg, rx_buffer_bytes=4096,
+                                                           rx_drain_bps=5e8))
+        got: list[int] = []
+        rx.set_receiver(lambda f: got.append(int.from_bytes(f[34:38], "big")))
+        clock.call_soon(lambda: [tx.send(data(i)) for i in range(200)])
+        clock.run(until=lambda: len(got) == 200, timeout_s=30)
+        assert got == list(range(200))
+        assert rx.rx_overrun == 0 and rx.rx_max <= 64
+        assert tx.credit.blocked_events[3] > 0
+        assert tx.credit.fctbs[3] == rx.credit.abr[3] == 200 * blocks(SIZE) % MODULO
+    finally:
+        clock.close()
