@@ -23,7 +23,7 @@ CFG = FlowControl(mode="credit", lossless={3},
 
 
 class Rig:
-    def __init__(self) -> None:
+    def __init__(self, no_credit: frozenset[int] = frozenset()) -> None:
         self.clock = VirtualClock()
         self.out: list[tuple[int, int, int]] = []  # (time, port, priority)
         self.sent: list[tuple[int, object]] = []  # (port, CreditUpdate)
@@ -31,7 +31,7 @@ class Rig:
                                  default_depth_pkts=64)
         self.tm.configure_port(OUT, rate_bps=RATE)
         self.tm.configure_port(IN, rate_bps=RATE)
-        self.fc = SwitchCreditControl(self.tm, CFG, self._send)
+        self.fc = SwitchCreditControl(self.tm, CFG, self._send, no_credit_ports=no_credit)
 
     def _deq(self, port: int, pkt: object, info: object) -> None:
         self.out.append((self.clock.now_ns(), port, info.qid))  # type: ignore[attr-defined]
@@ -99,6 +99,16 @@ def test_lossy_priority_keeps_tail_drop_and_ignores_credit():
     r.clock.run_until_idle()
     assert len(r.out) == 1 and r.tm.drops.get(OUT, DropReason.TAIL_DROP) == 2
     assert IN not in r.fc.ports  # a lossy arrival is no credit business
+
+
+def test_a_port_without_link_peer_carries_no_credit():
+    # the CPU port: nothing would ever grant credit there, nor take updates from it
+    r = Rig(no_credit=frozenset({OUT, IN}))
+    r.fc.start()
+    assert r.sent == []
+    r.pkt(prio=3)
+    r.clock.run_until_idle()
+    assert [q for _, _, q in r.out] == [3] and IN not in r.fc.ports
 
 
 def test_updates_and_pause_frames_never_reach_the_pipeline():

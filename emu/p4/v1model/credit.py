@@ -25,7 +25,7 @@ counted (`pause_rx`) and dropped, as a port in credit mode does not speak PFC.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from emu.core.clock import TimerHandle
@@ -41,6 +41,7 @@ __all__ = ["CREDIT_OVERRUN", "SwitchCreditControl", "install_credit"]
 
 CREDIT_OVERRUN = "credit_overrun"
 _tuple_new = tuple.__new__
+_NONE_LOSSLESS = [False] * NUM_PRIORITIES
 
 
 class SwitchCreditControl:
@@ -54,8 +55,11 @@ class SwitchCreditControl:
     def __init__(self, tm: TrafficManager, settings: FlowControl,
                  send_frame: Callable[[int, bytes], None], *,
                  src_mac: Callable[[int], bytes] | None = None,
-                 links: Mapping[int, tuple[float, int, int]] | None = None) -> None:
+                 links: Mapping[int, tuple[float, int, int]] | None = None,
+                 no_credit_ports: Iterable[int] = ()) -> None:
         self.tm = tm
+        # Ports without a link peer (the CPU port): no credit, nothing announced there.
+        self.no_credit = frozenset(no_credit_ports)
         self.cfg = settings
         self.credit = settings.credit
         self.clock = tm._clock
@@ -96,7 +100,7 @@ class SwitchCreditControl:
     def start(self) -> None:
         """Announce every port's credit (link start; a port whose announcement is lost
         learns the limit when its peer asks for credit)."""
-        for port in sorted(set(self.links) | set(self.tm._ports)):
+        for port in sorted((set(self.links) | set(self.tm._ports)) - self.no_credit):
             self.port_state(port).announce()
 
     # --- MAC: received frames ---------------------------------------------------------
@@ -118,7 +122,8 @@ class SwitchCreditControl:
         q = queues[priority]
         key = -1
         ing = self.ingress
-        if priority < NUM_PRIORITIES and self.lossless[priority] and ing >= 0:
+        if priority < NUM_PRIORITIES and self.lossless[priority] and ing >= 0 \
+                and ing not in self.no_credit:
             cp = self.ports.get(ing) or self.port_state(ing)
             if self.arrival:
                 self.arrival = False  # further copies (multicast) only hold buffer
@@ -177,6 +182,8 @@ class SwitchCreditControl:
         queues = p.queues
         st = p.stats
         lossless = self.lossless
+        if p.port in self.no_credit:
+            lossless = _NONE_LOSSLESS
         cp = self.ports.get(p.port) or self.port_state(p.port)
         now = clock.now_ns()
         if now - p.due > tm._max_lag_ns:
@@ -250,7 +257,10 @@ def install_credit(sw: Any, settings: FlowControl, send_frame: Callable[[int, by
                    **kw: Any) -> SwitchCreditControl:
     """Credit mode on a switch (V1ModelSwitch): its `receive` hands updates (0x88B5) to
     the credit layer and counts and drops PAUSE frames, both before the pipeline, and
-    marks a data frame's arrival so its first enqueue is charged to the ingress port."""
+    marks a data frame's arrival so its first enqueue is charged to the ingress port.
+    The switch's CPU port, and `no_credit_ports`, carry no credit."""
+    if sw.cpu_port is not None:
+        kw["no_credit_ports"] = {*kw.get("no_credit_ports", ()), sw.cpu_port}
     fc = SwitchCreditControl(sw.tm, settings, send_frame, **kw)
     plain = sw.receive
     on_credit = fc.on_credit_frame
