@@ -8,6 +8,8 @@ from __future__ import annotations
 from emu.control import QosSettings
 from emu.core.credit import CreditSettings
 from emu.core.pfc import FlowControl
+from emu.p4.target.switch import V1ModelSwitch
+from emu.p4.v1model.traffic_manager import TrafficManager
 from emu.roce import wire
 from emu.roce.dcqcn import DcqcnParams
 from emu.roce.nic import Nic, NicParams
@@ -84,6 +86,9 @@ def test_credit_off_path_unchanged_without_flow_control():
     sim, got, wrs, qps, _m, _r = run(None)
     leaf = sim.switches["leaf1"]
     assert leaf.flow_control is None
+    # off, the per-packet path is the plain one: no wrapper on receive or enqueue
+    assert leaf.sw.receive.__func__ is V1ModelSwitch.receive
+    assert leaf.sw.tm.enqueue.__func__ is TrafficManager.enqueue
     assert leaf.drops.reason_total("tail_drop") > 0  # the same incast drops without it
 
 
