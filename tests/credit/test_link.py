@@ -218,3 +218,32 @@ def test_the_same_macs_on_the_real_clock():
         assert tx.credit.fctbs[3] == rx.credit.abr[3] == 200 * blocks(SIZE) % MODULO
     finally:
         clock.close()
+
+
+def test_a_lost_update_is_sent_again_by_the_periodic_refresh():
+    # The receiver's buffer still holds packets (drained slowly) when its update is
+    # lost: its own refresh re-sends the same limit, unasked, before new credit exists.
+    lost: list[int] = []
+    after: list[tuple[int, int]] = []  # (FCCL, flags) of the updates sent after the loss
+    rig: list[Rig] = []
+
+    def drop_update(frame: bytes) -> bool:
+        u = parse_credit(frame)
+        if isinstance(u, str) or not rig:
+            return False
+        if lost:
+            after.append((u.fccl, u.flags))
+            return False
+        if not rig[0].rx.credit.used[3]:
+            return False
+        lost.append(u.fccl)
+        return True
+
+    r = Rig(drop_rx=drop_update, settings=CreditSettings(buffer_bytes=4096, update_blocks=16),
+            rx_buffer=4096, drain_bps=1e8)
+    rig.append(r)
+    r.send(20)
+    r.run()
+    assert len(r.b_port.dropped) == 1
+    assert after[0] == (lost[0], 0)  # the next update: the same limit again
+    assert r.got == list(range(20)) and r.violations == 0 and r.rx.rx_overrun == 0
