@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
+from .credit import CreditSettings
+
 __all__ = [
     "DEFAULT_QUANTA", "ETHERTYPE_MAC_CONTROL", "MAC_CONTROL_DST", "NUM_PRIORITIES", "OP_PAUSE",
     "OP_PFC", "FlowControl", "MacControl", "PauseState", "PfcThresholds", "WatchdogSettings",
@@ -194,7 +196,8 @@ class WatchdogSettings:
 @dataclass(frozen=True)
 class FlowControl:
     """Flow control of one switch or host. mode "off" (the default everywhere) keeps
-    today's behaviour; "pfc" makes `lossless` priorities lossless with PAUSE frames.
+    today's behaviour; "pfc" makes `lossless` priorities lossless with PAUSE frames;
+    "credit" makes them lossless with link-level credit (emu.core.credit, `credit`).
 
     thresholds: the default per ingress port; `ports` overrides it per port number.
     pause_quanta: the time each XOFF PAUSE asks for; it is re-sent every
@@ -203,7 +206,7 @@ class FlowControl:
     default_rate_bps: the rate quanta are converted at on a port without a rate.
     """
 
-    mode: Literal["off", "pfc"] = "off"
+    mode: Literal["off", "pfc", "credit"] = "off"
     lossless: frozenset[int] = frozenset({3})
     thresholds: PfcThresholds = field(default_factory=PfcThresholds)
     ports: Mapping[int, PfcThresholds] = field(default_factory=dict)
@@ -212,10 +215,12 @@ class FlowControl:
     global_pause: Literal["honour", "drop"] = "honour"
     watchdog: WatchdogSettings = field(default_factory=WatchdogSettings)
     default_rate_bps: float = 100e9
+    credit: CreditSettings = field(default_factory=CreditSettings)
 
     def __post_init__(self) -> None:
-        if self.mode not in ("off", "pfc"):
-            raise ValueError(f"flow control mode must be off or pfc, got {self.mode!r}")
+        if self.mode not in ("off", "pfc", "credit"):
+            raise ValueError(f"flow control mode must be off, pfc or credit, "
+                             f"got {self.mode!r}")
         object.__setattr__(self, "lossless", frozenset(self.lossless))
         for p in self.lossless:
             if not 0 <= p < NUM_PRIORITIES:
@@ -229,7 +234,7 @@ class FlowControl:
 
     @property
     def enabled(self) -> bool:
-        return self.mode == "pfc"
+        return self.mode != "off"
 
     def for_port(self, port: int) -> PfcThresholds:
         return self.ports.get(port, self.thresholds)

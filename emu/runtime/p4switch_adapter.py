@@ -93,8 +93,9 @@ class P4SwitchDataplane:
         self.sw.tm.set_queue_depth(port, depth_pkts, priority=priority)
 
     def enable_flow_control(self, settings: Any, **kw: Any) -> Any:
-        """PFC in the traffic manager and the ports' MAC (emu.core.pfc); frames of
-        EtherType 0x8808 are consumed before the pipeline from then on."""
+        """PFC or credit mode in the traffic manager and the ports' MAC (emu.core.pfc,
+        emu.core.credit); frames of EtherType 0x8808 (and 0x88B5 in credit mode) are
+        consumed before the pipeline from then on."""
         fc = self.switch.enable_flow_control(settings, **kw)
         self.inject = self.sw.receive  # the MAC-control-aware receive
         return fc

@@ -121,10 +121,14 @@ class SimFabric:
         self.controller = FabricController(fabric, handles, lb=lb, ecn=ecn, qos=qos)
         if program_switches:
             self.controller.program()
+        if flow_control is not None and flow_control.mode == "credit":
+            for p4 in self.switches.values():
+                p4.flow_control.start()  # the links exist now: first credit announcements
 
     def _enable_flow_control(self, fc: Any) -> None:
-        """PFC on every switch (emu.core.pfc.FlowControl): each port knows its link,
-        for the headroom it needs (see SwitchFlowControl.headroom_report)."""
+        """PFC or credit on every switch (emu.core.pfc.FlowControl): each port knows
+        its link, for the headroom PFC needs (SwitchFlowControl.headroom_report) and the
+        rate credit's re-send period derives from."""
         mtu = self.fabric.defaults.mtu
         by_index = {lk.index: lk for lk in self.fabric.links}
         for sw in self.fabric.switches:
@@ -138,16 +142,27 @@ class SimFabric:
     def host_mac(self, host: str, **kw: Any) -> Any:
         """A PFC-aware MAC (emu.roce.pfc.HostMac) on `host`'s link port, with the
         fabric's DSCP -> priority map and lossless priorities; give it to a Nic/Agent.
-        Keyword arguments go to HostPfcParams (e.g. the slow-receiver buffer)."""
+        Keyword arguments go to HostPfcParams (e.g. the slow-receiver buffer). In
+        credit mode it is an emu.roce.credit.HostCreditMac (HostCreditParams)."""
         from emu.roce.pfc import HostMac, HostPfcParams
 
         h = self.fabric.host(host)
         fc = self.flow_control
         lossless = fc.lossless if fc is not None else frozenset()
+        if fc is not None and fc.mode == "credit":
+            return self._host_credit_mac(h, fc, **kw)
         params = HostPfcParams(mac=h.mac, rate_bps=self.fabric.links[h.link].rate_bps,
                                dscp_priority=dict(self.qos.dscp_priority),
                                lossless=lossless, **kw)
         return HostMac(self.clock, self._ports[(h.name, h.port)], params)
+
+    def _host_credit_mac(self, h: Any, fc: Any, **kw: Any) -> Any:
+        from emu.roce.credit import HostCreditMac, HostCreditParams
+
+        params = HostCreditParams(mac=h.mac, rate_bps=self.fabric.links[h.link].rate_bps,
+                                  dscp_priority=dict(self.qos.dscp_priority),
+                                  lossless=fc.lossless, credit=fc.credit, **kw)
+        return HostCreditMac(self.clock, self._ports[(h.name, h.port)], params)
 
     def _open_pcaps(self, directory: Path) -> None:
         """`<iface>_in.pcap` / `<iface>_out.pcap` per switch port, as the switch daemon

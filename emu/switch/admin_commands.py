@@ -156,7 +156,7 @@ def stats(sw: Switch, req: Request) -> Any:
     pfc = getattr(dp, "flow_control_counters", None)
     counters = pfc() if pfc is not None else None
     if counters is not None:
-        out["pfc"] = counters
+        out["credit" if counters.get("mode") == "credit" else "pfc"] = counters
     return out
 
 

@@ -292,7 +292,12 @@ class V1ModelSwitch:
         """Turn on PFC (emu.core.pfc.FlowControl) in the traffic manager and the ports'
         MAC layer; returns the emu.p4.v1model.buffer.SwitchFlowControl. Frames of
         EtherType 0x8808 are then consumed before the pipeline, and the traffic manager
-        learns each packet's ingress port. Off, `receive` is the plain method."""
+        learns each packet's ingress port. Off, `receive` is the plain method.
+        Mode "credit": emu.p4.v1model.credit (0x88B5 updates, SwitchCreditControl)."""
+        if settings.mode == "credit":
+            from emu.p4.v1model.credit import install_credit
+            self.flow_control = install_credit(self, settings, self._send_mac_frame, **kw)
+            return self.flow_control
         from emu.p4.v1model.buffer import SwitchFlowControl
 
         fc = SwitchFlowControl(self.tm, settings, self._send_mac_frame, **kw)

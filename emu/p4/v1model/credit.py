@@ -1,0 +1,287 @@
+"""Credit-based flow control in the traffic manager (the switch side of emu.core.credit):
+a lossless egress queue starts a packet only within the credit its link's peer granted,
+and the ingress buffer returns credit to the port a packet came from as it leaves.
+
+Attached to a TrafficManager with `SwitchCreditControl(tm, settings, send_frame)` (the
+sibling of buffer.SwitchFlowControl, PFC); off, nothing here runs. The same code runs on
+the virtual clock (SimFabric) and the switch daemon's real clock.
+
+Ingress (the receive buffer): a lossless packet counts against its (ingress port,
+priority) from enqueue until it leaves the switch; the port's CreditPort advertises the
+free part of `buffer_bytes` as the peer's limit. A packet the peer sent beyond its credit
+does not fit and is dropped as `credit_overrun` (a peer that breaks the protocol). A
+packet the pipeline drops never occupies the buffer: its blocks come back at the peer's
+next update (ABR is set to the peer's count), which is the safe direction.
+
+Egress: a lossless queue whose head packet does not fit the peer's limit waits (other
+priorities go on); an update that raises the limit serves the port again. Lossless
+queues are not tail-dropped: credit is their admission control. Lossy priorities keep
+tail drop and ignore credit. Credit is charged at the size the packet was queued with
+(docs/credit.md: what an egress program that lengthens packets would do).
+
+Frames of EtherType 0x88B5 are consumed before the pipeline; PAUSE frames (0x8808) are
+counted (`pause_rx`) and dropped, as a port in credit mode does not speak PFC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from emu.core.clock import TimerHandle
+from emu.core.credit import CreditPort
+from emu.core.pfc import NUM_PRIORITIES, FlowControl
+
+from .traffic_manager import DequeueInfo, DropReason, EnqueueResult
+
+if TYPE_CHECKING:
+    from .traffic_manager import TrafficManager, _Port
+
+__all__ = ["CREDIT_OVERRUN", "SwitchCreditControl", "install_credit"]
+
+CREDIT_OVERRUN = "credit_overrun"
+_tuple_new = tuple.__new__
+_NONE_LOSSLESS = [False] * NUM_PRIORITIES
+
+
+class SwitchCreditControl:
+    """Credit mode for one switch's traffic manager. `send_frame(port, frame)` sends a
+    frame from a port's MAC; `src_mac(port)` gives the port's address; `links` maps a
+    port to its (modelled rate, delay, mtu) (only the rate is used, for the period).
+
+    Set `ingress` to the arrival port and `arrival` True before the pipeline runs, and
+    back to -1 / False after it (the switch does)."""
+
+    def __init__(self, tm: TrafficManager, settings: FlowControl,
+                 send_frame: Callable[[int, bytes], None], *,
+                 src_mac: Callable[[int], bytes] | None = None,
+                 links: Mapping[int, tuple[float, int, int]] | None = None,
+                 no_credit_ports: Iterable[int] = ()) -> None:
+        self.tm = tm
+        # Ports without a link peer (the CPU port): no credit, nothing announced there.
+        self.no_credit = frozenset(no_credit_ports)
+        self.cfg = settings
+        self.credit = settings.credit
+        self.clock = tm._clock
+        self.send_frame = send_frame
+        self.src_mac = src_mac or (lambda port: bytes((2, 0, 0, 0, port >> 8 & 0xFF,
+                                                      port & 0xFF)))
+        self.links = dict(links or {})
+        self.lossless = [p in settings.lossless for p in range(NUM_PRIORITIES)]
+        self.ingress = -1
+        self.arrival = False
+        self.ports: dict[int, CreditPort] = {}
+        self.max_used: dict[int, int] = {}  # port * 8 + prio -> largest blocks in use
+        self.pause_rx: dict[int, int] = {}
+        self.class_drops: dict[tuple[int, int, str], int] = {}
+        self._handles: dict[int, TimerHandle] = {}
+        self._idle: set[int] = set()
+        tm.attach_flow_control(self)
+
+    def set_link(self, port: int, rate_bps: float, delay_ns: int, mtu: int) -> None:
+        self.links[port] = (rate_bps, delay_ns, mtu)
+
+    def _rate(self, port: int) -> float:
+        p = self.tm._ports.get(port)
+        if p is not None and p.rate_bps:
+            return p.rate_bps
+        link = self.links.get(port)
+        return link[0] if link else self.cfg.default_rate_bps
+
+    def port_state(self, port: int) -> CreditPort:
+        cp = self.ports.get(port)
+        if cp is None:
+            cp = self.ports[port] = CreditPort(
+                self.clock, lambda f: self.send_frame(port, f), self.src_mac(port),
+                self.credit, self.cfg.lossless, self._rate(port),
+                on_credit=lambda _prio: self._kick(port))
+        return cp
+
+    def start(self) -> None:
+        """Announce every port's credit (link start; a port whose announcement is lost
+        learns the limit when its peer asks for credit)."""
+        for port in sorted((set(self.links) | set(self.tm._ports)) - self.no_credit):
+            self.port_state(port).announce()
+
+    # --- MAC: received frames ---------------------------------------------------------
+    def on_credit_frame(self, port: int, frame: bytes) -> None:
+        self.port_state(port).on_frame(frame)
+
+    def on_mac_control(self, port: int, frame: bytes) -> None:
+        self.pause_rx[port] = self.pause_rx.get(port, 0) + 1
+
+    # --- data path --------------------------------------------------------------------
+    def enqueue(self, port: int, pkt: object, size: int, priority: int = 0
+                ) -> EnqueueResult | None:
+        tm = self.tm
+        p = tm._ports.get(port) or tm._port(port)
+        queues = p.queues
+        if not 0 <= priority < len(queues):
+            tm.drops.count(port, DropReason.PRIORITY_OUT_OF_RANGE)
+            return None
+        q = queues[priority]
+        key = -1
+        ing = self.ingress
+        if priority < NUM_PRIORITIES and self.lossless[priority] and ing >= 0 \
+                and ing not in self.no_credit:
+            cp = self.ports.get(ing) or self.port_state(ing)
+            if self.arrival:
+                self.arrival = False  # further copies (multicast) only hold buffer
+                if not cp.received(priority, size):
+                    self._drop(port, priority, CREDIT_OVERRUN)
+                    return None
+            else:
+                cp.hold(priority, size)
+            key = ing * 8 + priority
+            if cp.used[priority] > self.max_used.get(key, 0):
+                self.max_used[key] = cp.used[priority]
+        elif len(q) >= p.depths[priority]:
+            self._drop(port, priority, DropReason.TAIL_DROP)
+            return None
+        now = self.clock.now_ns()
+        ts = now // 1000
+        qdepth = p.pkts
+        st = p.stats
+        st.enq_pkts += 1
+        st.enq_bytes += size
+        q.append((pkt, size, ts, qdepth, now, key))  # type: ignore[arg-type]
+        p.pkts += 1
+        p.bytes += size
+        p.qbytes[priority] += size
+        if not p.scheduled:
+            self._schedule(p, max(p.busy_until, now))
+        return _tuple_new(EnqueueResult, (ts, qdepth, priority))
+
+    def _drop(self, port: int, prio: int, reason: str) -> None:
+        self.tm.drops.count(port, reason)
+        k = (port, prio, reason)
+        self.class_drops[k] = self.class_drops.get(k, 0) + 1
+
+    def _schedule(self, p: _Port, when: int) -> None:
+        h = self._handles.get(p.port)
+        if h is not None:
+            h.cancel()
+        p.scheduled = True
+        p.due = when
+        self._handles[p.port] = self.clock.call_at(when, p.serve)
+
+    def _kick(self, port: int) -> None:
+        """The peer granted credit: serve the port now if it has packets waiting."""
+        p = self.tm._ports.get(port)
+        if p is None or not p.pkts:
+            return
+        when = max(p.busy_until, self.clock.now_ns())
+        if not p.scheduled or p.due > when:
+            self._schedule(p, when)
+
+    def serve(self, p: _Port) -> None:
+        """The traffic manager's service turn, skipping lossless queues out of credit."""
+        self._handles.pop(p.port, None)
+        tm = self.tm
+        clock = self.clock
+        queues = p.queues
+        st = p.stats
+        lossless = self.lossless
+        if p.port in self.no_credit:
+            lossless = _NONE_LOSSLESS
+        cp = self.ports.get(p.port) or self.port_state(p.port)
+        now = clock.now_ns()
+        if now - p.due > tm._max_lag_ns:
+            tm._max_lag_ns = now - p.due
+        budget = p.pkts if p.unlimited else 1
+        while budget > 0:
+            prio = len(queues) - 1
+            while prio >= 0:
+                q = queues[prio]
+                if q and (prio >= NUM_PRIORITIES or not lossless[prio]
+                          or cp.can_send(prio, q[0][1])):  # type: ignore[index]
+                    break
+                prio -= 1
+            if prio < 0:
+                # Out of credit with packets waiting: the transmitter idles until an
+                # update comes (no timer), and that idle time is no backlog.
+                p.scheduled = False
+                self._idle.add(p.port)
+                return
+            budget -= 1
+            pkt, size, ts, qdepth, enq_ns, key = queues[prio].popleft()  # type: ignore[misc]
+            p.pkts -= 1
+            p.bytes -= size
+            p.qbytes[prio] -= size
+            st.deq_pkts += 1
+            st.deq_bytes += size
+            if prio < NUM_PRIORITIES and lossless[prio]:
+                cp.sent(prio, size)
+            if key >= 0:
+                self.ports[key >> 3].freed(key & 7, size)
+            start = p.busy_until
+            if start < enq_ns:
+                start = enq_ns
+            if self._idle and p.port in self._idle:
+                self._idle.discard(p.port)
+                if start < now:
+                    start = now
+            if start < now - tm._max_catchup_ns:
+                start = now - tm._max_catchup_ns
+            p.busy_until = start + p.service_ns(size)
+            if budget == 0:
+                if p.pkts:
+                    self._schedule(p, p.busy_until if p.busy_until > now else now)
+                else:
+                    p.scheduled = False
+            tm._on_dequeue(p.port, pkt,
+                           _tuple_new(DequeueInfo, (ts, qdepth, now // 1000 - ts, p.pkts, prio)))
+            if budget:
+                now = clock.now_ns()
+
+    # --- observation ------------------------------------------------------------------
+    def counters(self) -> dict[str, Any]:
+        """Per port: updates sent/received, FCTBS/FCCL/ABR, blocks in use, overruns,
+        times a queue waited for credit, malformed updates and PAUSE frames received;
+        drops per "port:priority:reason"; the largest blocks in use per "port:priority"
+        (JSON-ready)."""
+        out: dict[str, Any] = {"mode": "credit", "ports": {}, "drops": {},
+                               "max_ingress_blocks": {}}
+        for port in sorted(set(self.ports) | set(self.pause_rx)):
+            entry: dict[str, Any] = {"pause_rx": self.pause_rx.get(port, 0)}
+            cp = self.ports.get(port)
+            if cp is not None:
+                entry.update(cp.counters())
+            out["ports"][port] = entry
+        out["drops"] = {f"{p}:{q}:{r}": n for (p, q, r), n in self.class_drops.items()}
+        out["max_ingress_blocks"] = {f"{k >> 3}:{k & 7}": v for k, v in self.max_used.items()}
+        return out
+
+
+def install_credit(sw: Any, settings: FlowControl, send_frame: Callable[[int, bytes], None],
+                   **kw: Any) -> SwitchCreditControl:
+    """Credit mode on a switch (V1ModelSwitch): its `receive` hands updates (0x88B5) to
+    the credit layer and counts and drops PAUSE frames, both before the pipeline, and
+    marks a data frame's arrival so its first enqueue is charged to the ingress port.
+    The switch's CPU port, and `no_credit_ports`, carry no credit."""
+    if sw.cpu_port is not None:
+        kw["no_credit_ports"] = {*kw.get("no_credit_ports", ()), sw.cpu_port}
+    fc = SwitchCreditControl(sw.tm, settings, send_frame, **kw)
+    plain = sw.receive
+    on_credit = fc.on_credit_frame
+    on_mac = fc.on_mac_control
+
+    def receive(port: int, data: bytes) -> None:
+        etype = data[12:14]
+        if etype == b"\x88\xb5":
+            on_credit(port, data)
+            return
+        if etype == b"\x88\x08":
+            on_mac(port, data)
+            return
+        fc.ingress = port
+        fc.arrival = True
+        try:
+            plain(port, data)
+        finally:
+            # enqueues from egress (clones, recirculation) are not arrivals
+            fc.ingress = -1
+            fc.arrival = False
+
+    sw.receive = receive
+    return fc

@@ -1,0 +1,181 @@
+"""The host NIC's MAC in credit mode (emu.core.credit): transmits a lossless priority's
+frames only within the credit its leaf granted, and advertises its own receive buffer.
+
+`HostCreditMac` is a FramePort wrapped around the host's link port, like
+emu.roce.pfc.HostMac (PFC); give it to the Nic (or Agent) instead of the raw port.
+
+Transmit: a frame's priority is its DSCP mapped as on the switches (frame_priority). A
+frame of a lossless priority that does not fit the leaf's limit waits in the MAC, in
+order, with everything after it of that priority; other priorities go on. Held frames
+leave one at a time at the link rate when credit comes. A held queue is bounded
+(`hold_frames`): when full, `send` refuses the frame (the Nic retries it later).
+
+Receive: updates (EtherType 0x88B5) are consumed here, PAUSE frames counted and dropped.
+Without `rx_buffer_bytes` frames are handled at once, so the credit granted is the most
+the protocol allows (2048 blocks ahead). With it, frames wait in a receive buffer drained
+at `rx_drain_bps`, and the limit advertised per lossless priority is its free space.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from emu.core.clock import Clock, TimerHandle
+from emu.core.credit import HALF, CreditPort, CreditSettings, blocks
+from emu.core.pfc import NUM_PRIORITIES
+from emu.core.port import FramePort
+
+from .pfc import frame_priority
+
+__all__ = ["HostCreditMac", "HostCreditParams"]
+
+
+@dataclass(frozen=True)
+class HostCreditParams:
+    """Settings of a host MAC in credit mode. Rates are those of the wire it drives."""
+
+    mac: str
+    rate_bps: float
+    dscp_priority: Mapping[int, int]
+    lossless: frozenset[int] = frozenset({3})
+    credit: CreditSettings = field(default_factory=CreditSettings)
+    hold_frames: int = 256
+    rx_buffer_bytes: int | None = None  # None: frames handled at once
+    rx_drain_bps: float = 10e9
+
+    def __post_init__(self) -> None:
+        if self.rate_bps <= 0:
+            raise ValueError("rate_bps must be positive")
+        if self.rx_buffer_bytes is not None:
+            if self.rx_drain_bps <= 0:
+                raise ValueError("rx_drain_bps must be positive")
+            if self.rx_buffer_bytes < 3072:
+                raise ValueError("rx_buffer_bytes must hold two maximum frames (3072)")
+
+
+class HostCreditMac(FramePort):
+    def __init__(self, clock: Clock, lower: FramePort, params: HostCreditParams) -> None:
+        super().__init__(lower.name)
+        self.clock = clock
+        self.lower = lower
+        self.params = params
+        self.lossless = [p in params.lossless for p in range(NUM_PRIORITIES)]
+        # Without a buffer, a budget that never limits: 2048 blocks ahead, the cap.
+        buf = params.rx_buffer_bytes if params.rx_buffer_bytes is not None else \
+            (HALF + 1) * 64 * 2
+        self.credit = CreditPort(clock, lower.send, params.mac, params.credit,
+                                 params.lossless, params.rate_bps,
+                                 on_credit=self._on_credit, buffer_bytes=buf)
+        self.hold: list[deque[bytes]] = [deque() for _ in range(NUM_PRIORITIES)]
+        self._flush_at: TimerHandle | None = None
+        self.busy_until = 0
+        self.held_frames = 0
+        self.hold_refused = 0
+        self.pause_rx = 0
+        self.rx_q: deque[tuple[bytes, int]] = deque()
+        self.rx_total = 0
+        self.rx_max = 0
+        self.rx_overrun = 0
+        self._draining = False
+        lower.set_receiver(self._rx)
+        self.credit.announce()
+
+    # -- transmit ------------------------------------------------------------------------
+    def send(self, frame: bytes) -> bool:
+        prio = frame_priority(frame, self.params.dscp_priority)
+        if not self.lossless[prio]:
+            return self._put(frame)
+        hold = self.hold[prio]
+        if hold or not self.credit.can_send(prio, len(frame)):
+            if len(hold) >= self.params.hold_frames:
+                self.hold_refused += 1
+                return False
+            hold.append(frame)
+            self.held_frames += 1
+            return True
+        self.credit.sent(prio, len(frame))
+        return self._put(frame)
+
+    def _put(self, frame: bytes) -> bool:
+        now = self.clock.now_ns()
+        self.busy_until = max(now, self.busy_until) + \
+            int((len(frame) + 24) * 8e9 / self.params.rate_bps)
+        ok = self.lower.send(frame)
+        st = self.stats
+        if ok:
+            st.tx_frames += 1
+            st.tx_bytes += len(frame)
+        else:
+            st.tx_drops += 1
+        return ok
+
+    def _on_credit(self, _prio: int) -> None:
+        if self._flush_at is None:  # a pending turn checks the new credit itself
+            self._flush()
+
+    def _flush(self) -> None:
+        # One held frame at a time at the link rate, highest priority first, each
+        # checked against the credit when it starts (as the MAC would).
+        self._flush_at = None
+        now = self.clock.now_ns()
+        if self.busy_until > now:
+            self._flush_at = self.clock.call_at(self.busy_until, self._flush)
+            return
+        cr = self.credit
+        for p in range(NUM_PRIORITIES - 1, -1, -1):
+            hold = self.hold[p]
+            if hold and cr.can_send(p, len(hold[0])):
+                frame = hold.popleft()
+                cr.sent(p, len(frame))
+                self._put(frame)
+                if any(self.hold):
+                    self._flush_at = self.clock.call_at(self.busy_until, self._flush)
+                return
+        # Everything held waits for credit: the next update calls _flush again.
+
+    # -- receive -------------------------------------------------------------------------
+    def _rx(self, frame: bytes) -> None:
+        etype = frame[12:14]
+        if etype == b"\x88\xb5":
+            self.credit.on_frame(frame)
+            return
+        if etype == b"\x88\x08":
+            self.pause_rx += 1  # no PFC in credit mode
+            return
+        prm = self.params
+        prio = frame_priority(frame, prm.dscp_priority)
+        if not self.lossless[prio]:
+            self._deliver(frame)
+            return
+        n = len(frame)
+        if not self.credit.received(prio, n):
+            self.rx_overrun += 1
+            return
+        if prm.rx_buffer_bytes is None:
+            self.credit.freed(prio, n)
+            self._deliver(frame)
+            return
+        self.rx_q.append((frame, prio))
+        self.rx_total += blocks(n)
+        self.rx_max = max(self.rx_max, self.rx_total)
+        if not self._draining:
+            self._draining = True
+            self.clock.call_soon(self._drain)
+
+    def _drain(self) -> None:
+        if not self.rx_q:
+            self._draining = False
+            return
+        frame, prio = self.rx_q.popleft()
+        n = len(frame)
+        self.rx_total -= blocks(n)
+        self.credit.freed(prio, n)
+        self._deliver(frame)
+        self.clock.call_later(max(1, int(n * 8e9 / self.params.rx_drain_bps)), self._drain)
+
+    def counters(self) -> dict[str, object]:
+        return {**self.credit.counters(), "pause_rx": self.pause_rx,
+                "held_frames": self.held_frames, "hold_refused": self.hold_refused,
+                "rx_overrun": self.rx_overrun, "rx_max_blocks": self.rx_max}
