@@ -1,0 +1,115 @@
+"""The entries both sides get: fabric.p4's from the fabric controller, or a runtime
+file's in the p4lang tutorials' format."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from emu.control.params import LbMode
+
+# ---------------------------------------------------------------------- entries
+
+
+@dataclass
+class Programming:
+    """What to install: either a controller-computed fabric switch or runtime entries."""
+
+    ports: list[int]
+    switch_name: str
+    device_id: int
+    hosts: list[tuple[str, str, int | None]]
+    fabric: Any = None
+    lb: str = "ecmp"
+    entries: list[Any] = field(default_factory=list)  # southbound TableEntry
+    defaults: list[tuple[str, str, dict[str, int]]] = field(default_factory=list)
+    ecn_always: bool = False  # fabric: mark every ECT packet (kmin = kmax = 0)
+    failed_links: list[tuple[str, str]] = field(default_factory=list)  # fabric: A, B
+
+    def apply(self, handle: Any) -> None:
+        if self.fabric is not None:
+            from emu.control import (
+                FabricController,
+                LbSettings,
+                MemorySwitchHandle,
+                TableEntry,
+            )
+            from emu.control.program import ECN_CONFIG, SET_RED
+
+            handles = {s.name: (handle if s.name == self.switch_name
+                                else MemorySwitchHandle(s.name)) for s in self.fabric.switches}
+            ctl = FabricController(self.fabric, handles, lb=LbSettings(mode=LbMode(self.lb)))
+            ctl.program()
+            for a, b in self.failed_links:
+                ctl.link_down(a, b)
+            if self.ecn_always:
+                # Below the controller's checks (kmin < kmax): q >= 0 always marks.
+                for p in self.ports:
+                    handle.modify_entry(TableEntry(
+                        ECN_CONFIG, {"standard_metadata.egress_port": p}, SET_RED,
+                        {"kmin": 0, "kmax": 0, "slope": 0, "at_dequeue": 1}))
+            return
+        for table, action, params in self.defaults:
+            handle.set_default(table, action, params)
+        for e in self.entries:
+            handle.insert_entry(e)
+
+
+def group_ports(setup: Programming) -> set[int]:
+    """The switch's ports towards other switches: the members of its next-hop groups."""
+    if setup.fabric is None:
+        return set()
+    switches = {s.name for s in setup.fabric.switches}
+    out = set()
+    for link in setup.fabric.links:
+        for mine, peer in ((link.a, link.b), (link.b, link.a)):
+            if mine.node == setup.switch_name and peer.node in switches:
+                out.add(mine.port)
+    return out
+
+
+def fabric_programming(topo: str, switch: str | None, lb: str, *, ecn_always: bool = False,
+                       failed_links: Sequence[tuple[str, str]] = ()) -> Programming:
+    from emu.topo import load_topology
+
+    fabric = load_topology(topo)
+    names = [s.name for s in fabric.switches]
+    if switch and switch not in names:
+        raise ValueError(f"no switch {switch!r} in {topo} ({', '.join(names)})")
+    sw = fabric.switch(switch) if switch else next(
+        (s for s in fabric.switches if s.subnet is not None), fabric.switches[0])
+    hosts = [(str(h.ip), h.mac, h.switch_port if h.switch == sw.name else None)
+             for h in fabric.hosts]
+    for a, b in failed_links:
+        if not any({a, b} == {link.a.node, link.b.node} for link in fabric.links):
+            raise ValueError(f"no link {a}:{b} in {topo}")
+    return Programming(ports=[p.number for p in sw.ports], switch_name=sw.name,
+                       device_id=sw.device_id, hosts=hosts, fabric=fabric, lb=lb,
+                       ecn_always=ecn_always, failed_links=list(failed_links))
+
+
+def runtime_programming(path: Path, ports: list[int]) -> Programming:
+    """Entries from a p4lang-tutorials-style runtime JSON file."""
+    from emu.control import Lpm, TableEntry, Ternary
+
+    doc = json.loads(path.read_text())
+    prog = Programming(ports=ports, switch_name="s1", device_id=1, hosts=[])
+    for e in doc.get("table_entries", []):
+        params = {k: int(v) for k, v in dict(e.get("action_params", {})).items()}
+        if e.get("default_action"):
+            prog.defaults.append((e["table"], e["action_name"], params))
+            continue
+        match: dict[str, Any] = {}
+        for name, v in dict(e.get("match", {})).items():
+            if isinstance(v, list):
+                a, b = int(v[0]), int(v[1])
+                # [value, prefix_len] is LPM; with a priority the entry is ternary [value, mask]
+                match[name] = Lpm(a, b) if e.get("priority") is None else Ternary(a, b)
+            else:
+                match[name] = int(v)
+        prog.entries.append(TableEntry(e["table"], match, e["action_name"], params,
+                                       e.get("priority")))
+    return prog

@@ -1,0 +1,148 @@
+"""The two sides: the embedded target in-process on a virtual clock (side A), and a
+switch process of a target on veth pairs in a throwaway namespace (side B)."""
+
+from __future__ import annotations
+
+import contextlib
+import select
+import shutil
+import socket
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .model import ETH_P_ALL, PACKET_OUTGOING, Outputs, Packet
+from .programming import Programming
+
+# ---------------------------------------------------------------------- side A: in-process
+
+
+def run_in_process(program: Path, include_dirs: Sequence[Path], setup: Programming,
+                   packets: Sequence[Packet], registers: Sequence[str]
+                   ) -> tuple[list[Outputs], dict[str, Any], Any]:
+    from emu.control.inprocess import InProcessSwitchHandle
+    from emu.core.clock import VirtualClock
+    from emu.p4.api import P4Switch
+
+    sw = P4Switch.from_file(str(program), [str(d) for d in include_dirs], clock=VirtualClock(),
+                            seed=setup.device_id, queue_depth_pkts=1024)
+    handle = InProcessSwitchHandle(setup.switch_name, sw)
+    setup.apply(handle)
+    wired = set(setup.ports)
+    results = []
+    for pkt in packets:
+        sw.inject(pkt.port, pkt.frame)
+        sw.run_until_idle()
+        results.append([(o.port, bytes(o.data)) for o in sw.outputs(clear=True)
+                        if o.port in wired])
+    state = {"registers": {f"{r}[{i}]": int(sw.register_read(r, i))
+                           for r in registers for i in setup.ports}}
+    return results, state, handle
+
+
+# ---------------------------------------------------------------------- side B: a process
+
+
+@contextlib.contextmanager
+def veth_ports(ports: Sequence[int]) -> Iterator[tuple[str, dict[int, str], dict[int, str]]]:
+    """A namespace with one veth pair per port: (ns, switch ends, host ends)."""
+    from emu.core import netns
+
+    tag = uuid.uuid4().hex[:6]
+    ns = f"emuxc-{tag}"
+    netns.add(ns)
+    try:
+        for key in ("all", "default"):
+            netns.run(ns, "sysctl", "-qw", f"net.ipv6.conf.{key}.disable_ipv6=1", check=False)
+        sw_end = {p: f"xs{tag}{p}" for p in ports}
+        host_end = {p: f"xh{tag}{p}" for p in ports}
+        for p in ports:
+            netns.run(ns, "ip", "link", "add", sw_end[p], "type", "veth", "peer", "name",
+                      host_end[p])
+            for i in (sw_end[p], host_end[p]):
+                netns.run(ns, "ip", "link", "set", i, "up")
+        yield ns, sw_end, host_end
+    finally:
+        netns.delete(ns)
+
+
+def collect(socks: Mapping[int, socket.socket], settle_s: float, max_s: float) -> Outputs:
+    out: Outputs = []
+    by_fd = {s.fileno(): (p, s) for p, s in socks.items()}
+    deadline = time.monotonic() + max_s
+    quiet_until = time.monotonic() + settle_s
+    while True:
+        now = time.monotonic()
+        wait = min(quiet_until, deadline) - now
+        if wait <= 0:
+            return out
+        ready, _, _ = select.select(list(by_fd), [], [], wait)
+        for fd in ready:
+            port, s = by_fd[fd]
+            data, addr = s.recvfrom(65535)
+            if addr[2] != PACKET_OUTGOING:
+                out.append((port, data))
+                quiet_until = time.monotonic() + settle_s
+
+
+def run_process(target_name: str, program: Path, include_dirs: Sequence[Path],
+                build_dir: Path, setup: Programming, packets: Sequence[Packet],
+                registers: Sequence[str], settle_s: float
+                ) -> tuple[list[Outputs], dict[str, Any], Any, Any]:
+    from emu.control.p4rt import P4RuntimeSwitchHandle
+    from emu.core import netns
+    from emu.runtime.client import P4RuntimeClient
+    from emu.targets import SwitchSpec, get_target
+
+    target = get_target(target_name)
+    pipe = target.compile(program, build_dir, tuple(include_dirs))
+    p4info = pipe.load_p4info()
+    sockdir = tempfile.mkdtemp(prefix="emuxc-")
+    results: list[Outputs] = []
+    try:
+        with veth_ports(setup.ports) as (ns, sw_end, host_end):
+            spec = SwitchSpec(setup.switch_name, setup.device_id, dict(sw_end),
+                              f"unix:{sockdir}/p4rt.sock", netns=ns)
+            with target.start(spec, pipe) as proc:
+                proc.wait_ready(120)
+                client = P4RuntimeClient(spec.grpc_addr, setup.device_id)
+                socks: dict[int, socket.socket] = {}
+                try:
+                    client.set_pipeline(p4info, pipe.device_config())
+                    handle = P4RuntimeSwitchHandle(setup.switch_name, client, p4info)
+                    setup.apply(handle)
+                    with netns.inside(ns):
+                        for p, iface in host_end.items():
+                            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
+                                              socket.htons(ETH_P_ALL))
+                            s.bind((iface, 0))
+                            socks[p] = s
+                    collect(socks, 0.05, 0.5)  # drain anything from start-up
+                    for pkt in packets:
+                        socks[pkt.port].send(pkt.frame)
+                        results.append(collect(socks, settle_s, max(2.0, 10 * settle_s)))
+                    state = {"registers": {f"{r}[{i}]": proc.read_register(r, i)
+                                           for r in registers for i in setup.ports}}
+                    counters = read_counters(handle, p4info, setup.ports)
+                finally:
+                    for s in socks.values():
+                        s.close()
+                    client.close()
+    finally:
+        shutil.rmtree(sockdir, ignore_errors=True)
+    return results, state, counters, p4info
+
+
+def read_counters(handle: Any, p4info: Any, indices: Sequence[int]) -> dict[str, tuple[int, ...]]:
+    """Every indirect counter of the P4Info at `indices`: name[i] -> the unit's values."""
+    out: dict[str, tuple[int, ...]] = {}
+    for c in p4info.counters:
+        unit = c.spec.unit  # 1 BYTES, 2 PACKETS, 3 BOTH
+        cells = handle.read_counters(c.preamble.name, [i for i in indices if i < c.size])
+        for i, (pk, by) in cells.items():
+            vals = {1: (by,), 2: (pk,)}.get(unit, (pk, by))
+            out[f"{c.preamble.name}[{i}]"] = tuple(int(v) for v in vals)
+    return out
