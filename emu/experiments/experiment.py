@@ -18,7 +18,6 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from emu.topo import Fabric, load_topology
 from emu.topo.errors import Collector, Mark, TopologyError
@@ -27,6 +26,7 @@ from emu.topo.yamlpos import YList, YMap, parse_yaml
 from .config import RunConfig, RunConfigError
 from .workloads import WorkloadError, WorkloadParams
 
+_T = typing.TypeVar("_T")
 TOP_KEYS = ("name", "description", "base", "grid", "seeds", "timeout")
 DEFAULT_TIMEOUT_S = 600.0
 # RunConfig fields an experiment does not set: the sweep owns them (where results go,
@@ -45,7 +45,7 @@ class Option:
     name: str
     part: str  # "run" (a RunConfig field) or "workload" (a WorkloadParams field)
     field: str
-    parse: Callable[[Any], Any]
+    parse: Callable[[object], object]
     takes: str  # what it takes, for messages
 
 
@@ -55,7 +55,7 @@ class Point:
     in the file's order; `config` the whole run."""
 
     id: str
-    varied: tuple[tuple[str, Any], ...]
+    varied: tuple[tuple[str, object], ...]
     config: RunConfig
 
     @property
@@ -88,7 +88,7 @@ class Experiment:
     name: str
     description: str
     file: Path
-    base: dict[str, Any]
+    base: dict[str, object]
     axes: tuple[str, ...]
     seeds: tuple[int, ...]
     timeout_s: float
@@ -98,7 +98,7 @@ class Experiment:
 # --------------------------------------------------------------------------- options
 
 
-def _parse_size(v: Any) -> int:
+def _parse_size(v: object) -> int:
     if isinstance(v, bool):
         raise OptionError("expected a size in bytes (4096, 64K, 1M)")
     if isinstance(v, int):
@@ -117,7 +117,7 @@ def _parse_size(v: Any) -> int:
     return n
 
 
-def _parse_rate(v: Any) -> int:
+def _parse_rate(v: object) -> int:
     from emu.topo import UnitError, parse_rate
 
     if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -128,7 +128,7 @@ def _parse_rate(v: Any) -> int:
         raise OptionError(str(exc)) from None
 
 
-def _parse_link(v: Any) -> tuple[str, str]:
+def _parse_link(v: object) -> tuple[str, str]:
     if isinstance(v, str):
         a, sep, b = v.partition(":")
         if sep and a and b:
@@ -138,7 +138,7 @@ def _parse_link(v: Any) -> tuple[str, str]:
     raise OptionError(f"expected SWITCH:SWITCH, got {v!r}")
 
 
-def _parser_for(hint: Any) -> tuple[Callable[[Any], Any], str]:
+def _parser_for(hint: object) -> tuple[Callable[[object], object], str]:
     """A parser of YAML values for a dataclass field's type, and what it takes."""
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
@@ -148,7 +148,7 @@ def _parser_for(hint: Any) -> tuple[Callable[[Any], Any], str]:
     if origin is typing.Literal:
         choices = [str(a) for a in args]
 
-        def literal(v: Any) -> Any:
+        def literal(v: object) -> object:
             if v not in args:
                 raise OptionError(f"expected one of {', '.join(choices)}, got {v!r}")
             return v
@@ -156,32 +156,32 @@ def _parser_for(hint: Any) -> tuple[Callable[[Any], Any], str]:
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         values = [str(m.value) for m in hint]
 
-        def member(v: Any) -> Any:
+        def member(v: object) -> object:
             try:
                 return hint(v)
             except ValueError:
                 raise OptionError(f"expected one of {', '.join(values)}, got {v!r}") from None
         return member, "one of " + ", ".join(values)
     if hint is bool:
-        def boolean(v: Any) -> bool:
+        def boolean(v: object) -> bool:
             if not isinstance(v, bool):
                 raise OptionError(f"expected true or false, got {v!r}")
             return v
         return boolean, "true or false"
     if hint is int:
-        def integer(v: Any) -> int:
+        def integer(v: object) -> int:
             if isinstance(v, bool) or not isinstance(v, int):
                 raise OptionError(f"expected an integer, got {v!r}")
             return v
         return integer, "an integer"
     if hint is float:
-        def number(v: Any) -> float:
+        def number(v: object) -> float:
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise OptionError(f"expected a number, got {v!r}")
             return float(v)
         return number, "a number"
     if hint is str:
-        def string(v: Any) -> str:
+        def string(v: object) -> str:
             if not isinstance(v, str):
                 raise OptionError(f"expected a string, got {v!r}")
             return v
@@ -189,7 +189,7 @@ def _parser_for(hint: Any) -> tuple[Callable[[Any], Any], str]:
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
         item, takes = _parser_for(args[0])
 
-        def seq(v: Any) -> tuple[Any, ...]:
+        def seq(v: object) -> tuple[object, ...]:
             if not isinstance(v, list):
                 raise OptionError(f"expected a list of {takes}, got {v!r}")
             return tuple(item(x) for x in v)
@@ -197,7 +197,7 @@ def _parser_for(hint: Any) -> tuple[Callable[[Any], Any], str]:
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         cls = hint
 
-        def record(v: Any) -> Any:  # an option that is a settings object (a mapping)
+        def record(v: object) -> object:  # an option that is a settings object (a mapping)
             if not isinstance(v, Mapping):
                 raise OptionError(f"expected a mapping of {cls.__name__} fields, got {v!r}")
             try:
@@ -233,13 +233,13 @@ def options() -> dict[str, Option]:
     return out
 
 
-def _point_id(varied: Sequence[tuple[str, Any]]) -> str:
+def _point_id(varied: Sequence[tuple[str, object]]) -> str:
     """`lb=spray,cc=none,seed=2`: a set axis shows its options, not its name."""
     return ",".join(_show(x) if isinstance(x, Mapping) else f"{k}={_show(x)}"
                     for k, x in varied)
 
 
-def _show(v: Any) -> str:
+def _show(v: object) -> str:
     if isinstance(v, enum.Enum):
         return str(v.value)
     if isinstance(v, tuple):
@@ -266,8 +266,8 @@ class _Reader:
         hint = f" (did you mean '{near[0]}'?)" if near else ""
         self.error(mark, f"unknown {what} '{key}'{hint}")
 
-    def option(self, name: str, value: Any, key_mark: Mark, value_mark: Mark
-               ) -> tuple[str, Any] | None:
+    def option(self, name: str, value: object, key_mark: Mark, value_mark: Mark
+               ) -> tuple[str, object] | None:
         """The parsed value of one option, checked alone; None (reported) if bad."""
         opt = self.opts.get(name)
         if opt is None:
@@ -286,11 +286,11 @@ class _Reader:
             return None
         return name, parsed
 
-    def mapping(self, m: Any, mark: Mark, what: str) -> dict[str, Any]:
+    def mapping(self, m: object, mark: Mark, what: str) -> dict[str, object]:
         if not isinstance(m, YMap):
             self.error(mark, f"{what} must be a mapping of options")
             return {}
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for k, v in m.items():
             got = self.option(k, v, m.key_mark(k), m.value_mark(k))
             if got is not None:
@@ -298,16 +298,25 @@ class _Reader:
         return out
 
 
-def _build(values: Mapping[str, Any], opts: Mapping[str, Option], seed: int | None = None,
-           **run: Any) -> RunConfig:
-    run_kw: dict[str, Any] = dict(run)
-    wl_kw: dict[str, Any] = {}
+def _build(values: Mapping[str, object], opts: Mapping[str, Option], seed: int | None = None,
+           **run: object) -> RunConfig:
+    """A RunConfig from parsed option values (each checked by its field's parser)."""
+    run_kw: dict[str, object] = dict(run)
+    wl_kw: dict[str, object] = {}
     for name, v in values.items():
         opt = opts[name]
         (run_kw if opt.part == "run" else wl_kw)[opt.field] = v
     if seed is not None:
         wl_kw["seed"] = seed
-    return RunConfig(workload=WorkloadParams(**wl_kw), **run_kw)
+    run_kw["workload"] = _with_fields(WorkloadParams(), wl_kw)
+    return _with_fields(RunConfig(), run_kw)
+
+
+def _with_fields(obj: _T, changes: Mapping[str, object]) -> _T:
+    """`obj` with `changes`: each value came from its field's parser (_parser_for), so it
+    has the field's type; the dataclass's own validate() checks the rest."""
+    replace: Callable[..., _T] = dataclasses.replace
+    return replace(obj, **changes)
 
 
 def load_experiment(path: str | Path, *, results_root: Path = Path("results"),
@@ -359,7 +368,7 @@ def loads_experiment(text: str, file: Path, *, results_root: Path = Path("result
     return dataclasses.replace(exp, points=tuple(points))
 
 
-def _axes(r: _Reader, doc: YMap) -> list[tuple[str, list[tuple[Any, dict[str, Any]]]]]:
+def _axes(r: _Reader, doc: YMap) -> list[tuple[str, list[tuple[object, dict[str, object]]]]]:
     """Each axis: its name and its values, each with the options it sets."""
     grid = doc.get("grid", YMap(Mark(str(r.file))))
     if not isinstance(grid, YMap):
@@ -372,7 +381,7 @@ def _axes(r: _Reader, doc: YMap) -> list[tuple[str, list[tuple[Any, dict[str, An
         if not isinstance(values, YList) or not values:
             r.error(vm, f"grid axis '{axis}' needs a non-empty list of values")
             continue
-        out: list[tuple[Any, dict[str, Any]]] = []
+        out: list[tuple[object, dict[str, object]]] = []
         if axis in r.opts:
             for i, v in enumerate(values):
                 got = r.option(axis, v, km, values.item_mark(i))
@@ -413,12 +422,12 @@ def _seeds(r: _Reader, doc: YMap) -> tuple[int, ...]:
     return (1,)
 
 
-def _points(exp: Experiment, axes: Sequence[tuple[str, list[tuple[Any, dict[str, Any]]]]],
+def _points(exp: Experiment, axes: Sequence[tuple[str, list[tuple[object, dict[str, object]]]]],
             opts: Mapping[str, Option], results_root: Path, real: bool) -> list[Point]:
     out = []
     for combo in itertools.product(*[vals for _, vals in axes]):
         values = dict(exp.base)
-        varied: list[tuple[str, Any]] = []
+        varied: list[tuple[str, object]] = []
         for (axis, _), (shown, sets) in zip(axes, combo, strict=True):
             values.update(sets)
             varied.append((axis, shown))

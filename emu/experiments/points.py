@@ -13,16 +13,25 @@ from __future__ import annotations
 import json
 import math
 import pickle
+import subprocess
 import sys
 import traceback
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from emu.topo import Fabric
 
 from .config import RunConfig
-from .metrics import percentile
+from .metrics import FlowResult, percentile
+from .summary import RunSummary
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# A point's outcome: status (done | failed), reason, run_dir (its run folder's name).
+Outcome = dict[str, str]
 
 OUTCOME = "outcome.json"
 POINT_FILE = "point.json"  # written by the sweep: options, status, reason, wall time
@@ -36,13 +45,34 @@ WALL_KEYS = ("bringup_s",)
 WALL_RUN_KEYS = ("results_dir",)
 
 
-def read_point(d: Path) -> dict[str, Any] | None:
-    """A point folder's point.json (None: the point never finished)."""
+@dataclass
+class Job:
+    """A point being run: its folder and what runs it (a child process or a Ray task)."""
+
+    out_dir: Path
+    proc: subprocess.Popen[bytes] | None = None
+    ref: object = None  # a Ray ObjectRef
+
+
+def read_point(d: Path) -> dict[str, str]:
+    """A point folder's point.json, as text ({}: the point never finished)."""
     try:
         data = json.loads((d / POINT_FILE).read_text())
     except (OSError, ValueError):
+        return {}
+    return {str(k): "" if v is None else str(v) for k, v in data.items()} \
+        if isinstance(data, dict) else {}
+
+
+def read_outcome(d: Path) -> Outcome | None:
+    """The outcome a point's worker wrote (None: it wrote none, e.g. it was killed)."""
+    try:
+        data = json.loads((d / OUTCOME).read_text())
+    except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        return None
+    return {str(k): "" if v is None else str(v) for k, v in data.items()}
 
 
 def bucket_of(size_bytes: int) -> str:
@@ -69,82 +99,90 @@ def ideal_fct_s(model: Fabric, src: str, dst: str, size_bytes: int) -> float:
 
 
 def flow_slowdowns(model: Fabric, dilation: float,
-                   flows: Sequence[Mapping[str, Any]]) -> list[tuple[int, float]]:
+                   flows: Sequence[FlowResult]) -> list[tuple[int, float]]:
     """(size, FCT / ideal FCT) of every flow with an FCT; FCTs are wire times, so
     / dilation gives the modelled time the ideal is in."""
-    out = []
-    for f in flows:
-        if f.get("fct_s") is None:
-            continue
-        ideal = ideal_fct_s(model, f["src"], f["dst"], int(f["size_bytes"]))
-        out.append((int(f["size_bytes"]), f["fct_s"] / dilation / ideal))
-    return out
+    return [(f.size_bytes, f.fct_s / dilation / ideal_fct_s(model, f.src, f.dst, f.size_bytes))
+            for f in flows if f.fct_s is not None]
 
 
 def _mean(xs: Sequence[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def point_metrics(summary: Mapping[str, Any], model: Fabric) -> dict[str, Any]:
-    """The flat metrics of one run (a row of metrics.csv) and its distributions."""
-    run = summary["run"]
-    dil = float(run.get("dilation") or 1.0)
-    slow = flow_slowdowns(model, dil, summary["flows"])
+Scalar = float | int | str | bool | None
+
+
+@dataclass(frozen=True)
+class PointMetrics:
+    """What metrics.json holds besides the summary: a row of metrics.csv (`flat`), the
+    FCT slowdown per flow-size bucket ({bucket: {flows, p50, p99}}) and the packets per
+    reorder distance."""
+
+    flat: dict[str, Scalar]
+    slowdown_by_size: dict[str, dict[str, float]]
+    reorder_distance: dict[str, int]
+
+
+def point_metrics(s: RunSummary, model: Fabric) -> PointMetrics:
+    """The metrics of one run, from its summary and the modelled fabric."""
+    dil = float(s.run.get("dilation") or 1.0)
+    slow = flow_slowdowns(model, dil, s.flows)
     by_bucket: dict[str, list[float]] = {}
-    for size, s in slow:
-        by_bucket.setdefault(bucket_of(size), []).append(s)
-    buckets = {name: {"flows": len(v), "p50": percentile(v, 50), "p99": percentile(v, 99)}
+    for size, x in slow:
+        by_bucket.setdefault(bucket_of(size), []).append(x)
+    buckets = {name: {"flows": float(len(v)), "p50": percentile(v, 50),
+                      "p99": percentile(v, 99)}
                for name, _ in BUCKETS if (v := by_bucket.get(name))}
-    colls = [c for c in summary["collectives"] if c.get("algbw_nominal_Bps") is not None]
-    ups = [u["jain"] for u in summary["uplinks"] if u.get("jain") is not None]
-    q = summary["queues"][0] if summary["queues"] else {}
-    h, fab = summary["hosts"], summary["fabric"]
-    allslow = [s for _, s in slow]
-    traffic = summary.get("traffic_s")
-    flat: dict[str, Any] = {
-        "ok": summary["ok"],
-        "flows": summary["flows_total"],
-        "flows_verified": summary["flows_verified"],
+    algbw = [c.algbw_nominal_Bps / 1e9 for c in s.collectives if c.algbw_nominal_Bps]
+    busbw = [c.busbw_nominal_Bps / 1e9 for c in s.collectives if c.busbw_nominal_Bps]
+    jains = [u.jain for u in s.uplinks]
+    q = s.queues[0] if s.queues else None
+    allslow = [x for _, x in slow]
+    traffic = s.traffic_s
+    flat: dict[str, Scalar] = {
+        "ok": s.ok, "flows": len(s.flows), "flows_verified": s.flows_verified(),
         "traffic_modelled_s": None if traffic is None else traffic / dil,
         "slowdown_p50": percentile(allslow, 50) if allslow else None,
         "slowdown_p99": percentile(allslow, 99) if allslow else None,
-        "algbw_GBps": _mean([c["algbw_nominal_Bps"] / 1e9 for c in colls]),
-        "busbw_GBps": _mean([c["busbw_nominal_Bps"] / 1e9 for c in colls]),
-        "jain_uplinks": _mean(ups),
-        "jain_uplinks_min": min(ups) if ups else None,
-        "queue_p50_pkts": q.get("p50_pkts"), "queue_p90_pkts": q.get("p90_pkts"),
-        "queue_p99_pkts": q.get("p99_pkts"), "queue_max_pkts": q.get("max_pkts"),
-        "queue_busiest": f"{q['switch']}:{q['port']}" if q else None,
-        "drops": fab["drops"], "queue_drops": fab["queue_drops"],
-        "ecn_marks": fab["ecn_marks"], "cnps": h["cnps_sent"],
-        "retx_pkts": h["retx_pkts"], "timeouts": h["timeouts"],
-        "reordered_pkts": h["reordered_pkts"], "reorder_hwm_pkts": h["reorder_hwm_pkts"],
+        "algbw_GBps": _mean(algbw), "busbw_GBps": _mean(busbw),
+        "jain_uplinks": _mean(jains), "jain_uplinks_min": min(jains) if jains else None,
+        "queue_p50_pkts": q.p50_pkts if q else None, "queue_p90_pkts": q.p90_pkts if q else None,
+        "queue_p99_pkts": q.p99_pkts if q else None, "queue_max_pkts": q.max_pkts if q else None,
+        "queue_busiest": f"{q.switch}:{q.port}" if q else None,
+        "drops": s.fabric.drops, "queue_drops": s.fabric.queue_drops,
+        "ecn_marks": s.fabric.ecn_marks, "cnps": s.hosts.cnps_sent,
+        "retx_pkts": s.hosts.retx_pkts, "timeouts": s.hosts.timeouts,
+        "reordered_pkts": s.hosts.reordered_pkts(), "reorder_hwm_pkts": s.hosts.reorder_hwm_pkts,
     }
     for name, b in buckets.items():
         flat[f"slowdown_p50[{name}]"] = b["p50"]
         flat[f"slowdown_p99[{name}]"] = b["p99"]
-    return {"metrics": flat, "slowdown_by_size": buckets,
-            "reorder_distance": dict(h.get("reorder_distance") or {})}
+    return PointMetrics(flat, buckets, dict(s.hosts.reorder_distance))
 
 
-def deterministic_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
+def deterministic_summary(summary: Mapping[str, object]) -> dict[str, object]:
     """summary.json without its wall-clock figures and where it was written."""
     out = {k: v for k, v in summary.items() if k not in WALL_KEYS}
-    out["run"] = {k: v for k, v in summary["run"].items() if k not in WALL_RUN_KEYS}
+    run = summary.get("run")
+    if isinstance(run, Mapping):
+        out["run"] = {k: v for k, v in run.items() if k not in WALL_RUN_KEYS}
     return out
 
 
-def write_metrics(out_dir: Path, point_id: str, varied: Mapping[str, Any],
-                  summary: Mapping[str, Any], model: Fabric) -> Path:
-    doc = {"point": point_id, "options": dict(varied), **point_metrics(summary, model),
-           "summary": deterministic_summary(summary)}
+def write_metrics(out_dir: Path, point_id: str, varied: Mapping[str, str],
+                  summary: RunSummary, model: Fabric) -> Path:
+    m = point_metrics(summary, model)
+    doc = {"point": point_id, "options": dict(varied), "metrics": m.flat,
+           "slowdown_by_size": m.slowdown_by_size, "reorder_distance": m.reorder_distance,
+           "summary": deterministic_summary(summary.to_dict())}
     path = out_dir / METRICS
     path.write_text(json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
     return path
 
 
 def execute_point(cfg: RunConfig, model: Fabric, out_dir: Path, point_id: str,
-                  varied: Mapping[str, Any], console: Any = None) -> dict[str, Any]:
+                  varied: Mapping[str, str], console: Console | None = None) -> Outcome:
     """Run one point into `out_dir` (its run folder, metrics.json); its outcome."""
     from dataclasses import replace
 
@@ -161,19 +199,17 @@ def execute_point(cfg: RunConfig, model: Fabric, out_dir: Path, point_id: str,
         from .run import run_experiment
 
         summary = run_experiment(cfg, plan=plan)
-    d = summary.to_dict()
-    write_metrics(out_dir, point_id, varied, d, model)
-    run_dir = d["run"].get("results_dir")
-    outcome: dict[str, Any] = {"status": "done", "reason": "",
-                               "run_dir": Path(run_dir).name if run_dir else None}
+    write_metrics(out_dir, point_id, varied, summary, model)
+    run_dir = summary.run.get("results_dir")
+    outcome = {"status": "done", "reason": "", "run_dir": Path(run_dir).name if run_dir else ""}
     if not summary.ok:
-        outcome.update(status="failed", reason=f"incomplete: {d['flows_verified']}/"
-                       f"{d['flows_total']} flows delivered and verified")
+        outcome.update(status="failed", reason=f"incomplete: {summary.flows_verified()}/"
+                       f"{len(summary.flows)} flows delivered and verified")
     return outcome
 
 
 def run_guarded(cfg: RunConfig, model: Fabric, out_dir: Path, point_id: str,
-                varied: Mapping[str, Any], console: Any = None) -> dict[str, Any]:
+                varied: Mapping[str, str], console: Console | None = None) -> Outcome:
     """execute_point, an exception becoming a failed outcome (its traceback printed)."""
     try:
         outcome = execute_point(cfg, model, out_dir, point_id, varied, console)

@@ -15,10 +15,14 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .experiment import Experiment
-from .points import BUCKETS, METRICS, read_point
+from .points import BUCKETS, METRICS, Scalar, read_point
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 # The report's table: (metrics.csv column, heading, format).
 TABLE: tuple[tuple[str, str, str], ...] = (
@@ -38,28 +42,35 @@ class PointResult:
     status: str
     reason: str
     options: dict[str, str]
-    doc: dict[str, Any]  # metrics.json ({} if the point has none)
+    has_metrics: bool  # metrics.json was there
+    metrics: dict[str, Scalar]  # a row of metrics.csv
+    slowdown_by_size: dict[str, dict[str, float]]  # bucket -> p50, p99, flows
+    reorder_distance: dict[str, int]
 
-    @property
-    def metrics(self) -> dict[str, Any]:
-        return dict(self.doc.get("metrics") or {})
+
+def _read_metrics(path: Path) -> tuple[bool, dict[str, Scalar], dict[str, dict[str, float]],
+                                       dict[str, int]]:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False, {}, {}, {}
+    if not isinstance(doc, dict):
+        return False, {}, {}, {}
+    return (True, dict(doc.get("metrics") or {}), dict(doc.get("slowdown_by_size") or {}),
+            dict(doc.get("reorder_distance") or {}))
 
 
 def load_points(out: Path, exp: Experiment) -> list[PointResult]:
     res = []
     for p in exp.points:
         d = out / "points" / p.dir_name
-        rec = read_point(d) or {"status": "not run", "reason": ""}
-        try:
-            doc = json.loads((d / METRICS).read_text())
-        except (OSError, ValueError):
-            doc = {}
-        res.append(PointResult(p.id, p.configuration, p.seed, str(rec.get("status")),
-                               str(rec.get("reason") or ""), p.options(), doc))
+        rec = read_point(d)
+        res.append(PointResult(p.id, p.configuration, p.seed, rec.get("status", "not run"),
+                               rec.get("reason", ""), p.options(), *_read_metrics(d / METRICS)))
     return res
 
 
-def _cell(v: Any) -> str:
+def _cell(v: Scalar) -> str:
     if v is None:
         return ""
     if isinstance(v, float):
@@ -69,7 +80,7 @@ def _cell(v: Any) -> str:
 
 def metrics_csv(points: Sequence[PointResult]) -> str:
     """One row per point in the file's order; the same points give the same bytes."""
-    opts = list(dict.fromkeys(k for p in points for k in p.options))
+    opts = list(dict.fromkeys(k for p in points for k in p.options if k != "seed"))
     cols = list(dict.fromkeys(k for p in points for k in p.metrics))
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -84,14 +95,14 @@ def metrics_csv(points: Sequence[PointResult]) -> str:
 def by_configuration(points: Sequence[PointResult]) -> dict[str, list[PointResult]]:
     out: dict[str, list[PointResult]] = {}
     for p in points:
-        if p.doc:
+        if p.has_metrics:
             out.setdefault(p.configuration, []).append(p)
     return out
 
 
-def mean_sd(values: Sequence[Any]) -> tuple[float, float] | None:
-    xs = [float(v) for v in values if v is not None and not (isinstance(v, float)
-                                                            and math.isnan(v))]
+def mean_sd(values: Sequence[Scalar | float]) -> tuple[float, float] | None:
+    xs = [float(v) for v in values
+          if isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v)]
     if not xs:
         return None
     return statistics.fmean(xs), statistics.stdev(xs) if len(xs) > 1 else 0.0
@@ -100,7 +111,7 @@ def mean_sd(values: Sequence[Any]) -> tuple[float, float] | None:
 # --------------------------------------------------------------------------- plots
 
 
-def _bars(ax: Any, groups: Sequence[str], series: dict[str, list[tuple[float, float] | None]],
+def _bars(ax: Axes, groups: Sequence[str], series: dict[str, list[tuple[float, float] | None]],
           ylabel: str, title: str) -> bool:
     """Grouped bars: x = groups, one bar per configuration (legend), error bars = sd."""
     if not any(v is not None for vals in series.values() for v in vals):
@@ -119,35 +130,35 @@ def _bars(ax: Any, groups: Sequence[str], series: dict[str, list[tuple[float, fl
     return True
 
 
-def _figure(n: int) -> tuple[Any, Any]:
+def _figure(n: int) -> tuple[Figure, Sequence[Axes]]:
     from .plots import _plt
 
     plt = _plt()
     fig, axes = plt.subplots(1, n, figsize=(5.5 * n, 3.8), squeeze=False)
-    return fig, axes[0]
+    return fig, list(axes[0])
 
 
-def _legend(fig: Any, axes: Any) -> None:
+def _legend(fig: Figure, axes: Sequence[Axes]) -> None:
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
                    ncol=min(4, len(labels)), fontsize="small")
 
 
-def figures(configs: dict[str, list[PointResult]]) -> dict[str, Any]:
+def figures(configs: dict[str, list[PointResult]]) -> dict[str, Figure]:
     """The report's figures by file stem (those with any data)."""
-    figs: dict[str, Any] = {}
+    figs: dict[str, Figure] = {}
 
     def per_config(key: str) -> dict[str, list[tuple[float, float] | None]]:
         return {c: [mean_sd([p.metrics.get(key) for p in ps])] for c, ps in configs.items()}
 
     buckets = [b for b, _ in BUCKETS
-               if any(b in p.doc.get("slowdown_by_size", {}) for ps in configs.values()
+               if any(b in p.slowdown_by_size for ps in configs.values()
                       for p in ps)]
     if buckets:
         fig, axes = _figure(2)
         for ax, q in zip(axes, ("p50", "p99"), strict=True):
-            series = {c: [mean_sd([p.doc["slowdown_by_size"].get(b, {}).get(q) for p in ps])
+            series = {c: [mean_sd([p.slowdown_by_size.get(b, {}).get(q) for p in ps])
                           for b in buckets] for c, ps in configs.items()}
             _bars(ax, buckets, series, "FCT / ideal FCT", f"FCT slowdown {q} by flow size")
         _legend(fig, axes)
@@ -175,10 +186,10 @@ def figures(configs: dict[str, list[PointResult]]) -> dict[str, Any]:
         _legend(fig, axes)
         figs["queue_depth"] = fig
     dists = sorted({k for ps in configs.values() for p in ps
-                    for k in p.doc.get("reorder_distance", {})}, key=_bucket_order)
+                    for k in p.reorder_distance}, key=_bucket_order)
     if dists:
         fig, axes = _figure(1)
-        series = {c: [mean_sd([p.doc.get("reorder_distance", {}).get(k, 0) for p in ps])
+        series = {c: [mean_sd([p.reorder_distance.get(k, 0) for p in ps])
                       for k in dists] for c, ps in configs.items()}
         _bars(axes[0], dists, series, "packets", "arrivals by reorder distance (0: in order)")
         axes[0].set_yscale("symlog")

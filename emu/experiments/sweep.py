@@ -20,10 +20,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from emu.topo import Fabric
 
 from .experiment import Experiment, Point
-from .points import OUTCOME, POINT_FILE, read_point
+from .points import POINT_FILE, Job, Outcome, read_outcome, read_point
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -39,9 +44,9 @@ class Finished:
 class Backend(Protocol):
     slots: int
 
-    def start(self, point: Point, out_dir: Path) -> Any: ...
-    def poll(self, handle: Any) -> dict[str, Any] | None: ...
-    def kill(self, handle: Any) -> None: ...
+    def start(self, point: Point, out_dir: Path) -> Job: ...
+    def poll(self, job: Job) -> Outcome | None: ...
+    def kill(self, job: Job) -> None: ...
     def close(self) -> None: ...
 
 
@@ -51,9 +56,9 @@ class LocalBackend:
 
     slots: int
     exp: Experiment
-    models: dict[str, Any]
+    models: dict[str, Fabric]
 
-    def start(self, point: Point, out_dir: Path) -> Any:
+    def start(self, point: Point, out_dir: Path) -> Job:
         log = (out_dir / "log.txt").open("wb")
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
@@ -66,23 +71,23 @@ class LocalBackend:
                                        point.options())))
         proc.stdin.close()
         log.close()
-        return (proc, out_dir)
+        return Job(out_dir, proc=proc)
 
-    def poll(self, handle: Any) -> dict[str, Any] | None:
-        proc, out_dir = handle
-        rc = proc.poll()
+    def poll(self, job: Job) -> Outcome | None:
+        assert job.proc is not None
+        rc = job.proc.poll()
         if rc is None:
             return None
-        try:
-            outcome = json.loads((out_dir / OUTCOME).read_text())
-            return dict(outcome)
-        except (OSError, ValueError):
-            tail = _last_line(out_dir / "log.txt")
-            return {"status": "failed", "reason": f"worker exited with code {rc}"
-                    + (f": {tail}" if tail else "")}
+        outcome = read_outcome(job.out_dir)
+        if outcome is not None:
+            return outcome
+        tail = _last_line(job.out_dir / "log.txt")
+        return {"status": "failed", "reason": f"worker exited with code {rc}"
+                + (f": {tail}" if tail else "")}
 
-    def kill(self, handle: Any) -> None:
-        proc, _ = handle
+    def kill(self, job: Job) -> None:
+        proc = job.proc
+        assert proc is not None
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -109,7 +114,7 @@ class Sweep:
     force: bool = False
     on_change: Callable[[Sweep], None] = lambda s: None
     pending: list[Point] = field(default_factory=list)
-    running: dict[str, tuple[Point, Any, float]] = field(default_factory=dict)
+    running: dict[str, tuple[Point, Job, float]] = field(default_factory=dict)
     finished: list[Finished] = field(default_factory=list)
     skipped: int = 0
     started_at: float = field(default_factory=time.monotonic)
@@ -126,7 +131,7 @@ class Sweep:
         self.pending = []
         for p in self.exp.points:
             rec = read_point(self.out / "points" / p.dir_name)
-            if rec and rec.get("status") == "done" and not self.force:
+            if rec.get("status") == "done" and not self.force:
                 self.skipped += 1
             else:
                 self.pending.append(p)
@@ -168,15 +173,15 @@ class Sweep:
             self.on_change(self)
         return changed
 
-    def _record(self, point: Point, outcome: dict[str, Any], wall_s: float) -> None:
+    def _record(self, point: Point, outcome: Outcome, wall_s: float) -> None:
         d = self.out / "points" / point.dir_name
         d.mkdir(parents=True, exist_ok=True)
+        status, reason = outcome.get("status", "failed"), outcome.get("reason", "")
         rec = {"id": point.id, "configuration": point.configuration, "seed": point.seed,
-               "options": point.options(), "status": outcome.get("status", "failed"),
-               "reason": outcome.get("reason", ""), "run_dir": outcome.get("run_dir"),
-               "wall_s": round(wall_s, 3)}
+               "options": point.options(), "status": status, "reason": reason,
+               "run_dir": outcome.get("run_dir", ""), "wall_s": round(wall_s, 3)}
         (d / POINT_FILE).write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
-        self.finished.append(Finished(point, rec["status"], rec["reason"], wall_s))
+        self.finished.append(Finished(point, status, reason, wall_s))
 
     def eta_s(self) -> float | None:
         walls = [f.wall_s for f in self.finished]
@@ -247,8 +252,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     return 1 if any(r.get("status") != "done" for r in _records(out, exp)) else 0
 
 
-def _records(out: Path, exp: Experiment) -> list[dict[str, Any]]:
-    return [read_point(out / "points" / p.dir_name) or {} for p in exp.points]
+def _records(out: Path, exp: Experiment) -> list[dict[str, str]]:
+    return [read_point(out / "points" / p.dir_name) for p in exp.points]
 
 
 def run_sweep(exp: Experiment, out: Path, args: argparse.Namespace) -> int | None:
@@ -277,6 +282,9 @@ def run_sweep(exp: Experiment, out: Path, args: argparse.Namespace) -> int | Non
         print("emu experiment: interrupted; points done so far are kept (run it again to "
               "go on)", file=sys.stderr)
         return 130
+    if sweep.skipped:
+        print(f"emu experiment: {sweep.skipped} point{'s' if sweep.skipped > 1 else ''} "
+              "already done, not run again (--force runs them)")
     for f in sweep.finished:
         if f.status != "done":
             print(f"emu experiment: {f.point.id} failed: {f.reason}", file=sys.stderr)
@@ -290,8 +298,8 @@ class SweepView:
     def __init__(self, total: int) -> None:
         self.total = total
         self.tty = sys.stdout.isatty()
-        self.progress: Any = None
-        self.task: Any = None
+        self.progress: Progress | None = None
+        self.task: TaskID | None = None
         self.reported = 0
 
     def __enter__(self) -> SweepView:
@@ -313,7 +321,7 @@ class SweepView:
         state = (f"{s.done + s.skipped}/{self.total} done ({s.skipped} skipped), "
                  f"{len(s.running)} running, {s.failed} failed, ETA "
                  + ("-" if eta is None else f"{eta:.0f} s"))
-        if self.progress is not None:
+        if self.progress is not None and self.task is not None:
             self.progress.update(self.task, completed=s.done + s.skipped + s.failed, state=state)
             return
         for f in s.finished[self.reported:]:

@@ -12,10 +12,14 @@ import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Protocol
 
+from emu.topo import Fabric
+
+from .config import RunConfig
 from .experiment import Point
-from .points import OUTCOME
+from .points import OUTCOME, Job, Outcome
 
 REPO = Path(__file__).resolve().parents[2]
 # What a remote cluster needs of the repository: the package and the P4 sources.
@@ -27,8 +31,8 @@ class RayUnavailable(RuntimeError):
     """Ray is not installed or the cluster cannot be reached (the message says which)."""
 
 
-def ray_point(cfg: Any, model: Any, point_id: str, varied: dict[str, str]
-              ) -> tuple[dict[str, Any], dict[str, bytes]]:
+def ray_point(cfg: RunConfig, model: Fabric, point_id: str, varied: dict[str, str]
+              ) -> tuple[Outcome, dict[str, bytes]]:
     """Body of the Ray task: the point's outcome and every file of its folder."""
     import tempfile
 
@@ -47,15 +51,19 @@ def ray_point(cfg: Any, model: Any, point_id: str, varied: dict[str, str]
     return outcome, files
 
 
+class _Remote(Protocol):
+    def remote(self, *args: object) -> object: ...
+
+
 @dataclass
 class RayBackend:
     slots: int
-    models: dict[str, Any]
-    ray: Any
-    task: Any
+    models: dict[str, Fabric]
+    ray: ModuleType
+    task: _Remote  # ray_point as a Ray remote function
 
     @classmethod
-    def connect(cls, address: str, jobs: int, models: dict[str, Any]) -> RayBackend:
+    def connect(cls, address: str, jobs: int, models: dict[str, Fabric]) -> RayBackend:
         try:
             import ray
         except ImportError:
@@ -66,7 +74,7 @@ class RayBackend:
             # Workers start from this process's environment: make this checkout importable.
             path = os.pathsep.join([str(REPO), *[p for p in os.environ.get(
                 "PYTHONPATH", "").split(os.pathsep) if p]])
-            env: dict[str, Any] = {"env_vars": {"PYTHONPATH": path}}
+            env: dict[str, object] = {"env_vars": {"PYTHONPATH": path}}
         else:
             env = {"working_dir": str(REPO), "excludes": UPLOAD_EXCLUDES}
         try:
@@ -82,18 +90,18 @@ class RayBackend:
         task = ray.remote(num_cpus=1, max_retries=0)(ray_point)
         return cls(max(1, cpus), models, ray, task)
 
-    def start(self, point: Point, out_dir: Path) -> Any:
+    def start(self, point: Point, out_dir: Path) -> Job:
         ref = self.task.remote(point.config, self.models[point.config.topo], point.id,
                                point.options())
-        return (ref, out_dir)
+        return Job(out_dir, ref=ref)
 
-    def poll(self, handle: Any) -> dict[str, Any] | None:
-        ref, out_dir = handle
-        ready, _ = self.ray.wait([ref], timeout=0)
+    def poll(self, job: Job) -> Outcome | None:
+        ready, _ = self.ray.wait([job.ref], timeout=0)
         if not ready:
             return None
+        out_dir = job.out_dir
         try:
-            outcome, files = self.ray.get(ref)
+            outcome, files = self.ray.get(job.ref)
         except Exception as exc:  # the task died (worker crash, node lost)
             return {"status": "failed", "reason": f"Ray task failed: {type(exc).__name__}: "
                     + str(exc).strip().splitlines()[-1][:300]}
@@ -104,10 +112,9 @@ class RayBackend:
         (out_dir / OUTCOME).write_bytes(files.get(OUTCOME, b"{}"))
         return dict(outcome)
 
-    def kill(self, handle: Any) -> None:
-        ref, _ = handle
+    def kill(self, job: Job) -> None:
         with contextlib.suppress(Exception):
-            self.ray.cancel(ref, force=True)
+            self.ray.cancel(job.ref, force=True)
 
     def close(self) -> None:
         self.ray.shutdown()
