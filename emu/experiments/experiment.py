@@ -459,10 +459,16 @@ def _check_points(r: _Reader, doc: YMap, points: Sequence[Point]) -> None:
                 for d in exc.diagnostics:
                     m = d.mark
                     if m.line <= 0 and m.file == topo:  # no such topology: at the option
-                        m = _topology_mark(doc, topo)
+                        m = _value_mark(doc, ("topology", "topo"), topo)
                     r.error(m, d.message if m.file != topo else f"topology: {d.message}")
         model = models[topo]
         if model is None:
+            continue
+        fail = p.config.fail_link
+        if fail is not None and not model.link_between(*fail):
+            r.error(_value_mark(doc, ("fail_link",), ":".join(fail)),
+                    f"fail_link: topology {model.name} has no link between {fail[0]} and "
+                    f"{fail[1]}")
             continue
         try:
             plan_run(p.config, model)
@@ -474,18 +480,25 @@ def _check_points(r: _Reader, doc: YMap, points: Sequence[Point]) -> None:
         r.error(where, f"point{'s' if len(ids) > 1 else ''} {shown}: {msg}")
 
 
-def _topology_mark(doc: YMap, topo: str) -> Mark:
-    """Where the file names topology `topo` (base, or a grid value)."""
-    for section in ("base", "grid"):
-        m = doc.get(section)
-        if not isinstance(m, YMap):
-            continue
-        for key in ("topology", "topo"):
-            v = m.get(key)
-            if isinstance(v, YList):
-                for i, x in enumerate(v):
-                    if isinstance(x, str) and topo.endswith(x):
-                        return v.item_mark(i)
-            elif isinstance(v, str) and topo.endswith(v):
-                return m.value_mark(key)
-    return doc.mark
+def _value_mark(doc: YMap, keys: Sequence[str], value: str) -> Mark:
+    """Where the file gives option `keys` the text `value` (base, a grid axis, a set
+    axis's mapping); the file's start if nowhere."""
+    def find(m: object) -> Mark | None:
+        if isinstance(m, YList):
+            for i, x in enumerate(m):
+                if isinstance(x, str) and value.endswith(x):
+                    return m.item_mark(i)
+                if (found := find(x)) is not None:
+                    return found
+        if isinstance(m, YMap):
+            for k, v in m.items():
+                if k in keys and isinstance(v, str) and value.endswith(v):
+                    return m.value_mark(k)
+                if k in keys and isinstance(v, YList):
+                    if (found := find(v)) is not None:
+                        return found
+                elif isinstance(v, (YMap, YList)) and (found := find(v)) is not None:
+                    return found
+        return None
+
+    return find(doc) or doc.mark
