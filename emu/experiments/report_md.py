@@ -224,11 +224,14 @@ def report_text(exp: Experiment, points: Sequence[PointResult],
               "Every point's metrics: metrics.csv.", ""]
     lines += ["Mean over seeds (± standard deviation); slowdown = FCT / ideal FCT on an "
               "empty fabric (size x 8 / line rate + base RTT, modelled).", ""]
-    head = ["configuration", "seeds", *[h for _, h, _ in TABLE]]
+    # Columns no point has (algbw without collectives, ...) would only say "-".
+    table = [t for t in TABLE if any(mean_sd([p.metrics.get(t[0]) for p in ps])
+                                     for ps in configs.values())]
+    head = ["configuration", "seeds", *[h for _, h, _ in table]]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c, ps in configs.items():
         cells = [c, str(len(ps))]
-        for key, _h, fmt in TABLE:
+        for key, _h, fmt in table:
             ms = mean_sd([p.metrics.get(key) for p in ps])
             cells.append("-" if ms is None else fmt.format(ms[0]) +
                          (f" ± {fmt.format(ms[1])}" if len(ps) > 1 else ""))
