@@ -223,8 +223,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
-    from .experiment import load_experiment
-
     if args.jobs < 1:
         print("emu experiment: --jobs must be >= 1", file=sys.stderr)
         return 2
@@ -232,21 +230,35 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         print("emu experiment: --real runs on this machine's Mininet, one point at a time; "
               "it cannot go with --ray", file=sys.stderr)
         return 2
-    results = Path(args.results)
-    exp = load_experiment(args.file, results_root=results, real=args.real)  # TopologyError
-    out = results / "experiments" / exp.name
     if args.check:
+        from .experiment import load_experiment
+
+        exp = load_experiment(args.file, real=args.real)  # TopologyError: printed by emu.cli
         print(f"{args.file}: {len(exp.points)} points "
               f"({len(exp.points) // len(exp.seeds)} configurations x {len(exp.seeds)} seeds)")
         for pt in exp.points:
             print(f"  {pt.id}")
         return 0
-    if not args.report_only:
-        rc = run_sweep(exp, out, args)
-        if rc is not None:
-            return rc
+    return run_experiment_file(args.file, results=Path(args.results), jobs=args.jobs,
+                               real=args.real, ray=args.ray, force=args.force,
+                               report_only=args.report_only)
+
+
+def run_experiment_file(file: str | Path, *, results: Path = Path("results"),
+                        jobs: int = os.cpu_count() or 1, real: bool = False,
+                        ray: str | None = None, force: bool = False,
+                        report_only: bool = False) -> int:
+    """`emu experiment FILE`: check the file, run the points not done yet, write the
+    report; the exit code (0: every point done). Raises TopologyError for a bad file."""
+    from .experiment import load_experiment
     from .report_md import write_report
 
+    exp = load_experiment(file, results_root=results, real=real)
+    out = results / "experiments" / exp.name
+    if not report_only:
+        rc = run_sweep(exp, out, jobs=1 if real else jobs, ray=ray, force=force)
+        if rc is not None:
+            return rc
     report = write_report(out, exp)
     print(f"emu experiment: report in {report}")
     return 1 if any(r.get("status") != "done" for r in _records(out, exp)) else 0
@@ -256,25 +268,27 @@ def _records(out: Path, exp: Experiment) -> list[dict[str, str]]:
     return [read_point(out / "points" / p.dir_name) for p in exp.points]
 
 
-def run_sweep(exp: Experiment, out: Path, args: argparse.Namespace) -> int | None:
+def run_sweep(exp: Experiment, out: Path, *, jobs: int, ray: str | None = None,
+              force: bool = False) -> int | None:
+    """Run the points of `exp` into `out`; None, or an exit code if it could not."""
     from emu.topo import load_topology
 
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(exp.file, out / "experiment.yaml")
     models = {t: load_topology(t) for t in {p.config.topo for p in exp.points}}
     backend: Backend
-    if args.ray:
+    if ray:
         from .sweep_ray import RayBackend, RayUnavailable
 
         try:
-            backend = RayBackend.connect(args.ray, args.jobs, models)
+            backend = RayBackend.connect(ray, jobs, models)
         except RayUnavailable as exc:
             print(f"emu experiment: {exc}", file=sys.stderr)
             return 1
     else:
-        backend = LocalBackend(1 if args.real else args.jobs, exp, models)
+        backend = LocalBackend(jobs, exp, models)
     view = SweepView(len(exp.points))
-    sweep = Sweep(exp, out, backend, force=args.force, on_change=view.update)
+    sweep = Sweep(exp, out, backend, force=force, on_change=view.update)
     try:
         with view:
             sweep.run()

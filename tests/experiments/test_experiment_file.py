@@ -156,3 +156,21 @@ def test_cli_check_lists_points_and_bad_file_exits_1_without_traceback(
     assert err == f"{bad}:1:12: lb: expected one of ecmp, flowlet, adaptive, spray, te, " \
                   "got 'sprya'\n1 error\n"
     assert not (tmp_path / "experiments").exists()  # nothing ran
+
+
+def test_ray_missing_or_bad_flags_are_one_line_errors(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "e.yaml"
+    f.write_text("base: {size: 4K}\n")
+    assert main(["experiment", str(f), "--jobs", "0"]) == 2
+    assert capsys.readouterr().err == "emu experiment: --jobs must be >= 1\n"
+    assert main(["experiment", str(f), "--real", "--ray", "local"]) == 2
+    assert "cannot go with --ray" in capsys.readouterr().err
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        assert main(["experiment", str(f), "--ray", "local", "--results", str(tmp_path)]) == 1
+        assert capsys.readouterr().err == (
+            "emu experiment: --ray needs Ray, an optional extra: pip install -e '.[ray]' "
+            "(make setup tries it)\n")
+        assert not list((tmp_path / "experiments" / "e").glob("points/*"))
