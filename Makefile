@@ -18,12 +18,16 @@ WORKLOAD ?= allreduce
 CLI      ?= 0
 LINK_DELAY ?= 1
 PYTEST_ARGS ?=
+SUITE    ?= lb-modes
+JOBS     ?=
+RAY      ?=
 
-.PHONY: setup run test lint bench stop clean help
+.PHONY: setup run experiments test lint bench stop clean help
 
 help:
 	@echo "make setup                 install Debian packages, .venv and Python dependencies"
 	@echo "make run TOPO=clos4        run the emulated fabric (LB= CC= RECOVERY= WORKLOAD= TARGET= CLI=1 LINK_DELAY=0)"
+	@echo "make experiments SUITE=lb-modes   run experiments/SUITE.yaml and report (JOBS=N RAY=ADDRESS|local)"
 	@echo "make test                  run the test suite (as root for namespace/Mininet tests)"
 	@echo "make lint                  ruff and mypy on emu/"
 	@echo "make bench                 print performance figures"
@@ -38,6 +42,11 @@ run: setup
 	@$(PY) -m emu run $(TOPO) --lb $(LB) --cc $(CC) --recovery $(RECOVERY) \
 		--workload $(WORKLOAD) --target $(TARGET) $(if $(filter 1,$(CLI)),--cli,) \
 		$(if $(filter 0,$(LINK_DELAY)),--no-link-delay,)
+
+# SUITE: a file in experiments/ (with or without .yaml) or a path (docs/experiments.md).
+experiments: setup
+	@f="$(SUITE)"; [ -f "$$f" ] || f="experiments/$(SUITE)"; [ -f "$$f" ] || f="experiments/$(SUITE).yaml"; \
+	$(PY) -m emu experiment "$$f" $(if $(JOBS),--jobs $(JOBS),) $(if $(RAY),--ray $(RAY),)
 
 test: setup
 	@$(PY) -m pytest $(PYTEST_ARGS)

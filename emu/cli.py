@@ -24,6 +24,7 @@ COMMAND_GROUPS: list[tuple[str, str]] = [
     ("calibrate", "emu.experiments.calibrate:register"),
     ("incast", "emu.experiments.incast:register"),
     ("crosscheck", "emu.crosscheck:register"),
+    ("experiment", "emu.experiments.sweep:register"),
 ]
 
 

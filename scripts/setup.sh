@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-VENV=$ROOT/.venv
+# EMU_VENV: build the environment elsewhere (e.g. to try these steps in a throwaway venv).
+VENV=${EMU_VENV:-$ROOT/.venv}
 PY=/usr/bin/python3
 
 APT_PKGS=(mininet iproute2 ethtool tcpdump tshark iputils-ping procps psmisc
@@ -59,6 +60,14 @@ if [[ ! -f $STAMP || $(cat "$STAMP") != "$WANT" ]]; then
         "$WHEELS"/upstream/p4runtime_shell-0.0.6-*.whl "$WHEELS")
     $VENV/bin/pip uninstall -q -y p4runtime-shell 2>/dev/null || true
     $VENV/bin/pip install -q "$SHELL_WHEEL"
+    # Ray (`emu experiment --ray`) is optional and a large wheel: a failed download or a
+    # platform without wheels leaves everything else working. EMU_NO_RAY=1 skips it.
+    if [[ ${EMU_NO_RAY:-0} == 1 ]]; then
+        say "skipping Ray (EMU_NO_RAY=1): emu experiment --ray will say how to install it"
+    elif ! $VENV/bin/pip install -q -e ".[ray]"; then
+        say "WARNING: could not install Ray (optional: only emu experiment --ray needs it);"
+        say "         retry with: $VENV/bin/pip install -e '.[ray]'"
+    fi
     $VENV/bin/pip check
     $VENV/bin/python scripts/regen_p4runtime.py
     echo "$WANT" > "$STAMP"

@@ -1,0 +1,239 @@
+"""One point of an experiment: run it into its folder, keep its metrics (metrics.json).
+
+`execute_point` runs where the point runs (a local worker process, a Ray task); its
+metrics are a pure function of the run's records, so the same configuration gives the
+same bytes wherever it ran (wall-clock figures are left out).
+
+    python -m emu.experiments.points OUT_DIR < pickled (RunConfig, Fabric)
+runs one point in a child process (emu.experiments.sweep starts it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pickle
+import subprocess
+import sys
+import traceback
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from emu.topo import Fabric
+
+from .config import RunConfig
+from .metrics import FlowResult, percentile
+from .summary import RunSummary
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# A point's outcome: status (done | failed), reason, run_dir (its run folder's name).
+Outcome = dict[str, str]
+
+OUTCOME = "outcome.json"
+POINT_FILE = "point.json"  # written by the sweep: options, status, reason, wall time
+METRICS = "metrics.json"
+# Flow-size buckets of the FCT slowdown (upper bounds in bytes; the last is open).
+BUCKETS: tuple[tuple[str, float], ...] = (
+    ("<=16K", 16 << 10), ("16K-64K", 64 << 10), ("64K-256K", 256 << 10),
+    ("256K-1M", 1 << 20), ("1M-4M", 4 << 20), (">4M", math.inf))
+# Fields of summary.json that hold wall-clock figures or where this run was written.
+WALL_KEYS = ("bringup_s",)
+WALL_RUN_KEYS = ("results_dir",)
+
+
+@dataclass
+class Job:
+    """A point being run: its folder and what runs it (a child process or a Ray task)."""
+
+    out_dir: Path
+    proc: subprocess.Popen[bytes] | None = None
+    ref: object = None  # a Ray ObjectRef
+
+
+def read_point(d: Path) -> dict[str, str]:
+    """A point folder's point.json, as text ({}: the point never finished)."""
+    try:
+        data = json.loads((d / POINT_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): "" if v is None else str(v) for k, v in data.items()} \
+        if isinstance(data, dict) else {}
+
+
+def read_outcome(d: Path) -> Outcome | None:
+    """The outcome a point's worker wrote (None: it wrote none, e.g. it was killed)."""
+    try:
+        data = json.loads((d / OUTCOME).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    return {str(k): "" if v is None else str(v) for k, v in data.items()}
+
+
+def bucket_of(size_bytes: int) -> str:
+    return next(name for name, top in BUCKETS if size_bytes <= top)
+
+
+def base_rtt_s(model: Fabric, src: str, dst: str) -> float:
+    """Twice the one-way propagation delay from host src to host dst on the modelled
+    fabric's shortest path (host links included)."""
+    from emu.topo.paths import equal_cost_paths
+
+    hs, hd = model.host(src), model.host(dst)
+    one_way = model.links[hs.link].delay_ns + model.links[hd.link].delay_ns
+    paths = equal_cost_paths(model, hs.switch, hd.switch)
+    if paths:
+        one_way += min(sum(lk.delay_ns for lk in p.links) for p in paths)
+    return 2 * one_way / 1e9
+
+
+def ideal_fct_s(model: Fabric, src: str, dst: str, size_bytes: int) -> float:
+    """FCT on an empty fabric, modelled: size x 8 / line rate + base RTT."""
+    rate = min(model.links[model.host(h).link].rate_bps for h in (src, dst))
+    return size_bytes * 8 / rate + base_rtt_s(model, src, dst)
+
+
+def flow_slowdowns(model: Fabric, dilation: float,
+                   flows: Sequence[FlowResult]) -> list[tuple[int, float]]:
+    """(size, FCT / ideal FCT) of every flow with an FCT; FCTs are wire times, so
+    / dilation gives the modelled time the ideal is in."""
+    return [(f.size_bytes, f.fct_s / dilation / ideal_fct_s(model, f.src, f.dst, f.size_bytes))
+            for f in flows if f.fct_s is not None]
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+Scalar = float | int | str | bool | None
+
+
+@dataclass(frozen=True)
+class PointMetrics:
+    """What metrics.json holds besides the summary: a row of metrics.csv (`flat`), the
+    FCT slowdown per flow-size bucket ({bucket: {flows, p50, p99}}) and the packets per
+    reorder distance."""
+
+    flat: dict[str, Scalar]
+    slowdown_by_size: dict[str, dict[str, float]]
+    reorder_distance: dict[str, int]
+
+
+def point_metrics(s: RunSummary, model: Fabric) -> PointMetrics:
+    """The metrics of one run, from its summary and the modelled fabric."""
+    dil = float(s.run.get("dilation") or 1.0)
+    slow = flow_slowdowns(model, dil, s.flows)
+    by_bucket: dict[str, list[float]] = {}
+    for size, x in slow:
+        by_bucket.setdefault(bucket_of(size), []).append(x)
+    buckets = {name: {"flows": float(len(v)), "p50": percentile(v, 50),
+                      "p99": percentile(v, 99)}
+               for name, _ in BUCKETS if (v := by_bucket.get(name))}
+    algbw = [c.algbw_nominal_Bps / 1e9 for c in s.collectives if c.algbw_nominal_Bps]
+    busbw = [c.busbw_nominal_Bps / 1e9 for c in s.collectives if c.busbw_nominal_Bps]
+    jains = [u.jain for u in s.uplinks]
+    q = s.queues[0] if s.queues else None
+    allslow = [x for _, x in slow]
+    traffic = s.traffic_s
+    flat: dict[str, Scalar] = {
+        "ok": s.ok, "flows": len(s.flows), "flows_verified": s.flows_verified(),
+        "traffic_modelled_s": None if traffic is None else traffic / dil,
+        "slowdown_p50": percentile(allslow, 50) if allslow else None,
+        "slowdown_p99": percentile(allslow, 99) if allslow else None,
+        "algbw_GBps": _mean(algbw), "busbw_GBps": _mean(busbw),
+        "jain_uplinks": _mean(jains), "jain_uplinks_min": min(jains) if jains else None,
+        "queue_p50_pkts": q.p50_pkts if q else None, "queue_p90_pkts": q.p90_pkts if q else None,
+        "queue_p99_pkts": q.p99_pkts if q else None, "queue_max_pkts": q.max_pkts if q else None,
+        "queue_busiest": f"{q.switch}:{q.port}" if q else None,
+        "drops": s.fabric.drops, "queue_drops": s.fabric.queue_drops,
+        "ecn_marks": s.fabric.ecn_marks, "cnps": s.hosts.cnps_sent,
+        "retx_pkts": s.hosts.retx_pkts, "timeouts": s.hosts.timeouts,
+        "reordered_pkts": s.hosts.reordered_pkts(), "reorder_hwm_pkts": s.hosts.reorder_hwm_pkts,
+    }
+    for name, b in buckets.items():
+        flat[f"slowdown_p50[{name}]"] = b["p50"]
+        flat[f"slowdown_p99[{name}]"] = b["p99"]
+    return PointMetrics(flat, buckets, dict(s.hosts.reorder_distance))
+
+
+def deterministic_summary(summary: Mapping[str, object]) -> dict[str, object]:
+    """summary.json without its wall-clock figures and where it was written."""
+    out = {k: v for k, v in summary.items() if k not in WALL_KEYS}
+    run = summary.get("run")
+    if isinstance(run, Mapping):
+        out["run"] = {k: v for k, v in run.items() if k not in WALL_RUN_KEYS}
+    return out
+
+
+def write_metrics(out_dir: Path, point_id: str, varied: Mapping[str, str],
+                  summary: RunSummary, model: Fabric) -> Path:
+    m = point_metrics(summary, model)
+    doc = {"point": point_id, "options": dict(varied), "metrics": m.flat,
+           "slowdown_by_size": m.slowdown_by_size, "reorder_distance": m.reorder_distance,
+           "summary": deterministic_summary(summary.to_dict())}
+    path = out_dir / METRICS
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
+    return path
+
+
+def execute_point(cfg: RunConfig, model: Fabric, out_dir: Path, point_id: str,
+                  varied: Mapping[str, str], console: Console | None = None) -> Outcome:
+    """Run one point into `out_dir` (its run folder, metrics.json); its outcome."""
+    from dataclasses import replace
+
+    from .plan import plan_run
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cfg = replace(cfg, results_root=out_dir)
+    plan = plan_run(cfg, model)
+    if cfg.virtual:
+        from .virtual import run_virtual
+
+        summary = run_virtual(plan, console=console, write=True)
+    else:
+        from .run import run_experiment
+
+        summary = run_experiment(cfg, plan=plan)
+    write_metrics(out_dir, point_id, varied, summary, model)
+    run_dir = summary.run.get("results_dir")
+    outcome = {"status": "done", "reason": "", "run_dir": Path(run_dir).name if run_dir else ""}
+    if not summary.ok:
+        outcome.update(status="failed", reason=f"incomplete: {summary.flows_verified()}/"
+                       f"{len(summary.flows)} flows delivered and verified")
+    return outcome
+
+
+def run_guarded(cfg: RunConfig, model: Fabric, out_dir: Path, point_id: str,
+                varied: Mapping[str, str], console: Console | None = None) -> Outcome:
+    """execute_point, an exception becoming a failed outcome (its traceback printed)."""
+    try:
+        outcome = execute_point(cfg, model, out_dir, point_id, varied, console)
+    except Exception as exc:  # any failure is this point's, not the sweep's
+        traceback.print_exc()
+        outcome = {"status": "failed", "reason": f"{type(exc).__name__}: {exc}"}
+    except KeyboardInterrupt:
+        outcome = {"status": "failed", "reason": "interrupted"}
+    (out_dir / OUTCOME).write_text(json.dumps(outcome, sort_keys=True) + "\n")
+    return outcome
+
+
+def main(argv: Sequence[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m emu.experiments.points OUT_DIR < pickled point",
+              file=sys.stderr)
+        return 2
+    cfg, model, point_id, varied = pickle.loads(sys.stdin.buffer.read())
+    from rich.console import Console
+
+    outcome = run_guarded(cfg, model, Path(argv[0]), point_id, varied,
+                          Console(file=sys.stdout, width=120, color_system=None))
+    return 0 if outcome["status"] == "done" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,176 @@
+"""Experiment files: grid expansion, options, and every error at its position at once."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from emu.cli import main
+from emu.control.params import LbMode
+from emu.experiments.experiment import load_experiment, loads_experiment, options
+from emu.topo.errors import TopologyError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def load(text: str, tmp_path: Path, name: str = "exp.yaml"):
+    f = tmp_path / name
+    f.write_text(textwrap.dedent(text))
+    return load_experiment(f)
+
+
+def errors(text: str, tmp_path: Path) -> list[str]:
+    with pytest.raises(TopologyError) as ei:
+        load(text, tmp_path)
+    return [str(d) for d in ei.value.diagnostics]
+
+
+def test_shipped_example_expands_to_modes_times_seeds() -> None:
+    exp = load_experiment(REPO / "experiments" / "lb-modes.yaml")
+    assert exp.name == "lb-modes"
+    assert [p.id for p in exp.points][:3] == ["lb=ecmp,seed=1", "lb=ecmp,seed=2",
+                                               "lb=flowlet,seed=1"]
+    assert len(exp.points) == 8
+    cfgs = [p.config for p in exp.points]
+    assert {c.lb for c in cfgs} == {LbMode.ECMP, LbMode.FLOWLET, LbMode.ADAPTIVE, LbMode.SPRAY}
+    assert all(c.virtual and c.recovery == "sr" and c.workload.kind == "permutation"
+               and c.workload.message_bytes == 64 * 1024 for c in cfgs)
+    assert [c.workload.seed for c in cfgs[:2]] == [1, 2]
+
+
+def test_grid_is_the_product_with_set_axes_and_seed_count(tmp_path: Path) -> None:
+    exp = load("""
+        base: {topology: clos4, workload: permutation, size: 8K}
+        grid:
+          lb: [ecmp, spray]
+          transport:
+            - {cc: dcqcn, recovery: gbn}
+            - {cc: none, recovery: sr, window: 16}
+        seeds: 2
+        timeout: 30
+        """, tmp_path)
+    assert exp.seeds == (1, 2) and exp.timeout_s == 30.0 and exp.name == "exp"
+    assert len(exp.points) == 8
+    p = exp.points[3]
+    assert p.id == "lb=ecmp,cc=none,recovery=sr,window=16,seed=2"
+    assert p.configuration == "lb=ecmp,cc=none,recovery=sr,window=16"
+    assert (p.config.cc, p.config.recovery, p.config.window_pkts) == ("none", "sr", 16)
+    assert p.options() == {"lb": "ecmp", "cc": "none", "recovery": "sr", "window": "16",
+                           "seed": "2"}
+    assert "/" not in p.dir_name
+
+
+def test_every_runconfig_and_workload_field_is_an_option(tmp_path: Path) -> None:
+    opts = options()
+    # fields later layers add (flow control, load) need no change here
+    for name in ("ecn_kmin_pkts", "mtu_bytes", "plb", "dcqcn_profile", "priority_queues",
+                 "incast_senders", "iterations", "hosts", "size", "rate", "topology"):
+        assert name in opts
+    assert "results_root" not in opts and "seed" not in opts
+    exp = load("""
+        base: {topology: clos4, ecn_kmin_pkts: 8, plb: true, rate: 10Mbps, size: 1M,
+               hosts: [h1, h2, h5], fail_link: "leaf1:spine1", fail_after: 0.5}
+        """, tmp_path)
+    c = exp.points[0].config
+    assert (c.ecn_kmin_pkts, c.plb, c.rate_bps, c.workload.message_bytes) == \
+        (8, True, 10_000_000, 1 << 20)
+    assert c.workload.hosts == ("h1", "h2", "h5")
+    assert c.fail_link == ("leaf1", "spine1") and c.fail_after_s == 0.5
+
+
+def test_bad_file_reports_every_problem_at_its_position(tmp_path: Path) -> None:
+    errs = errors("""\
+        name: bad
+        base:
+          topology: clos4
+          sise: 64K
+        grid:
+          lb: [ecmp, flowlett]
+          cc: [dcqcn, 3]
+          transport:
+            - {recovery: sr}
+            - {recovery: xx, window: -1}
+          lbb: [a, b]
+        seeds: [1, 1]
+        timout: 4
+        """, tmp_path)
+    f = str(tmp_path / "exp.yaml")
+    assert errs == [
+        f"{f}:4:3: unknown option 'sise' (did you mean 'size'?)",
+        f"{f}:6:14: lb: expected one of ecmp, flowlet, adaptive, spray, te, got 'flowlett'",
+        f"{f}:7:15: cc: expected one of dcqcn, none, got 3",
+        f"{f}:10:18: recovery: expected one of gbn, sr, got 'xx'",
+        f"{f}:10:30: window: window_pkts must be >= 1",
+        f"{f}:11:3: unknown option 'lbb' (did you mean 'lb'?); an axis that is not an "
+        "option takes mappings of options as its values",
+        f"{f}:12:8: seeds repeat a value",
+        f"{f}:13:1: unknown key 'timout' (did you mean 'timeout'?)",
+    ]
+
+
+def test_impossible_points_are_reported_before_anything_runs(tmp_path: Path) -> None:
+    errs = errors("""\
+        base: {workload: incast, incast_senders: 12, size: 4K}
+        grid:
+          topology: [clos4, nosuch]
+          fail_link: ["leaf1:spine1", "leaf1:leaf2"]
+        """, tmp_path)
+    f = str(tmp_path / "exp.yaml")
+    assert errs == [
+        f"{f}:2:1: point topology=clos4,fail_link=leaf1:spine1,seed=1: incast_senders=12 "
+        "but only 7 other hosts",
+        f"{f}:3:21: no such topology file or name (known names: clos4, fattree4, fattree8, "
+        "leafspine2)",
+        f"{f}:4:31: fail_link: topology clos4 has no link between leaf1 and leaf2",
+    ]
+
+
+def test_yaml_syntax_error_and_non_mapping(tmp_path: Path) -> None:
+    assert errors("base: {lb: ecmp\n", tmp_path)[0].startswith(
+        f"{tmp_path / 'exp.yaml'}:2:1: YAML syntax error")
+    assert "an experiment file is a mapping" in errors("- 1\n", tmp_path)[0]
+
+
+def test_topology_path_relative_to_the_experiment_file(tmp_path: Path) -> None:
+    (tmp_path / "topo").mkdir()
+    (tmp_path / "topo" / "mine.yaml").write_text(
+        (REPO / "topologies" / "leafspine2.yaml").read_text())
+    exp = loads_experiment("base: {topology: topo/mine.yaml, size: 4K}\n",
+                           tmp_path / "e.yaml")
+    assert exp.points[0].config.topo == str(tmp_path / "topo" / "mine.yaml")
+
+
+def test_cli_check_lists_points_and_bad_file_exits_1_without_traceback(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text("base: {size: 4K}\ngrid: {lb: [ecmp, spray]}\nseeds: 2\n")
+    assert main(["experiment", str(good), "--check", "--results", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "4 points (2 configurations x 2 seeds)" in out and "lb=spray,seed=2" in out
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("base: {lb: sprya}\n")
+    assert main(["experiment", str(bad), "--results", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err == f"{bad}:1:12: lb: expected one of ecmp, flowlet, adaptive, spray, te, " \
+                  "got 'sprya'\n1 error\n"
+    assert not (tmp_path / "experiments").exists()  # nothing ran
+
+
+def test_ray_missing_or_bad_flags_are_one_line_errors(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "e.yaml"
+    f.write_text("base: {size: 4K}\n")
+    assert main(["experiment", str(f), "--jobs", "0"]) == 2
+    assert capsys.readouterr().err == "emu experiment: --jobs must be >= 1\n"
+    assert main(["experiment", str(f), "--real", "--ray", "local"]) == 2
+    assert "cannot go with --ray" in capsys.readouterr().err
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        assert main(["experiment", str(f), "--ray", "local", "--results", str(tmp_path)]) == 1
+        assert capsys.readouterr().err == (
+            "emu experiment: --ray needs Ray, an optional extra: pip install -e '.[ray]' "
+            "(make setup tries it)\n")
+        assert not list((tmp_path / "experiments" / "e").glob("points/*"))
