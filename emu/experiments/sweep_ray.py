@@ -52,7 +52,10 @@ def ray_point(cfg: RunConfig, model: Fabric, point_id: str, varied: dict[str, st
 
 
 class _Remote(Protocol):
-    def remote(self, *args: object) -> object: ...
+    """A Ray remote function of `ray_point` (its `.remote` returns an ObjectRef)."""
+
+    def remote(self, config: RunConfig, model: Fabric, point_id: str,
+               options: dict[str, str], /) -> object: ...
 
 
 @dataclass

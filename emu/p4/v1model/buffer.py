@@ -41,6 +41,7 @@ from emu.core.pfc import (
     quanta_ns,
 )
 
+from .lossless import LinkInfo, LosslessControl
 from .traffic_manager import DequeueInfo, DropReason, EnqueueResult
 
 if TYPE_CHECKING:
@@ -54,7 +55,6 @@ HEADROOM_OVERFLOW = "pfc_headroom_overflow"
 WATCHDOG_DROP = "pfc_watchdog"
 _tuple_new = tuple.__new__
 
-LinkInfo = tuple[float, int, int]  # (modelled rate_bps, one-way delay ns, mtu bytes)
 
 
 class _Storm:
@@ -72,7 +72,7 @@ class _Storm:
         self.dropped = 0
 
 
-class SwitchFlowControl:
+class SwitchFlowControl(LosslessControl):
     """PFC for one switch's traffic manager. `send_frame(port, frame)` transmits a
     MAC-control frame on a port; `src_mac(port)` gives the port's MAC address.
 
@@ -83,43 +83,24 @@ class SwitchFlowControl:
                  send_frame: Callable[[int, bytes], None], *,
                  src_mac: Callable[[int], bytes] | None = None,
                  links: Mapping[int, LinkInfo] | None = None) -> None:
-        self.tm = tm
-        self.cfg = settings
-        self.clock = tm._clock
-        self.send_frame = send_frame
-        self.src_mac = src_mac or (lambda port: bytes((2, 0, 0, 0, port >> 8 & 0xFF,
-                                                      port & 0xFF)))
-        self.links: dict[int, LinkInfo] = dict(links or {})
-        self.lossless = [p in settings.lossless for p in range(NUM_PRIORITIES)]
-        self.ingress = -1
+        super().__init__(tm, settings, send_frame, src_mac=src_mac, links=links)
         # Ingress accounting, keyed by port * 8 + priority.
         self.used: dict[int, int] = {}
-        self.max_used: dict[int, int] = {}
         self._limits: dict[int, tuple[int, int, int]] = {}  # port -> xoff, xon, xoff+headroom
         self._xoff: dict[int, TimerHandle | None] = {}  # keys in XOFF -> refresh timer
         self.pause_tx: dict[int, list[int]] = {}
         self.resume_tx: dict[int, list[int]] = {}
         self.rx: dict[int, PauseState] = {}
-        self._handles: dict[int, TimerHandle] = {}
-        self._idle: set[int] = set()  # ports whose transmitter stopped for a pause
         self.storms: dict[int, _Storm] = {}
         self._wd_drop: set[int] = set()  # keys whose queue and priority group drop
-        self.class_drops: dict[tuple[int, int, str], int] = {}
         tm.attach_flow_control(self)
 
     # --- configuration ----------------------------------------------------------------
 
     def set_link(self, port: int, rate_bps: float, delay_ns: int, mtu: int) -> None:
         """The modelled link on `port`, for the headroom it needs."""
-        self.links[port] = (rate_bps, delay_ns, mtu)
+        super().set_link(port, rate_bps, delay_ns, mtu)
         self._limits.pop(port, None)
-
-    def _rate(self, port: int) -> float:
-        p = self.tm._ports.get(port)
-        if p is not None and p.rate_bps:
-            return p.rate_bps
-        link = self.links.get(port)
-        return link[0] if link else self.cfg.default_rate_bps
 
     def headroom_needed(self, port: int) -> int | None:
         link = self.links.get(port)
@@ -204,41 +185,7 @@ class SwitchFlowControl:
         elif len(q) >= p.depths[priority]:
             self._drop(port, priority, DropReason.TAIL_DROP)
             return None
-        now = self.clock.now_ns()
-        ts = now // 1000
-        qdepth = p.pkts
-        st = p.stats
-        st.enq_pkts += 1
-        st.enq_bytes += size
-        q.append((pkt, size, ts, qdepth, now, key))  # type: ignore[arg-type]
-        p.pkts += 1
-        p.bytes += size
-        p.qbytes[priority] += size
-        if not p.scheduled:
-            self._schedule(p, max(p.busy_until, now))
-        return _tuple_new(EnqueueResult, (ts, qdepth, priority))
-
-    def _drop(self, port: int, prio: int, reason: str) -> None:
-        self.tm.drops.count(port, reason)
-        k = (port, prio, reason)
-        self.class_drops[k] = self.class_drops.get(k, 0) + 1
-
-    def _schedule(self, p: _Port, when: int) -> None:
-        h = self._handles.get(p.port)
-        if h is not None:
-            h.cancel()
-        p.scheduled = True
-        p.due = when
-        self._handles[p.port] = self.clock.call_at(when, p.serve)
-
-    def _kick(self, port: int) -> None:
-        """A pause ended early: serve the port now if it has packets waiting."""
-        p = self.tm._ports.get(port)
-        if p is None or not p.pkts:
-            return
-        when = max(p.busy_until, self.clock.now_ns())
-        if not p.scheduled or p.due > when:
-            self._schedule(p, when)
+        return self._append(p, q, pkt, size, priority, key)  # type: ignore[arg-type]
 
     def serve(self, p: _Port) -> None:
         """The traffic manager's service turn, skipping paused priorities."""

@@ -28,10 +28,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from emu.core.clock import TimerHandle
 from emu.core.credit import CreditPort
 from emu.core.pfc import NUM_PRIORITIES, FlowControl
 
+from .lossless import LosslessControl
 from .traffic_manager import DequeueInfo, DropReason, EnqueueResult
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ _tuple_new = tuple.__new__
 _NONE_LOSSLESS = [False] * NUM_PRIORITIES
 
 
-class SwitchCreditControl:
+class SwitchCreditControl(LosslessControl):
     """Credit mode for one switch's traffic manager. `send_frame(port, frame)` sends a
     frame from a port's MAC; `src_mac(port)` gives the port's address; `links` maps a
     port to its (modelled rate, delay, mtu) (only the rate is used, for the period).
@@ -57,36 +57,14 @@ class SwitchCreditControl:
                  src_mac: Callable[[int], bytes] | None = None,
                  links: Mapping[int, tuple[float, int, int]] | None = None,
                  no_credit_ports: Iterable[int] = ()) -> None:
-        self.tm = tm
+        super().__init__(tm, settings, send_frame, src_mac=src_mac, links=links)
         # Ports without a link peer (the CPU port): no credit, nothing announced there.
         self.no_credit = frozenset(no_credit_ports)
-        self.cfg = settings
         self.credit = settings.credit
-        self.clock = tm._clock
-        self.send_frame = send_frame
-        self.src_mac = src_mac or (lambda port: bytes((2, 0, 0, 0, port >> 8 & 0xFF,
-                                                      port & 0xFF)))
-        self.links = dict(links or {})
-        self.lossless = [p in settings.lossless for p in range(NUM_PRIORITIES)]
-        self.ingress = -1
         self.arrival = False
         self.ports: dict[int, CreditPort] = {}
-        self.max_used: dict[int, int] = {}  # port * 8 + prio -> largest blocks in use
         self.pause_rx: dict[int, int] = {}
-        self.class_drops: dict[tuple[int, int, str], int] = {}
-        self._handles: dict[int, TimerHandle] = {}
-        self._idle: set[int] = set()
         tm.attach_flow_control(self)
-
-    def set_link(self, port: int, rate_bps: float, delay_ns: int, mtu: int) -> None:
-        self.links[port] = (rate_bps, delay_ns, mtu)
-
-    def _rate(self, port: int) -> float:
-        p = self.tm._ports.get(port)
-        if p is not None and p.rate_bps:
-            return p.rate_bps
-        link = self.links.get(port)
-        return link[0] if link else self.cfg.default_rate_bps
 
     def port_state(self, port: int) -> CreditPort:
         cp = self.ports.get(port)
@@ -138,41 +116,7 @@ class SwitchCreditControl:
         elif len(q) >= p.depths[priority]:
             self._drop(port, priority, DropReason.TAIL_DROP)
             return None
-        now = self.clock.now_ns()
-        ts = now // 1000
-        qdepth = p.pkts
-        st = p.stats
-        st.enq_pkts += 1
-        st.enq_bytes += size
-        q.append((pkt, size, ts, qdepth, now, key))  # type: ignore[arg-type]
-        p.pkts += 1
-        p.bytes += size
-        p.qbytes[priority] += size
-        if not p.scheduled:
-            self._schedule(p, max(p.busy_until, now))
-        return _tuple_new(EnqueueResult, (ts, qdepth, priority))
-
-    def _drop(self, port: int, prio: int, reason: str) -> None:
-        self.tm.drops.count(port, reason)
-        k = (port, prio, reason)
-        self.class_drops[k] = self.class_drops.get(k, 0) + 1
-
-    def _schedule(self, p: _Port, when: int) -> None:
-        h = self._handles.get(p.port)
-        if h is not None:
-            h.cancel()
-        p.scheduled = True
-        p.due = when
-        self._handles[p.port] = self.clock.call_at(when, p.serve)
-
-    def _kick(self, port: int) -> None:
-        """The peer granted credit: serve the port now if it has packets waiting."""
-        p = self.tm._ports.get(port)
-        if p is None or not p.pkts:
-            return
-        when = max(p.busy_until, self.clock.now_ns())
-        if not p.scheduled or p.due > when:
-            self._schedule(p, when)
+        return self._append(p, q, pkt, size, priority, key)  # type: ignore[arg-type]
 
     def serve(self, p: _Port) -> None:
         """The traffic manager's service turn, skipping lossless queues out of credit."""

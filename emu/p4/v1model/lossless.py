@@ -1,0 +1,99 @@
+"""What the two lossless modes of the traffic manager share (PFC in `buffer.py`, credits
+in `credit.py`): the hooks the traffic manager calls when flow control is on, the
+per-port link facts, drops counted per class, and the queueing tail of an admitted
+packet. Each mode adds its own admission (ingress accounting) and service gating."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from emu.core.clock import TimerHandle
+from emu.core.pfc import NUM_PRIORITIES, FlowControl
+
+from .traffic_manager import EnqueueResult
+
+if TYPE_CHECKING:
+    from collections import deque
+
+    from .traffic_manager import TrafficManager, _Port
+
+LinkInfo = tuple[float, int, int]  # (modelled rate_bps, one-way delay ns, mtu bytes)
+_tuple_new = tuple.__new__
+
+
+def _port_mac(port: int) -> bytes:
+    return bytes((2, 0, 0, 0, port >> 8 & 0xFF, port & 0xFF))
+
+
+class LosslessControl:
+    """Base of a lossless mode attached to a traffic manager. Subclasses set their own
+    state, then call `tm.attach_flow_control(self)`."""
+
+    def __init__(self, tm: TrafficManager, settings: FlowControl,
+                 send_frame: Callable[[int, bytes], None], *,
+                 src_mac: Callable[[int], bytes] | None = None,
+                 links: Mapping[int, LinkInfo] | None = None) -> None:
+        self.tm = tm
+        self.cfg = settings
+        self.clock = tm._clock
+        self.send_frame = send_frame
+        self.src_mac = src_mac or _port_mac
+        self.links: dict[int, LinkInfo] = dict(links or {})
+        self.lossless = [p in settings.lossless for p in range(NUM_PRIORITIES)]
+        self.ingress = -1
+        self.max_used: dict[int, int] = {}  # port * 8 + prio -> largest occupancy seen
+        self.class_drops: dict[tuple[int, int, str], int] = {}
+        self._handles: dict[int, TimerHandle] = {}
+        self._idle: set[int] = set()  # ports whose transmitter stopped for flow control
+
+    def set_link(self, port: int, rate_bps: float, delay_ns: int, mtu: int) -> None:
+        """The modelled link on `port`."""
+        self.links[port] = (rate_bps, delay_ns, mtu)
+
+    def _rate(self, port: int) -> float:
+        p = self.tm._ports.get(port)
+        if p is not None and p.rate_bps:
+            return p.rate_bps
+        link = self.links.get(port)
+        return link[0] if link else self.cfg.default_rate_bps
+
+    def _append(self, p: _Port, q: deque[object], pkt: object, size: int, priority: int,
+                key: int) -> EnqueueResult:
+        """Queue an admitted packet (as the traffic manager's own enqueue does) and
+        make sure the port is served."""
+        now = self.clock.now_ns()
+        ts = now // 1000
+        qdepth = p.pkts
+        st = p.stats
+        st.enq_pkts += 1
+        st.enq_bytes += size
+        q.append((pkt, size, ts, qdepth, now, key))
+        p.pkts += 1
+        p.bytes += size
+        p.qbytes[priority] += size
+        if not p.scheduled:
+            self._schedule(p, max(p.busy_until, now))
+        return _tuple_new(EnqueueResult, (ts, qdepth, priority))  # type: ignore[no-any-return]
+
+    def _drop(self, port: int, prio: int, reason: str) -> None:
+        self.tm.drops.count(port, reason)
+        k = (port, prio, reason)
+        self.class_drops[k] = self.class_drops.get(k, 0) + 1
+
+    def _schedule(self, p: _Port, when: int) -> None:
+        h = self._handles.get(p.port)
+        if h is not None:
+            h.cancel()
+        p.scheduled = True
+        p.due = when
+        self._handles[p.port] = self.clock.call_at(when, p.serve)
+
+    def _kick(self, port: int) -> None:
+        """Flow control let a queue go early: serve the port now if it has packets."""
+        p = self.tm._ports.get(port)
+        if p is None or not p.pkts:
+            return
+        when = max(p.busy_until, self.clock.now_ns())
+        if not p.scheduled or p.due > when:
+            self._schedule(p, when)
