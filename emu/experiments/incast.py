@@ -140,7 +140,6 @@ def plan_incast(spec: IncastSpec) -> tuple[RunPlan, IncastRecord]:
 
 def run_incast(spec: IncastSpec) -> IncastRecord:
     from emu.roce.agent import Agent
-    from emu.roce.config import load_dict
     from emu.sim.fabric import SimFabric
 
     plan, rec = plan_incast(spec)
@@ -152,9 +151,9 @@ def run_incast(spec: IncastSpec) -> IncastRecord:
     senders = [h.name for h in plan.fabric.hosts if h.name != receiver]
     index = {str(plan.fabric.host(h).ip): i for i, h in enumerate(senders)}
     for i, h in enumerate(senders):  # staggered starts, on the wire clock
-        for f in plan.agents[h]["flows"]:
-            f["start_us"] = d.wire_ns(i * spec.stagger_ns) / 1e3
-    agents = {h: Agent(load_dict(c), clock, sim.port(h, 0)) for h, c in plan.agents.items()}
+        for f in plan.agents[h].flows:
+            f.start_us = d.wire_ns(i * spec.stagger_ns) / 1e3
+    agents = {h: Agent(c, clock, sim.port(h, 0)) for h, c in plan.agents.items()}
 
     window_wire = d.wire_ns(rec.window_ns)
     rec.window_bytes = {i: [] for i in range(len(senders))}

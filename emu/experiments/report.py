@@ -76,8 +76,8 @@ def tm_lags_ms(snaps: Sequence[Snapshot]) -> list[float]:
 
 def frame_time_ms(plan: RunPlan) -> float | None:
     """One MTU-sized frame at the slowest host's line rate, on the wire."""
-    rates = [a["nic"]["line_rate_bps"] / a["nic"]["time_dilation"] for a in plan.agents.values()
-             if a["nic"].get("line_rate_bps")]
+    rates = [a.nic.line_rate_bps / a.nic.time_dilation for a in plan.agents.values()
+             if a.nic.line_rate_bps]
     if not rates:
         return None
     return (plan.config.mtu_bytes + FRAME_OVERHEAD_BYTES) * 8 / min(rates) * 1e3
@@ -99,7 +99,7 @@ def write_results(run_dir: Path, plan: RunPlan, rec: RunRecords, summary: RunSum
         "topology_modelled": plan.model.to_dict(), "effective": effective_values(plan),
         "bringup_s": rec.bringup_s, **(extra_config or {})})]
     for host, cfg in plan.agents.items():
-        written.append(results.write_json(run_dir / "agents" / f"{host}.json", cfg))
+        written.append(results.write_json(run_dir / "agents" / f"{host}.json", cfg.to_dict()))
     written.append(results.write_flows(run_dir / "flows.jsonl", summary.flows))
     first = rec.snapshots[0].ports if rec.snapshots else {}
     last = rec.snapshots[-1].ports if rec.snapshots else {}

@@ -137,7 +137,7 @@ class Experiment:
         procs: dict[str, AgentProc] = {}
         for host, cfg in plan.agents.items():
             cfg_path = adir / f"{host}{tag}.json"
-            cfg_path.write_text(json.dumps(cfg, indent=1))
+            cfg_path.write_text(json.dumps(cfg.to_dict(), indent=1))
             res = adir / f"{host}{tag}.jsonl"
             status = adir / f"{host}{tag}.status"
             cmd = [sys.executable, "-m", "emu.roce", "agent", "--iface",

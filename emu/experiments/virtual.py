@@ -26,7 +26,6 @@ def run_virtual(plan: RunPlan, *, console: Any = None, write: bool = True,
                 max_virtual_s: float = 600.0) -> RunSummary:
     from emu.control import QosSettings
     from emu.roce.agent import Agent
-    from emu.roce.config import load_dict
     from emu.sim.fabric import SimFabric
 
     cfg = plan.config
@@ -39,7 +38,7 @@ def run_virtual(plan: RunPlan, *, console: Any = None, write: bool = True,
     if cfg.lb is LbMode.TE:
         sim.controller.place_te(plan.te_flows())
     clock = sim.clock
-    agents = {h: Agent(load_dict(c), clock, sim.port(h, 0)) for h, c in plan.agents.items()}
+    agents = {h: Agent(c, clock, sim.port(h, 0)) for h, c in plan.agents.items()}
 
     def tm_stats(switch: str) -> dict[str, Any]:
         sw = sim.switches[switch]
