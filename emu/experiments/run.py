@@ -185,31 +185,9 @@ class Experiment:
                 d = snap.t_s - prev_t
                 state.rate_bps = (moved - prev_moved) * 8 / d if d > 0 else 0.0
                 prev_t, prev_moved = snap.t_s, moved
-                tot = sum(c.ecn_marks - first.ports.get(k, c).ecn_marks
-                          for k, c in snap.ports.items())
                 state.elapsed_s = time.monotonic() - t_launch
                 state.bytes_moved = moved
-                state.ecn_marks = tot
-                state.drops = sum(c.drops - (first.ports[k].drops if k in first.ports else 0)
-                                  for k, c in snap.ports.items())
-                state.kernel_drops = sum(
-                    c.kernel_drops - (first.ports[k].kernel_drops if k in first.ports else 0)
-                    for k, c in snap.ports.items())
-                state.hosts_done = sum(a.finished() for a in agents.values())
-                reports = [a.progress for a in agents.values() if a.progress]
-                if reports:
-                    state.cnps = sum(int(r.get("cnps_sent", 0)) for r in reports)
-                    state.retx_pkts = sum(int(r.get("retx_pkts", 0)) for r in reports)
-                    state.timeouts = sum(int(r.get("timeouts", 0)) for r in reports)
-                    state.ecn_marked_rcvd = sum(int(r.get("ecn_marked_rcvd", 0))
-                                                for r in reports)
-                    state.tx_lag_max_ms = max(float(r.get("tx_lag_max_us", 0.0))
-                                              for r in reports) / 1e3
-                if snap.tm_lag_ms is not None:
-                    state.tm_lag_max_ms = max(state.tm_lag_max_ms or 0.0, snap.tm_lag_ms)
-                state.hottest = hottest(snap)
-                ready = sum(a.ready_s is not None for a in agents.values())
-                state.phase = "running" if ready == len(agents) else f"agents {ready}/{len(agents)}"
+                _update_progress(state, first, snap, agents)
                 if moved > 0 and t_traffic is None:
                     t_traffic = time.monotonic()
                 # The failure clock starts with the traffic, not with the agents' start-up.
@@ -241,17 +219,7 @@ class Experiment:
             notes.append(f"interrupted ({how}) {time.monotonic() - t_launch:.1f} s into "
                          "the workload: partial results")
         finally:
-            # Normally all have exited; on an error or Ctrl-C, stop the rest now (they
-            # write partial results on SIGTERM) rather than wait for their workload.
-            for a in agents.values():
-                if not a.finished():
-                    a.popen.send_signal(signal.SIGTERM)
-            for a in agents.values():
-                try:
-                    a.popen.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    a.popen.kill()
-                    a.popen.wait(timeout=5)
+            _stop_agents(agents)
         duration = time.monotonic() - t_launch
         sm = self.sampler
         sampling = {"orchestrator_cpu_s": time.process_time() - cpu0,
@@ -285,6 +253,47 @@ class Experiment:
     def link_up(self, a: str, b: str) -> None:
         self.net.mininet.configLinkStatus(a, b, "up")
         self.controller.link_up(a, b)
+
+
+def _update_progress(state: ProgressState, first: Snapshot, snap: Snapshot,
+                     agents: dict[str, AgentProc]) -> None:
+    """The live view's counters: switch counters since `first`, the agents' reports."""
+    state.ecn_marks = sum(c.ecn_marks - first.ports.get(k, c).ecn_marks
+                          for k, c in snap.ports.items())
+    state.drops = sum(c.drops - (first.ports[k].drops if k in first.ports else 0)
+                      for k, c in snap.ports.items())
+    state.kernel_drops = sum(
+        c.kernel_drops - (first.ports[k].kernel_drops if k in first.ports else 0)
+        for k, c in snap.ports.items())
+    state.hosts_done = sum(a.finished() for a in agents.values())
+    reports = [a.progress for a in agents.values() if a.progress]
+    if reports:
+        state.cnps = sum(int(r.get("cnps_sent", 0)) for r in reports)
+        state.retx_pkts = sum(int(r.get("retx_pkts", 0)) for r in reports)
+        state.timeouts = sum(int(r.get("timeouts", 0)) for r in reports)
+        state.ecn_marked_rcvd = sum(int(r.get("ecn_marked_rcvd", 0))
+                                    for r in reports)
+        state.tx_lag_max_ms = max(float(r.get("tx_lag_max_us", 0.0))
+                                  for r in reports) / 1e3
+    if snap.tm_lag_ms is not None:
+        state.tm_lag_max_ms = max(state.tm_lag_max_ms or 0.0, snap.tm_lag_ms)
+    state.hottest = hottest(snap)
+    ready = sum(a.ready_s is not None for a in agents.values())
+    state.phase = "running" if ready == len(agents) else f"agents {ready}/{len(agents)}"
+
+
+def _stop_agents(agents: dict[str, AgentProc]) -> None:
+    """Normally all have exited; on an error or Ctrl-C, stop the rest now (they write
+    partial results on SIGTERM) rather than wait for their workload."""
+    for a in agents.values():
+        if not a.finished():
+            a.popen.send_signal(signal.SIGTERM)
+    for a in agents.values():
+        try:
+            a.popen.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            a.popen.kill()
+            a.popen.wait(timeout=5)
 
 
 NO_DELAY_HINT = "run without link delay: make run ... LINK_DELAY=0 (emu run --no-link-delay)"
