@@ -12,11 +12,11 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from emu.roce.config import AgentConfig
 
 from .agent_configs import FRAME_OVERHEAD_BYTES
+from .jsontypes import JsonDict
 from .plan import RunPlan
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,7 +39,7 @@ def project_version() -> str:
         return "unknown"
 
 
-def _dcqcn(cfg: AgentConfig, profile: str) -> dict[str, Any]:
+def _dcqcn(cfg: AgentConfig, profile: str) -> JsonDict:
     from emu.roce.dcqcn import scaled
     from emu.roce.pacing import Dilation as HostDilation
 
@@ -55,13 +55,13 @@ def _dcqcn(cfg: AgentConfig, profile: str) -> dict[str, Any]:
             "clamped": clamped, "clamp_reason": why, "timer_floor_ns": floor}
 
 
-def effective_values(plan: RunPlan) -> dict[str, Any]:
+def effective_values(plan: RunPlan) -> JsonDict:
     cfg = plan.config
     d = plan.dilation
     frame = cfg.mtu_bytes + FRAME_OVERHEAD_BYTES
     depths = sorted({p.depth_pkts for s in plan.fabric.switches for p in s.ports})
     hosts = sorted(plan.agents)
-    out: dict[str, Any] = {
+    out: JsonDict = {
         "version": project_version(),
         "seed": cfg.workload.seed,
         "dilation": d.factor,

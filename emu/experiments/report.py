@@ -9,14 +9,18 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from . import metrics as M
 from . import plots, results
 from .agent_configs import FRAME_OVERHEAD_BYTES
+from .jsontypes import JsonDict, JsonValue, Row
 from .plan import RunPlan
 from .sampler import Snapshot
-from .summary import RunSummary, render_text
+from .summary import RunInfo, RunSummary, render_text
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +29,7 @@ log = logging.getLogger(__name__)
 class RunRecords:
     """Everything measured during one run."""
 
-    rows_by_host: dict[str, list[dict[str, Any]]]
+    rows_by_host: Mapping[str, Sequence[Row]]  # host -> its agent's result lines
     offsets_s: dict[str, float]  # host -> its agent's READY on the run timeline
     snapshots: list[Snapshot]  # first: before traffic, last: after
     duration_s: float
@@ -51,7 +55,7 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
                      hosts.data_pkts_sent, frame_time_ms=frame_time_ms(plan),
                      dcqcn=cfg.cc == "dcqcn", fabric_drops=fabric.drops,
                      **efficiency(plan, deltas, flows))
-    run = {"topo": plan.fabric.name, "lb": cfg.lb.value, "cc": cfg.cc, "recovery": cfg.recovery,
+    run: RunInfo = {"topo": plan.fabric.name, "lb": cfg.lb.value, "cc": cfg.cc, "recovery": cfg.recovery,
            "workload": cfg.workload.kind, "target": "virtual" if cfg.virtual else cfg.target,
            "dilation": plan.dilation.factor, "message_bytes": cfg.workload.message_bytes,
            "iterations": cfg.workload.iterations,
@@ -83,14 +87,21 @@ def frame_time_ms(plan: RunPlan) -> float | None:
     return (plan.config.mtu_bytes + FRAME_OVERHEAD_BYTES) * 8 / min(rates) * 1e3
 
 
+class Efficiency(TypedDict):
+    """The busiest link's utilisation over the traffic window, and which port it is."""
+
+    efficiency: float | None
+    busiest_port: str | None
+
+
 def efficiency(plan: RunPlan, deltas: Mapping[M.PortKey, M.PortCount],
-               flows: Sequence[M.FlowResult]) -> dict[str, Any]:
+               flows: Sequence[M.FlowResult]) -> Efficiency:
     util, port = M.busiest_link_utilisation(deltas, plan.port_rates(), M.traffic_window_s(flows))
     return {"efficiency": util, "busiest_port": None if port is None else f"{port[0]}:{port[1]}"}
 
 
 def write_results(run_dir: Path, plan: RunPlan, rec: RunRecords, summary: RunSummary,
-                  extra_config: Mapping[str, Any] | None = None) -> list[Path]:
+                  extra_config: Mapping[str, JsonValue] | None = None) -> list[Path]:
     """Write the results folder; returns the files written."""
     from .effective import effective_values
 
@@ -104,7 +115,7 @@ def write_results(run_dir: Path, plan: RunPlan, rec: RunRecords, summary: RunSum
     first = rec.snapshots[0].ports if rec.snapshots else {}
     last = rec.snapshots[-1].ports if rec.snapshots else {}
     ups = plan.uplinks()
-    info = {(s.name, p.number): {"peer": str(p.peer), "rate_bps": p.rate_bps,
+    info: dict[M.PortKey, JsonDict] = {(s.name, p.number): {"peer": str(p.peer), "rate_bps": p.rate_bps,
                                  "uplink": p.number in ups.get(s.name, [])}
             for s in plan.fabric.switches for p in s.ports}
     written.append(results.write_ports(run_dir / "ports.csv", M.port_deltas(first, last), info))
@@ -132,7 +143,7 @@ def write_plots(plot_dir: Path, plan: RunPlan, rec: RunRecords,
     return out
 
 
-def run_figures(plan: RunPlan, rec: RunRecords, summary: RunSummary) -> dict[str, Any]:
+def run_figures(plan: RunPlan, rec: RunRecords, summary: RunSummary) -> dict[str, Figure]:
     """The run's plots by file stem, all on one time origin (the first flow's start)."""
     qs = [q for s in rec.snapshots for q in s.queues]
     t0 = plots.time_origin(summary.flows, [s.t_s for s in rec.snapshots])

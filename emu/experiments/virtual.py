@@ -9,20 +9,24 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from emu.control.params import LbMode
 
+from .jsontypes import JsonDict
 from .plan import RunPlan
 from .report import RunRecords, build_summary, write_results
 from .results import make_run_dir, print_results_path
 from .sampler import ChangeSampler, FabricSampler, Snapshot
 from .summary import RunSummary, print_summary
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 SAMPLE_NS = 5_000_000  # virtual time between sample ticks (kept where something changed)
 
 
-def run_virtual(plan: RunPlan, *, console: Any = None, write: bool = True,
+def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = True,
                 max_virtual_s: float = 600.0) -> RunSummary:
     from emu.control import QosSettings
     from emu.roce.agent import Agent
@@ -40,9 +44,9 @@ def run_virtual(plan: RunPlan, *, console: Any = None, write: bool = True,
     clock = sim.clock
     agents = {h: Agent(c, clock, sim.port(h, 0)) for h, c in plan.agents.items()}
 
-    def tm_stats(switch: str) -> dict[str, Any]:
+    def tm_stats(switch: str) -> JsonDict:
         sw = sim.switches[switch]
-        ports: dict[str, Any] = {}
+        ports: JsonDict = {}
         for p in plan.fabric.switch(switch).ports:
             fp = sim.port(switch, p.number)
             pk, _by = sw.sw.tm.occupancy(p.number)
