@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TypedDict
 from . import metrics as M
 from . import plots, results
 from .agent_configs import FRAME_OVERHEAD_BYTES
-from .jsontypes import JsonDict, JsonValue, Row
+from .jsontypes import JsonDict, Row
 from .plan import RunPlan
 from .sampler import Snapshot
 from .summary import RunInfo, RunSummary, render_text
@@ -100,24 +100,25 @@ def efficiency(plan: RunPlan, deltas: Mapping[M.PortKey, M.PortCount],
     return {"efficiency": util, "busiest_port": None if port is None else f"{port[0]}:{port[1]}"}
 
 
-def write_results(run_dir: Path, plan: RunPlan, rec: RunRecords, summary: RunSummary,
-                  extra_config: Mapping[str, JsonValue] | None = None) -> list[Path]:
+def write_results(run_dir: Path, plan: RunPlan, rec: RunRecords, summary: RunSummary
+                  ) -> list[Path]:
     """Write the results folder; returns the files written."""
     from .effective import effective_values
 
     written = [results.write_json(run_dir / "config.json", {
         "run": plan.config.to_dict(), "topology": plan.fabric.to_dict(),
         "topology_modelled": plan.model.to_dict(), "effective": effective_values(plan),
-        "bringup_s": rec.bringup_s, **(extra_config or {})})]
+        "bringup_s": rec.bringup_s})]
     for host, cfg in plan.agents.items():
         written.append(results.write_json(run_dir / "agents" / f"{host}.json", cfg.to_dict()))
     written.append(results.write_flows(run_dir / "flows.jsonl", summary.flows))
-    first = rec.snapshots[0].ports if rec.snapshots else {}
-    last = rec.snapshots[-1].ports if rec.snapshots else {}
+    # A run's records always hold its first sample (taken before the agents start).
+    first, last = rec.snapshots[0].ports, rec.snapshots[-1].ports
     ups = plan.uplinks()
-    info: dict[M.PortKey, JsonDict] = {(s.name, p.number): {"peer": str(p.peer), "rate_bps": p.rate_bps,
-                                 "uplink": p.number in ups.get(s.name, [])}
-            for s in plan.fabric.switches for p in s.ports}
+    info: dict[M.PortKey, JsonDict] = {
+        (s.name, p.number): {"peer": str(p.peer), "rate_bps": p.rate_bps,
+                             "uplink": p.number in ups.get(s.name, [])}
+        for s in plan.fabric.switches for p in s.ports}
     written.append(results.write_ports(run_dir / "ports.csv", M.port_deltas(first, last), info))
     written.append(results.write_port_samples(run_dir / "port_samples.csv",
                                               [(s.t_s, s.ports) for s in rec.snapshots]))
@@ -179,8 +180,3 @@ def hottest(snap: Snapshot) -> str:
     _t, sw, port, d = max(snap.queues, key=lambda q: q[3])
     return f"{sw}:{port} {d:.0f} pkts"
 
-
-def sum_deltas(snaps: Sequence[Snapshot]) -> M.PortCount:
-    if len(snaps) < 2:
-        return M.PortCount()
-    return M.totals(M.port_deltas(snaps[0].ports, snaps[-1].ports))
