@@ -162,22 +162,21 @@ def _link_args(cmd: str, args: list[str]) -> tuple[str, str]:
     return args[0], args[1]
 
 
-def fail_link(exp: CliSession, args: list[str]) -> str:
-    a, b = _link_args("fail", args)
+def _change_link(cmd: str, change: Callable[[str, str], None], args: list[str]) -> str:
+    a, b = _link_args(cmd, args)
     try:
-        exp.link_down(a, b)
+        change(a, b)
     except (ValueError, KeyError) as exc:
         raise CommandError(str(exc)) from None
-    return f"link {a}-{b} down; routes recomputed around it"
+    return f"link {a}-{b}"
+
+
+def fail_link(exp: CliSession, args: list[str]) -> str:
+    return _change_link("fail", exp.link_down, args) + " down; routes recomputed around it"
 
 
 def restore_link(exp: CliSession, args: list[str]) -> str:
-    a, b = _link_args("restore", args)
-    try:
-        exp.link_up(a, b)
-    except (ValueError, KeyError) as exc:
-        raise CommandError(str(exc)) from None
-    return f"link {a}-{b} up; routes recomputed"
+    return _change_link("restore", exp.link_up, args) + " up; routes recomputed"
 
 
 def run_workload(exp: CliSession, args: list[str]) -> str:
