@@ -1,0 +1,126 @@
+"""The crosscheck's packets: reading them from a file, generating them, and naming the
+differences between the frames two targets sent for one of them."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+# Offsets in an untagged Ethernet/IPv4 frame, for naming the first differing byte.
+_FIELDS = [(0, 6, "eth.dst"), (6, 12, "eth.src"), (12, 14, "eth.type"), (14, 15, "ipv4.ver_ihl"),
+           (15, 16, "ipv4.dscp_ecn"), (16, 18, "ipv4.len"), (18, 20, "ipv4.id"),
+           (20, 22, "ipv4.flags_frag"), (22, 23, "ipv4.ttl"), (23, 24, "ipv4.proto"),
+           (24, 26, "ipv4.checksum"), (26, 30, "ipv4.src"), (30, 34, "ipv4.dst"),
+           (34, 36, "l4.sport"), (36, 38, "l4.dport"), (38, 40, "udp.len"),
+           (40, 42, "udp.checksum")]
+
+
+@dataclass(frozen=True)
+class Packet:
+    port: int
+    frame: bytes
+
+
+Outputs = list[tuple[int, bytes]]
+
+
+def field_at(offset: int) -> str:
+    for lo, hi, name in _FIELDS:
+        if lo <= offset < hi:
+            return name
+    return f"byte {offset}"
+
+
+def describe_bytes(a: bytes, b: bytes) -> str:
+    if len(a) != len(b):
+        return f"lengths {len(a)} vs {len(b)} B"
+    diffs = [i for i in range(len(a)) if a[i] != b[i]]
+    names = list(dict.fromkeys(field_at(i) for i in diffs))  # in frame order
+    first = diffs[0]
+    return (f"{len(diffs)} bytes differ ({', '.join(names)}); first at {first}: "
+            f"{a[first]:#04x} vs {b[first]:#04x}")
+
+
+def compare_outputs(index: int, pkt: Packet, a: Outputs, b: Outputs,
+                    names: tuple[str, str]) -> list[str]:
+    """Differences between the frames two targets sent for one input packet."""
+    if Counter(a) == Counter(b):
+        return []
+    head = f"packet {index} (in port {pkt.port}, {len(pkt.frame)} B)"
+    ports_a, ports_b = sorted(p for p, _ in a), sorted(p for p, _ in b)
+    if ports_a != ports_b:
+        return [f"{head}: output ports {names[0]} {ports_a or 'dropped'} vs "
+                f"{names[1]} {ports_b or 'dropped'}"]
+    out = []
+    rest_b = list(b)
+    for port, frame in a:
+        if (port, frame) in rest_b:
+            rest_b.remove((port, frame))
+            continue
+        other = next(f for p, f in rest_b if p == port)
+        rest_b.remove((port, other))
+        out.append(f"{head}: port {port} bytes: {describe_bytes(frame, other)}")
+    return out
+
+
+
+def read_packets(path: Path) -> list[Packet]:
+    out = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        try:
+            if line.startswith("{"):
+                d = json.loads(line)
+                out.append(Packet(int(d["port"]), bytes.fromhex(str(d["frame"]))))
+            else:
+                words = line.split()
+                if words[0] != "packet" or len(words) < 3:
+                    raise ValueError("expected `packet PORT HEX` or a JSON object")
+                out.append(Packet(int(words[1]), bytes.fromhex("".join(words[2:]))))
+        except (ValueError, KeyError) as exc:
+            raise ValueError(f"{path}:{n}: {exc}") from None
+    if not out:
+        raise ValueError(f"{path}: no packets")
+    return out
+
+
+def generate_packets(n: int, ports: Sequence[int], seed: int,
+                     hosts: Sequence[tuple[str, str, int | None]] = ()) -> list[Packet]:
+    """N frames: mostly IPv4/UDP to the RoCEv2 port; some TTL 1, some not IPv4.
+
+    hosts: (ip, mac, port on this switch or None) to draw addresses from; without
+    them random 10.x addresses are used.
+    """
+    from emu.core.wire import ROCEV2_UDP_PORT as ROCEV2_PORT
+    from emu.sim.frames import udp_frame
+
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        if hosts:
+            src, dst = rng.sample(list(hosts), 2)
+            port = src[2] if src[2] is not None else rng.choice(list(ports))
+            sip, smac, dip = src[0], src[1], dst[0]
+        else:
+            port = rng.choice(list(ports))
+            sip = f"10.0.{rng.randrange(1, 5)}.{rng.randrange(1, 250)}"
+            dip = f"10.0.{rng.randrange(1, 5)}.{rng.randrange(1, 250)}"
+            smac = f"02:00:00:00:{rng.randrange(256):02x}:{rng.randrange(256):02x}"
+        kind = rng.random()
+        if kind < 0.05:  # not IPv4 (an ARP-typed frame)
+            frame = bytes.fromhex("ffffffffffff") + bytes.fromhex(smac.replace(":", "")) \
+                + b"\x08\x06" + bytes(46)
+        else:
+            frame = udp_frame(smac, "02:00:00:00:00:fe", sip, dip, rng.randrange(49152, 65536),
+                              ROCEV2_PORT if rng.random() < 0.8 else rng.randrange(1, 65536),
+                              size=rng.randrange(64, 300), ttl=1 if kind < 0.10 else 64,
+                              dscp=rng.choice((0, 26, 48)), ecn=rng.choice((0, 1, 2)),
+                              psn=rng.randrange(1 << 24))
+        out.append(Packet(port, frame))
+    return out
