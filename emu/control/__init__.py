@@ -2,6 +2,9 @@
 
 Pure computation (`routes`, `te`, `params`, `program`) is separate from the switch
 interface (`southbound`: SwitchHandle and its implementations) and the `controller`.
+
+Imports: emu.switch, emu.runtime and the layers below them. Layer 6 of the package
+layers that pyproject.toml's import-linter contracts enforce; nothing above it.
 """
 
 from .controller import FabricController, GroupCounters, PortCounters

@@ -17,10 +17,10 @@ Record format (version 1)::
     {"version": 1, "run_id": "...", "started_at": "2026-...Z", "run_dir": "...",
      "owner": {"pid": N, "start_time": TICKS, "cmdline": "..."},
      "processes":  [{"pid", "start_time", "role", "name", "group"}],
-     "namespaces": [{"name", "kind": "mininet"|"named", "pid", "start_time",
+     "namespaces": [{"name", "kind": "mininet", "pid", "start_time",
                      "inode", "intf", "mac"}],
      "interfaces": [{"name", "mac", "netns"}],
-     "qdiscs":     [{"intf", "netns", "handle"}],
+     "qdiscs":     [{"intf", "netns", "handle"}],   (in host namespaces: gone with them)
      "sockets":    ["/run/emu/<run-id>/leaf1.grpc", ...],
      "dirs":       ["/run/emu/<run-id>"]}
 
@@ -152,14 +152,14 @@ class RunState:
 
     @classmethod
     def begin(cls, run_dir: Path | str | None = None, *, directory: Path | None = None,
-              run_id: str | None = None, lock_timeout_s: float = 0.0) -> RunState:
+              lock_timeout_s: float = 0.0) -> RunState:
         """Take the run lock (or raise RunActive) and create this run's record.
         `lock_timeout_s`: how long to wait for a running run."""
         base = directory or state_dir()
         base.mkdir(parents=True, exist_ok=True)
         fd = acquire_lock(lock_timeout_s)
         try:
-            rid = run_id or time.strftime("run-%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+            rid = time.strftime("run-%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
             me = os.getpid()
             owner = {"pid": me, "start_time": proc_start_time(me), "cmdline": _cmdline(me)}
             _write_lock_owner(fd, {**owner, "run_id": rid, "started_at": _now()})
@@ -218,17 +218,14 @@ class RunState:
                                        "role": "host-shell", "name": name, "group": True})
         self.save()
 
-    def add_named_namespace(self, name: str) -> None:
-        self.data["namespaces"].append({"name": name, "kind": "named"})
-        self.save()
-
     def add_interfaces(self, items: list[tuple[str, str, str | None]]) -> None:
         """(name, mac, netns) triples; netns None = the root namespace."""
         for name, mac, ns in items:
             self.data["interfaces"].append({"name": name, "mac": mac.lower(), "netns": ns})
         self.save()
 
-    def add_qdisc(self, intf: str, netns: str | None, handle: str = "1:") -> None:
+    def add_qdisc(self, intf: str, netns: str, handle: str = "1:") -> None:
+        """A qdisc on a host's interface (in its namespace, so removed with it)."""
         self.data["qdiscs"].append({"intf": intf, "netns": netns, "handle": handle})
         self.save()
 
@@ -356,13 +353,6 @@ def cleanup_record(data: dict[str, Any], log: Any = print) -> list[str]:
     # Processes left in a Mininet host's namespace that were never recorded (started
     # by hand from the CLI, say): found by namespace, after proving it is ours.
     for ns in data.get("namespaces", []):
-        if ns.get("kind") == "named":
-            if os.path.exists(f"/run/netns/{ns['name']}"):
-                r = subprocess.run(["ip", "netns", "del", ns["name"]], capture_output=True,
-                                   text=True)
-                if r.returncode:
-                    errors.append(f"netns {ns['name']}: {r.stderr.strip()}")
-            continue
         inode = ns.get("inode")
         if not inode:
             continue
@@ -372,10 +362,6 @@ def cleanup_record(data: dict[str, Any], log: Any = print) -> list[str]:
         stray = [(p, proc_start_time(p), False) for p in members]
         kill_verified(stray, grace_s=1.0)
         log(f"  killed {len(stray)} process(es) left in host {ns['name']}'s namespace")
-
-    for q in data.get("qdiscs", []):
-        if q.get("netns") is None and _intf_mac(q["intf"]) is not None:
-            subprocess.run(["tc", "qdisc", "del", "dev", q["intf"], "root"], capture_output=True)
 
     deleted = 0
     for i in data.get("interfaces", []):

@@ -42,6 +42,10 @@ started). A flowlet difference is explained when both sides sent the packet to
 a member of the same group (ports towards other switches) with identical bytes
 after the MAC rewrite of the egress port, and a counter's differences are
 explained when its total over all indices is the same on both sides.
+
+Imports: emu.net and every layer below it. Layer 10, beside emu.experiments (neither
+imports the other) of the package layers that pyproject.toml's import-linter contracts
+enforce; nothing above it.
 """
 
 from __future__ import annotations

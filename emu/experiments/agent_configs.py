@@ -1,7 +1,6 @@
 """Per-host agent configurations from (fabric, workload, cc, recovery, dilation).
 
-Pure: returns plain dicts in the schema of `emu.roce.config` (load them with
-`emu.roce.config.load_dict` to validate). One reliable-connected QP per host pair that
+Pure: returns `emu.roce.config.AgentConfig`s, validated as the agent validates them. One reliable-connected QP per host pair that
 exchanges any flow, numbered from the peer's index so both ends agree without
 negotiation; each ordered pair gets its own UDP source port (ECMP entropy).
 """
@@ -11,9 +10,19 @@ from __future__ import annotations
 import math
 import zlib
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from emu.core.units import Dilation
+from emu.roce.config import (
+    AgentConfig,
+    FlowConfig,
+    HostConfig,
+    NicConfig,
+    QpConfig,
+    dcqcn_params,
+    validate,
+)
+from emu.roce.plb import PlbParams
 from emu.topo import Fabric
 from emu.topo.paths import equal_cost_paths
 
@@ -147,11 +156,9 @@ def rto_wire_ms(fabric: Fabric, src: str, dst: str, settings: AgentSettings) -> 
 
 
 def agent_configs(fabric: Fabric, workload: Workload, settings: AgentSettings,
-                  seed: int = 0) -> dict[str, dict[str, Any]]:
+                  seed: int = 0) -> dict[str, AgentConfig]:
     """Host name -> agent configuration, for every host that sends or receives."""
-    hosts = {h.name: h for h in fabric.hosts}
-    index = {h.name: i for i, h in enumerate(fabric.hosts)}
-    dilation = Dilation(settings.dilation)
+    hosts = {h.name for h in fabric.hosts}
     for f in workload.flows:
         for name in (f.src, f.dst):
             if name not in hosts:
@@ -162,46 +169,43 @@ def agent_configs(fabric: Fabric, workload: Workload, settings: AgentSettings,
     for f in workload.flows:
         peers.setdefault(f.src, set()).add(f.dst)
         peers.setdefault(f.dst, set()).add(f.src)
-    configs: dict[str, dict[str, Any]] = {}
-    for name in (h.name for h in fabric.hosts):
-        if name not in peers:
-            continue
-        h = hosts[name]
-        qps = []
-        for peer in sorted(peers[name], key=index.__getitem__):
-            p = hosts[peer]
-            window = window_pkts_for(fabric, name, peer, settings)
-            qps.append({
-                "qpn": qpn_for(index[peer]), "peer": peer, "peer_ip": str(p.ip),
-                "peer_mac": p.mac, "peer_qpn": qpn_for(index[name]),
-                "udp_sport": udp_sport(name, peer, seed), "recovery": settings.recovery,
-                "reorder_window_pkts": window,
-                "max_outstanding_pkts": window,
-                # The QP's RTO is nominal (the NIC multiplies it by the dilation): give
-                # the nominal value that lands on the clock-time RTO.
-                "rto_ns": max(1, int(dilation.modelled_ns(
-                    rto_wire_ms(fabric, name, peer, settings) * 1e6))),
-            })
-        flows = [{"id": f.id, "qpn": qpn_for(index[f.dst]), "size_bytes": f.size_bytes,
-                  "op": "write", "after": list(f.after),
-                  "start_us": 0.0 if f.after else settings.start_delay_us}
-                 for f in workload.flows if f.src == name]
-        link_rate = next(lk.rate_bps for lk in fabric.links if lk.index == h.link)
-        cfg: dict[str, Any] = {
-            "host": {"name": name, "ip": str(h.ip), "mac": h.mac},
-            "nic": {"line_rate_bps": dilation.modelled_rate_bps(float(link_rate)),
-                    "time_dilation": settings.dilation,
-                    "timer_resolution_ns": settings.timer_resolution_ns,
-                    "mtu": settings.mtu_bytes,
-                    "min_rto_ns": int(settings.rto_wire_ms * 1e6),
-                    "ack_class": settings.ack_class},
-            "dcqcn": {"profile": settings.dcqcn_profile, "enabled": settings.cc == "dcqcn"},
-            "plb": {"enabled": settings.plb},
-            "qps": qps,
-            "flows": flows,
-            "expect": [f.id for f in workload.flows if f.dst == name],
-        }
-        if settings.timeout_s is not None:
-            cfg["timeout_s"] = settings.timeout_s
-        configs[name] = cfg
-    return configs
+    return {h.name: _host_config(fabric, workload, settings, h.name, peers[h.name], seed)
+            for h in fabric.hosts if h.name in peers}
+
+
+def _host_config(fabric: Fabric, workload: Workload, settings: AgentSettings, name: str,
+                 peers: set[str], seed: int) -> AgentConfig:
+    index = {h.name: i for i, h in enumerate(fabric.hosts)}
+    dilation = Dilation(settings.dilation)
+    h = fabric.host(name)
+    qps = []
+    for peer in sorted(peers, key=index.__getitem__):
+        p = fabric.host(peer)
+        window = window_pkts_for(fabric, name, peer, settings)
+        qps.append(QpConfig(
+            qpn=qpn_for(index[peer]), peer=peer, peer_ip=str(p.ip), peer_mac=p.mac,
+            peer_qpn=qpn_for(index[name]), udp_sport=udp_sport(name, peer, seed),
+            recovery=settings.recovery, reorder_window_pkts=window,
+            max_outstanding_pkts=window,
+            # The QP's RTO is nominal (the NIC multiplies it by the dilation): give the
+            # nominal value that lands on the clock-time RTO.
+            rto_ns=max(1, int(dilation.modelled_ns(
+                rto_wire_ms(fabric, name, peer, settings) * 1e6)))))
+    flows = [FlowConfig(id=f.id, qpn=qpn_for(index[f.dst]), size_bytes=f.size_bytes,
+                        op="write", after=list(f.after),
+                        start_us=0.0 if f.after else float(settings.start_delay_us))
+             for f in workload.flows if f.src == name]
+    link_rate = next(lk.rate_bps for lk in fabric.links if lk.index == h.link)
+    nic = NicConfig(line_rate_bps=dilation.modelled_rate_bps(float(link_rate)),
+                    time_dilation=float(settings.dilation),
+                    timer_resolution_ns=settings.timer_resolution_ns, mtu=settings.mtu_bytes,
+                    min_rto_ns=int(settings.rto_wire_ms * 1e6), ack_class=settings.ack_class)
+    dcqcn = dcqcn_params(settings.dcqcn_profile, nic.line_rate_bps,
+                         {"enabled": settings.cc == "dcqcn"})
+    cfg = AgentConfig(host=HostConfig(name=name, ip=str(h.ip), mac=h.mac), qps=qps, nic=nic,
+                      dcqcn=dcqcn, plb=PlbParams(enabled=settings.plb), flows=flows,
+                      expect=[f.id for f in workload.flows if f.dst == name],
+                      timeout_s=None if settings.timeout_s is None
+                      else float(settings.timeout_s))
+    validate(cfg)
+    return cfg

@@ -20,9 +20,14 @@ import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from emu.control.params import LbMode
+
+from .jsontypes import JsonDict
+
+if TYPE_CHECKING:
+    from .summary import RunSummary
 
 DEFAULT_RATES_BPS = (2_000_000, 5_000_000, 10_000_000, 20_000_000)
 # Busiest-link utilisation below which a rate is "too fast": stricter than the run
@@ -48,11 +53,11 @@ class CalibrationPoint:
     def faithful(self) -> bool:
         return self.ok and not self.cpu_bound and self.efficiency >= MIN_EFFICIENCY
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonDict:
         return {**dataclasses.asdict(self), "faithful": self.faithful}
 
 
-def point_from_summary(rate_bps: int, summary: Any) -> CalibrationPoint:
+def point_from_summary(rate_bps: int, summary: RunSummary) -> CalibrationPoint:
     gps = [f.goodput_bps for f in summary.flows if f.goodput_bps]
     ratio = (sum(gps) / len(gps) / rate_bps) if gps else 0.0
     window = summary.traffic_s or summary.duration_s or 0.0
@@ -75,6 +80,8 @@ def suggest(points: list[CalibrationPoint]) -> int | None:
 
 def calibrate(topo: str, rates_bps: tuple[int, ...], size_bytes: int, target: str,
               results_root: Path) -> list[CalibrationPoint]:
+    from rich.console import Console
+
     from .config import RunConfig
     from .run import run_experiment
     from .workloads import WorkloadParams
@@ -87,16 +94,10 @@ def calibrate(topo: str, rates_bps: tuple[int, ...], size_bytes: int, target: st
                         timeout_s=60.0,
                         results_root=results_root)
         print(f"calibrate: {topo} at {rate / 1e6:g} Mb/s ...", file=sys.stderr, flush=True)
-        summary = run_experiment(cfg, console=_QuietConsole())
+        # Quiet: the per-run summaries are left out, calibration prints its own table.
+        summary = run_experiment(cfg, console=Console(quiet=True))
         points.append(point_from_summary(rate, summary))
     return points
-
-
-class _QuietConsole:
-    """Swallows the per-run summaries: calibration prints its own table."""
-
-    def print(self, *_a: Any, **_k: Any) -> None:
-        pass
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

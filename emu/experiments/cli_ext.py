@@ -17,11 +17,23 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, cast
 
 from emu.control.params import LbMode
 
 from .config import spray_gbn_warning
+
+if TYPE_CHECKING:
+    from mininet.cli import CLI
+
+    from emu.control import FabricController
+    from emu.control.southbound import MatchValue
+    from emu.net import EmuNet
+
+    from .plan import RunPlan
+    from .report import RunRecords
+    from .workloads import WorkloadKind
 
 USAGE = {
     "tables": "tables [SWITCH ...]",
@@ -33,11 +45,35 @@ USAGE = {
 }
 
 
+class CliSession(Protocol):
+    """What the commands use of a running experiment (emu.experiments.run.Experiment)."""
+
+    runs: int  # workloads run from the CLI so far
+
+    @property
+    def plan(self) -> RunPlan: ...
+
+    @property
+    def controller(self) -> FabricController: ...
+
+    @property
+    def net(self) -> EmuNet: ...
+
+    @property
+    def run_dir(self) -> Path: ...
+
+    def link_down(self, a: str, b: str) -> None: ...
+
+    def link_up(self, a: str, b: str) -> None: ...
+
+    def run_workload(self, plan: RunPlan, *, tag: str = "") -> RunRecords: ...
+
+
 class CommandError(ValueError):
     """Bad arguments to a CLI command; the message is shown to the user."""
 
 
-def _switches(exp: Any, args: list[str]) -> list[str]:
+def _switches(exp: CliSession, args: list[str]) -> list[str]:
     """The switches named (all of them when none is), each checked."""
     known = [s.name for s in exp.plan.fabric.switches]
     unknown = [a for a in args if a not in known]
@@ -55,7 +91,7 @@ def _is_ipv4(field: str) -> bool:
     return "ipv4" in field and field.rsplit(".", 1)[-1].lower().endswith("addr")
 
 
-def format_value(field: str, value: Any) -> str:
+def format_value(field: str, value: MatchValue) -> str:
     """A match or parameter value as a person reads it: MACs as aa:bb:.., IPv4 addresses
     dotted (with /len for an LPM, &&& mask for a ternary), the rest as numbers."""
     import ipaddress
@@ -76,7 +112,7 @@ def format_value(field: str, value: Any) -> str:
     return one(value) if isinstance(value, int) else str(value)
 
 
-def show_tables(exp: Any, args: list[str]) -> str:
+def show_tables(exp: CliSession, args: list[str]) -> str:
     ctl = exp.controller
     lines = []
     for sw in _switches(exp, args):
@@ -90,11 +126,11 @@ def show_tables(exp: Any, args: list[str]) -> str:
     return "\n".join(lines)
 
 
-def show_counters(exp: Any, args: list[str]) -> str:
+def show_counters(exp: CliSession, args: list[str]) -> str:
     return "\n".join(_counters(exp, sw) for sw in _switches(exp, args))
 
 
-def _counters(exp: Any, sw: str) -> str:
+def _counters(exp: CliSession, sw: str) -> str:
     ctl = exp.controller
     lines = [f"{sw}: port  rx_pkts  tx_pkts  tx_bytes  ecn_marks  drops"]
     for port, c in sorted(ctl.port_counters(sw).items()):
@@ -106,7 +142,7 @@ def _counters(exp: Any, sw: str) -> str:
     return "\n".join(lines)
 
 
-def set_lb_mode(exp: Any, args: list[str]) -> str:
+def set_lb_mode(exp: CliSession, args: list[str]) -> str:
     if not args:
         raise CommandError(f"usage: {USAGE['lbmode']}")
     switches = args[1:] or None
@@ -126,25 +162,24 @@ def _link_args(cmd: str, args: list[str]) -> tuple[str, str]:
     return args[0], args[1]
 
 
-def fail_link(exp: Any, args: list[str]) -> str:
-    a, b = _link_args("fail", args)
+def _change_link(cmd: str, change: Callable[[str, str], None], args: list[str]) -> str:
+    a, b = _link_args(cmd, args)
     try:
-        exp.link_down(a, b)
+        change(a, b)
     except (ValueError, KeyError) as exc:
         raise CommandError(str(exc)) from None
-    return f"link {a}-{b} down; routes recomputed around it"
+    return f"link {a}-{b}"
 
 
-def restore_link(exp: Any, args: list[str]) -> str:
-    a, b = _link_args("restore", args)
-    try:
-        exp.link_up(a, b)
-    except (ValueError, KeyError) as exc:
-        raise CommandError(str(exc)) from None
-    return f"link {a}-{b} up; routes recomputed"
+def fail_link(exp: CliSession, args: list[str]) -> str:
+    return _change_link("fail", exp.link_down, args) + " down; routes recomputed around it"
 
 
-def run_workload(exp: Any, args: list[str]) -> str:
+def restore_link(exp: CliSession, args: list[str]) -> str:
+    return _change_link("restore", exp.link_up, args) + " up; routes recomputed"
+
+
+def run_workload(exp: CliSession, args: list[str]) -> str:
     from .plan import plan_run
     from .report import build_summary, write_results
     from .summary import render_text
@@ -153,7 +188,8 @@ def run_workload(exp: Any, args: list[str]) -> str:
     if not args or args[0] not in WORKLOAD_KINDS:
         raise CommandError(f"usage: {USAGE['workload']} (KIND: {', '.join(WORKLOAD_KINDS)})")
     cfg = exp.plan.config
-    wl = dataclasses.replace(cfg.workload, kind=args[0])
+    kind = cast("WorkloadKind", args[0])  # one of WORKLOAD_KINDS, checked above
+    wl = dataclasses.replace(cfg.workload, kind=kind)
     try:
         if len(args) > 1:
             wl = dataclasses.replace(wl, message_bytes=int(args[1]))
@@ -162,7 +198,7 @@ def run_workload(exp: Any, args: list[str]) -> str:
         plan = plan_run(dataclasses.replace(cfg, workload=wl), model=exp.plan.model)
     except (ValueError, WorkloadError) as exc:
         raise CommandError(str(exc)) from None
-    exp.runs = getattr(exp, "runs", 0) + 1
+    exp.runs += 1
     tag = f"-cli{exp.runs}"
     rec = exp.run_workload(plan, tag=tag)
     out_dir = exp.run_dir / f"workload{exp.runs}-{args[0]}"
@@ -172,7 +208,7 @@ def run_workload(exp: Any, args: list[str]) -> str:
     return render_text(summary) + f"\nresults in {out_dir}"
 
 
-COMMANDS: dict[str, Callable[[Any, list[str]], str]] = {
+COMMANDS: dict[str, Callable[[CliSession, list[str]], str]] = {
     "tables": show_tables,
     "counters": show_counters,
     "lbmode": set_lb_mode,
@@ -182,14 +218,14 @@ COMMANDS: dict[str, Callable[[Any, list[str]], str]] = {
 }
 
 
-def run_cli(exp: Any) -> None:
+def run_cli(exp: CliSession) -> None:
     """Mininet's CLI on `exp.net`, with COMMANDS added as do_<name> methods."""
     from mininet.cli import CLI
 
-    def make(name: str) -> Callable[[Any, str], None]:
+    def make(name: str) -> Callable[[CLI, str], None]:
         fn = COMMANDS[name]
 
-        def do(self: Any, line: str) -> None:
+        def do(self: CLI, line: str) -> None:
             try:
                 print(fn(exp, line.split()))
             except CommandError as exc:

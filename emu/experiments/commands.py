@@ -81,7 +81,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run.add_argument("--cli", action="store_true",
                      help="open the Mininet CLI on the programmed fabric instead of running "
                           "the workload (default: off)")
-    w = run.add_argument_group("workload")
+    _workload_args(run.add_argument_group("workload"))
+    _fabric_args(run.add_argument_group("fabric and hosts"))
+    _output_args(run.add_argument_group("output"))
+    run.set_defaults(func=cmd_run)
+
+    stop = sub.add_parser("stop", help="remove what a killed run left behind")
+    stop.add_argument("--lock-wait", type=float, default=0.0, metavar="S",
+                      help="wait up to S seconds (at least 5) for the run lock "
+                           "(default %(default)s)")
+    stop.set_defaults(func=cmd_stop)
+
+
+def _workload_args(w: argparse._ArgumentGroup) -> None:
     w.add_argument("--size", type=_size, default=None, metavar="BYTES",
                    help="message size: per flow (permutation, incast) or per-rank buffer "
                         "(allreduce, alltoall); e.g. 4096, 64K, 1M (default 256K)")
@@ -94,7 +106,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     w.add_argument("--seed", type=int, default=1,
                    help="seed of the permutation's pairing and of the QPs' UDP source "
                         "ports (ECMP entropy) (default %(default)s)")
-    f = run.add_argument_group("fabric and hosts")
+
+
+def _fabric_args(f: argparse._ArgumentGroup) -> None:
     f.add_argument("--rate", type=_rate, default=None, metavar="RATE",
                    help="wire rate of the topology's fastest link, e.g. 10Mbps; every link "
                         "is slowed by the same ratio (the dilation) and every delay and timer "
@@ -124,7 +138,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     f.add_argument("--fail-after", type=float, default=1.0, metavar="S",
                    help="with --fail-link: fail it S seconds after traffic first reaches "
                         "a host (virtual runs: S seconds of run time) (default %(default)s)")
-    o = run.add_argument_group("output")
+
+
+def _output_args(o: argparse._ArgumentGroup) -> None:
     o.add_argument("--results", default="results", metavar="DIR",
                    help="write the run's folder under DIR (default %(default)s)")
     o.add_argument("--pcap", action="store_true",
@@ -148,13 +164,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     o.add_argument("--dry-run", action="store_true",
                    help="check the topology and options, show the plan (fabric, rate, "
                         "flows, agents) and exit (default: off)")
-    run.set_defaults(func=cmd_run)
-
-    stop = sub.add_parser("stop", help="remove what a killed run left behind")
-    stop.add_argument("--lock-wait", type=float, default=0.0, metavar="S",
-                      help="wait up to S seconds (at least 5) for the run lock "
-                           "(default %(default)s)")
-    stop.set_defaults(func=cmd_stop)
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:

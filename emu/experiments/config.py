@@ -8,12 +8,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from emu.control.params import LbMode
 from emu.core.units import Dilation
 from emu.topo import Fabric
 
+from .jsontypes import JsonDict
 from .workloads import WorkloadParams
 
 CC_MODES = ("dcqcn", "none")
@@ -137,7 +138,7 @@ class RunConfig:
             return Dilation(self.dilation)
         return Dilation.for_wire_rate(model.max_rate_bps, self.rate_bps or DEFAULT_WIRE_RATE_BPS)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonDict:
         d = dataclasses.asdict(self)
         d["results_root"] = str(self.results_root)
         return d
@@ -156,7 +157,7 @@ def spray_gbn_warning(lb: LbMode, recovery: str) -> str | None:
     return None
 
 
-def without_link_delay(fabric: Any) -> Any:
+def without_link_delay(fabric: Fabric) -> Fabric:
     """`fabric` with every link's delay set to 0 (emu run --no-link-delay)."""
     return dataclasses.replace(fabric, links=tuple(dataclasses.replace(link, delay_ns=0)
                                                    for link in fabric.links))

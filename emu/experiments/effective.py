@@ -12,9 +12,11 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 from pathlib import Path
-from typing import Any
+
+from emu.roce.config import AgentConfig
 
 from .agent_configs import FRAME_OVERHEAD_BYTES
+from .jsontypes import JsonDict
 from .plan import RunPlan
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,12 +39,10 @@ def project_version() -> str:
         return "unknown"
 
 
-def _dcqcn(agent: dict[str, Any]) -> dict[str, Any]:
-    from emu.roce.config import load_dict
+def _dcqcn(cfg: AgentConfig, profile: str) -> JsonDict:
     from emu.roce.dcqcn import scaled
     from emu.roce.pacing import Dilation as HostDilation
 
-    cfg = load_dict(agent)
     n = cfg.nic
     host = HostDilation(n.time_dilation, n.timer_resolution_ns, n.line_rate_bps, n.mtu + 78)
     floor = host.floor_ns()
@@ -50,18 +50,18 @@ def _dcqcn(agent: dict[str, Any]) -> dict[str, Any]:
     why = (f"a wire duration below {floor} ns (max of the timer resolution "
            f"{n.timer_resolution_ns} ns and one {n.mtu}-byte frame at the wire line rate) "
            "cannot act as designed, so it is raised to that floor") if clamped else ""
-    return {"profile": agent.get("dcqcn", {}).get("profile"), "enabled": cfg.dcqcn.enabled,
+    return {"profile": profile, "enabled": cfg.dcqcn.enabled,
             "modelled": dataclasses.asdict(cfg.dcqcn), "wire": dataclasses.asdict(wire),
             "clamped": clamped, "clamp_reason": why, "timer_floor_ns": floor}
 
 
-def effective_values(plan: RunPlan) -> dict[str, Any]:
+def effective_values(plan: RunPlan) -> JsonDict:
     cfg = plan.config
     d = plan.dilation
     frame = cfg.mtu_bytes + FRAME_OVERHEAD_BYTES
     depths = sorted({p.depth_pkts for s in plan.fabric.switches for p in s.ports})
     hosts = sorted(plan.agents)
-    out: dict[str, Any] = {
+    out: JsonDict = {
         "version": project_version(),
         "seed": cfg.workload.seed,
         "dilation": d.factor,
@@ -80,10 +80,9 @@ def effective_values(plan: RunPlan) -> dict[str, Any]:
                   if k.endswith("_us")}},
     }
     if hosts:
-        first = plan.agents[hosts[0]]
-        out["dcqcn"] = _dcqcn(first)
-        out["windows_pkts"] = sorted({q["max_outstanding_pkts"] for a in plan.agents.values()
-                                      for q in a["qps"]})
-        out["rto_wire_ns"] = sorted({int(q["rto_ns"] * d.factor) for a in plan.agents.values()
-                                     for q in a["qps"]})
+        out["dcqcn"] = _dcqcn(plan.agents[hosts[0]], cfg.dcqcn_profile)
+        out["windows_pkts"] = sorted({q.max_outstanding_pkts for a in plan.agents.values()
+                                      for q in a.qps})
+        out["rto_wire_ns"] = sorted({int(q.rto_ns * d.factor) for a in plan.agents.values()
+                                     for q in a.qps})
     return out

@@ -17,18 +17,25 @@ SimFabric, and records what a `RunSummary` does not:
 
 from __future__ import annotations
 
+import argparse
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from emu.core.units import Dilation
 from emu.roce import dcqcn
 
 from .agent_configs import FRAME_OVERHEAD_BYTES, base_rtt_s
 from .config import RunConfig
+from .jsontypes import count, sub
 from .plan import RunPlan, plan_run
 from .workloads import WorkloadParams
+
+if TYPE_CHECKING:
+    from emu.control import QosSettings
+    from emu.roce.agent import Agent
+    from emu.sim.fabric import SimFabric
 
 IPV4_SRC = slice(26, 30)
 
@@ -140,7 +147,6 @@ def plan_incast(spec: IncastSpec) -> tuple[RunPlan, IncastRecord]:
 
 def run_incast(spec: IncastSpec) -> IncastRecord:
     from emu.roce.agent import Agent
-    from emu.roce.config import load_dict
     from emu.sim.fabric import SimFabric
 
     plan, rec = plan_incast(spec)
@@ -152,9 +158,9 @@ def run_incast(spec: IncastSpec) -> IncastRecord:
     senders = [h.name for h in plan.fabric.hosts if h.name != receiver]
     index = {str(plan.fabric.host(h).ip): i for i, h in enumerate(senders)}
     for i, h in enumerate(senders):  # staggered starts, on the wire clock
-        for f in plan.agents[h]["flows"]:
-            f["start_us"] = d.wire_ns(i * spec.stagger_ns) / 1e3
-    agents = {h: Agent(load_dict(c), clock, sim.port(h, 0)) for h, c in plan.agents.items()}
+        for f in plan.agents[h].flows:
+            f.start_us = d.wire_ns(i * spec.stagger_ns) / 1e3
+    agents = {h: Agent(c, clock, sim.port(h, 0)) for h, c in plan.agents.items()}
 
     window_wire = d.wire_ns(rec.window_ns)
     rec.window_bytes = {i: [] for i in range(len(senders))}
@@ -197,13 +203,13 @@ def run_incast(spec: IncastSpec) -> IncastRecord:
     return rec
 
 
-def _qos(cfg: RunConfig) -> Any:
+def _qos(cfg: RunConfig) -> QosSettings:
     from emu.control import QosSettings
 
     return QosSettings.roce(cfg.priority_queues)
 
 
-def _collect(rec: IncastRecord, plan: RunPlan, agents: dict[str, Any], sim: Any,
+def _collect(rec: IncastRecord, plan: RunPlan, agents: dict[str, Agent], sim: SimFabric,
              senders: list[str], d: Dilation) -> None:
     rows = {h: a.results() for h, a in agents.items()}
     delivered = 0
@@ -211,20 +217,21 @@ def _collect(rec: IncastRecord, plan: RunPlan, agents: dict[str, Any], sim: Any,
         for r in rows[h]:
             if r.get("type") == "summary" or r.get("role") != "sender":
                 continue
-            rec.start_ns[i] = d.modelled_ns(r["start_ns"])
+            rec.start_ns[i] = d.modelled_ns(count(r, "start_ns"))
             if r.get("completed"):
-                rec.end_ns[i] = d.modelled_ns(r["complete_ns"])
-            rec.cnps += int(r.get("cnps_rcvd", 0))
-            rec.retx_pkts += int(r.get("retx_pkts", 0))
-            rec.timeouts += int(r.get("timeouts", 0))
+                rec.end_ns[i] = d.modelled_ns(count(r, "complete_ns"))
+            rec.cnps += count(r, "cnps_rcvd")
+            rec.retx_pkts += count(r, "retx_pkts")
+            rec.timeouts += count(r, "timeouts")
     for rs in rows.values():
         for r in rs:
             if r.get("role") == "receiver" and r.get("completed"):
                 delivered += 1
             if r.get("role") == "receiver":
-                rec.ecn_marks += int(r.get("ecn_marked_rcvd", 0))
+                rec.ecn_marks += count(r, "ecn_marked_rcvd")
             if r.get("type") == "summary":
-                rec.drops += sum(int(n) for n in (r.get("nic_drops") or {}).values())
+                drops = sub(r, "nic_drops")
+                rec.drops += sum(count(drops, k) for k in drops)
     for sw in sim.switches.values():
         rec.drops += sw.drops.reason_total("tail_drop")
     rec.delivered_ok = delivered == len(senders) and len(rec.end_ns) == len(senders)
@@ -296,7 +303,7 @@ def summarise(rec: IncastRecord) -> dict[str, float]:
             "drops": rec.drops, "cnps": rec.cnps, "completion_ms": rec.completion_ns / 1e6}
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "incast", help="N:1 incast per DCQCN profile in virtual time: figures and a plot",
         description="Runs the congestion-control validation scenario (N senders, one "
@@ -314,7 +321,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=_cmd_incast)
 
 
-def _cmd_incast(args: Any) -> int:
+def _cmd_incast(args: argparse.Namespace) -> int:
     from emu.topo import parse_rate
 
     rate = parse_rate(args.rate)

@@ -15,10 +15,10 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from emu.core.units import Dilation
 
+from .jsontypes import Row, count, num, number, sub
 from .workloads import Workload
 
 NO_DILATION = Dilation()
@@ -26,9 +26,9 @@ NO_DILATION = Dilation()
 PortKey = tuple[str, int]  # (switch, port number)
 
 
-def read_jsonl(path: Path | str) -> list[dict[str, Any]]:
+def read_jsonl(path: Path | str) -> list[Row]:
     """JSON lines of an agent results file (a truncated last line is skipped)."""
-    rows: list[dict[str, Any]] = []
+    rows: list[Row] = []
     p = Path(path)
     if not p.exists():
         return rows
@@ -37,9 +37,11 @@ def read_jsonl(path: Path | str) -> list[dict[str, Any]]:
         if not line:
             continue
         try:
-            rows.append(json.loads(line))
+            row = json.loads(line)
         except json.JSONDecodeError:
             continue  # a killed agent may leave half a line
+        if isinstance(row, dict):
+            rows.append(row)
     return rows
 
 
@@ -69,36 +71,47 @@ class FlowResult:
     rate_samples: tuple[tuple[float, float], ...] = ()  # (t_s on the timeline, nominal bps)
 
 
-def _rows(rows: Iterable[Mapping[str, Any]], kind: str, role: str | None = None
-          ) -> list[Mapping[str, Any]]:
+def _rows(rows: Iterable[Row], kind: str, role: str | None = None) -> list[Row]:
     return [r for r in rows if r.get("type") == kind and (role is None or r.get("role") == role)]
 
 
-def flow_results(workload: Workload, rows_by_host: Mapping[str, Sequence[Mapping[str, Any]]],
+def _rate_samples(row: Row, offset_s: float) -> tuple[tuple[float, float], ...]:
+    """A sender row's (t_ns, nominal bps) pairs as (t_s on the run timeline, bps)."""
+    v = row.get("rate_samples")
+    out = []
+    for pair in v if isinstance(v, (list, tuple)) else []:
+        if isinstance(pair, (list, tuple)) and len(pair) == 2:
+            t, bps = number(pair[0]), number(pair[1])
+            if t is not None and bps is not None:
+                out.append((offset_s + t / 1e9, bps))
+    return tuple(out)
+
+
+def flow_results(workload: Workload, rows_by_host: Mapping[str, Sequence[Row]],
                  offsets_s: Mapping[str, float] | None = None) -> list[FlowResult]:
     """One FlowResult per workload flow, in workload order (missing reports: not completed)."""
     offsets = offsets_s or {}
-    sent: dict[str, Mapping[str, Any]] = {}
-    recv: dict[str, Mapping[str, Any]] = {}
-    for host, rows in rows_by_host.items():
+    sent: dict[str, Row] = {}
+    recv: dict[str, Row] = {}
+    for rows in rows_by_host.values():
         for r in _rows(rows, "flow", "sender"):
-            sent[r["flow"]] = {**r, "_host": host}
+            sent[str(r.get("flow"))] = r
         for r in _rows(rows, "flow", "receiver"):
-            recv[r["flow"]] = {**r, "_host": host}
+            recv[str(r.get("flow"))] = r
     out = []
     for f in workload.flows:
         s = sent.get(f.id, {})
         r = recv.get(f.id, {})
         so = offsets.get(f.src, 0.0)
         ro = offsets.get(f.dst, 0.0)
-        start = None if s.get("start_ns") is None else so + s["start_ns"] / 1e9
+        start_ns, fct_ns = num(s, "start_ns"), num(s, "fct_ns")
+        start = None if start_ns is None else so + start_ns / 1e9
         end = None
-        if r.get("completed") and r.get("complete_ns") is not None:
-            end = ro + r["complete_ns"] / 1e9
-        elif s.get("complete_ns") is not None:
-            end = so + s["complete_ns"] / 1e9
-        fct = None if s.get("fct_ns") is None else s["fct_ns"] / 1e9
-        samples = tuple((so + t / 1e9, float(v)) for t, v in s.get("rate_samples") or [])
+        r_done, s_done = num(r, "complete_ns"), num(s, "complete_ns")
+        if r.get("completed") and r_done is not None:
+            end = ro + r_done / 1e9
+        elif s_done is not None:
+            end = so + s_done / 1e9
         out.append(FlowResult(
             id=f.id, src=f.src, dst=f.dst, size_bytes=f.size_bytes, collective=f.collective,
             completed=bool(s.get("completed")), delivered=bool(r.get("completed")),
@@ -106,12 +119,12 @@ def flow_results(workload: Workload, rows_by_host: Mapping[str, Sequence[Mapping
                           and r.get("sha256") == s.get("sha256")
                           and r.get("size_bytes") == f.size_bytes
                           and r.get("deliveries") == 1),
-            start_s=start, end_s=end, fct_s=fct, goodput_bps=s.get("goodput_bps"),
-            goodput_nominal_bps=s.get("goodput_nominal_bps"),
-            retx_pkts=int(s.get("retx_pkts") or 0), timeouts=int(s.get("timeouts") or 0),
-            cnps_rcvd=int(s.get("cnps_rcvd") or 0),
-            ecn_marked_rcvd=int(r.get("ecn_marked_rcvd") or 0),
-            repaths=int(s.get("repaths") or 0), rate_samples=samples))
+            start_s=start, end_s=end, fct_s=None if fct_ns is None else fct_ns / 1e9,
+            goodput_bps=num(s, "goodput_bps"),
+            goodput_nominal_bps=num(s, "goodput_nominal_bps"),
+            retx_pkts=count(s, "retx_pkts"), timeouts=count(s, "timeouts"),
+            cnps_rcvd=count(s, "cnps_rcvd"), ecn_marked_rcvd=count(r, "ecn_marked_rcvd"),
+            repaths=count(s, "repaths"), rate_samples=_rate_samples(s, so)))
     return out
 
 
@@ -190,36 +203,43 @@ class HostTotals:
         return self.late_pkts
 
 
-def host_totals(rows_by_host: Mapping[str, Sequence[Mapping[str, Any]]]) -> HostTotals:
+def host_totals(rows_by_host: Mapping[str, Sequence[Row]]) -> HostTotals:
     t = HostTotals()
     for rows in rows_by_host.values():
         for s in _rows(rows, "summary"):
             t.hosts_reported += 1
             t.hosts_done += bool(s.get("done"))
-            t.nic_drops += sum(int(v) for v in (s.get("nic_drops") or {}).values())
-            t.kernel_drops += int((s.get("port") or {}).get("kernel_drops") or 0)
-            t.tx_stalls += int(s.get("tx_stalls") or 0)
-            lag = s.get("tx_lag") or {}
+            drops = sub(s, "nic_drops")
+            t.nic_drops += sum(count(drops, k) for k in drops)
+            t.kernel_drops += count(sub(s, "port"), "kernel_drops")
+            t.tx_stalls += count(s, "tx_stalls")
+            lag = sub(s, "tx_lag")
             if lag.get("turns"):
-                t.tx_lag_turns += int(lag["turns"])
-                t.tx_lag_p99_us = max(t.tx_lag_p99_us, float(lag.get("p99_us") or 0.0))
-                t.tx_lag_max_us = max(t.tx_lag_max_us, float(lag.get("max_us") or 0.0))
-            for qp in (s.get("qps") or {}).values():
-                rq, rs = qp.get("requester", {}), qp.get("responder", {})
-                t.data_pkts_sent += int(rq.get("data_pkts_sent", 0))
-                t.retx_pkts += int(rq.get("retx_pkts", 0))
-                t.timeouts += int(rq.get("timeouts", 0))
-                t.cnps_rcvd += int(rq.get("cnps_rcvd", 0))
-                t.cnps_sent += int(rs.get("cnps_sent", 0))
-                t.ecn_marked_rcvd += int(rs.get("ecn_marked_rcvd", 0))
-                t.out_of_sequence += int(rs.get("out_of_sequence", 0))
-                t.duplicates += int(rs.get("duplicates", 0))
-                t.reorder_hwm_pkts = max(t.reorder_hwm_pkts, int(rs.get("reorder_hwm", 0)))
-                t.late_pkts += int(rs.get("late_pkts", 0))
-                t.lost_gaps += int(rs.get("lost_gaps", 0))
-                for k, v in (rs.get("reorder_distance") or {}).items():
-                    t.reorder_distance[str(k)] = t.reorder_distance.get(str(k), 0) + int(v)
+                t.tx_lag_turns += count(lag, "turns")
+                t.tx_lag_p99_us = max(t.tx_lag_p99_us, num(lag, "p99_us") or 0.0)
+                t.tx_lag_max_us = max(t.tx_lag_max_us, num(lag, "max_us") or 0.0)
+            qps = sub(s, "qps")
+            for qpn in qps:
+                _add_qp(t, sub(qps, qpn))
     return t
+
+
+def _add_qp(t: HostTotals, qp: Row) -> None:
+    rq, rs = sub(qp, "requester"), sub(qp, "responder")
+    t.data_pkts_sent += count(rq, "data_pkts_sent")
+    t.retx_pkts += count(rq, "retx_pkts")
+    t.timeouts += count(rq, "timeouts")
+    t.cnps_rcvd += count(rq, "cnps_rcvd")
+    t.cnps_sent += count(rs, "cnps_sent")
+    t.ecn_marked_rcvd += count(rs, "ecn_marked_rcvd")
+    t.out_of_sequence += count(rs, "out_of_sequence")
+    t.duplicates += count(rs, "duplicates")
+    t.reorder_hwm_pkts = max(t.reorder_hwm_pkts, count(rs, "reorder_hwm"))
+    t.late_pkts += count(rs, "late_pkts")
+    t.lost_gaps += count(rs, "lost_gaps")
+    dist = sub(rs, "reorder_distance")
+    for k in dist:
+        t.reorder_distance[str(k)] = t.reorder_distance.get(str(k), 0) + count(dist, k)
 
 
 # --------------------------------------------------------------------------- ports

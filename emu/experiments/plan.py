@@ -6,14 +6,18 @@ Pure (no network, no processes): `emu run --dry-run` prints it and tests check i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from emu.core.units import Dilation
+from emu.roce.config import AgentConfig
 from emu.topo import Fabric, Role, load_topology
 
 from .agent_configs import AgentSettings, agent_configs
 from .config import RunConfig, without_link_delay
 from .workloads import Workload, build_workload
+
+if TYPE_CHECKING:  # emu.control (gRPC) is imported only by the runs that program switches
+    from emu.control import EcnSettings, Flow, LbSettings
 
 
 @dataclass(frozen=True)
@@ -24,7 +28,7 @@ class RunPlan:
     config: RunConfig
     fabric: Fabric
     workload: Workload
-    agents: dict[str, dict[str, Any]]  # host -> agent configuration (emu.roce schema)
+    agents: dict[str, AgentConfig]  # host -> its agent's configuration
     model: Fabric
     dilation: Dilation
 
@@ -32,20 +36,20 @@ class RunPlan:
         """Switch -> its up-facing ports (towards a higher layer)."""
         return uplinks(self.fabric)
 
-    def te_flows(self) -> list[Any]:
+    def te_flows(self) -> list[Flow]:
         """The workload's QP 5-tuples as TE flows (LB=te pins them), demand = the sender's
         link rate shared by its QPs."""
         from emu.control import Flow
 
-        out: list[Any] = []
+        out: list[Flow] = []
         for host, cfg in self.agents.items():
-            qps = [q for q in cfg["qps"] if any(f["qpn"] == q["qpn"] for f in cfg["flows"])]
-            rate = cfg["nic"]["line_rate_bps"] / cfg["nic"]["time_dilation"]
-            out.extend(Flow(host, q["peer"], sport=q["udp_sport"],
+            qps = [q for q in cfg.qps if any(f.qpn == q.qpn for f in cfg.flows)]
+            rate = (cfg.nic.line_rate_bps or 0.0) / cfg.nic.time_dilation
+            out.extend(Flow(host, q.peer, sport=q.udp_sport,
                             demand_bps=rate / max(1, len(qps))) for q in qps)
         return out
 
-    def lb_settings(self) -> Any:
+    def lb_settings(self) -> LbSettings:
         """fabric.p4's LB settings with the modelled timers stretched onto the wire."""
         from emu.control import LbSettings
 
@@ -58,7 +62,7 @@ class RunPlan:
                           flowlet_timeout_us=wire_us(cfg.flowlet_timeout_us),
                           qdepth_max_age_us=wire_us(cfg.qdepth_max_age_us))
 
-    def ecn_settings(self) -> Any:
+    def ecn_settings(self) -> EcnSettings:
         """fabric.p4's RED/ECN marking for every port, from the run configuration."""
         from emu.control import EcnSettings
 

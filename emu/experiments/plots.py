@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .metrics import FlowResult, PortKey, QueueStats
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 PortSeries = Mapping[PortKey, Sequence[tuple[float, int]]]  # (t_s, cumulative tx_bytes)
 
@@ -39,7 +42,7 @@ def _plt():  # type: ignore[no-untyped-def]
     return plt
 
 
-def save(fig: Any, path: Path) -> Path:
+def save(fig: Figure, path: Path) -> Path:
     fig.savefig(path, dpi=100, bbox_inches="tight")
     _plt().close(fig)
     return path
@@ -62,7 +65,7 @@ def _groups(flows: Sequence[FlowResult]) -> tuple[str, list[str]]:
     return "", ["" for _ in flows]
 
 
-def flow_figure(flows: Sequence[FlowResult], t0: float | None = None) -> Any | None:
+def flow_figure(flows: Sequence[FlowResult], t0: float | None = None) -> Figure | None:
     """Each flow's average goodput over its lifetime (a segment from start to end).
 
     Up to MAX_FLOWS_APART flows: one colour and legend entry each, with the DCQCN
@@ -156,7 +159,7 @@ def plot_flows(flows: Sequence[FlowResult], path: Path, t0: float | None = None)
 
 
 def queue_figure(samples: Sequence[tuple[float, str, int, float]],
-                 hottest: Sequence[QueueStats], t0: float | None = None) -> Any | None:
+                 hottest: Sequence[QueueStats], t0: float | None = None) -> Figure | None:
     if not hottest or not samples:
         return None
     plt = _plt()
@@ -208,7 +211,7 @@ def utilization(series: Sequence[tuple[float, int]], rate_bps: float, min_window
 
 def uplink_figure(series: PortSeries, uplinks: Mapping[str, Sequence[int]],
                   rates_bps: Mapping[PortKey, float], t0: float | None = None,
-                  frame_bytes: int = 0) -> Any | None:
+                  frame_bytes: int = 0) -> Figure | None:
     switches = [s for s in uplinks if any(len(series.get((s, p), ())) > 1 for p in uplinks[s])]
     if not switches:
         return None

@@ -9,9 +9,14 @@ into a table, so the view is testable without a terminal.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .summary import fmt_bytes, fmt_rate
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.live import Live
+    from rich.table import Table
 
 
 @dataclass
@@ -36,7 +41,7 @@ class ProgressState:
     note: str = ""
 
 
-def render(s: ProgressState) -> Any:
+def render(s: ProgressState) -> Table:
     from rich.table import Table
 
     t = Table.grid(padding=(0, 2))
@@ -63,10 +68,10 @@ def render(s: ProgressState) -> Any:
 class LiveView:
     """A rich Live display, or nothing when disabled (not a terminal, tests)."""
 
-    def __init__(self, enabled: bool, console: Any = None) -> None:
+    def __init__(self, enabled: bool, console: Console | None = None) -> None:
         self.enabled = enabled
         self.console = console
-        self._live: Any = None
+        self._live: Live | None = None
 
     def __enter__(self) -> LiveView:
         if self.enabled:

@@ -17,7 +17,12 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+from .jsontypes import JsonDict
+
+if TYPE_CHECKING:
+    from .plan import RunPlan
 
 # Network-bound on a 2-core machine (`emu calibrate` and default runs; figures in
 # emu/experiments/README.md). clos4: calibration faithful up to 2 Mb/s, CPU-bound from
@@ -52,7 +57,7 @@ def _key(topo: str, target: str) -> str:
     return f"{Path(topo).stem}/{target}"
 
 
-def load_calibration(path: Path) -> dict[str, Any]:
+def load_calibration(path: Path) -> JsonDict:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -61,7 +66,7 @@ def load_calibration(path: Path) -> dict[str, Any]:
 
 
 def save_calibration(path: Path, topo: str, target: str, rate_bps: int,
-                     points: list[dict[str, Any]], cpus: int | None = None) -> None:
+                     points: list[JsonDict], cpus: int | None = None) -> None:
     """Record `rate_bps` as the calibrated rate of (topo, target) on this machine."""
     data = load_calibration(path)
     data[_key(topo, target)] = {"rate_bps": int(rate_bps), "cpus": cpus or os.cpu_count(),
@@ -93,7 +98,7 @@ def choose_rate(topo: str, target: str, given_bps: int | None, *, path: Path | N
                                         f"`emu calibrate {name}` measures this machine")
 
 
-def rate_line(plan: Any, reason: str) -> str:
+def rate_line(plan: RunPlan, reason: str) -> str:
     """One line: the wire rate(s) a run uses, the dilation, what they model, and why."""
     d = plan.dilation
     wire = ", ".join(f"{r / 1e6:g}" for r in sorted({lk.rate_bps for lk in plan.fabric.links}))

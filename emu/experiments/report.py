@@ -9,14 +9,18 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from . import metrics as M
 from . import plots, results
 from .agent_configs import FRAME_OVERHEAD_BYTES
+from .jsontypes import JsonDict, Row
 from .plan import RunPlan
 from .sampler import Snapshot
-from .summary import RunSummary, render_text
+from .summary import RunInfo, RunSummary, render_text
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +29,7 @@ log = logging.getLogger(__name__)
 class RunRecords:
     """Everything measured during one run."""
 
-    rows_by_host: dict[str, list[dict[str, Any]]]
+    rows_by_host: Mapping[str, Sequence[Row]]  # host -> its agent's result lines
     offsets_s: dict[str, float]  # host -> its agent's READY on the run timeline
     snapshots: list[Snapshot]  # first: before traffic, last: after
     duration_s: float
@@ -51,7 +55,7 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
                      hosts.data_pkts_sent, frame_time_ms=frame_time_ms(plan),
                      dcqcn=cfg.cc == "dcqcn", fabric_drops=fabric.drops,
                      **efficiency(plan, deltas, flows))
-    run = {"topo": plan.fabric.name, "lb": cfg.lb.value, "cc": cfg.cc, "recovery": cfg.recovery,
+    run: RunInfo = {"topo": plan.fabric.name, "lb": cfg.lb.value, "cc": cfg.cc, "recovery": cfg.recovery,
            "workload": cfg.workload.kind, "target": "virtual" if cfg.virtual else cfg.target,
            "dilation": plan.dilation.factor, "message_bytes": cfg.workload.message_bytes,
            "iterations": cfg.workload.iterations,
@@ -76,37 +80,45 @@ def tm_lags_ms(snaps: Sequence[Snapshot]) -> list[float]:
 
 def frame_time_ms(plan: RunPlan) -> float | None:
     """One MTU-sized frame at the slowest host's line rate, on the wire."""
-    rates = [a["nic"]["line_rate_bps"] / a["nic"]["time_dilation"] for a in plan.agents.values()
-             if a["nic"].get("line_rate_bps")]
+    rates = [a.nic.line_rate_bps / a.nic.time_dilation for a in plan.agents.values()
+             if a.nic.line_rate_bps]
     if not rates:
         return None
     return (plan.config.mtu_bytes + FRAME_OVERHEAD_BYTES) * 8 / min(rates) * 1e3
 
 
+class Efficiency(TypedDict):
+    """The busiest link's utilisation over the traffic window, and which port it is."""
+
+    efficiency: float | None
+    busiest_port: str | None
+
+
 def efficiency(plan: RunPlan, deltas: Mapping[M.PortKey, M.PortCount],
-               flows: Sequence[M.FlowResult]) -> dict[str, Any]:
+               flows: Sequence[M.FlowResult]) -> Efficiency:
     util, port = M.busiest_link_utilisation(deltas, plan.port_rates(), M.traffic_window_s(flows))
     return {"efficiency": util, "busiest_port": None if port is None else f"{port[0]}:{port[1]}"}
 
 
-def write_results(run_dir: Path, plan: RunPlan, rec: RunRecords, summary: RunSummary,
-                  extra_config: Mapping[str, Any] | None = None) -> list[Path]:
+def write_results(run_dir: Path, plan: RunPlan, rec: RunRecords, summary: RunSummary
+                  ) -> list[Path]:
     """Write the results folder; returns the files written."""
     from .effective import effective_values
 
     written = [results.write_json(run_dir / "config.json", {
         "run": plan.config.to_dict(), "topology": plan.fabric.to_dict(),
         "topology_modelled": plan.model.to_dict(), "effective": effective_values(plan),
-        "bringup_s": rec.bringup_s, **(extra_config or {})})]
+        "bringup_s": rec.bringup_s})]
     for host, cfg in plan.agents.items():
-        written.append(results.write_json(run_dir / "agents" / f"{host}.json", cfg))
+        written.append(results.write_json(run_dir / "agents" / f"{host}.json", cfg.to_dict()))
     written.append(results.write_flows(run_dir / "flows.jsonl", summary.flows))
-    first = rec.snapshots[0].ports if rec.snapshots else {}
-    last = rec.snapshots[-1].ports if rec.snapshots else {}
+    # A run's records always hold its first sample (taken before the agents start).
+    first, last = rec.snapshots[0].ports, rec.snapshots[-1].ports
     ups = plan.uplinks()
-    info = {(s.name, p.number): {"peer": str(p.peer), "rate_bps": p.rate_bps,
-                                 "uplink": p.number in ups.get(s.name, [])}
-            for s in plan.fabric.switches for p in s.ports}
+    info: dict[M.PortKey, JsonDict] = {
+        (s.name, p.number): {"peer": str(p.peer), "rate_bps": p.rate_bps,
+                             "uplink": p.number in ups.get(s.name, [])}
+        for s in plan.fabric.switches for p in s.ports}
     written.append(results.write_ports(run_dir / "ports.csv", M.port_deltas(first, last), info))
     written.append(results.write_port_samples(run_dir / "port_samples.csv",
                                               [(s.t_s, s.ports) for s in rec.snapshots]))
@@ -132,7 +144,7 @@ def write_plots(plot_dir: Path, plan: RunPlan, rec: RunRecords,
     return out
 
 
-def run_figures(plan: RunPlan, rec: RunRecords, summary: RunSummary) -> dict[str, Any]:
+def run_figures(plan: RunPlan, rec: RunRecords, summary: RunSummary) -> dict[str, Figure]:
     """The run's plots by file stem, all on one time origin (the first flow's start)."""
     qs = [q for s in rec.snapshots for q in s.queues]
     t0 = plots.time_origin(summary.flows, [s.t_s for s in rec.snapshots])
@@ -168,8 +180,3 @@ def hottest(snap: Snapshot) -> str:
     _t, sw, port, d = max(snap.queues, key=lambda q: q[3])
     return f"{sw}:{port} {d:.0f} pkts"
 
-
-def sum_deltas(snaps: Sequence[Snapshot]) -> M.PortCount:
-    if len(snaps) < 2:
-        return M.PortCount()
-    return M.totals(M.port_deltas(snaps[0].ports, snaps[-1].ports))

@@ -19,9 +19,13 @@ import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from .jsontypes import JsonValue
 from .metrics import FIELDS, FlowResult, PortCount, PortKey
+
+if TYPE_CHECKING:
+    from .summary import RunSummary
 
 
 def run_dir_name(topo: str, lb: str, cc: str, now: float | None = None) -> str:
@@ -43,7 +47,7 @@ def make_run_dir(root: Path, topo: str, lb: str, cc: str) -> Path:
     raise FileExistsError(f"cannot make a fresh run folder under {root}")
 
 
-def write_json(path: Path, data: Any) -> Path:
+def write_json(path: Path, data: JsonValue) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
@@ -59,7 +63,7 @@ def write_flows(path: Path, flows: Sequence[FlowResult]) -> Path:
 
 
 def write_ports(path: Path, deltas: Mapping[PortKey, PortCount],
-                info: Mapping[PortKey, Mapping[str, Any]] | None = None) -> Path:
+                info: Mapping[PortKey, Mapping[str, JsonValue]] | None = None) -> Path:
     """Counter deltas per port; `info` adds columns (peer, rate_bps, uplink)."""
     extra = sorted({k for v in (info or {}).values() for k in v})
     with path.open("w", newline="") as fh:
@@ -98,7 +102,7 @@ def read_queue_samples(path: Path) -> list[tuple[float, str, int, float]]:
                 for x in r]
 
 
-def print_results_path(run_dir: Path, summary: Any) -> None:
+def print_results_path(run_dir: Path, summary: RunSummary) -> None:
     """The run's last line: where its results are (after a long summary, the first thing
     a user looks for); `summary` is the run's RunSummary."""
     partial = " (partial: the run was interrupted)" if summary.run.get("interrupted") else ""

@@ -23,11 +23,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from emu.control.params import LbMode
 
 from .config import RunConfig
+from .jsontypes import Row, count, num
 from .plan import RunPlan, plan_run
 from .progress import LiveView, ProgressState
 from .report import (
@@ -40,6 +41,15 @@ from .report import (
 from .results import make_run_dir, print_results_path
 from .sampler import FabricSampler, Snapshot
 from .summary import RunSummary
+
+if TYPE_CHECKING:
+    from mininet.net import Mininet
+    from rich.console import Console
+
+    from emu.control import FabricController
+    from emu.net import EmuNet
+    from emu.targets.base import CompiledPipeline, SwitchTarget
+    from emu.topo import Fabric
 
 REPO = Path(__file__).resolve().parents[2]
 FABRIC_P4 = REPO / "p4src" / "fabric.p4"
@@ -66,7 +76,7 @@ class AgentProc:
     ready_s: float | None = None  # on the run timeline
     done_s: float | None = None
     lines: list[str] = field(default_factory=list)
-    progress: dict[str, Any] = field(default_factory=dict)  # the agent's latest counters
+    progress: Row = field(default_factory=dict)  # the agent's latest counters
     progress_rows: list[str] = field(default_factory=list)  # every `progress` line, as sent
     _reader: threading.Thread | None = None
 
@@ -109,24 +119,25 @@ class AgentProc:
 class Experiment:
     """One run on a live EmuNet: the pieces `run_experiment` and the CLI share."""
 
-    def __init__(self, plan: RunPlan, net: Any, controller: Any, run_dir: Path,
+    def __init__(self, plan: RunPlan, net: EmuNet, controller: FabricController, run_dir: Path,
                  log: Log) -> None:
         self.plan = plan
         self.net = net
         self.controller = controller
         self.run_dir = run_dir
         self.log = log
+        self.runs = 0  # workloads run from the CLI (emu.experiments.cli_ext)
         self.t0 = time.monotonic()
         self.sampler = FabricSampler([s.name for s in plan.fabric.switches], self._target_stats,
                                      controller, t0=self.t0)
 
-    def _target_stats(self, switch: str) -> dict[str, Any] | None:
+    def _target_stats(self, switch: str) -> Row | None:
         node = self.net.switches.get(switch)
         proc = getattr(node, "process", None)
         call = getattr(proc, "admin_call", None)
         if call is None:
             return None  # e.g. BMv2: the P4 counters are all there is
-        result: dict[str, Any] = call("stats")
+        result: Row = call("stats")
         return result
 
     # -- agents ---------------------------------------------------------------------
@@ -137,7 +148,7 @@ class Experiment:
         procs: dict[str, AgentProc] = {}
         for host, cfg in plan.agents.items():
             cfg_path = adir / f"{host}{tag}.json"
-            cfg_path.write_text(json.dumps(cfg, indent=1))
+            cfg_path.write_text(json.dumps(cfg.to_dict(), indent=1))
             res = adir / f"{host}{tag}.jsonl"
             status = adir / f"{host}{tag}.status"
             cmd = [sys.executable, "-m", "emu.roce", "agent", "--iface",
@@ -185,31 +196,9 @@ class Experiment:
                 d = snap.t_s - prev_t
                 state.rate_bps = (moved - prev_moved) * 8 / d if d > 0 else 0.0
                 prev_t, prev_moved = snap.t_s, moved
-                tot = sum(c.ecn_marks - first.ports.get(k, c).ecn_marks
-                          for k, c in snap.ports.items())
                 state.elapsed_s = time.monotonic() - t_launch
                 state.bytes_moved = moved
-                state.ecn_marks = tot
-                state.drops = sum(c.drops - (first.ports[k].drops if k in first.ports else 0)
-                                  for k, c in snap.ports.items())
-                state.kernel_drops = sum(
-                    c.kernel_drops - (first.ports[k].kernel_drops if k in first.ports else 0)
-                    for k, c in snap.ports.items())
-                state.hosts_done = sum(a.finished() for a in agents.values())
-                reports = [a.progress for a in agents.values() if a.progress]
-                if reports:
-                    state.cnps = sum(int(r.get("cnps_sent", 0)) for r in reports)
-                    state.retx_pkts = sum(int(r.get("retx_pkts", 0)) for r in reports)
-                    state.timeouts = sum(int(r.get("timeouts", 0)) for r in reports)
-                    state.ecn_marked_rcvd = sum(int(r.get("ecn_marked_rcvd", 0))
-                                                for r in reports)
-                    state.tx_lag_max_ms = max(float(r.get("tx_lag_max_us", 0.0))
-                                              for r in reports) / 1e3
-                if snap.tm_lag_ms is not None:
-                    state.tm_lag_max_ms = max(state.tm_lag_max_ms or 0.0, snap.tm_lag_ms)
-                state.hottest = hottest(snap)
-                ready = sum(a.ready_s is not None for a in agents.values())
-                state.phase = "running" if ready == len(agents) else f"agents {ready}/{len(agents)}"
+                _update_progress(state, first, snap, agents)
                 if moved > 0 and t_traffic is None:
                     t_traffic = time.monotonic()
                 # The failure clock starts with the traffic, not with the agents' start-up.
@@ -241,17 +230,7 @@ class Experiment:
             notes.append(f"interrupted ({how}) {time.monotonic() - t_launch:.1f} s into "
                          "the workload: partial results")
         finally:
-            # Normally all have exited; on an error or Ctrl-C, stop the rest now (they
-            # write partial results on SIGTERM) rather than wait for their workload.
-            for a in agents.values():
-                if not a.finished():
-                    a.popen.send_signal(signal.SIGTERM)
-            for a in agents.values():
-                try:
-                    a.popen.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    a.popen.kill()
-                    a.popen.wait(timeout=5)
+            _stop_agents(agents)
         duration = time.monotonic() - t_launch
         sm = self.sampler
         sampling = {"orchestrator_cpu_s": time.process_time() - cpu0,
@@ -279,18 +258,62 @@ class Experiment:
 
     def link_down(self, a: str, b: str) -> None:
         """Fail the a-b link: both interfaces down, then the controller reroutes."""
-        self.net.mininet.configLinkStatus(a, b, "down")
+        self._mininet().configLinkStatus(a, b, "down")
         self.controller.link_down(a, b)
 
     def link_up(self, a: str, b: str) -> None:
-        self.net.mininet.configLinkStatus(a, b, "up")
+        self._mininet().configLinkStatus(a, b, "up")
         self.controller.link_up(a, b)
+
+    def _mininet(self) -> Mininet:
+        if self.net.mininet is None:
+            raise RunError("emu run: the network is not up")
+        return self.net.mininet
+
+
+def _update_progress(state: ProgressState, first: Snapshot, snap: Snapshot,
+                     agents: dict[str, AgentProc]) -> None:
+    """The live view's counters: switch counters since `first`, the agents' reports."""
+    state.ecn_marks = sum(c.ecn_marks - first.ports.get(k, c).ecn_marks
+                          for k, c in snap.ports.items())
+    state.drops = sum(c.drops - (first.ports[k].drops if k in first.ports else 0)
+                      for k, c in snap.ports.items())
+    state.kernel_drops = sum(
+        c.kernel_drops - (first.ports[k].kernel_drops if k in first.ports else 0)
+        for k, c in snap.ports.items())
+    state.hosts_done = sum(a.finished() for a in agents.values())
+    reports = [a.progress for a in agents.values() if a.progress]
+    if reports:
+        state.cnps = sum(count(r, "cnps_sent") for r in reports)
+        state.retx_pkts = sum(count(r, "retx_pkts") for r in reports)
+        state.timeouts = sum(count(r, "timeouts") for r in reports)
+        state.ecn_marked_rcvd = sum(count(r, "ecn_marked_rcvd") for r in reports)
+        state.tx_lag_max_ms = max(num(r, "tx_lag_max_us") or 0.0 for r in reports) / 1e3
+    if snap.tm_lag_ms is not None:
+        state.tm_lag_max_ms = max(state.tm_lag_max_ms or 0.0, snap.tm_lag_ms)
+    state.hottest = hottest(snap)
+    ready = sum(a.ready_s is not None for a in agents.values())
+    state.phase = "running" if ready == len(agents) else f"agents {ready}/{len(agents)}"
+
+
+def _stop_agents(agents: dict[str, AgentProc]) -> None:
+    """Normally all have exited; on an error or Ctrl-C, stop the rest now (they write
+    partial results on SIGTERM) rather than wait for their workload."""
+    for a in agents.values():
+        if not a.finished():
+            a.popen.send_signal(signal.SIGTERM)
+    for a in agents.values():
+        try:
+            a.popen.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            a.popen.kill()
+            a.popen.wait(timeout=5)
 
 
 NO_DELAY_HINT = "run without link delay: make run ... LINK_DELAY=0 (emu run --no-link-delay)"
 
 
-def preflight(cfg: RunConfig, fabric: Any = None) -> None:
+def preflight(cfg: RunConfig, fabric: Fabric | None = None) -> None:
     """One-line errors before anything is created."""
     try:
         from emu.net import NetError, check_environment
@@ -307,8 +330,8 @@ def preflight(cfg: RunConfig, fabric: Any = None) -> None:
     missing = target.missing()
     if missing:
         raise RunError(target.unavailable_message(missing))
-    delayed = [link for link in (fabric.links if fabric is not None else ()) if link.delay_ns]
-    if delayed:
+    delayed = [link for link in fabric.links if link.delay_ns] if fabric is not None else []
+    if fabric is not None and delayed:
         problem = target.link_delay_problem()
         if problem is not None:
             link = max(delayed, key=lambda x: x.delay_ns)
@@ -316,7 +339,7 @@ def preflight(cfg: RunConfig, fabric: Any = None) -> None:
                            f"{link.delay_ns / 1000:g} us, {link}); {NO_DELAY_HINT}")
 
 
-def compile_pipeline(target: Any, build_dir: Path) -> Any:
+def compile_pipeline(target: SwitchTarget, build_dir: Path) -> CompiledPipeline:
     try:
         return target.compile(FABRIC_P4, build_dir)
     except Exception as exc:
@@ -324,7 +347,8 @@ def compile_pipeline(target: Any, build_dir: Path) -> Any:
         raise RunError(f"emu run: {target.name} cannot compile fabric.p4: {first}") from exc
 
 
-def bring_up(plan: RunPlan, run_dir: Path, log: Log) -> tuple[Any, Any, Any, dict[str, float]]:
+def bring_up(plan: RunPlan, run_dir: Path, log: Log
+             ) -> tuple[EmuNet, FabricController, CompiledPipeline, dict[str, float]]:
     """Compile, start EmuNet, program the switches, verify every host pair.
     Returns (net, controller, pipeline, timings); the caller owns net.stop()."""
     from emu.control import FabricController, QosSettings
@@ -368,7 +392,7 @@ def bring_up(plan: RunPlan, run_dir: Path, log: Log) -> tuple[Any, Any, Any, dic
     return net, ctl, pipeline, timings
 
 
-def run_experiment(cfg: RunConfig, *, console: Any = None, plan: RunPlan | None = None,
+def run_experiment(cfg: RunConfig, *, console: Console | None = None, plan: RunPlan | None = None,
                    log: Log | None = None) -> RunSummary:
     """The whole run; raises RunError (one line) when it cannot run."""
     from .summary import print_summary

@@ -15,13 +15,31 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
+from .jsontypes import Row, count, num, sub
 from .metrics import PortCount, PortKey
+
+if TYPE_CHECKING:
+    from emu.control import FabricController
+    from emu.control.controller import PortCounters
+    from emu.core.port import PortStats
 
 log = logging.getLogger(__name__)
 
-TargetStats = Callable[[str], Mapping[str, Any] | None]  # switch -> admin `stats` or None
+TargetStats = Callable[[str], Row | None]  # switch -> admin `stats` or None
+
+
+class QueueReader(Protocol):
+    """A switch's traffic manager, as sampled: (packets, bytes) queued at a port."""
+
+    def occupancy(self, port: int) -> tuple[int, int]: ...
+
+
+class DropReader(Protocol):
+    """A switch's drop counters, as sampled: (port, reason) -> count."""
+
+    def snapshot(self) -> dict[tuple[int, str], int]: ...
 
 
 @dataclass
@@ -36,34 +54,34 @@ class Snapshot:
     queue_weights: list[int] | None = None
 
 
-def from_target_stats(switch: str, stats: Mapping[str, Any], t_s: float
+def from_target_stats(switch: str, stats: Row, t_s: float
                       ) -> tuple[dict[PortKey, PortCount], list[tuple[float, str, int, float]],
                                  float | None]:
     """PortCounts, queue samples and the largest traffic-manager lag from one switch's
     admin `stats` answer (emu.runtime.admin protocol)."""
     ports: dict[PortKey, PortCount] = {}
     queues = []
-    lag: float | None = None
-    drops = stats.get("drops") or {}
-    for num_s, p in (stats.get("ports") or {}).items():
-        num = int(num_s)
-        d = drops.get(num_s) or drops.get(num) or {}
-        q = p.get("queue") or {}
-        ports[(switch, num)] = PortCount(
-            rx_pkts=int(p.get("rx_frames", 0)), rx_bytes=int(p.get("rx_bytes", 0)),
-            tx_pkts=int(p.get("tx_frames", 0)), tx_bytes=int(p.get("tx_bytes", 0)),
-            queue_drops=int(d.get("tail_drop", 0)) + int(d.get("priority_out_of_range", 0)),
-            kernel_drops=int(p.get("kernel_drops", 0)), link_drops=int(p.get("tx_drops", 0)))
-        if "queued_pkts" in q:
-            queues.append((t_s, switch, num, float(q["queued_pkts"])))
+    drops = sub(stats, "drops")  # port number (a JSON key: a string) -> reason -> count
+    all_ports = sub(stats, "ports")
+    for num_s in all_ports:
+        p, d = sub(all_ports, num_s), sub(drops, num_s)
+        port = int(num_s)
+        ports[(switch, port)] = PortCount(
+            rx_pkts=count(p, "rx_frames"), rx_bytes=count(p, "rx_bytes"),
+            tx_pkts=count(p, "tx_frames"), tx_bytes=count(p, "tx_bytes"),
+            queue_drops=count(d, "tail_drop") + count(d, "priority_out_of_range"),
+            kernel_drops=count(p, "kernel_drops"), link_drops=count(p, "tx_drops"))
+        queued = num(sub(p, "queue"), "queued_pkts")
+        if queued is not None:
+            queues.append((t_s, switch, port, queued))
     # The embedded daemon reports how late its traffic manager ran since the previous
     # `stats` call (one figure per switch, reset on read); BMv2 has none (absent/None).
-    if stats.get("tm_lag_ms") is not None:
-        lag = float(stats["tm_lag_ms"])
+    lag = num(stats, "tm_lag_ms")
     return ports, queues, lag
 
 
-def merge_p4(ports: dict[PortKey, PortCount], p4: Mapping[PortKey, Any]) -> dict[PortKey, PortCount]:
+def merge_p4(ports: dict[PortKey, PortCount], p4: Mapping[PortKey, PortCounters]
+             ) -> dict[PortKey, PortCount]:
     """Add fabric.p4's counters (a controller PortCounters per port) to target counts;
     the P4 counters give rx/tx where the target gave none (BMv2)."""
     out = dict(ports)
@@ -82,26 +100,26 @@ class FabricSampler:
     fast samples carry the most recent ECN/drop counts."""
 
     def __init__(self, switches: list[str], target_stats: TargetStats,
-                 controller: Any | None, t0: float | None = None,
+                 controller: FabricController | None, t0: float | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.switches = switches
         self.target_stats = target_stats
         self.controller = controller
         self.clock = clock  # the run's timeline (virtual runs: the virtual clock)
         self.t0 = clock() if t0 is None else t0
-        self._p4: dict[PortKey, Any] = {}
+        self._p4: dict[PortKey, PortCounters] = {}
         self.errors = 0
         # Wall time spent reading, per source: what sampling costs (recorded per run).
         self.target_s = 0.0
         self.p4_s = 0.0
         self.p4_reads = 0
 
-    def read_p4(self) -> dict[PortKey, Any]:
+    def read_p4(self) -> dict[PortKey, PortCounters]:
         if self.controller is None:
             return {}
         t0 = time.monotonic()
         self.p4_reads += 1
-        out: dict[PortKey, Any] = {}
+        out: dict[PortKey, PortCounters] = {}
         for sw in self.switches:
             try:
                 for port, c in self.controller.port_counters(sw).items():
@@ -157,7 +175,8 @@ class ChangeSampler:
     its drop counters); `p4`: the FabricSampler whose controller reads fabric.p4's
     counters (every `p4_every` ticks with activity, and by `full()`)."""
 
-    def __init__(self, ports: Mapping[PortKey, tuple[Any, Any, Any]], p4: FabricSampler,
+    def __init__(self, ports: Mapping[PortKey, tuple[PortStats, QueueReader, DropReader]],
+                 p4: FabricSampler,
                  tick_ns: int, p4_every: int = 20) -> None:
         self.tick_ns = tick_ns
         self.p4 = p4

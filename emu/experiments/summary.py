@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
+from .jsontypes import JsonDict, JsonValue
 from .metrics import (
     CollectiveResult,
     Fidelity,
@@ -19,10 +20,34 @@ from .metrics import (
     traffic_window_s,
 )
 
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+
+class _RunInfoOptional(TypedDict, total=False):
+    interrupted: bool  # Ctrl-C during the workload: partial results
+
+
+class RunInfo(_RunInfoOptional):
+    """What ran: the summary's heading and summary.json's `run`."""
+
+    topo: str
+    lb: str
+    cc: str
+    recovery: str
+    workload: str
+    target: str
+    dilation: float
+    message_bytes: int
+    iterations: int
+    link_rate_bps: list[int]
+    results_dir: str | None
+
 
 @dataclass
 class RunSummary:
-    run: dict[str, Any]  # topo, lb, cc, recovery, workload, target, dilation, results dir
+    run: RunInfo
     ok: bool  # every flow delivered and verified
     duration_s: float  # workload wall time (first start to last agent exit)
     flows: list[FlowResult]
@@ -48,7 +73,7 @@ class RunSummary:
     def flows_verified(self) -> int:
         return sum(f.verified for f in self.flows)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonDict:
         d = dataclasses.asdict(self)
         d["bytes_delivered"] = self.bytes_delivered
         d["traffic_s"] = self.traffic_s
@@ -56,14 +81,14 @@ class RunSummary:
         d["flows_total"] = len(self.flows)
         d["hosts"]["reordered_pkts"] = self.hosts.reordered_pkts()
         d["fabric"]["drops"] = self.fabric.drops
-        return _finite(d)
+        return {k: _finite(v) for k, v in d.items()}
 
 
-def _finite(x: Any) -> Any:
+def _finite(x: JsonValue) -> JsonValue:
     """JSON has no NaN/Infinity: write null instead."""
     if isinstance(x, float) and not math.isfinite(x):
         return None
-    if isinstance(x, dict):
+    if isinstance(x, Mapping):
         return {str(k): _finite(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
         return [_finite(v) for v in x]
@@ -101,7 +126,7 @@ def fmt_s(s: float | None) -> str:
     return f"{s * 1e6:.1f} us"
 
 
-def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> Any:
+def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
     from rich.table import Table
 
     t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
@@ -112,13 +137,12 @@ def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) ->
     return t
 
 
-def tables(s: RunSummary, max_flows: int = 16) -> list[Any]:
+def tables(s: RunSummary, max_flows: int = 16) -> list[Table | str]:
     """rich renderables, in display order."""
-    out: list[Any] = []
+    out: list[Table | str] = []
     r = s.run
-    dil = float(r.get("dilation", 1.0))
-    head = (f"{r.get('topo')}  lb={r.get('lb')} cc={r.get('cc')} recovery={r.get('recovery')} "
-            f"workload={r.get('workload')} target={r.get('target')}  dilation x{dil:g}")
+    head = (f"{r['topo']}  lb={r['lb']} cc={r['cc']} recovery={r['recovery']} "
+            f"workload={r['workload']} target={r['target']}  dilation x{r['dilation']:g}")
     verdict = "OK" if s.ok else "INCOMPLETE"
     out.append(f"[bold]{head}[/bold]\n{verdict}: {s.flows_verified()}/{len(s.flows)} flows "
                f"verified, {fmt_bytes(s.bytes_delivered)} delivered in {fmt_s(s.traffic_s)} "
@@ -214,7 +238,7 @@ def render_text(s: RunSummary, width: int = 120) -> str:
     return con.export_text()
 
 
-def print_summary(s: RunSummary, console: Any = None) -> None:
+def print_summary(s: RunSummary, console: Console | None = None) -> None:
     import sys
 
     from rich.console import Console

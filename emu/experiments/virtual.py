@@ -9,24 +9,27 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from emu.control.params import LbMode
 
+from .jsontypes import JsonDict
 from .plan import RunPlan
 from .report import RunRecords, build_summary, write_results
 from .results import make_run_dir, print_results_path
 from .sampler import ChangeSampler, FabricSampler, Snapshot
 from .summary import RunSummary, print_summary
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 SAMPLE_NS = 5_000_000  # virtual time between sample ticks (kept where something changed)
 
 
-def run_virtual(plan: RunPlan, *, console: Any = None, write: bool = True,
+def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = True,
                 max_virtual_s: float = 600.0) -> RunSummary:
     from emu.control import QosSettings
     from emu.roce.agent import Agent
-    from emu.roce.config import load_dict
     from emu.sim.fabric import SimFabric
 
     cfg = plan.config
@@ -39,11 +42,11 @@ def run_virtual(plan: RunPlan, *, console: Any = None, write: bool = True,
     if cfg.lb is LbMode.TE:
         sim.controller.place_te(plan.te_flows())
     clock = sim.clock
-    agents = {h: Agent(load_dict(c), clock, sim.port(h, 0)) for h, c in plan.agents.items()}
+    agents = {h: Agent(c, clock, sim.port(h, 0)) for h, c in plan.agents.items()}
 
-    def tm_stats(switch: str) -> dict[str, Any]:
+    def tm_stats(switch: str) -> JsonDict:
         sw = sim.switches[switch]
-        ports: dict[str, Any] = {}
+        ports: JsonDict = {}
         for p in plan.fabric.switch(switch).ports:
             fp = sim.port(switch, p.number)
             pk, _by = sw.sw.tm.occupancy(p.number)

@@ -18,6 +18,9 @@
 | `sh.py`, `errors.py` | batched ip/tc/ethtool scripts; `NetError` |
 
 Run bookkeeping (the state record, the run lock, `emu stop`) is emu.core.runstate.
+
+Imports: emu.targets and every layer below it. Layer 9 of the package layers that
+pyproject.toml's import-linter contracts enforce; nothing above it.
 """
 
 from .errors import NetError

@@ -27,11 +27,10 @@ from typing import IO, Any
 
 from emu.core.clock import Clock
 from emu.core.port import FramePort
-from emu.roce import wire
 from emu.roce.config import AgentConfig, FlowConfig
-from emu.roce.nic import Nic, NicParams
+from emu.roce.nic import Nic
 from emu.roce.payload import LazyPayload
-from emu.roce.qp import Message, QpParams, QueuePair, WorkRequest
+from emu.roce.qp import Message, QueuePair, WorkRequest
 
 
 def flow_imm(flow_id: str) -> int:
@@ -65,23 +64,10 @@ class Agent:
     def __init__(self, cfg: AgentConfig, clock: Clock, port: FramePort) -> None:
         self.cfg = cfg
         self.clock = clock
-        n = cfg.nic
-        self.nic = Nic(clock, port, NicParams(
-            mac=cfg.host.mac, ip=cfg.host.ip, line_rate_bps=n.line_rate_bps,
-            dilation=n.time_dilation, timer_resolution_ns=n.timer_resolution_ns, mtu=n.mtu,
-            dcqcn=cfg.dcqcn, plb=cfg.plb, tx_batch=n.tx_batch, pacing_burst_ns=n.pacing_burst_ns,
-            min_rto_ns=n.min_rto_ns))
+        self.nic = Nic(clock, port, cfg.nic_params())
         self.peers: dict[int, str] = {}
         for q in cfg.qps:
-            path = wire.Path(cfg.host.mac, q.peer_mac, cfg.host.ip, q.peer_ip, q.udp_sport,
-                             q.peer_qpn, dscp=n.dscp, ctrl_dscp=n.ctrl_dscp, ttl=n.ttl,
-                             ack_class=n.ack_class)
-            qp = self.nic.add_qp(QpParams(
-                q.qpn, path, start_psn=q.start_psn, peer_start_psn=q.peer_start_psn, mtu=n.mtu,
-                recovery=q.recovery, reorder_window_pkts=q.reorder_window_pkts,
-                max_outstanding_pkts=q.max_outstanding_pkts, ack_every_pkts=q.ack_every_pkts,
-                ack_interval_ns=q.ack_interval_ns,
-                sr_dupthresh=q.sr_dupthresh, rto_ns=q.rto_ns, deliver="digest"))
+            qp = self.nic.add_qp(cfg.qp_params(q))
             qp.responder.on_message = self._receiver_for(qp)
             self.peers[q.qpn] = q.peer or q.peer_ip
         self.flows = {f.id: _FlowState(f, self.nic.qps[f.qpn]) for f in cfg.flows}

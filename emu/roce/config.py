@@ -14,6 +14,12 @@ Example (YAML):
     expect: [f2]        # flow ids this host receives (it finishes when they are in)
 
 Nominal units throughout (the emulated fabric); `nic.time_dilation` maps them to the wire.
+
+`AgentConfig` is the one typed configuration of a host: `emu run` builds it from the run
+plan, hands it to the agent process as JSON (`to_dict`) and the agent loads it back into
+the same type (`AgentConfig.from_dict`, the loader below, which also checks hand-written
+files). The NIC's and QPs' own parameter types are derived from it in one place
+(`nic_params`, `qp_params`).
 """
 
 from __future__ import annotations
@@ -27,8 +33,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from emu.core.wire import DSCP_CNP, DSCP_ROCE_DATA
+from emu.roce import wire
 from emu.roce.dcqcn import PROFILES, DcqcnParams, profile
+from emu.roce.nic import NicParams
 from emu.roce.plb import PlbParams
+from emu.roce.qp import QpParams
 
 
 class ConfigError(ValueError):
@@ -103,6 +112,35 @@ class AgentConfig:
     rate_samples_max: int = 200
     timeout_s: float | None = None  # give up (partial results) after this long
 
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data that `from_dict` turns back into an equal config."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> AgentConfig:
+        """Load and validate a mapping (hand-written YAML/JSON or `to_dict` output)."""
+        return load_dict(data)
+
+    def nic_params(self) -> NicParams:
+        """The NIC's own settings (what a bare `Nic` takes) from this host's config."""
+        n = self.nic
+        return NicParams(mac=self.host.mac, ip=self.host.ip, line_rate_bps=n.line_rate_bps,
+                         dilation=n.time_dilation, timer_resolution_ns=n.timer_resolution_ns,
+                         mtu=n.mtu, dcqcn=self.dcqcn, plb=self.plb, tx_batch=n.tx_batch,
+                         pacing_burst_ns=n.pacing_burst_ns, min_rto_ns=n.min_rto_ns)
+
+    def qp_params(self, q: QpConfig) -> QpParams:
+        """One QP's parameters (a fresh object: the NIC converts its times in place)."""
+        n = self.nic
+        path = wire.Path(self.host.mac, q.peer_mac, self.host.ip, q.peer_ip, q.udp_sport,
+                         q.peer_qpn, dscp=n.dscp, ctrl_dscp=n.ctrl_dscp, ttl=n.ttl,
+                         ack_class=n.ack_class)
+        return QpParams(q.qpn, path, start_psn=q.start_psn, peer_start_psn=q.peer_start_psn,
+                        mtu=n.mtu, recovery=q.recovery, reorder_window_pkts=q.reorder_window_pkts,
+                        max_outstanding_pkts=q.max_outstanding_pkts,
+                        ack_every_pkts=q.ack_every_pkts, ack_interval_ns=q.ack_interval_ns,
+                        sr_dupthresh=q.sr_dupthresh, rto_ns=q.rto_ns, deliver="digest")
+
 
 def _check(cond: bool, where: str, msg: str) -> None:
     if not cond:
@@ -172,21 +210,26 @@ def from_dict(cls: type, data: Any, where: str = "config") -> Any:
     return cls(**kwargs)
 
 
-def _dcqcn(data: Any, line_rate: float | None) -> DcqcnParams:
-    if data is None:
-        data = {}
-    _check(isinstance(data, dict), "dcqcn", "expected a mapping")
-    data = dict(data)
-    name = data.pop("profile", "nvidia")
+def dcqcn_params(name: str, line_rate: float | None,
+                 overrides: dict[str, Any] | None = None) -> DcqcnParams:
+    """Profile `name` at the (nominal) line rate, with `overrides` (DcqcnParams fields)."""
     _check(name in PROFILES, "dcqcn.profile", f"must be one of {', '.join(PROFILES)}")
     base = profile(name, line_rate or 100e9)
-    merged = {**dataclasses.asdict(base), **data}
+    merged = {**dataclasses.asdict(base), **(overrides or {})}
     params: DcqcnParams = from_dict(DcqcnParams, merged, "dcqcn")
     try:
         params.validate()
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     return params
+
+
+def _dcqcn(data: Any, line_rate: float | None) -> DcqcnParams:
+    if data is None:
+        data = {}
+    _check(isinstance(data, dict), "dcqcn", "expected a mapping")
+    data = dict(data)
+    return dcqcn_params(data.pop("profile", "nvidia"), line_rate, data)
 
 
 def load_dict(data: Any) -> AgentConfig:

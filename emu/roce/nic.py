@@ -141,6 +141,12 @@ class Nic:
         self._tx_when = when
         self._tx_handle = self.clock.call_at(when, self._tx)
 
+    def _stall(self, frame: bytes, now: int) -> None:
+        """The port refused `frame`: keep it for the retry, which comes first."""
+        self._stalled = frame
+        self.tx_stalls += 1
+        self._schedule(now + self.params.tx_retry_ns)
+
     def _tx(self) -> None:
         clock = self.clock
         now = clock.now_ns()
@@ -180,9 +186,7 @@ class Nic:
                     return
                 budget -= 1
                 if not send(frame):
-                    self._stalled = frame
-                    self.tx_stalls += 1
-                    self._schedule(now + self.params.tx_retry_ns)
+                    self._stall(frame, now)
                     return
             self._schedule(clock.now_ns())
             return
@@ -213,9 +217,7 @@ class Nic:
             active.append(qp)
             budget -= 1
             if not send(frame):
-                self._stalled = frame
-                self.tx_stalls += 1
-                self._schedule(now + self.params.tx_retry_ns)
+                self._stall(frame, now)
                 return
         if not active:
             return

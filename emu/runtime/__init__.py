@@ -18,4 +18,7 @@
 - admin.py: the JSON-lines admin protocol (queue rate/depth, link delay, stats).
 - client.py: a thin P4Runtime client, one object per switch.
 See README.md for the daemon, the formats and the protocol.
+
+Imports: emu.p4, emu.roce, emu.topo, emu.core. Layer 4 of the package layers that
+pyproject.toml's import-linter contracts enforce; nothing above it.
 """

@@ -2,6 +2,9 @@
 
 `get_target(name)` returns a `SwitchTarget`; everything above (Mininet nodes,
 the controller, experiments) is written against `emu.targets.base` only.
+
+Imports: emu.sim and every layer below it. Layer 8 of the package layers that
+pyproject.toml's import-linter contracts enforce; nothing above it.
 """
 
 from emu.targets.base import (

@@ -7,6 +7,9 @@ Typical use::
     for sw in fabric.switches: ...          # Switch(name, role, device_id, mac, ports)
     for h in fabric.hosts: ...              # Host(name, ip, mac, switch, switch_port, ...)
     equal_cost_paths(fabric, "leaf1", "leaf2")  # emu.topo.paths: the ECMP path search
+
+Imports: emu.core. Layer 2 of the package layers that pyproject.toml's import-linter
+contracts enforce; nothing above it.
 """
 
 from .addressing import host_ip, host_mac, leaf_gateway, leaf_subnet, port_mac, switch_mac

@@ -62,6 +62,19 @@ def _positive(
         raise _fail(marks, mark, param, f"{param} must be an integer >= {minimum}, got {value!r}")
 
 
+def _add_link(spec: FabricSpec, a: str, a_port: int, b: str, b_port: int, rate_bps: int,
+              mark: Mark) -> None:
+    spec.links.append(LinkSpec(EndpointSpec(a, a_port, mark), EndpointSpec(b, b_port, mark),
+                               mark, rate_bps=rate_bps))
+
+
+def _add_host(spec: FabricSpec, number: int, switch: str, port: int, rate_bps: int,
+              mark: Mark) -> None:
+    """Host h<number>, cabled to `switch`:`port`."""
+    spec.hosts.append(HostSpec(f"h{number}", mark))
+    _add_link(spec, f"h{number}", 0, switch, port, rate_bps, mark)
+
+
 def clos(
     leaves: int,
     spines: int,
@@ -114,28 +127,13 @@ def clos(
     for i in range(1, leaves + 1):
         for j in range(1, hosts_per_leaf + 1):
             host_no += 1
-            spec.hosts.append(HostSpec(f"h{host_no}", mark))
-            spec.links.append(
-                LinkSpec(
-                    EndpointSpec(f"h{host_no}", 0, mark),
-                    EndpointSpec(f"leaf{i}", j, mark),
-                    mark,
-                    rate_bps=host_rate,
-                )
-            )
+            _add_host(spec, host_no, f"leaf{i}", j, host_rate, mark)
     for i in range(1, leaves + 1):
         for s in range(1, spines + 1):
             for u in range(1, uplinks_per_spine + 1):
                 leaf_port = hosts_per_leaf + (s - 1) * uplinks_per_spine + u
                 spine_port = (i - 1) * uplinks_per_spine + u
-                spec.links.append(
-                    LinkSpec(
-                        EndpointSpec(f"leaf{i}", leaf_port, mark),
-                        EndpointSpec(f"spine{s}", spine_port, mark),
-                        mark,
-                        rate_bps=up_rate,
-                    )
-                )
+                _add_link(spec, f"leaf{i}", leaf_port, f"spine{s}", spine_port, up_rate, mark)
     return spec
 
 
@@ -194,38 +192,16 @@ def fattree(
         for i in range(1, half + 1):
             for port in range(1, half + 1):
                 host_no += 1
-                spec.hosts.append(HostSpec(f"h{host_no}", mark))
-                spec.links.append(
-                    LinkSpec(
-                        EndpointSpec(f"h{host_no}", 0, mark),
-                        EndpointSpec(edge(p, i), port, mark),
-                        mark,
-                        rate_bps=host_rate,
-                    )
-                )
+                _add_host(spec, host_no, edge(p, i), port, host_rate, mark)
     for p in range(1, k + 1):
         for i in range(1, half + 1):
             for j in range(1, half + 1):
-                spec.links.append(
-                    LinkSpec(
-                        EndpointSpec(edge(p, i), half + j, mark),
-                        EndpointSpec(agg(p, j), i, mark),
-                        mark,
-                        rate_bps=up_rate,
-                    )
-                )
+                _add_link(spec, edge(p, i), half + j, agg(p, j), i, up_rate, mark)
     for p in range(1, k + 1):
         for j in range(1, half + 1):
             for m in range(1, half + 1):
                 core = (j - 1) * half + m  # aggregation j of every pod serves core group j
-                spec.links.append(
-                    LinkSpec(
-                        EndpointSpec(agg(p, j), half + m, mark),
-                        EndpointSpec(f"c{core}", p, mark),
-                        mark,
-                        rate_bps=up_rate,
-                    )
-                )
+                _add_link(spec, agg(p, j), half + m, f"c{core}", p, up_rate, mark)
     return spec
 
 

@@ -69,6 +69,22 @@ def check_spec(spec: FabricSpec) -> list[Diagnostic]:
 
 
 def _resolve(spec: FabricSpec, errs: Collector) -> Fabric | None:
+    nodes = _check_nodes(spec, errs)
+    host_links, good = _check_links(spec, nodes, errs)
+    _check_hosts(spec, nodes, host_links, errs)
+    assigned = _assign_ports(spec, good, host_links, errs)
+    _check_names_and_limits(spec, good, assigned, errs)
+    if spec.partial:
+        # Entries left out may be what connects the fabric or addresses its hosts.
+        return None
+    errs.raise_if_any()
+    _check_connected(spec, errs, [spec.links[i] for i in good])
+    errs.raise_if_any()
+    return _assemble(spec, good, assigned, errs)
+
+
+def _check_nodes(spec: FabricSpec, errs: Collector) -> dict[str, SwitchSpec | HostSpec]:
+    """Node names: well formed and unique."""
     nodes: dict[str, SwitchSpec | HostSpec] = {}
     for node in _all_nodes(spec):
         if not NAME_RE.match(node.name):
@@ -85,8 +101,12 @@ def _resolve(spec: FabricSpec, errs: Collector) -> Fabric | None:
         nodes[node.name] = node
     if not spec.switches and not spec.partial:
         errs.error(spec.mark, "fabric has no switches")
+    return nodes
 
-    # Endpoint checks; remember which links are usable for the later stages.
+
+def _check_links(spec: FabricSpec, nodes: dict[str, SwitchSpec | HostSpec], errs: Collector
+                 ) -> tuple[dict[str, list[int]], list[int]]:
+    """Endpoint checks; returns each host's links and the links usable by later stages."""
     host_links: dict[str, list[int]] = {h.name: [] for h in spec.hosts}
     good: list[int] = []
     for idx, link in enumerate(spec.links):
@@ -131,7 +151,12 @@ def _resolve(spec: FabricSpec, errs: Collector) -> Fabric | None:
                 ok = False
         if ok:
             good.append(idx)
+    return host_links, good
 
+
+def _check_hosts(spec: FabricSpec, nodes: dict[str, SwitchSpec | HostSpec],
+                 host_links: dict[str, list[int]], errs: Collector) -> None:
+    """Each host on exactly one link, to a leaf, with a sane MTU."""
     for host in spec.hosts:
         attached = host_links[host.name]
         if not attached:
@@ -155,7 +180,11 @@ def _resolve(spec: FabricSpec, errs: Collector) -> Fabric | None:
         if host.mtu is not None and not 576 <= host.mtu <= 9216:
             errs.error(host.mark, f"mtu {host.mtu} out of range 576..9216")
 
-    # Ports: explicit numbers first (detecting reuse), then fill in the rest.
+
+def _assign_ports(spec: FabricSpec, good: list[int], host_links: dict[str, list[int]],
+                  errs: Collector) -> dict[int, tuple[int, int]]:
+    """Link index -> (a port, b port): explicit numbers first (detecting reuse), then the
+    rest filled in, host-facing links first."""
     used: dict[str, dict[int, EndpointSpec]] = {s.name: {} for s in spec.switches}
     for idx in good:
         link = spec.links[idx]
@@ -197,7 +226,12 @@ def _resolve(spec: FabricSpec, errs: Collector) -> Fabric | None:
             a_port if a_port is not None else HOST_PORT,
             b_port if b_port is not None else HOST_PORT,
         )
+    return assigned
 
+
+def _check_names_and_limits(spec: FabricSpec, good: list[int],
+                            assigned: dict[int, tuple[int, int]], errs: Collector) -> None:
+    """Interface names Linux accepts; no more leaves and switches than addresses."""
     for idx in good:
         link = spec.links[idx]
         for ep, port in zip((link.a, link.b), assigned[idx], strict=True):
@@ -217,14 +251,6 @@ def _resolve(spec: FabricSpec, errs: Collector) -> Fabric | None:
         errs.error(
             spec.mark, f"{len(spec.switches)} switches exceed {addressing.MAX_DEVICE_ID} device ids"
         )
-
-    if spec.partial:
-        # Entries left out may be what connects the fabric or addresses its hosts.
-        return None
-    errs.raise_if_any()
-    _check_connected(spec, errs, [spec.links[i] for i in good])
-    errs.raise_if_any()
-    return _assemble(spec, good, assigned, errs)
 
 
 def _all_nodes(spec: FabricSpec) -> list[SwitchSpec | HostSpec]:
@@ -257,6 +283,28 @@ def _check_connected(spec: FabricSpec, errs: Collector, links: list[LinkSpec]) -
 def _assemble(
     spec: FabricSpec, good: list[int], assigned: dict[int, tuple[int, int]], errs: Collector
 ) -> Fabric:
+    links = _links(spec, good, assigned)
+    # Device ids: leaves, spines, cores, each in declaration order (stable across runs).
+    ordered = sorted(spec.switches, key=lambda s: s.role.layer)
+    device_ids = {s.name: i for i, s in enumerate(ordered, start=1)}
+    leaf_index = {
+        s.name: i for i, s in enumerate((s for s in ordered if s.role is Role.LEAF), start=1)
+    }
+    switches = _switches(spec, links, ordered, device_ids, leaf_index)
+    hosts = _hosts(spec, links, switches, leaf_index, errs)
+    return Fabric(
+        name=spec.name,
+        switches=tuple(switches.values()),
+        hosts=tuple(hosts),
+        links=tuple(links),
+        defaults=spec.defaults,
+        source=spec.mark.file,
+        generator=spec.generator,
+    )
+
+
+def _links(spec: FabricSpec, good: list[int], assigned: dict[int, tuple[int, int]]
+           ) -> list[Link]:
     d = spec.defaults
     links: list[Link] = []
     for n, idx in enumerate(good):
@@ -272,15 +320,12 @@ def _assemble(
                 depth_pkts=ls.depth_pkts if ls.depth_pkts is not None else d.depth_pkts,
             )
         )
+    return links
 
-    # Device ids: leaves, spines, cores, each in declaration order (stable across runs).
-    ordered = sorted(spec.switches, key=lambda s: s.role.layer)
-    device_ids = {s.name: i for i, s in enumerate(ordered, start=1)}
+
+def _switches(spec: FabricSpec, links: list[Link], ordered: list[SwitchSpec],
+              device_ids: dict[str, int], leaf_index: dict[str, int]) -> dict[str, Switch]:
     host_names = {h.name for h in spec.hosts}
-    leaf_index = {
-        s.name: i for i, s in enumerate((s for s in ordered if s.role is Role.LEAF), start=1)
-    }
-
     switch_ports: dict[str, list[Port]] = {s.name: [] for s in spec.switches}
     for link in links:
         for ep, peer in ((link.a, link.b), (link.b, link.a)):
@@ -311,7 +356,13 @@ def _assemble(
             subnet=addressing.leaf_subnet(li) if li else None,
             gateway=addressing.leaf_gateway(li) if li else None,
         )
+    return switches
 
+
+def _hosts(spec: FabricSpec, links: list[Link], switches: dict[str, Switch],
+           leaf_index: dict[str, int], errs: Collector) -> list[Host]:
+    """Hosts addressed by their leaf and their place in its port order."""
+    host_names = {h.name for h in spec.hosts}
     host_link = {}
     for link in links:
         for ep, peer in ((link.a, link.b), (link.b, link.a)):
@@ -343,19 +394,11 @@ def _assemble(
                 mac=addressing.host_mac(li, j),
                 switch=peer.node,
                 switch_port=peer.port,
-                mtu=h.mtu if h.mtu is not None else d.mtu,
+                mtu=h.mtu if h.mtu is not None else spec.defaults.mtu,
                 subnet=leaf.subnet,
                 gateway=leaf.gateway,
                 gateway_mac=leaf.mac,
                 link=link.index,
             )
         )
-    return Fabric(
-        name=spec.name,
-        switches=tuple(switches.values()),
-        hosts=tuple(hosts),
-        links=tuple(links),
-        defaults=d,
-        source=spec.mark.file,
-        generator=spec.generator,
-    )
+    return hosts

@@ -11,11 +11,11 @@ from typing import Any
 
 from emu.core import MemLink, VirtualClock
 from emu.roce.agent import Agent
-from emu.roce.config import load_dict
+from emu.roce.config import AgentConfig
 from emu.topo import Fabric
 
 
-def run_agents(fabric: Fabric, configs: dict[str, dict[str, Any]], *, rate_bps: int,
+def run_agents(fabric: Fabric, configs: dict[str, AgentConfig], *, rate_bps: int,
                depth_pkts: int = 64, max_ns: int = 60_000_000_000) -> dict[str, list[dict[str, Any]]]:
     clock = VirtualClock()
     ip_to_host = {str(h.ip): h.name for h in fabric.hosts}
@@ -32,7 +32,7 @@ def run_agents(fabric: Fabric, configs: dict[str, dict[str, Any]], *, rate_bps: 
                 down[dst].a.send(frame)
 
         up.b.set_receiver(forward)
-        agent = Agent(load_dict(data), clock, up.a)
+        agent = Agent(data, clock, up.a)
         # The agent's NIC receives from the host end of its down link as well.
         down[name].b.set_receiver(up.a._deliver)
         agents[name] = agent

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -16,7 +17,7 @@ from emu.experiments.agent_configs import (
     window_pkts_for,
 )
 from emu.experiments.workloads import WORKLOAD_KINDS, WorkloadParams, build_workload
-from emu.roce.config import load_dict
+from emu.roce.config import AgentConfig
 from emu.topo import load_topology
 
 # clos4 on the wire at 20 Mb/s (100 Gb/s modelled / 5000): 5 ms per link.
@@ -29,7 +30,11 @@ LEAF = {h.name: h.switch for h in FABRIC.hosts}
 def test_configs_load_and_qps_pair_up(kind: str, recovery: str) -> None:
     w = build_workload(WorkloadParams(kind, message_bytes=4096, iterations=2), LEAF)  # type: ignore[arg-type]
     cfgs = agent_configs(FABRIC, w, AgentSettings(recovery=recovery))  # type: ignore[arg-type]
-    loaded = {h: load_dict(c) for h, c in cfgs.items()}  # raises on any schema problem
+    # What the agent process reads: the JSON `emu run` writes, loaded by its own loader
+    # (which raises on any schema problem), gives back the same configuration.
+    loaded = {h: AgentConfig.from_dict(json.loads(json.dumps(c.to_dict())))
+              for h, c in cfgs.items()}
+    assert loaded == cfgs
     qps = {(h, q.peer): q for h, c in loaded.items() for q in c.qps}
     for (h, peer), q in qps.items():
         back = qps[(peer, h)]
@@ -49,7 +54,7 @@ def test_rates_dilation_cc_and_rto() -> None:
     w = build_workload(WorkloadParams("incast", message_bytes=1000), LEAF)
     s = AgentSettings(cc="none", dilation=500, rto_wire_ms=50, start_delay_us=2000)
     cfgs = agent_configs(FABRIC, w, s)
-    c = load_dict(cfgs["h1"])
+    c = cfgs["h1"]
     link = FABRIC.links[FABRIC.host("h1").link]
     assert c.nic.line_rate_bps == pytest.approx(link.rate_bps * 500)
     assert c.nic.time_dilation == 500
@@ -62,7 +67,7 @@ def test_rates_dilation_cc_and_rto() -> None:
     assert c.qps[0].rto_ns * 500 == pytest.approx(max(50e6, 2 * worst * 1e9), rel=1e-5)
     assert c.nic.min_rto_ns == 50_000_000
     assert all(f.start_us == 2000 for f in c.flows if not f.after)
-    assert load_dict(agent_configs(FABRIC, w, AgentSettings(cc="dcqcn"))["h1"]).dcqcn.enabled
+    assert agent_configs(FABRIC, w, AgentSettings(cc="dcqcn"))["h1"].dcqcn.enabled
 
 
 @pytest.mark.parametrize("cc", ["none", "dcqcn"])
@@ -75,7 +80,7 @@ def test_cc_none_agents_run_no_notification_point(cc: str) -> None:
     cfgs = agent_configs(FABRIC, w, AgentSettings(cc=cc))  # type: ignore[arg-type]
     clk = VirtualClock()
     for h, c in cfgs.items():
-        agent = Agent(load_dict(c), clk, MemLink(clk).a)
+        agent = Agent(c, clk, MemLink(clk).a)
         assert all((qp.responder.np is None) == (cc == "none") and
                    (qp.rp is None) == (cc == "none") for qp in agent.nic.qps.values()), h
         assert agent.summary()["cc"] == cc
@@ -87,9 +92,8 @@ def test_a_run_chooses_the_ack_class() -> None:
 
     for ack_class in ("qp", "cnp"):
         plan = plan_run(RunConfig(ack_class=ack_class))  # type: ignore[arg-type]
-        assert {c["nic"]["ack_class"] for c in plan.agents.values()} == {ack_class}
-        assert all(load_dict(c).nic.ack_class == ack_class for c in plan.agents.values())
-    assert plan_run(RunConfig()).agents["h1"]["nic"]["ack_class"] == "qp"
+        assert {c.nic.ack_class for c in plan.agents.values()} == {ack_class}
+    assert plan_run(RunConfig()).agents["h1"].nic.ack_class == "qp"
     with pytest.raises(RunConfigError, match="ack_class must be one of qp, cnp"):
         RunConfig(ack_class="top").validate()  # type: ignore[arg-type]
 
@@ -113,10 +117,10 @@ def test_rto_never_below_the_queueing_the_path_can_hold() -> None:
         for ack_class in ("qp", "cnp"):
             s = AgentSettings(priority_queues=pq, ack_class=ack_class)  # type: ignore[arg-type]
             for h, c in agent_configs(FABRIC, w, s).items():
-                assert c["nic"]["ack_class"] == ack_class
-                for q in c["qps"]:
-                    rto_s = q["rto_ns"] * s.dilation / 1e9
-                    assert rto_s >= path_queue_delay_s(FABRIC, h, q["peer"], 1024, pq, ack_class)
+                assert c.nic.ack_class == ack_class
+                for q in c.qps:
+                    rto_s = q.rto_ns * s.dilation / 1e9
+                    assert rto_s >= path_queue_delay_s(FABRIC, h, q.peer, 1024, pq, ack_class)
                     assert rto_s >= s.rto_wire_ms / 1e3
 
 

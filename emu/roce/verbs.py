@@ -1,0 +1,109 @@
+"""What a queue pair's two halves share: the work requests posted to it, the messages it
+delivers, its parameters, and what each half needs of the QP and NIC it belongs to
+(protocols, so `requester` and `responder` do not import `qp`, which composes them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from emu.core.clock import Clock
+from emu.roce import wire
+from emu.roce.dcqcn import ReactionPoint
+from emu.roce.metrics import DropCounter
+from emu.roce.payload import LazyPayload
+from emu.roce.plb import Plb
+
+SEND = "send"
+WRITE = "write"
+
+
+@dataclass(eq=False)
+class WorkRequest:
+    """One posted message (SEND or RDMA WRITE)."""
+
+    wr_id: int
+    op: str
+    data: memoryview | LazyPayload  # read by slices; a LazyPayload builds bytes on demand
+    imm: int | None
+    va: int
+    rkey: int
+    first_seq: int
+    npkts: int
+    opcodes: tuple[int, int, int, int]
+    posted_ns: int
+    completed_ns: int | None = None
+    first_sent_ns: int | None = None
+    on_complete: Callable[[WorkRequest], None] | None = None
+
+    @property
+    def length(self) -> int:
+        return len(self.data)
+
+
+@dataclass(eq=False)
+class Message:
+    """A message delivered by the responder, in order, exactly once."""
+
+    op: str
+    length: int
+    imm: int | None
+    va: int
+    rkey: int
+    first_psn: int
+    completed_ns: int
+    first_ns: int
+    data: bytes | None = None  # with deliver="bytes"
+    sha256: str | None = None  # with deliver="digest"
+    ecn_marked: int = 0
+
+
+@dataclass
+class QpParams:
+    """Everything one QP needs, in wire units (see config.QpConfig for the user view)."""
+
+    qpn: int
+    path: wire.Path
+    start_psn: int = 0
+    peer_start_psn: int = 0
+    mtu: int = 1024
+    recovery: str = "gbn"
+    reorder_window_pkts: int = 256
+    max_outstanding_pkts: int = 256
+    ack_every_pkts: int = 16
+    ack_interval_ns: int = 16_000  # ACK an in-order packet arriving this long after the last ACK
+    sr_dupthresh: int = 8
+    rto_ns: int = 4_000_000
+    rto_max_ns: int = 256_000_000
+    deliver: str = "digest"  # "bytes", "digest" or "none"
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+class QpNic(Protocol):
+    """What a QP half needs of its NIC: the clock, drop counters and the control path."""
+
+    clock: Clock
+    drops: DropCounter
+
+    def send_ctrl(self, frame: bytes) -> None: ...
+
+
+class QpSide(Protocol):
+    """What a QP half needs of its queue pair (emu.roce.qp.QueuePair)."""
+
+    @property
+    def nic(self) -> QpNic: ...
+
+    @property
+    def wire(self) -> wire.QpWire: ...
+
+    @property
+    def rp(self) -> ReactionPoint | None: ...
+
+    @property
+    def plb(self) -> Plb: ...
+
+    def kick(self) -> None: ...
+
+    def repath(self) -> None: ...
