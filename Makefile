@@ -29,7 +29,7 @@ help:
 	@echo "make run TOPO=clos4        run the emulated fabric (LB= CC= RECOVERY= WORKLOAD= TARGET= CLI=1 LINK_DELAY=0)"
 	@echo "make experiments SUITE=lb-modes   run experiments/SUITE.yaml and report (JOBS=N RAY=ADDRESS|local)"
 	@echo "make test                  run the test suite (as root for namespace/Mininet tests)"
-	@echo "make lint                  ruff and mypy on emu/"
+	@echo "make lint                  ruff, mypy, the layer contracts (import-linter) and size limits"
 	@echo "make bench                 print performance figures"
 	@echo "make stop                  remove what a killed run left behind"
 	@echo "make clean                 remove build outputs (keeps .venv and results/)"
@@ -54,6 +54,8 @@ test: setup
 lint: setup
 	@$(VENV)/bin/ruff check emu tests bench scripts
 	@$(VENV)/bin/mypy emu
+	@$(VENV)/bin/lint-imports
+	@$(PY) scripts/check_structure.py
 
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
