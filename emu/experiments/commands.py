@@ -165,7 +165,8 @@ def add_training_args(w: argparse._ActionsContainer) -> None:
                    help="pp, mix: microbatches per iteration (default %(default)s)")
     w.add_argument("--background-load", type=float, default=0.0, metavar="F",
                    help="Poisson background flows at this fraction of each host's line "
-                        "rate, beside the workload (workload background: alone)")
+                        "rate, beside the workload (workload background: alone) "
+                        "(default %(default)s)")
     w.add_argument("--size-dist", default="websearch", metavar="NAME|FILE",
                    help="background flow sizes: websearch, hadoop or a CDF file "
                         "(docs/workloads.md) (default %(default)s)")
