@@ -54,7 +54,7 @@ class RunPlan:
         def wire_us(us: float) -> int:
             return max(1, round(self.dilation.wire_ns(us * 1e3) / 1e3))
 
-        return LbSettings(mode=cfg.lb,
+        return LbSettings(mode=cfg.lb, seed=cfg.lb_seed,
                           flowlet_timeout_us=wire_us(cfg.flowlet_timeout_us),
                           qdepth_max_age_us=wire_us(cfg.qdepth_max_age_us))
 
