@@ -186,3 +186,29 @@ def test_a_lone_flow_runs_at_slowdown_about_one() -> None:
         (f,) = s.flows
         assert f.slowdown is not None and 0.95 < f.slowdown < 1.12, (size, f.slowdown)
         assert s.fct_slowdown[0].flows == 1
+
+
+def test_slowdown_reaches_flows_jsonl_and_summary_json(tmp_path: Path) -> None:
+    import json
+
+    from emu.experiments.virtual import run_virtual
+
+    cfg = RunConfig(topo="clos4", virtual=True, progress=False, start_delay_s=0,
+                    results_root=tmp_path,
+                    workload=WorkloadParams("background", background_load=0.3,
+                                            size_dist="hadoop", background_us=20))
+    s = run_virtual(plan_run(cfg), console=_quiet_console())
+    run_dir = Path(str(s.run["results_dir"]))
+    rows = [json.loads(x) for x in (run_dir / "flows.jsonl").read_text().splitlines()]
+    assert rows and all(r["slowdown"] > 0 and r["ideal_fct_s"] > 0 for r in rows)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert sum(b["flows"] for b in summary["fct_slowdown"]) == len(rows)
+    assert "FCT slowdown by flow size" in (run_dir / "summary.txt").read_text()
+
+
+def _quiet_console() -> object:
+    import io
+
+    from rich.console import Console
+
+    return Console(file=io.StringIO())
