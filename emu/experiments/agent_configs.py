@@ -26,7 +26,7 @@ from emu.roce.plb import PlbParams
 from emu.topo import Fabric
 from emu.topo.paths import equal_cost_paths
 
-from .workloads import Workload
+from .workloads import FlowSpec, Workload
 
 QPN_BASE = 0x100
 SPORT_MIN = 49152
@@ -155,6 +155,15 @@ def rto_wire_ms(fabric: Fabric, src: str, dst: str, settings: AgentSettings) -> 
     return max(settings.rto_wire_ms, settings.rto_margin * delay * 1e3)
 
 
+def _start_us(f: FlowSpec, settings: AgentSettings, dilation: Dilation) -> float:
+    """The agent's start time (clock us after READY): a flow with dependencies starts
+    when they are met; one with a modelled start time (Poisson arrivals) that long,
+    stretched onto the wire, after the common start delay."""
+    if f.after and not f.start_ns:
+        return 0.0
+    return settings.start_delay_us + dilation.wire_ns(f.start_ns) / 1e3
+
+
 def agent_configs(fabric: Fabric, workload: Workload, settings: AgentSettings,
                   seed: int = 0) -> dict[str, AgentConfig]:
     """Host name -> agent configuration, for every host that sends or receives."""
@@ -193,7 +202,7 @@ def _host_config(fabric: Fabric, workload: Workload, settings: AgentSettings, na
                 rto_wire_ms(fabric, name, peer, settings) * 1e6)))))
     flows = [FlowConfig(id=f.id, qpn=qpn_for(index[f.dst]), size_bytes=f.size_bytes,
                         op="write", after=list(f.after),
-                        start_us=0.0 if f.after else float(settings.start_delay_us))
+                        start_us=_start_us(f, settings, dilation))
              for f in workload.flows if f.src == name]
     link_rate = next(lk.rate_bps for lk in fabric.links if lk.index == h.link)
     nic = NicConfig(line_rate_bps=dilation.modelled_rate_bps(float(link_rate)),

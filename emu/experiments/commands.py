@@ -22,7 +22,8 @@ from emu.experiments.config import (
 if TYPE_CHECKING:
     from emu.experiments.plan import RunPlan
 
-WORKLOADS = ("allreduce", "permutation", "incast", "alltoall")
+WORKLOADS = ("allreduce", "permutation", "incast", "alltoall", "dp", "tp", "pp", "mix",
+             "background")
 
 
 def _size(text: str) -> int:
@@ -103,6 +104,7 @@ def _workload_args(w: argparse._ArgumentGroup) -> None:
     w.add_argument("--incast-senders", type=int, default=0, metavar="N",
                    help="incast: the first N hosts send to the last host (default: all "
                         "the other hosts)")
+    add_training_args(w)
     w.add_argument("--seed", type=int, default=1,
                    help="seed of the permutation's pairing and of the QPs' UDP source "
                         "ports (ECMP entropy) (default %(default)s)")
@@ -166,6 +168,24 @@ def _output_args(o: argparse._ArgumentGroup) -> None:
                         "flows, agents) and exit (default: off)")
 
 
+def add_training_args(w: argparse._ActionsContainer) -> None:
+    """Options of the training workloads and the background traffic (docs/workloads.md)."""
+    w.add_argument("--microbatches", type=int, default=4, metavar="N",
+                   help="pp, mix: microbatches per iteration (default %(default)s)")
+    w.add_argument("--background-load", type=float, default=0.0, metavar="F",
+                   help="Poisson background flows at this fraction of each host's line "
+                        "rate, beside the workload (workload background: alone) "
+                        "(default %(default)s)")
+    w.add_argument("--size-dist", default="websearch", metavar="NAME|FILE",
+                   help="background flow sizes: websearch, hadoop or a CDF file "
+                        "(docs/workloads.md) (default %(default)s)")
+    w.add_argument("--size-scale", type=float, default=1.0, metavar="X",
+                   help="multiply background flow sizes by X (default %(default)s)")
+    w.add_argument("--background-us", type=float, default=100.0, metavar="US",
+                   help="background arrivals during the first US modelled microseconds "
+                        "(default %(default)s)")
+
+
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     from pathlib import Path
 
@@ -173,6 +193,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 
     wl = WorkloadParams(kind=args.workload, iterations=args.iterations,
                         incast_senders=args.incast_senders, seed=args.seed,
+                        microbatches=args.microbatches,
+                        background_load=args.background_load, size_dist=args.size_dist,
+                        size_scale=args.size_scale, background_us=args.background_us,
                         **({"message_bytes": args.size} if args.size else {}))
     from emu.experiments.rates import choose_rate
 

@@ -75,6 +75,9 @@ class RunConfig:
     # reading as empty.
     flowlet_timeout_us: float = 10.0
     qdepth_max_age_us: float = 2.0
+    # fabric.p4's hash seed: None gives every switch its own (no polarization); an
+    # integer puts that seed on every switch (hash polarization; experiments).
+    lb_seed: int | None = None
     # Counters and queue depths: one admin `stats` call per switch per sample (cheap;
     # fabric.p4 counters over P4Runtime are read less often, see run.P4_SAMPLE_S).
     sample_interval_s: float = 0.05
@@ -128,6 +131,8 @@ class RunConfig:
             raise bad(f"priority_queues must be 1..8, got {self.priority_queues}")
         if self.window_pkts is not None and self.window_pkts < 1:
             raise bad("window_pkts must be >= 1")
+        if self.lb_seed is not None and not 0 <= self.lb_seed <= 0xFFFF_FFFF:
+            raise bad(f"lb_seed must be an integer in 0..{0xFFFF_FFFF}, got {self.lb_seed}")
         if self.ack_class not in ACK_CLASSES:
             raise bad(f"ack_class must be one of {', '.join(ACK_CLASSES)}, got {self.ack_class!r}")
         self.workload.validate()

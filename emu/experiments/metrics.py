@@ -69,6 +69,11 @@ class FlowResult:
     ecn_marked_rcvd: int = 0
     repaths: int = 0
     rate_samples: tuple[tuple[float, float], ...] = ()  # (t_s on the timeline, nominal bps)
+    # Modelled FCT, its ideal on an empty fabric and their ratio (emu.experiments.fct);
+    # None until computed, or when the flow did not complete.
+    fct_nominal_s: float | None = None
+    ideal_fct_s: float | None = None
+    slowdown: float | None = None
 
 
 def _rows(rows: Iterable[Row], kind: str, role: str | None = None) -> list[Row]:

@@ -58,7 +58,7 @@ class RunPlan:
         def wire_us(us: float) -> int:
             return max(1, round(self.dilation.wire_ns(us * 1e3) / 1e3))
 
-        return LbSettings(mode=cfg.lb,
+        return LbSettings(mode=cfg.lb, seed=cfg.lb_seed,
                           flowlet_timeout_us=wire_us(cfg.flowlet_timeout_us),
                           qdepth_max_age_us=wire_us(cfg.qdepth_max_age_us))
 
@@ -86,6 +86,12 @@ def uplinks(fabric: Fabric) -> dict[str, list[int]]:
     return out
 
 
+def host_rates(model: Fabric) -> dict[str, float]:
+    """Host -> its link's modelled rate."""
+    rate = {lk.index: float(lk.rate_bps) for lk in model.links}
+    return {h.name: rate[h.link] for h in model.hosts}
+
+
 def agent_settings(cfg: RunConfig, dilation: Dilation) -> AgentSettings:
     return AgentSettings(cc=cfg.cc, recovery=cfg.recovery, dilation=dilation.factor,
                          dcqcn_profile=cfg.dcqcn_profile,
@@ -109,7 +115,8 @@ def plan_run(cfg: RunConfig, model: Fabric | None = None) -> RunPlan:
     fabric = model.on_wire(dilation)
     if not cfg.link_delay:
         fabric = without_link_delay(fabric)
-    workload = build_workload(cfg.workload, {h.name: h.switch for h in fabric.hosts})
+    workload = build_workload(cfg.workload, {h.name: h.switch for h in fabric.hosts},
+                              host_rates(model))
     agents = agent_configs(fabric, workload, agent_settings(cfg, dilation),
                            seed=cfg.workload.seed)
     return RunPlan(cfg, fabric, workload, agents, model, dilation)

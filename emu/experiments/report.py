@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TypedDict
 from . import metrics as M
 from . import plots, results
 from .agent_configs import FRAME_OVERHEAD_BYTES
+from .fct import slowdown_buckets, with_slowdown
 from .jsontypes import JsonDict, Row
 from .plan import RunPlan
 from .sampler import Snapshot
@@ -41,7 +42,8 @@ class RunRecords:
 
 def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSummary:
     cfg = plan.config
-    flows = M.flow_results(plan.workload, rec.rows_by_host, rec.offsets_s)
+    flows = with_slowdown(M.flow_results(plan.workload, rec.rows_by_host, rec.offsets_s),
+                          plan.model, plan.dilation, cfg.mtu_bytes)
     colls = M.collective_results(plan.workload, flows, plan.dilation)
     hosts = M.host_totals(rec.rows_by_host)
     first = rec.snapshots[0].ports if rec.snapshots else {}
@@ -69,7 +71,7 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
                       queues=M.queue_stats(queue_samples, top=5, weights=weights),
                       uplinks=M.uplink_balance(deltas, plan.uplinks()), fidelity=fid,
                       bringup_s=dict(rec.bringup_s), notes=[*cfg.notes(), *rec.notes],
-                      events=list(rec.events))
+                      events=list(rec.events), fct_slowdown=slowdown_buckets(flows))
 
 
 def tm_lags_ms(snaps: Sequence[Snapshot]) -> list[float]:

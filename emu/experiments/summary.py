@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypedDict
 
+from .fct import SlowdownBucket
 from .jsontypes import JsonDict, JsonValue
 from .metrics import (
     CollectiveResult,
@@ -60,6 +61,7 @@ class RunSummary:
     bringup_s: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     events: list[tuple[float, str]] = field(default_factory=list)  # (t_s, what) e.g. failures
+    fct_slowdown: list[SlowdownBucket] = field(default_factory=list)  # per flow-size bucket
 
     @property
     def traffic_s(self) -> float | None:
@@ -172,6 +174,12 @@ def tables(s: RunSummary, max_flows: int = 16) -> list[Table | str]:
             title += (f"  FCT p50 {fmt_s(percentile(fcts, 50))} p99 {fmt_s(percentile(fcts, 99))}")
     out.append(_table(title, ["flow", "path", "size", "FCT", "goodput", "nominal", "retx",
                               "CNPs", "verified"], rows))
+
+    if s.fct_slowdown:
+        rows = [[b.bucket, str(b.flows), f"{b.p50:.2f}", f"{b.p95:.2f}", f"{b.p99:.2f}",
+                 f"{b.max:.2f}"] for b in s.fct_slowdown]
+        out.append(_table("FCT slowdown by flow size (FCT / ideal on an empty fabric)",
+                          ["size", "flows", "p50", "p95", "p99", "max"], rows))
 
     h, fab = s.hosts, s.fabric
     cnt = [["ECN marks (switches)", str(fab.ecn_marks)],

@@ -53,6 +53,8 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
             ports[str(p.number)] = {"rx_frames": 0, "rx_bytes": 0,
                                     "tx_frames": fp.stats.tx_frames,
                                     "tx_bytes": fp.stats.tx_bytes, "kernel_drops": 0,
+                                    # frames the port could not put on its link (down)
+                                    "tx_drops": fp.stats.tx_drops,
                                     "queue": {"queued_pkts": pk}}
         drops: dict[str, dict[str, int]] = {}
         for (port, reason), n in sw.drops.snapshot().items():

@@ -1,4 +1,6 @@
-"""Workloads as flow lists: permutation, incast, ring all-reduce, all-to-all.
+"""Workloads as flow lists: permutation, incast, ring all-reduce, all-to-all, the
+collectives of a training cluster (data-, tensor-, pipeline-parallel and their mix) and
+Poisson background traffic (docs/workloads.md).
 
 Pure functions of (host names, leaf of each host, parameters): the same inputs give the
 same flows, so agent configurations and tests are reproducible. A flow's `after` lists
@@ -13,8 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-WorkloadKind = Literal["permutation", "incast", "allreduce", "alltoall"]
-WORKLOAD_KINDS: tuple[str, ...] = ("permutation", "incast", "allreduce", "alltoall")
+WorkloadKind = Literal["permutation", "incast", "allreduce", "alltoall", "dp", "tp", "pp",
+                       "mix", "background"]
+WORKLOAD_KINDS: tuple[str, ...] = ("permutation", "incast", "allreduce", "alltoall", "dp",
+                                   "tp", "pp", "mix", "background")
 
 
 class WorkloadError(ValueError):
@@ -34,6 +38,15 @@ class WorkloadParams:
     incast_target: str = ""  # empty: the last host
     incast_senders: int = 0  # 0: every other host
     seed: int = 1
+    microbatches: int = 4  # pp: activations per iteration through the pipeline
+    # Background traffic (kind "background", or beside any other kind when > 0): Poisson
+    # flow arrivals at each host, at this fraction of its line rate, sizes drawn from
+    # `size_dist` (websearch, hadoop or a file; emu.experiments.sizedist) times
+    # `size_scale`, arriving during the first `background_us` (modelled) of the run.
+    background_load: float = 0.0
+    size_dist: str = "websearch"
+    size_scale: float = 1.0
+    background_us: float = 100.0
 
     def validate(self) -> None:
         if self.kind not in WORKLOAD_KINDS:
@@ -45,6 +58,14 @@ class WorkloadParams:
             raise WorkloadError(f"iterations must be >= 1, got {self.iterations}")
         if self.incast_senders < 0:
             raise WorkloadError("incast_senders must be >= 0")
+        if self.microbatches < 1:
+            raise WorkloadError(f"microbatches must be >= 1, got {self.microbatches}")
+        if not 0 <= self.background_load < 1:
+            raise WorkloadError(f"background_load must be in [0, 1), got {self.background_load}")
+        if self.kind == "background" and self.background_load <= 0:
+            raise WorkloadError("workload background needs background_load > 0")
+        if self.size_scale <= 0 or self.background_us <= 0:
+            raise WorkloadError("size_scale and background_us must be positive")
 
 
 @dataclass(frozen=True)
@@ -55,6 +76,9 @@ class FlowSpec:
     size_bytes: int
     after: tuple[str, ...] = ()
     collective: str = ""  # id of the collective operation it belongs to ("" for none)
+    # Modelled ns after the workload starts before the flow may start (Poisson arrivals);
+    # the run puts it on the wire clock through its dilation.
+    start_ns: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -87,9 +111,11 @@ class Workload:
         return sum(f.size_bytes for f in self.flows)
 
 
-def build_workload(params: WorkloadParams, host_leaf: Mapping[str, str]) -> Workload:
+def build_workload(params: WorkloadParams, host_leaf: Mapping[str, str],
+                   host_rate_bps: Mapping[str, float] | None = None) -> Workload:
     """The flows of `params` over hosts `host_leaf` (host name -> its leaf switch), in
-    the fabric's host order."""
+    the fabric's host order. `host_rate_bps` (host -> modelled line rate) sets the
+    arrival rate of background traffic, which needs it."""
     params.validate()
     hosts = list(params.hosts) if params.hosts else list(host_leaf)
     unknown = [h for h in hosts if h not in host_leaf]
@@ -99,14 +125,22 @@ def build_workload(params: WorkloadParams, host_leaf: Mapping[str, str]) -> Work
         raise WorkloadError("hosts must be distinct")
     if len(hosts) < 2:
         raise WorkloadError(f"a workload needs at least 2 hosts, got {len(hosts)}")
+    flows: list[FlowSpec] = []
+    colls: list[Collective] = []
     if params.kind == "permutation":
-        return Workload(params, tuple(_permutation(params, hosts, host_leaf)))
-    if params.kind == "incast":
-        return Workload(params, tuple(_incast(params, hosts)))
-    if params.kind == "allreduce":
+        flows = _permutation(params, hosts, host_leaf)
+    elif params.kind == "incast":
+        flows = _incast(params, hosts)
+    elif params.kind == "allreduce":
         flows, colls = _ring_allreduce(params, hosts)
-    else:
+    elif params.kind == "alltoall":
         flows, colls = _alltoall(params, hosts)
+    elif params.kind != "background":
+        flows, colls = _training(params, hosts, host_leaf)
+    if params.background_load > 0:
+        if host_rate_bps is None:
+            raise WorkloadError("background traffic needs the hosts' line rates")
+        flows = flows + _background(params, hosts, host_rate_bps)
     return Workload(params, tuple(flows), tuple(colls))
 
 
@@ -157,37 +191,40 @@ def _incast(p: WorkloadParams, hosts: list[str]) -> list[FlowSpec]:
     return flows
 
 
-def _ring_allreduce(p: WorkloadParams,
-                    ranks: list[str]) -> tuple[list[FlowSpec], list[Collective]]:
+def _ring_allreduce(p: WorkloadParams, ranks: list[str], fid: str = "ar",
+                    cname: str = "allreduce") -> tuple[list[FlowSpec], list[Collective]]:
     """Ring all-reduce: 2(n-1) steps (reduce-scatter then all-gather); in each step every
     rank sends one chunk (buffer/n) to its successor, once it has sent its previous
-    chunk and received its predecessor's."""
+    chunk and received its predecessor's. Flow ids start with `fid`, collective ids
+    with `cname`."""
     n = len(ranks)
     chunk = max(1, -(-p.message_bytes // n))
     steps = 2 * (n - 1)
     flows: list[FlowSpec] = []
     colls: list[Collective] = []
     for it in range(p.iterations):
-        cid = f"allreduce{it}"
+        cid = f"{cname}{it}"
         ids = []
         for k in range(steps):
             for i, r in enumerate(ranks):
                 prev_rank = ranks[(i - 1) % n]
                 if k > 0:
-                    after: tuple[str, ...] = (_ar_id(it, k - 1, r), _ar_id(it, k - 1, prev_rank))
+                    after: tuple[str, ...] = (_ar_id(it, k - 1, r, fid),
+                                              _ar_id(it, k - 1, prev_rank, fid))
                 elif it > 0:
-                    after = (_ar_id(it - 1, steps - 1, r), _ar_id(it - 1, steps - 1, prev_rank))
+                    after = (_ar_id(it - 1, steps - 1, r, fid),
+                             _ar_id(it - 1, steps - 1, prev_rank, fid))
                 else:
                     after = ()
-                fid = _ar_id(it, k, r)
-                flows.append(FlowSpec(fid, r, ranks[(i + 1) % n], chunk, after, cid))
-                ids.append(fid)
+                this = _ar_id(it, k, r, fid)
+                flows.append(FlowSpec(this, r, ranks[(i + 1) % n], chunk, after, cid))
+                ids.append(this)
         colls.append(Collective(cid, "allreduce", tuple(ranks), p.message_bytes, tuple(ids)))
     return flows, colls
 
 
-def _ar_id(it: int, step: int, rank: str) -> str:
-    return f"ar{it}-s{step}-{rank}"
+def _ar_id(it: int, step: int, rank: str, prefix: str = "ar") -> str:
+    return f"{prefix}{it}-s{step}-{rank}"
 
 
 def _alltoall(p: WorkloadParams, ranks: list[str]) -> tuple[list[FlowSpec], list[Collective]]:
@@ -212,3 +249,114 @@ def _alltoall(p: WorkloadParams, ranks: list[str]) -> tuple[list[FlowSpec], list
                     ids.append(fid)
         colls.append(Collective(cid, "alltoall", tuple(ranks), p.message_bytes, tuple(ids)))
     return flows, colls
+
+
+# --------------------------------------------------------------------------- training
+
+
+def leaf_groups(hosts: Sequence[str], host_leaf: Mapping[str, str]) -> list[list[str]]:
+    """The hosts grouped by leaf, leaves in order of their first host."""
+    groups: dict[str, list[str]] = {}
+    for h in hosts:
+        groups.setdefault(host_leaf[h], []).append(h)
+    return list(groups.values())
+
+
+def _training(p: WorkloadParams, hosts: list[str],
+              host_leaf: Mapping[str, str]) -> tuple[list[FlowSpec], list[Collective]]:
+    """dp: one ring all-reduce over every host, the ring walking leaf by leaf (as NCCL
+    orders its rings, so it crosses each leaf boundary once); tp: a ring all-reduce among
+    the hosts of each leaf, all leaves at once; pp: point-to-point between pipeline
+    stages, one stage per leaf; mix: the three at once, each paced by its own
+    dependencies (communication of a 3D-parallel training step overlapping)."""
+    groups = leaf_groups(hosts, host_leaf)
+    flows: list[FlowSpec] = []
+    colls: list[Collective] = []
+    if p.kind in ("dp", "mix"):
+        f, c = _ring_allreduce(p, [h for g in groups for h in g], "dp", "dp")
+        flows += f
+        colls += c
+    if p.kind in ("tp", "mix"):
+        tp = [g for g in groups if len(g) >= 2]
+        if not tp:
+            raise WorkloadError("tensor parallelism needs a leaf with 2+ hosts")
+        for g in tp:
+            leaf = host_leaf[g[0]]
+            f, c = _ring_allreduce(p, g, f"tp-{leaf}-", f"tp-{leaf}-")
+            flows += f
+            colls += c
+    if p.kind in ("pp", "mix"):
+        flows += _pipeline(p, groups)
+    return flows, colls
+
+
+def _pipeline(p: WorkloadParams, stages: list[list[str]]) -> list[FlowSpec]:
+    """Pipeline parallelism, one stage per leaf, `lanes` parallel pipelines (host j of
+    every stage forms lane j). Per iteration, each of `microbatches` activations goes
+    forward stage by stage, then its gradient comes back in reverse order (GPipe-like):
+    a stage forwards microbatch m once it received m and sent m-1; the last stage
+    returns the gradient of m once m arrived; earlier stages pass gradients on as they
+    arrive. `message_bytes` per activation (and per gradient)."""
+    if len(stages) < 2:
+        raise WorkloadError("pipeline parallelism needs hosts under 2+ leaves (one stage each)")
+    lanes = min(len(s) for s in stages)
+    n_st = len(stages)
+    flows: list[FlowSpec] = []
+    for it in range(p.iterations):
+        for lane in range(lanes):
+            def fw(m: int, s: int, it: int = it, lane: int = lane) -> str:
+                return f"pp{it}-l{lane}-f{m}-s{s}"  # microbatch m, stage s -> s+1
+
+            def bw(m: int, s: int, it: int = it, lane: int = lane) -> str:
+                return f"pp{it}-l{lane}-b{m}-s{s}"  # gradient of m, stage s+1 -> s
+
+            prev_it = (f"pp{it - 1}-l{lane}-b{p.microbatches - 1}-s0",) if it else ()
+            for m in range(p.microbatches):
+                for s in range(n_st - 1):
+                    after = ((fw(m - 1, s),) if m else ()) + \
+                        ((fw(m, s - 1),) if s else prev_it)
+                    flows.append(FlowSpec(fw(m, s), stages[s][lane], stages[s + 1][lane],
+                                          p.message_bytes, after))
+            # Every dependency is a flow its sender sent or received (the agents see no
+            # other), so the last stage starts gradients once the last forward arrived.
+            last = n_st - 2
+            for m in range(p.microbatches):
+                for s in reversed(range(n_st - 1)):
+                    if s == last:
+                        after = (fw(p.microbatches - 1, s),) if m == 0 else (bw(m - 1, s),)
+                    else:
+                        after = (bw(m, s + 1),) + ((bw(m - 1, s),) if m else ())
+                    flows.append(FlowSpec(bw(m, s), stages[s + 1][lane], stages[s][lane],
+                                          p.message_bytes, after))
+    return flows
+
+
+# --------------------------------------------------------------------------- background
+
+
+def _background(p: WorkloadParams, hosts: list[str],
+                rate_bps: Mapping[str, float]) -> list[FlowSpec]:
+    """Poisson arrivals at every host (mean gap = mean size / (load x line rate)), each
+    flow to a uniformly drawn other host, sizes from the distribution; in arrival order."""
+    from .sizedist import SizeDistError, load_size_dist
+
+    try:
+        dist = load_size_dist(p.size_dist)
+    except SizeDistError as exc:
+        raise WorkloadError(str(exc)) from None
+    rng = random.Random(f"background:{p.seed}")
+    mean_bits = dist.mean() * p.size_scale * 8
+    arrivals: list[tuple[float, str, str, int]] = []
+    for src in hosts:
+        if src not in rate_bps:
+            raise WorkloadError(f"no line rate for host {src}")
+        per_s = p.background_load * rate_bps[src] / mean_bits
+        t = rng.expovariate(per_s)
+        while t < p.background_us * 1e-6:
+            dst = rng.choice([h for h in hosts if h != src])
+            size = max(1, round(dist.sample(rng) * p.size_scale))
+            arrivals.append((t, src, dst, size))
+            t += rng.expovariate(per_s)
+    arrivals.sort()
+    return [FlowSpec(f"bg{i}-{src}-{dst}", src, dst, size, start_ns=t * 1e9)
+            for i, (t, src, dst, size) in enumerate(arrivals)]

@@ -28,7 +28,10 @@ LEAF = {h.name: h.switch for h in FABRIC.hosts}
 @pytest.mark.parametrize("kind", WORKLOAD_KINDS)
 @pytest.mark.parametrize("recovery", ["gbn", "sr"])
 def test_configs_load_and_qps_pair_up(kind: str, recovery: str) -> None:
-    w = build_workload(WorkloadParams(kind, message_bytes=4096, iterations=2), LEAF)  # type: ignore[arg-type]
+    bg = 0.3 if kind == "background" else 0.0  # background flows only: needs a load
+    w = build_workload(WorkloadParams(kind, message_bytes=4096, iterations=2,  # type: ignore[arg-type]
+                                      background_load=bg, size_scale=0.01), LEAF,
+                       {h: 100e9 for h in LEAF})
     cfgs = agent_configs(FABRIC, w, AgentSettings(recovery=recovery))  # type: ignore[arg-type]
     # What the agent process reads: the JSON `emu run` writes, loaded by its own loader
     # (which raises on any schema problem), gives back the same configuration.
