@@ -23,7 +23,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 __all__ = [
     "DEFAULT_QUANTA", "ETHERTYPE_MAC_CONTROL", "MAC_CONTROL_DST", "NUM_PRIORITIES", "OP_PAUSE",
@@ -233,6 +233,43 @@ class FlowControl:
 
     def for_port(self, port: int) -> PfcThresholds:
         return self.ports.get(port, self.thresholds)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (the switch daemon's --pfc-config file); `from_dict` reads it."""
+        def th(t: PfcThresholds) -> dict[str, Any]:
+            return {"xoff_bytes": t.xoff_bytes, "xon_bytes": t.xon_bytes,
+                    "headroom": t.headroom}
+
+        w = self.watchdog
+        return {"mode": self.mode, "lossless": sorted(self.lossless),
+                "thresholds": th(self.thresholds),
+                "ports": {str(p): th(t) for p, t in sorted(self.ports.items())},
+                "pause_quanta": self.pause_quanta, "refresh_fraction": self.refresh_fraction,
+                "global_pause": self.global_pause,
+                "watchdog": {"enabled": w.enabled, "detection_ns": w.detection_ns,
+                             "restoration_ns": w.restoration_ns, "action": w.action},
+                "default_rate_bps": self.default_rate_bps}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> FlowControl:
+        """The inverse of `to_dict`; raises ValueError naming what is wrong."""
+        try:
+            known = {f for f in cls.__dataclass_fields__}
+            unknown = set(d) - known
+            if unknown:
+                raise ValueError(f"unknown flow-control keys: {', '.join(sorted(unknown))}")
+            kw: dict[str, Any] = dict(d)
+            if "lossless" in kw:
+                kw["lossless"] = frozenset(int(p) for p in kw["lossless"])
+            if "thresholds" in kw:
+                kw["thresholds"] = PfcThresholds(**kw["thresholds"])
+            if "ports" in kw:
+                kw["ports"] = {int(p): PfcThresholds(**t) for p, t in kw["ports"].items()}
+            if "watchdog" in kw:
+                kw["watchdog"] = WatchdogSettings(**kw["watchdog"])
+            return cls(**kw)
+        except TypeError as exc:
+            raise ValueError(f"bad flow-control settings: {exc}") from None
 
 
 class PauseState:

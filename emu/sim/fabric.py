@@ -123,17 +123,16 @@ class SimFabric:
             self.controller.program()
 
     def _enable_flow_control(self, fc: Any) -> None:
-        """PFC on every switch (emu.core.pfc.FlowControl): each port knows its link,
-        for the headroom it needs (see SwitchFlowControl.headroom_report)."""
-        mtu = self.fabric.defaults.mtu
-        by_index = {lk.index: lk for lk in self.fabric.links}
+        """PFC on every switch (emu.core.pfc.FlowControl), each port with the thresholds
+        of its link's topology `pfc:` keys, and knowing its link, for the headroom it
+        needs (see SwitchFlowControl.headroom_report)."""
+        from emu.topo.pfc import port_links, switch_flow_control
+
         for sw in self.fabric.switches:
-            links = {}
-            for port in sw.ports:
-                link = by_index[port.link]
-                links[port.number] = (link.rate_bps, link.delay_ns, mtu)
             self.switches[sw.name].enable_flow_control(
-                fc, links=links, src_mac=lambda _p, m=sw.mac: bytes.fromhex(m.replace(":", "")))
+                switch_flow_control(self.fabric, sw.name, fc),
+                links=port_links(self.fabric, sw.name),
+                src_mac=lambda _p, m=sw.mac: bytes.fromhex(m.replace(":", "")))
 
     def host_mac(self, host: str, **kw: Any) -> Any:
         """A PFC-aware MAC (emu.roce.pfc.HostMac) on `host`'s link port, with the

@@ -262,6 +262,11 @@ def _assemble(
     for n, idx in enumerate(good):
         ls = spec.links[idx]
         a_port, b_port = assigned[idx]
+        pfc = ls.pfc.over(d.pfc) if ls.pfc is not None else d.pfc
+        if pfc is not None and pfc.xon_bytes is not None and pfc.xoff_bytes is not None \
+                and pfc.xon_bytes > pfc.xoff_bytes:
+            errs.error(ls.mark, f"pfc: xon ({pfc.xon_bytes} bytes) must not exceed xoff "
+                                f"({pfc.xoff_bytes} bytes) (this link's keys over the defaults')")
         links.append(
             Link(
                 index=n,
@@ -270,6 +275,7 @@ def _assemble(
                 rate_bps=ls.rate_bps if ls.rate_bps is not None else d.rate_bps,
                 delay_ns=ls.delay_ns if ls.delay_ns is not None else d.delay_ns,
                 depth_pkts=ls.depth_pkts if ls.depth_pkts is not None else d.depth_pkts,
+                pfc=pfc,
             )
         )
 
