@@ -17,13 +17,15 @@ RECOVERY ?= gbn
 WORKLOAD ?= allreduce
 CLI      ?= 0
 LINK_DELAY ?= 1
+FC       ?= none
+PFC_WATCHDOG ?= off
 PYTEST_ARGS ?=
 
 .PHONY: setup run test lint bench stop clean help
 
 help:
 	@echo "make setup                 install Debian packages, .venv and Python dependencies"
-	@echo "make run TOPO=clos4        run the emulated fabric (LB= CC= RECOVERY= WORKLOAD= TARGET= CLI=1 LINK_DELAY=0)"
+	@echo "make run TOPO=clos4        run the emulated fabric (LB= CC= RECOVERY= WORKLOAD= TARGET= CLI=1 LINK_DELAY=0 FC=none|pfc|credit PFC_WATCHDOG=off|forward|drop|alert)"
 	@echo "make test                  run the test suite (as root for namespace/Mininet tests)"
 	@echo "make lint                  ruff and mypy on emu/"
 	@echo "make bench                 print performance figures"
@@ -37,7 +39,8 @@ setup:
 run: setup
 	@$(PY) -m emu run $(TOPO) --lb $(LB) --cc $(CC) --recovery $(RECOVERY) \
 		--workload $(WORKLOAD) --target $(TARGET) $(if $(filter 1,$(CLI)),--cli,) \
-		$(if $(filter 0,$(LINK_DELAY)),--no-link-delay,)
+		$(if $(filter 0,$(LINK_DELAY)),--no-link-delay,) \
+		--flow-control $(FC) --pfc-watchdog $(PFC_WATCHDOG)
 
 test: setup
 	@$(PY) -m pytest $(PYTEST_ARGS)

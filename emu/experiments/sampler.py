@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .metrics import PortCount, PortKey
+from .pfc import Counters
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,7 @@ class Snapshot:
     # Per entry of `queues`, how many sample ticks it stands for (None: one each): a
     # depth held unchanged is one weighted point (ChangeSampler).
     queue_weights: list[int] | None = None
+    pfc: dict[str, Counters] = field(default_factory=dict)  # switch -> admin stats "pfc"
 
 
 def from_target_stats(switch: str, stats: Mapping[str, Any], t_s: float
@@ -120,6 +122,7 @@ class FabricSampler:
         lag: float | None = None
         t0 = time.monotonic()
         switch_t: dict[str, float] = {}
+        pfc: dict[str, Counters] = {}
         for sw in self.switches:
             before = self.clock()
             try:
@@ -136,10 +139,12 @@ class FabricSampler:
                 queues.extend(q)
                 if lg is not None:
                     lag = max(lag or 0.0, lg)
+                if st.get("pfc"):
+                    pfc[sw] = st["pfc"]
         self.target_s += time.monotonic() - t0
         if with_p4 or not self._p4:
             self.read_p4()
-        return Snapshot(t, merge_p4(ports, self._p4), queues, lag, switch_t)
+        return Snapshot(t, merge_p4(ports, self._p4), queues, lag, switch_t, pfc=pfc)
 
 
 class ChangeSampler:

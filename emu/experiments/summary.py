@@ -18,6 +18,7 @@ from .metrics import (
     UplinkBalance,
     traffic_window_s,
 )
+from .pfc import Counters
 
 
 @dataclass
@@ -35,6 +36,7 @@ class RunSummary:
     bringup_s: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     events: list[tuple[float, str]] = field(default_factory=list)  # (t_s, what) e.g. failures
+    pfc: Counters | None = None  # flow-control figures (emu.experiments.pfc)
 
     @property
     def traffic_s(self) -> float | None:
@@ -178,6 +180,10 @@ def tables(s: RunSummary, max_flows: int = 16) -> list[Any]:
     out.append(fidelity_text(s.fidelity))
     for n in s.notes:
         out.append(f"note: {n}")
+    if s.pfc:
+        from .pfc import pfc_tables
+
+        out.extend(pfc_tables(s.pfc))
     return out
 
 

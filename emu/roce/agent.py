@@ -31,6 +31,7 @@ from emu.roce import wire
 from emu.roce.config import AgentConfig, FlowConfig
 from emu.roce.nic import Nic, NicParams
 from emu.roce.payload import LazyPayload
+from emu.roce.pfc import HostMac, HostPfcParams
 from emu.roce.qp import Message, QpParams, QueuePair, WorkRequest
 
 
@@ -62,9 +63,15 @@ class _FlowState:
 
 
 class Agent:
-    def __init__(self, cfg: AgentConfig, clock: Clock, port: FramePort) -> None:
+    def __init__(self, cfg: AgentConfig, clock: Clock, port: FramePort, *,
+                 pfc: HostPfcParams | None = None) -> None:
+        """`pfc`: the NIC sends through a PFC-aware MAC (emu.roce.pfc.HostMac) that
+        honours PAUSE from the leaf; None: straight onto `port` (no flow control)."""
         self.cfg = cfg
         self.clock = clock
+        self.mac: HostMac | None = None
+        if pfc is not None:
+            port = self.mac = HostMac(clock, port, pfc)
         n = cfg.nic
         self.nic = Nic(clock, port, NicParams(
             mac=cfg.host.mac, ip=cfg.host.ip, line_rate_bps=n.line_rate_bps,
@@ -243,7 +250,8 @@ class Agent:
                 "dcqcn_clamped": self.nic.clamped, "unexpected_messages": self.unexpected,
                 "cc": "dcqcn" if self.nic.dcqcn.enabled else "none",
                 "duplicate_deliveries": {f: n for f, n in self.deliveries.items() if n > 1},
-                "port": dict(st.__dict__), "qps": qps}
+                "port": dict(st.__dict__), "qps": qps,
+                **({"pfc": self.mac.counters()} if self.mac is not None else {})}
 
 
 def write_results(rows: list[dict[str, Any]], out: IO[str]) -> None:
@@ -253,7 +261,7 @@ def write_results(rows: list[dict[str, Any]], out: IO[str]) -> None:
 
 
 def run(iface: str, config: str, results: str | None = None, status_file: str | None = None,
-        linger_s: float = 0.3, progress_s: float = 0.0) -> int:
+        linger_s: float = 0.3, progress_s: float = 0.0, pfc: str | None = None) -> int:
     """Entry point of `python -m emu.roce agent` (see the module docstring)."""
     from emu.core.clock import RealClock
     from emu.core.port import AfPacketPort
@@ -271,9 +279,21 @@ def run(iface: str, config: str, results: str | None = None, status_file: str | 
         print(f"error: {exc}", file=sys.stderr)
         status("error")
         return 1
+    host_pfc = None
+    if pfc:
+        from emu.roce.pfc import host_pfc_params
+
+        try:
+            # Quanta last 512 bit times of the wire (no pacing: the modelled 100 Gb/s).
+            rate = (cfg.nic.line_rate_bps or 100e9) / cfg.nic.time_dilation
+            host_pfc = host_pfc_params(json.loads(pfc), cfg.host.mac, rate)
+        except ValueError as exc:  # json.JSONDecodeError is one
+            print(f"error: --pfc: {exc}", file=sys.stderr)
+            status("error")
+            return 1
     clock = RealClock()
     port = AfPacketPort(iface, clock)
-    agent = Agent(cfg, clock, port)
+    agent = Agent(cfg, clock, port, pfc=host_pfc)
     stopped = False
 
     def on_signal(signum: int, _frame: object) -> None:

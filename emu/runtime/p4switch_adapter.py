@@ -101,7 +101,7 @@ class P4SwitchDataplane:
 
     def flow_control_counters(self) -> dict[str, Any] | None:
         fc = self.sw.flow_control
-        return None if fc is None else fc.counters()
+        return None if fc is None else {**fc.counters(), "headroom": fc.headroom_report()}
 
     def take_tm_lag_ns(self) -> int | None:
         return self.sw.tm.take_max_lag_ns()

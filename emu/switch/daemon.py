@@ -313,7 +313,12 @@ class SwitchDaemon:
                 dp.set_queue_depth(num, s.depth_pkts)
         fc = self.opts.flow_control
         if fc is not None and fc.enabled and hasattr(dp, "enable_flow_control"):
-            dp.enable_flow_control(fc)  # after the rates: quanta use each port's rate
+            # After the rates: quanta use each port's rate.
+            sfc = dp.enable_flow_control(fc, links=dict(self.opts.pfc_links))
+            for port, h in sfc.headroom_report().items():  # too small: limits() warns
+                logging.getLogger("emu.pfc").info(
+                    "port %d: PFC headroom %s bytes configured, %s needed by its link",
+                    port, h["configured"], h["needed"])
 
     def reset_senders(self) -> None:
         """Forget the per-port send functions: rebuilt (new link delay) on next use."""

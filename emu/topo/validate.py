@@ -20,10 +20,12 @@ from .errors import Collector, Diagnostic, Mark, TopologyError
 from .model import (
     HOST_PORT,
     MAX_INTF_NAME,
+    Defaults,
     Endpoint,
     Fabric,
     Host,
     Link,
+    LinkPfc,
     Port,
     Role,
     Switch,
@@ -254,6 +256,16 @@ def _check_connected(spec: FabricSpec, errs: Collector, links: list[LinkSpec]) -
             )
 
 
+def _link_pfc(ls: LinkSpec, d: Defaults, errs: Collector) -> LinkPfc | None:
+    """The link's `pfc:` keys over the defaults'; the merged pair must stay ordered."""
+    pfc = ls.pfc.over(d.pfc) if ls.pfc is not None else d.pfc
+    if pfc is not None and pfc.xon_bytes is not None and pfc.xoff_bytes is not None \
+            and pfc.xon_bytes > pfc.xoff_bytes:
+        errs.error(ls.mark, f"pfc: xon ({pfc.xon_bytes} bytes) must not exceed xoff "
+                            f"({pfc.xoff_bytes} bytes) (this link's keys over the defaults')")
+    return pfc
+
+
 def _assemble(
     spec: FabricSpec, good: list[int], assigned: dict[int, tuple[int, int]], errs: Collector
 ) -> Fabric:
@@ -262,11 +274,6 @@ def _assemble(
     for n, idx in enumerate(good):
         ls = spec.links[idx]
         a_port, b_port = assigned[idx]
-        pfc = ls.pfc.over(d.pfc) if ls.pfc is not None else d.pfc
-        if pfc is not None and pfc.xon_bytes is not None and pfc.xoff_bytes is not None \
-                and pfc.xon_bytes > pfc.xoff_bytes:
-            errs.error(ls.mark, f"pfc: xon ({pfc.xon_bytes} bytes) must not exceed xoff "
-                                f"({pfc.xoff_bytes} bytes) (this link's keys over the defaults')")
         links.append(
             Link(
                 index=n,
@@ -275,7 +282,7 @@ def _assemble(
                 rate_bps=ls.rate_bps if ls.rate_bps is not None else d.rate_bps,
                 delay_ns=ls.delay_ns if ls.delay_ns is not None else d.delay_ns,
                 depth_pkts=ls.depth_pkts if ls.depth_pkts is not None else d.depth_pkts,
-                pfc=pfc,
+                pfc=_link_pfc(ls, d, errs),
             )
         )
 
