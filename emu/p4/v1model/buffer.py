@@ -105,6 +105,8 @@ class SwitchFlowControl:
         self.storms: dict[int, _Storm] = {}
         self._wd_drop: set[int] = set()  # keys whose queue and priority group drop
         self.class_drops: dict[tuple[int, int, str], int] = {}
+        # Watchdog events in order: (clock ns, "storm" | "restored", port, priority).
+        self.events: list[tuple[int, str, int, int]] = []
         tm.attach_flow_control(self)
 
     # --- configuration ----------------------------------------------------------------
@@ -363,6 +365,7 @@ class SwitchFlowControl:
             return
         wd.stormed = True
         wd.detected += 1
+        self.events.append((now, "storm", port, prio))
         wd.last_rx = now  # the quiet period for restoration counts from detection on
         action = self.cfg.watchdog.action
         log.warning("PFC storm on port %d priority %d: action %s", port, prio, action)
@@ -389,6 +392,7 @@ class SwitchFlowControl:
             return
         wd.stormed = False
         wd.restored += 1
+        self.events.append((self.clock.now_ns(), "restored", port, prio))
         self.rx[port].ignore &= ~(1 << prio)
         self._wd_drop.discard(key)
         log.warning("PFC storm on port %d priority %d: restored", port, prio)
