@@ -358,6 +358,8 @@ class PauseState:
         return self.acc_ns[prio] + max(0, min(now, u) - s)
 
     def counters(self) -> dict[str, object]:
+        now = self.now()
         return {"pause_rx": list(self.rx), "pause_rx_global": self.rx_global,
                 "paused_ns": [self.paused_ns(p) for p in range(NUM_PRIORITIES)],
+                "paused_now": [self.until[p] > now for p in range(NUM_PRIORITIES)],
                 "malformed": dict(self.malformed)}

@@ -130,6 +130,11 @@ class Experiment:
         result: dict[str, Any] = call("stats")
         return result
 
+    def pfc_counters(self, switch: str) -> dict[str, Any] | None:
+        """The switch's flow-control state and counters (admin `stats` -> "pfc")."""
+        stats = self._target_stats(switch)
+        return None if stats is None else stats.get("pfc")
+
     # -- agents ---------------------------------------------------------------------
 
     def launch_agents(self, plan: RunPlan, tag: str = "") -> dict[str, AgentProc]:

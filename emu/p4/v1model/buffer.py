@@ -424,7 +424,11 @@ class SwitchFlowControl:
         for port in ports:
             st = self.rx.get(port)
             entry: dict[str, Any] = {"pause_tx": list(self.pause_tx.get(port, zero)),
-                                     "resume_tx": list(self.resume_tx.get(port, zero))}
+                                     "resume_tx": list(self.resume_tx.get(port, zero)),
+                                     # priorities this port is pausing its peer for now
+                                     "xoff": [k & 7 for k in self._xoff if k >> 3 == port],
+                                     "ingress_bytes": {k & 7: v for k, v in self.used.items()
+                                                       if k >> 3 == port and v}}
             if st is not None:
                 entry.update(st.counters())
             out["ports"][port] = entry
