@@ -201,6 +201,9 @@ class FlowControl:
     `refresh_fraction` of that time while the buffer stays above XON (default: at half
     the pause time, so one lost or late refresh still leaves margin).
     default_rate_bps: the rate quanta are converted at on a port without a rate.
+    reaction_ns: added to the peer's response time in each port's computed headroom
+    (what the link carries in that time): a real-time emulation's processing lag, during
+    which frames already sent wait in the kernel and PAUSE frames wait to be read.
     """
 
     mode: Literal["off", "pfc"] = "off"
@@ -212,8 +215,11 @@ class FlowControl:
     global_pause: Literal["honour", "drop"] = "honour"
     watchdog: WatchdogSettings = field(default_factory=WatchdogSettings)
     default_rate_bps: float = 100e9
+    reaction_ns: int = 0
 
     def __post_init__(self) -> None:
+        if self.reaction_ns < 0:
+            raise ValueError("reaction_ns must not be negative")
         if self.mode not in ("off", "pfc"):
             raise ValueError(f"flow control mode must be off or pfc, got {self.mode!r}")
         object.__setattr__(self, "lossless", frozenset(self.lossless))
@@ -248,7 +254,7 @@ class FlowControl:
                 "global_pause": self.global_pause,
                 "watchdog": {"enabled": w.enabled, "detection_ns": w.detection_ns,
                              "restoration_ns": w.restoration_ns, "action": w.action},
-                "default_rate_bps": self.default_rate_bps}
+                "default_rate_bps": self.default_rate_bps, "reaction_ns": self.reaction_ns}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> FlowControl:

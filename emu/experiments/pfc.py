@@ -28,6 +28,7 @@ __all__ = ["PfcSeries", "flow_control", "host_pfc_json", "paused_figure", "pfc_s
 
 LOSSLESS_PRIORITY = 3  # QosSettings.lossless: data (DSCP 26) on priority 3
 PFC_QUEUES = 8  # one queue per 802.1p priority, as PFC switches have
+REALTIME_REACTION_NS = 40_000_000  # wire time; see flow_control()
 
 # One switch's SwitchFlowControl.counters() (plus "headroom"), or a host MAC's, as JSON
 # (the daemon's admin `stats` -> "pfc", an agent's summary row -> "pfc"); the summary
@@ -59,7 +60,12 @@ def flow_control(plan: RunPlan) -> FlowControl | None:
     action = cfg.pfc_watchdog if cfg.pfc_watchdog != "off" else "drop"
     watchdog = WatchdogSettings(enabled=cfg.pfc_watchdog != "off", detection_ns=wd_ns,
                                 restoration_ns=wd_ns, action=action)  # type: ignore[arg-type]
-    return FlowControl(mode="pfc", lossless=frozenset({LOSSLESS_PRIORITY}), watchdog=watchdog)
+    # Real time: a daemon or agent behind schedule reads frames late (measured up to
+    # ~16 ms of traffic-manager lag on a loaded 2-core machine); the headroom covers
+    # what the link carries meanwhile. Virtual time has no such lag.
+    reaction = 0 if cfg.virtual else REALTIME_REACTION_NS
+    return FlowControl(mode="pfc", lossless=frozenset({LOSSLESS_PRIORITY}), watchdog=watchdog,
+                       reaction_ns=reaction)
 
 
 def host_pfc_json(cfg: RunConfig) -> Counters | None:

@@ -128,7 +128,8 @@ class SwitchFlowControl:
         if link is None:
             return None
         rate, delay, mtu = link
-        return headroom_bytes(rate, delay, mtu)
+        extra = -(-int(rate * self.cfg.reaction_ns) // 8_000_000_000)  # bytes in that time
+        return headroom_bytes(rate, delay, mtu) + extra
 
     def limits(self, port: int) -> tuple[int, int, int]:
         """(xoff, xon, xoff + headroom) in bytes for an ingress port."""
