@@ -17,6 +17,8 @@ RECOVERY ?= gbn
 WORKLOAD ?= allreduce
 CLI      ?= 0
 LINK_DELAY ?= 1
+FC       ?= none
+PFC_WATCHDOG ?= off
 PYTEST_ARGS ?=
 SUITE    ?= lb-modes
 JOBS     ?=
@@ -26,7 +28,7 @@ RAY      ?=
 
 help:
 	@echo "make setup                 install Debian packages, .venv and Python dependencies"
-	@echo "make run TOPO=clos4        run the emulated fabric (LB= CC= RECOVERY= WORKLOAD= TARGET= CLI=1 LINK_DELAY=0)"
+	@echo "make run TOPO=clos4        run the emulated fabric (LB= CC= RECOVERY= WORKLOAD= TARGET= CLI=1 LINK_DELAY=0 FC=none|pfc|credit PFC_WATCHDOG=off|forward|drop|alert)"
 	@echo "make experiments SUITE=lb-modes   run experiments/SUITE.yaml and report (JOBS=N RAY=ADDRESS|local)"
 	@echo "make test                  run the test suite (as root for namespace/Mininet tests)"
 	@echo "make lint                  ruff, mypy, the layer contracts (import-linter) and size limits"
@@ -41,7 +43,8 @@ setup:
 run: setup
 	@$(PY) -m emu run $(TOPO) --lb $(LB) --cc $(CC) --recovery $(RECOVERY) \
 		--workload $(WORKLOAD) --target $(TARGET) $(if $(filter 1,$(CLI)),--cli,) \
-		$(if $(filter 0,$(LINK_DELAY)),--no-link-delay,)
+		$(if $(filter 0,$(LINK_DELAY)),--no-link-delay,) \
+		--flow-control $(FC) --pfc-watchdog $(PFC_WATCHDOG)
 
 # SUITE: a file in experiments/ (with or without .yaml) or a path (docs/experiments.md).
 experiments: setup

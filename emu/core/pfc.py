@@ -23,7 +23,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from .credit import CreditSettings
 
@@ -204,6 +204,9 @@ class FlowControl:
     `refresh_fraction` of that time while the buffer stays above XON (default: at half
     the pause time, so one lost or late refresh still leaves margin).
     default_rate_bps: the rate quanta are converted at on a port without a rate.
+    reaction_ns: added to the peer's response time in each port's computed headroom
+    (what the link carries in that time): a real-time emulation's processing lag, during
+    which frames already sent wait in the kernel and PAUSE frames wait to be read.
     """
 
     mode: Literal["off", "pfc", "credit"] = "off"
@@ -216,8 +219,11 @@ class FlowControl:
     watchdog: WatchdogSettings = field(default_factory=WatchdogSettings)
     default_rate_bps: float = 100e9
     credit: CreditSettings = field(default_factory=CreditSettings)
+    reaction_ns: int = 0
 
     def __post_init__(self) -> None:
+        if self.reaction_ns < 0:
+            raise ValueError("reaction_ns must not be negative")
         if self.mode not in ("off", "pfc", "credit"):
             raise ValueError(f"flow control mode must be off, pfc or credit, "
                              f"got {self.mode!r}")
@@ -238,6 +244,43 @@ class FlowControl:
 
     def for_port(self, port: int) -> PfcThresholds:
         return self.ports.get(port, self.thresholds)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (the switch daemon's --pfc-config file); `from_dict` reads it."""
+        def th(t: PfcThresholds) -> dict[str, Any]:
+            return {"xoff_bytes": t.xoff_bytes, "xon_bytes": t.xon_bytes,
+                    "headroom": t.headroom}
+
+        w = self.watchdog
+        return {"mode": self.mode, "lossless": sorted(self.lossless),
+                "thresholds": th(self.thresholds),
+                "ports": {str(p): th(t) for p, t in sorted(self.ports.items())},
+                "pause_quanta": self.pause_quanta, "refresh_fraction": self.refresh_fraction,
+                "global_pause": self.global_pause,
+                "watchdog": {"enabled": w.enabled, "detection_ns": w.detection_ns,
+                             "restoration_ns": w.restoration_ns, "action": w.action},
+                "default_rate_bps": self.default_rate_bps, "reaction_ns": self.reaction_ns}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> FlowControl:
+        """The inverse of `to_dict`; raises ValueError naming what is wrong."""
+        try:
+            known = {f for f in cls.__dataclass_fields__}
+            unknown = set(d) - known
+            if unknown:
+                raise ValueError(f"unknown flow-control keys: {', '.join(sorted(unknown))}")
+            kw: dict[str, Any] = dict(d)
+            if "lossless" in kw:
+                kw["lossless"] = frozenset(int(p) for p in kw["lossless"])
+            if "thresholds" in kw:
+                kw["thresholds"] = PfcThresholds(**kw["thresholds"])
+            if "ports" in kw:
+                kw["ports"] = {int(p): PfcThresholds(**t) for p, t in kw["ports"].items()}
+            if "watchdog" in kw:
+                kw["watchdog"] = WatchdogSettings(**kw["watchdog"])
+            return cls(**kw)
+        except TypeError as exc:
+            raise ValueError(f"bad flow-control settings: {exc}") from None
 
 
 class PauseState:
@@ -326,6 +369,8 @@ class PauseState:
         return self.acc_ns[prio] + max(0, min(now, u) - s)
 
     def counters(self) -> dict[str, object]:
+        now = self.now()
         return {"pause_rx": list(self.rx), "pause_rx_global": self.rx_global,
                 "paused_ns": [self.paused_ns(p) for p in range(NUM_PRIORITIES)],
+                "paused_now": [self.until[p] > now for p in range(NUM_PRIORITIES)],
                 "malformed": dict(self.malformed)}

@@ -7,6 +7,8 @@
     fail A B / restore A B     take the A-B link down / up; the controller reroutes
     workload KIND [SIZE] [N]   run a workload (permutation, incast, allreduce, alltoall)
                                with SIZE bytes and N iterations; prints its summary
+    pfc [SWITCH ...]           per-port PFC state: pausing the peer (XOFF), paused by it,
+                               lossless ingress bytes, PAUSE sent/received, watchdog
 
 plus everything Mininet's CLI has (nodes, net, links, pingall, `h1 ping h2`, ...).
 Command bodies are plain functions of (experiment, argument words) returning text, so
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 from emu.control.params import LbMode
 
 from .config import spray_gbn_warning
+from .pfc import Counters
 
 if TYPE_CHECKING:
     from mininet.cli import CLI
@@ -42,6 +45,7 @@ USAGE = {
     "fail": "fail A B",
     "restore": "restore A B",
     "workload": "workload KIND [SIZE_BYTES] [ITERATIONS]",
+    "pfc": "pfc [SWITCH ...]",
 }
 
 
@@ -67,6 +71,8 @@ class CliSession(Protocol):
     def link_up(self, a: str, b: str) -> None: ...
 
     def run_workload(self, plan: RunPlan, *, tag: str = "") -> RunRecords: ...
+
+    def pfc_counters(self, switch: str) -> Counters | None: ...
 
 
 class CommandError(ValueError):
@@ -208,6 +214,36 @@ def run_workload(exp: CliSession, args: list[str]) -> str:
     return render_text(summary) + f"\nresults in {out_dir}"
 
 
+def show_pfc(exp: CliSession, args: list[str]) -> str:
+    """`pfc [switch ...]`: per port, whether it pauses its peer (XOFF) or is paused by
+    it, the lossless ingress bytes, PAUSE frames sent/received, paused time, watchdog."""
+    out: list[str] = []
+    for sw in _switches(exp, args):
+        c = exp.pfc_counters(sw)
+        if not c:
+            out.append(f"{sw}: flow control off (emu run --flow-control pfc)")
+            continue
+        out.append(f"{sw}:")
+        out.append(f"  {'port':>4}  {'pausing peer':<12}  {'paused by peer':<14}  "
+                   f"{'ingress B':>9}  {'PAUSE tx/rx':>11}  {'paused ms':>9}  watchdog")
+        storms = {k: w for k, w in (c.get("watchdog") or {}).items()}
+        for port, e in sorted(c.get("ports", {}).items(), key=lambda kv: int(kv[0])):
+            now = [p for p, on in enumerate(e.get("paused_now", [])) if on]
+            wd = ", ".join(f"p{k.split(':')[1]} {'STORM' if w['stormed'] else 'ok'} "
+                           f"({w['detected']} detected)" for k, w in storms.items()
+                           if k.split(":")[0] == str(port)) or "-"
+            out.append(
+                f"  {port!s:>4}  {_prios(e.get('xoff', [])):<12}  {_prios(now):<14}  "
+                f"{sum((e.get('ingress_bytes') or {}).values()):>9}  "
+                f"{sum(e.get('pause_tx', [])):>5}/{sum(e.get('pause_rx', [])):<5}  "
+                f"{max(e.get('paused_ns') or [0]) / 1e6:>9.2f}  {wd}")
+    return "\n".join(out)
+
+
+def _prios(prios: list[int]) -> str:
+    return " ".join(f"p{p}" for p in sorted(prios)) or "-"
+
+
 COMMANDS: dict[str, Callable[[CliSession, list[str]], str]] = {
     "tables": show_tables,
     "counters": show_counters,
@@ -215,6 +251,7 @@ COMMANDS: dict[str, Callable[[CliSession, list[str]], str]] = {
     "fail": fail_link,
     "restore": restore_link,
     "workload": run_workload,
+    "pfc": show_pfc,
 }
 
 

@@ -11,6 +11,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from emu.control.params import LbMode
+from emu.core.flowmode import WATCHDOG_MODES, FlowControlMode
 from emu.experiments.config import (
     CC_MODES,
     RECOVERY_MODES,
@@ -131,6 +132,7 @@ def _fabric_args(f: argparse._ArgumentGroup) -> None:
     f.add_argument("--window", type=int, default=None, metavar="PKTS",
                    help="outstanding packets per QP and the sr reorder window (default: "
                         "twice the QP's bandwidth-delay product, at least 32)")
+    _flow_control_args(f)
     f.add_argument("--no-link-delay", action="store_true",
                    help="every link's delay 0 (a target that cannot emulate delays here, "
                         "e.g. BMv2 without netem) (default: off, the topology's delays)")
@@ -186,6 +188,19 @@ def add_training_args(w: argparse._ActionsContainer) -> None:
                         "(default %(default)s)")
 
 
+def _flow_control_args(f: argparse._ArgumentGroup) -> None:
+    f.add_argument("--flow-control", choices=[m.value for m in FlowControlMode],
+                   default=FlowControlMode.NONE.value,
+                   help="link-level flow control: none (lossy), pfc (802.1Qbb, data lossless; "
+                        "embedded target), credit (InfiniBand-style link credits, docs/credit.md); "
+                        "default: none")
+    f.add_argument("--pfc-watchdog", choices=WATCHDOG_MODES, default="off",
+                   help="PFC watchdog action on a queue paused too long (default: off)")
+    f.add_argument("--pfc-watchdog-ms", type=float, default=200.0, metavar="MS",
+                   help="the watchdog's detection and restoration time, modelled "
+                        "(default: 200)")
+
+
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     from pathlib import Path
 
@@ -222,7 +237,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                      sample_interval_s=args.sample_interval,
                      virtual=args.virtual, results_root=Path(args.results),
                      fail_link=args.fail_link, fail_after_s=args.fail_after,
-                     link_delay=not args.no_link_delay)
+                     link_delay=not args.no_link_delay,
+                     flow_control=FlowControlMode(args.flow_control),
+                     pfc_watchdog=args.pfc_watchdog, pfc_watchdog_ms=args.pfc_watchdog_ms)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 from emu.control.params import LbMode
+from emu.core.flowmode import WATCHDOG_MODES, FlowControlMode
 from emu.core.units import Dilation
 from emu.topo import Fabric
 
@@ -95,6 +96,12 @@ class RunConfig:
     # False: every link's delay is 0 (for a target that cannot emulate delays here,
     # e.g. BMv2 on a kernel without netem); results then say so.
     link_delay: bool = True
+    # Link-level flow control (emu.core.flowmode): none keeps lossy Ethernet; pfc makes
+    # the data class lossless (QosSettings.lossless, 8 priority queues). The watchdog
+    # acts on a queue paused for `pfc_watchdog_ms` (modelled; restoration the same).
+    flow_control: FlowControlMode = FlowControlMode.NONE
+    pfc_watchdog: Literal["off", "forward", "drop", "alert"] = "off"
+    pfc_watchdog_ms: float = 200.0
 
     def __post_init__(self) -> None:
         if isinstance(self.lb, str) and not isinstance(self.lb, LbMode):
@@ -135,6 +142,17 @@ class RunConfig:
             raise bad(f"lb_seed must be an integer in 0..{0xFFFF_FFFF}, got {self.lb_seed}")
         if self.ack_class not in ACK_CLASSES:
             raise bad(f"ack_class must be one of {', '.join(ACK_CLASSES)}, got {self.ack_class!r}")
+        if not isinstance(self.flow_control, FlowControlMode):
+            raise bad(f"flow_control must be one of "
+                      f"{', '.join(m.value for m in FlowControlMode)}, got {self.flow_control!r}")
+        if self.flow_control.lossless and self.target == "bmv2":
+            raise bad(f"BMv2 has neither PFC nor credit flow control; --flow-control "
+                      f"{self.flow_control.value} needs --target embedded (TARGET=embedded)")
+        if self.pfc_watchdog not in WATCHDOG_MODES:
+            raise bad(f"pfc_watchdog must be one of {', '.join(WATCHDOG_MODES)}, "
+                      f"got {self.pfc_watchdog!r}")
+        if self.pfc_watchdog_ms <= 0:
+            raise bad("pfc_watchdog_ms must be positive")
         self.workload.validate()
 
     def dilation_for(self, model: Fabric) -> Dilation:

@@ -16,6 +16,7 @@ from . import plots, results
 from .agent_configs import FRAME_OVERHEAD_BYTES
 from .fct import slowdown_buckets, with_slowdown
 from .jsontypes import JsonDict, Row
+from .pfc import PfcSeries
 from .plan import RunPlan
 from .sampler import Snapshot
 from .summary import RunInfo, RunSummary, render_text
@@ -38,6 +39,9 @@ class RunRecords:
     notes: list[str] = field(default_factory=list)
     events: list[tuple[float, str]] = field(default_factory=list)  # (t_s as samples, what)
     interrupted: bool = False  # Ctrl-C during the workload: the records are partial
+    # Switch flow-control counters over time (virtual runs; Mininet runs carry them in
+    # the snapshots): emu.experiments.pfc.PfcSeries.
+    pfc_series: PfcSeries = field(default_factory=list)
 
 
 def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSummary:
@@ -66,12 +70,19 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
     if rec.interrupted:
         run["interrupted"] = True
     ok = bool(flows) and all(f.verified for f in flows)
+    from .pfc import pfc_summary
+
     return RunSummary(run=run, ok=ok, duration_s=rec.duration_s, flows=flows,
                       collectives=colls, hosts=hosts, fabric=fabric,
                       queues=M.queue_stats(queue_samples, top=5, weights=weights),
                       uplinks=M.uplink_balance(deltas, plan.uplinks()), fidelity=fid,
                       bringup_s=dict(rec.bringup_s), notes=[*cfg.notes(), *rec.notes],
-                      events=list(rec.events), fct_slowdown=slowdown_buckets(flows))
+                      events=list(rec.events), fct_slowdown=slowdown_buckets(flows),
+                      pfc=pfc_summary(pfc_series(rec), rec.rows_by_host, rec.duration_s))
+
+
+def pfc_series(rec: RunRecords) -> PfcSeries:
+    return rec.pfc_series or [(s.t_s, s.pfc) for s in rec.snapshots if s.pfc]
 
 
 def tm_lags_ms(snaps: Sequence[Snapshot]) -> list[float]:
@@ -157,6 +168,10 @@ def run_figures(plan: RunPlan, rec: RunRecords, summary: RunSummary) -> dict[str
             port_series(rec.snapshots), plan.uplinks(), plan.port_rates(), t0,
             plan.config.mtu_bytes + FRAME_OVERHEAD_BYTES),
     }
+    if summary.pfc:
+        from .pfc import paused_figure
+
+        figs["pfc_paused"] = paused_figure(pfc_series(rec), t0)
     return {name: fig for name, fig in figs.items() if fig is not None}
 
 

@@ -27,8 +27,10 @@ from typing import TYPE_CHECKING
 
 from emu.control.params import LbMode
 
+from . import pfc
 from .config import RunConfig
 from .jsontypes import Row, count, num
+from .pfc import Counters
 from .plan import RunPlan, plan_run
 from .progress import LiveView, ProgressState
 from .report import (
@@ -140,6 +142,12 @@ class Experiment:
         result: Row = call("stats")
         return result
 
+    def pfc_counters(self, switch: str) -> Counters | None:
+        """The switch's flow-control state and counters (admin `stats` -> "pfc")."""
+        stats = self._target_stats(switch)
+        counters = None if stats is None else stats.get("pfc")
+        return counters if isinstance(counters, dict) else None
+
     # -- agents ---------------------------------------------------------------------
 
     def launch_agents(self, plan: RunPlan, tag: str = "") -> dict[str, AgentProc]:
@@ -155,6 +163,9 @@ class Experiment:
                    plan.fabric.host(host).intf, "--config", str(cfg_path), "--results",
                    str(res), "--status-file", str(status),
                    "--progress-s", f"{self.plan.config.agent_progress_s:g}"]
+            host_pfc = pfc.host_pfc_json(plan.config)
+            if host_pfc is not None:  # the NIC honours its leaf's PAUSE frames
+                cmd += ["--pfc", json.dumps(host_pfc)]
             log_path = adir / f"{host}{tag}.log"
             # stderr to a file: an unread pipe would block a chatty agent.
             with log_path.open("w") as err:
@@ -351,7 +362,7 @@ def bring_up(plan: RunPlan, run_dir: Path, log: Log
              ) -> tuple[EmuNet, FabricController, CompiledPipeline, dict[str, float]]:
     """Compile, start EmuNet, program the switches, verify every host pair.
     Returns (net, controller, pipeline, timings); the caller owns net.stop()."""
-    from emu.control import FabricController, QosSettings
+    from emu.control import FabricController
     from emu.control.p4rt import connect
     from emu.net import EmuNet
     from emu.targets import get_target
@@ -363,7 +374,8 @@ def bring_up(plan: RunPlan, run_dir: Path, log: Log
     pipeline = compile_pipeline(target, run_dir / "build")
     timings["compile_s"] = time.monotonic() - t0
     net = EmuNet(plan.fabric, target, run_dir, pipeline=pipeline, pcap=cfg.pcap, log=log,
-                 priority_queues=cfg.priority_queues, lock_wait_s=cfg.lock_wait_s)
+                 priority_queues=pfc.priority_queues(cfg), lock_wait_s=cfg.lock_wait_s,
+                 flow_control=pfc.flow_control(plan))
     net.__enter__()
     try:
         timings.update({f"net_{k}": v for k, v in net.timings.items()})
@@ -373,7 +385,7 @@ def bring_up(plan: RunPlan, run_dir: Path, log: Log
         ctl = FabricController(
             plan.fabric, handles, lb=plan.lb_settings(),
             ecn=plan.ecn_settings(),
-            qos=QosSettings.roce(cfg.priority_queues))
+            qos=pfc.qos(cfg))
         ctl.program()
         if cfg.lb is LbMode.TE:  # pin the workload's flows on least-loaded paths
             ctl.place_te(plan.te_flows())

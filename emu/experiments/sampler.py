@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from .jsontypes import Row, count, num, sub
 from .metrics import PortCount, PortKey
+from .pfc import Counters
 
 if TYPE_CHECKING:
     from emu.control import FabricController
@@ -52,6 +53,7 @@ class Snapshot:
     # Per entry of `queues`, how many sample ticks it stands for (None: one each): a
     # depth held unchanged is one weighted point (ChangeSampler).
     queue_weights: list[int] | None = None
+    pfc: dict[str, Counters] = field(default_factory=dict)  # switch -> admin stats "pfc"
 
 
 def from_target_stats(switch: str, stats: Row, t_s: float
@@ -138,6 +140,7 @@ class FabricSampler:
         lag: float | None = None
         t0 = time.monotonic()
         switch_t: dict[str, float] = {}
+        pfc: dict[str, Counters] = {}
         for sw in self.switches:
             before = self.clock()
             try:
@@ -154,10 +157,13 @@ class FabricSampler:
                 queues.extend(q)
                 if lg is not None:
                     lag = max(lag or 0.0, lg)
+                counters = st.get("pfc")
+                if isinstance(counters, dict) and counters:
+                    pfc[sw] = counters
         self.target_s += time.monotonic() - t0
         if with_p4 or not self._p4:
             self.read_p4()
-        return Snapshot(t, merge_p4(ports, self._p4), queues, lag, switch_t)
+        return Snapshot(t, merge_p4(ports, self._p4), queues, lag, switch_t, pfc=pfc)
 
 
 class ChangeSampler:

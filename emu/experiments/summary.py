@@ -20,6 +20,7 @@ from .metrics import (
     UplinkBalance,
     traffic_window_s,
 )
+from .pfc import Counters
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -62,6 +63,7 @@ class RunSummary:
     notes: list[str] = field(default_factory=list)
     events: list[tuple[float, str]] = field(default_factory=list)  # (t_s, what) e.g. failures
     fct_slowdown: list[SlowdownBucket] = field(default_factory=list)  # per flow-size bucket
+    pfc: Counters | None = None  # flow-control figures (emu.experiments.pfc)
 
     @property
     def traffic_s(self) -> float | None:
@@ -210,6 +212,10 @@ def tables(s: RunSummary, max_flows: int = 16) -> list[Table | str]:
     out.append(fidelity_text(s.fidelity))
     for n in s.notes:
         out.append(f"note: {n}")
+    if s.pfc:
+        from .pfc import pfc_tables
+
+        out.extend(pfc_tables(s.pfc))
     return out
 
 

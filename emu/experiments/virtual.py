@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from emu.control.params import LbMode
 
+from . import pfc
 from .jsontypes import JsonDict
 from .plan import RunPlan
 from .report import RunRecords, build_summary, write_results
@@ -23,13 +24,22 @@ from .summary import RunSummary, print_summary
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from emu.roce.agent import Agent
+    from emu.sim.fabric import SimFabric
+
 SAMPLE_NS = 5_000_000  # virtual time between sample ticks (kept where something changed)
+
+
+def _agents(plan: RunPlan, sim: SimFabric, flow: pfc.VirtualPfc) -> dict[str, Agent]:
+    """The host agents on the SimFabric host ports (behind a PFC MAC with flow control)."""
+    from emu.roce.agent import Agent
+
+    return {h: Agent(c, sim.clock, sim.port(h, 0), pfc=flow.host_params(h))
+            for h, c in plan.agents.items()}
 
 
 def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = True,
                 max_virtual_s: float = 600.0) -> RunSummary:
-    from emu.control import QosSettings
-    from emu.roce.agent import Agent
     from emu.sim.fabric import SimFabric
 
     cfg = plan.config
@@ -37,12 +47,13 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
     run_dir = make_run_dir(Path(cfg.results_root), cfg.topo, cfg.lb, cfg.cc) if write else None
     sim = SimFabric(plan.fabric, lb=plan.lb_settings(),
                     pcap_dir=run_dir / "pcap" if run_dir is not None and cfg.pcap else None,
-                    ecn=plan.ecn_settings(),
-                    qos=QosSettings.roce(cfg.priority_queues))
+                    ecn=plan.ecn_settings(), qos=pfc.qos(cfg),
+                    flow_control=pfc.flow_control(plan))
     if cfg.lb is LbMode.TE:
         sim.controller.place_te(plan.te_flows())
     clock = sim.clock
-    agents = {h: Agent(c, clock, sim.port(h, 0)) for h, c in plan.agents.items()}
+    flow = pfc.VirtualPfc(sim)  # with flow control: host MACs, switch counters over time
+    agents = _agents(plan, sim, flow)
 
     def tm_stats(switch: str) -> JsonDict:
         sw = sim.switches[switch]
@@ -97,6 +108,7 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
             tick = min(target, -(-limit // SAMPLE_NS))
             clock.advance_to(tick * SAMPLE_NS)
             changes.tick(tick)
+            flow.sample()
             if not fail_done and cfg.fail_link and clock.now_ns() >= cfg.fail_after_s * 1e9:
                 sim.link_down(*cfg.fail_link)
                 notes.append(f"link {cfg.fail_link[0]}-{cfg.fail_link[1]} failed at "
@@ -114,11 +126,12 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
     duration = clock.now_ns() / 1e9
     clock.advance(50_000_000)  # the last ACKs
     snaps.append(sample(True))
+    flow.sample()
     sim.close_pcaps()
     rows = {h: a.results() for h, a in agents.items()}
     rec = RunRecords(rows, {h: 0.0 for h in agents}, snaps, duration,
                      bringup_s={"wall_s": time.monotonic() - t_wall}, notes=notes, events=events,
-                     interrupted=interrupted)
+                     interrupted=interrupted, pfc_series=flow.series)
     summary = build_summary(plan, rec, run_dir)
     if run_dir is not None:
         write_results(run_dir, plan, rec, summary)

@@ -28,6 +28,7 @@ from typing import Any
 
 from mininet.net import Mininet
 
+from emu.core.pfc import FlowControl
 from emu.core.runstate import (
     RunState,
     kill_verified,
@@ -78,7 +79,8 @@ class EmuNet:
                  state: RunState | None = None, grpc: str = "tcp",
                  grpc_base_port: int = GRPC_BASE_PORT, pcap: bool = False,
                  ready_timeout_s: float = 60.0, lock_wait_s: float = 0.0,
-                 log: Callable[[str], None] | None = None, priority_queues: int = 1) -> None:
+                 log: Callable[[str], None] | None = None, priority_queues: int = 1,
+                 flow_control: FlowControl | None = None) -> None:
         if grpc not in ("tcp", "unix"):
             raise ValueError("grpc must be 'tcp' or 'unix'")
         self.fabric = fabric
@@ -96,6 +98,8 @@ class EmuNet:
         if not 1 <= priority_queues <= 8:
             raise ValueError(f"priority_queues must be 1..8, got {priority_queues}")
         self.priority_queues = priority_queues
+        self.flow_control = flow_control if flow_control is not None and \
+            flow_control.enabled else None
         self.log = log or (lambda _msg: None)
         self.mininet: Mininet | None = None
         self.hosts: dict[str, RoceHost] = {}
@@ -238,7 +242,7 @@ class EmuNet:
                 s.name, cls=sw_cls, model=s, target=self.target, pipeline=self.pipeline,
                 grpc_addr=addr, thrift_port=thrift, queues=queue_configs(s, delays[s.name], self.priority_queues),
                 log_path=self.run_dir / "logs" / f"{s.name}.log", pcap_dir=pcap_dir,
-                ready_timeout_s=self.ready_timeout_s)
+                ready_timeout_s=self.ready_timeout_s, flow_control=self._switch_pfc(s.name))
             self.switches[s.name] = node
             state.add_process(node.pid, "switch-shell", s.name, group=True)
 
@@ -280,6 +284,17 @@ class EmuNet:
                 state.add_socket(admin)
         self._wait_switches()
         self.timings["switches_s"] = time.monotonic() - t0
+
+    def _switch_pfc(self, switch: str) -> dict[str, Any] | None:
+        """The switch daemon's --pfc-config: the run's PFC with the topology's per-link
+        thresholds and each port's link (for the headroom it needs)."""
+        if self.flow_control is None:
+            return None
+        from emu.topo.pfc import port_links, switch_flow_control
+
+        d = switch_flow_control(self.fabric, switch, self.flow_control).to_dict()
+        d["links"] = {str(p): list(v) for p, v in port_links(self.fabric, switch).items()}
+        return d
 
     def _wait_switches(self) -> None:
         """Wait for every switch at once. Daemon threads, joined from the main thread:

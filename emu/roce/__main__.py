@@ -20,11 +20,14 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--progress-s", type=float, default=0.0, metavar="S",
                    help="print a JSON `progress` line (counters so far) on stdout every S "
                         "seconds (default 0: never)")
+    a.add_argument("--pfc", metavar="JSON", default=None,
+                   help='honour PFC PAUSE from the leaf: {"lossless": [3], '
+                        '"dscp_priority": {"26": 3, "48": 7}} (default: no flow control)')
     args = ap.parse_args(argv)
     from emu.roce.agent import run
 
     return run(args.iface, args.config, args.results, args.status_file, args.linger_s,
-               progress_s=args.progress_s)
+               progress_s=args.progress_s, pfc=args.pfc)
 
 
 if __name__ == "__main__":

@@ -28,8 +28,10 @@ from typing import IO, Any
 from emu.core.clock import Clock
 from emu.core.port import FramePort
 from emu.roce.config import AgentConfig, FlowConfig
+from emu.roce.credit import HostCreditMac, HostCreditParams
 from emu.roce.nic import Nic
 from emu.roce.payload import LazyPayload
+from emu.roce.pfc import HostMac, HostPfcParams
 from emu.roce.qp import Message, QueuePair, WorkRequest
 
 
@@ -60,10 +62,24 @@ class _FlowState:
     end: dict[str, int] = field(default_factory=dict)
 
 
+def host_mac(clock: Clock, port: FramePort,
+             params: HostPfcParams | HostCreditParams) -> HostMac | HostCreditMac:
+    """The link-level flow control MAC the NIC sends through: PFC or credits."""
+    if isinstance(params, HostCreditParams):
+        return HostCreditMac(clock, port, params)
+    return HostMac(clock, port, params)
+
+
 class Agent:
-    def __init__(self, cfg: AgentConfig, clock: Clock, port: FramePort) -> None:
+    def __init__(self, cfg: AgentConfig, clock: Clock, port: FramePort, *,
+                 pfc: HostPfcParams | HostCreditParams | None = None) -> None:
+        """`pfc`: the NIC sends through a PFC-aware MAC (emu.roce.pfc.HostMac) that
+        honours PAUSE from the leaf; None: straight onto `port` (no flow control)."""
         self.cfg = cfg
         self.clock = clock
+        self.mac: HostMac | HostCreditMac | None = None
+        if pfc is not None:
+            port = self.mac = host_mac(clock, port, pfc)
         self.nic = Nic(clock, port, cfg.nic_params())
         self.peers: dict[int, str] = {}
         for q in cfg.qps:
@@ -229,7 +245,15 @@ class Agent:
                 "dcqcn_clamped": self.nic.clamped, "unexpected_messages": self.unexpected,
                 "cc": "dcqcn" if self.nic.dcqcn.enabled else "none",
                 "duplicate_deliveries": {f: n for f, n in self.deliveries.items() if n > 1},
-                "port": dict(st.__dict__), "qps": qps}
+                "port": dict(st.__dict__), "qps": qps,
+                **self._flow_control_counters()}
+
+    def _flow_control_counters(self) -> dict[str, Any]:
+        """The host MAC's counters: "pfc" (PAUSE frames, paused time) or "credit"."""
+        if self.mac is None:
+            return {}
+        key = "credit" if isinstance(self.mac, HostCreditMac) else "pfc"
+        return {key: self.mac.counters()}
 
 
 def write_results(rows: list[dict[str, Any]], out: IO[str]) -> None:
@@ -239,7 +263,7 @@ def write_results(rows: list[dict[str, Any]], out: IO[str]) -> None:
 
 
 def run(iface: str, config: str, results: str | None = None, status_file: str | None = None,
-        linger_s: float = 0.3, progress_s: float = 0.0) -> int:
+        linger_s: float = 0.3, progress_s: float = 0.0, pfc: str | None = None) -> int:
     """Entry point of `python -m emu.roce agent` (see the module docstring)."""
     from emu.core.clock import RealClock
     from emu.core.port import AfPacketPort
@@ -257,9 +281,27 @@ def run(iface: str, config: str, results: str | None = None, status_file: str | 
         print(f"error: {exc}", file=sys.stderr)
         status("error")
         return 1
+    host_pfc: HostPfcParams | HostCreditParams | None = None
+    if pfc:
+        from emu.roce.pfc import host_pfc_params
+
+        try:
+            # Quanta last 512 bit times of the wire (no pacing: the modelled 100 Gb/s).
+            rate = (cfg.nic.line_rate_bps or 100e9) / cfg.nic.time_dilation
+            settings = json.loads(pfc)
+            if settings.get("mode") == "credit":
+                from emu.roce.credit import host_credit_params
+
+                host_pfc = host_credit_params(settings, cfg.host.mac, rate)
+            else:
+                host_pfc = host_pfc_params(settings, cfg.host.mac, rate)
+        except ValueError as exc:  # json.JSONDecodeError is one
+            print(f"error: --pfc: {exc}", file=sys.stderr)
+            status("error")
+            return 1
     clock = RealClock()
     port = AfPacketPort(iface, clock)
-    agent = Agent(cfg, clock, port)
+    agent = Agent(cfg, clock, port, pfc=host_pfc)
     stopped = False
 
     def on_signal(signum: int, _frame: object) -> None:

@@ -55,6 +55,18 @@ class HostCreditParams:
                 raise ValueError("rx_buffer_bytes must hold two maximum frames (3072)")
 
 
+def host_credit_params(d: Mapping[str, object], mac: str, rate_bps: float
+                       ) -> HostCreditParams:
+    """HostCreditParams from the agent's --pfc JSON in credit mode (mode "credit",
+    lossless priorities, DSCP -> priority map); ValueError when bad."""
+    try:
+        lossless = frozenset(int(p) for p in d.get("lossless", [3]))  # type: ignore[attr-defined]
+        dscp = {int(k): int(v) for k, v in d.get("dscp_priority", {}).items()}  # type: ignore[attr-defined]
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise ValueError(f"bad host credit settings: {exc}") from None
+    return HostCreditParams(mac=mac, rate_bps=rate_bps, dscp_priority=dscp, lossless=lossless)
+
+
 class HostCreditMac(FramePort):
     def __init__(self, clock: Clock, lower: FramePort, params: HostCreditParams) -> None:
         super().__init__(lower.name)

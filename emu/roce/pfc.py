@@ -28,7 +28,7 @@ from emu.core.clock import Clock, TimerHandle
 from emu.core.pfc import DEFAULT_QUANTA, NUM_PRIORITIES, PauseState, pfc_frame, quanta_ns
 from emu.core.port import FramePort
 
-__all__ = ["HostMac", "HostPfcParams", "frame_priority"]
+__all__ = ["HostMac", "HostPfcParams", "frame_priority", "host_pfc_params"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,20 @@ class HostPfcParams:
                 raise ValueError("rx_drain_bps must be positive")
             if not 0 <= self.rx_xon_bytes <= self.rx_xoff_bytes <= self.rx_buffer_bytes:
                 raise ValueError("need 0 <= rx_xon <= rx_xoff <= rx_buffer bytes")
+
+
+def host_pfc_params(d: Mapping[str, object], mac: str, rate_bps: float) -> HostPfcParams:
+    """HostPfcParams from JSON (`python -m emu.roce agent --pfc`): lossless priorities,
+    the DSCP -> priority map and optional HostPfcParams fields; ValueError when bad."""
+    kw = dict(d)
+    kw.pop("mode", None)
+    try:
+        lossless = frozenset(int(p) for p in kw.pop("lossless", [3]))  # type: ignore[attr-defined]
+        dscp = {int(k): int(v) for k, v in kw.pop("dscp_priority", {}).items()}  # type: ignore[attr-defined]
+        return HostPfcParams(mac=mac, rate_bps=rate_bps, dscp_priority=dscp,
+                             lossless=lossless, **kw)  # type: ignore[arg-type]
+    except (TypeError, AttributeError) as exc:
+        raise ValueError(f"bad host PFC settings: {exc}") from None
 
 
 def frame_priority(frame: bytes, dscp_priority: Mapping[int, int]) -> int:

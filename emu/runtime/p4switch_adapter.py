@@ -101,8 +101,13 @@ class P4SwitchDataplane:
         return fc
 
     def flow_control_counters(self) -> dict[str, Any] | None:
+        """PFC's or credit mode's counters ("mode" says which); PFC adds its headroom."""
         fc = self.sw.flow_control
-        return None if fc is None else fc.counters()
+        if fc is None:
+            return None
+        report = getattr(fc, "headroom_report", None)  # PFC only
+        return {"mode": fc.cfg.mode, **fc.counters(),
+                **({"headroom": report()} if report is not None else {})}
 
     def take_tm_lag_ns(self) -> int | None:
         return self.sw.tm.take_max_lag_ns()

@@ -126,18 +126,17 @@ class SimFabric:
                 p4.flow_control.start()  # the links exist now: first credit announcements
 
     def _enable_flow_control(self, fc: Any) -> None:
-        """PFC or credit on every switch (emu.core.pfc.FlowControl): each port knows
-        its link, for the headroom PFC needs (SwitchFlowControl.headroom_report) and the
-        rate credit's re-send period derives from."""
-        mtu = self.fabric.defaults.mtu
-        by_index = {lk.index: lk for lk in self.fabric.links}
+        """PFC or credit on every switch (emu.core.pfc.FlowControl): each port with the
+        thresholds of its link's topology `pfc:` keys, and knowing its link, for the
+        headroom PFC needs (SwitchFlowControl.headroom_report) and the rate credit's
+        re-send period derives from."""
+        from emu.topo.pfc import port_links, switch_flow_control
+
         for sw in self.fabric.switches:
-            links = {}
-            for port in sw.ports:
-                link = by_index[port.link]
-                links[port.number] = (link.rate_bps, link.delay_ns, mtu)
             self.switches[sw.name].enable_flow_control(
-                fc, links=links, src_mac=lambda _p, m=sw.mac: bytes.fromhex(m.replace(":", "")))
+                switch_flow_control(self.fabric, sw.name, fc),
+                links=port_links(self.fabric, sw.name),
+                src_mac=lambda _p, m=sw.mac: bytes.fromhex(m.replace(":", "")))
 
     def host_mac(self, host: str, **kw: Any) -> Any:
         """A PFC-aware MAC (emu.roce.pfc.HostMac) on `host`'s link port, with the

@@ -7,6 +7,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from emu.core.pfc import FlowControl
+
 from .daemon import run_switch, setup_logging
 from .options import PortSettings, SwitchOptions
 
@@ -54,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port-config", metavar="FILE.json",
                    help='{"default": {...}, "ports": {"1": {"rate_bps": .., "rate_pps": .., '
                         '"depth_pkts": .., "delay_us": ..}}}')
+    p.add_argument("--pfc-config", metavar="FILE.json|JSON",
+                   help="priority flow control (emu.core.pfc.FlowControl.to_dict), plus "
+                        '"links": {"PORT": [rate_bps, delay_ns, mtu]} for the headroom each '
+                        "port needs (default: no flow control)")
     p.add_argument("--allow-python-pipelines", action="store_true",
                    help="accept emu-python-v1 device configs (they import Python code)")
     p.add_argument("--timer-spin-us", type=float, default=100.0, metavar="US",
@@ -103,8 +109,9 @@ def options_from_args(args: argparse.Namespace) -> SwitchOptions:
     put(args.queue_rate_bps, "rate_bps", float)
     put(args.queue_rate_pps, "rate_pps", float)
     put(args.link_delay_us, "delay_us", float)
+    fc, links = _pfc_config(args.pfc_config)
     return SwitchOptions(
-        device_id=args.device_id, interfaces=ifaces, grpc_addr=args.grpc_addr,
+        flow_control=fc, pfc_links=links, device_id=args.device_id, interfaces=ifaces, grpc_addr=args.grpc_addr,
         cpu_port=args.cpu_port, pcap_dir=args.pcap, program=args.program,
         include_dirs=tuple(args.include_dirs), admin_socket=args.admin_socket,
         ready_file=args.ready_file, ready_fd=args.ready_fd, port_netns=args.port_netns,
@@ -112,6 +119,24 @@ def options_from_args(args: argparse.Namespace) -> SwitchOptions:
         default_port=default, ports=ports, pdeathsig=not args.no_pdeathsig,
         parent_pid=args.parent_pid,
         timer_spin_ns=int(max(0.0, args.timer_spin_us) * 1000))
+
+
+def _pfc_config(text: str | None) -> tuple[FlowControl | None,
+                                           dict[int, tuple[float, int, int]]]:
+    """--pfc-config: inline JSON (starts with '{') or a file of it."""
+    if not text:
+        return None, {}
+    try:
+        if text.lstrip().startswith("{"):
+            d = json.loads(text)
+        else:
+            with open(text) as f:
+                d = json.load(f)
+        links = {int(p): (float(v[0]), int(v[1]), int(v[2]))
+                 for p, v in d.pop("links", {}).items()}
+        return FlowControl.from_dict(d), links
+    except (OSError, ValueError, TypeError, IndexError, AttributeError) as exc:
+        raise SystemExit(f"error: --pfc-config: {exc}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -313,13 +313,18 @@ class SwitchDaemon:
                 dp.set_queue_depth(num, s.depth_pkts)
         fc = self.opts.flow_control
         if fc is not None and fc.enabled and hasattr(dp, "enable_flow_control"):
-            kw = {}
+            kw: dict[str, Any] = {"links": dict(self.opts.pfc_links)}
             if fc.mode == "credit" and self.opts.cpu_port is not None:
                 kw["no_credit_ports"] = {self.opts.cpu_port}  # no link peer to grant it
             ctl = dp.enable_flow_control(fc, **kw)  # after the rates: quanta, periods
             start = getattr(ctl, "start", None)
             if start is not None:
                 start()  # credit mode: announce each port's credit
+            report = getattr(ctl, "headroom_report", None)
+            for port, h in (report() if report is not None else {}).items():
+                logging.getLogger("emu.pfc").info(  # too small: limits() warns
+                    "port %d: PFC headroom %s bytes configured, %s needed by its link",
+                    port, h["configured"], h["needed"])
 
     def reset_senders(self) -> None:
         """Forget the per-port send functions: rebuilt (new link delay) on next use."""

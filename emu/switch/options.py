@@ -43,3 +43,6 @@ class SwitchOptions:
     timer_spin_ns: int = 100_000
     # emu.core.pfc.FlowControl; None or mode "off": no flow control (the default).
     flow_control: FlowControl | None = None
+    # Port -> (modelled rate bps, one-way delay ns, MTU) of its link: the headroom each
+    # lossless priority needs there (emu.core.pfc.headroom_bytes; --pfc-config "links").
+    pfc_links: dict[int, tuple[float, int, int]] = field(default_factory=dict)

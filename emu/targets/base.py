@@ -130,6 +130,9 @@ class SwitchSpec:
     thrift_port: int | None = None  # BMv2 only (None: a free port is picked at start)
     # Embedded only: the daemon's busy-wait before paced departures (None: its default).
     timer_spin_us: float | None = None
+    # Priority flow control (emu.core.pfc.FlowControl.to_dict() plus "links"): embedded
+    # only; BMv2 has none.
+    flow_control: dict[str, Any] | None = None
 
     def validate(self) -> None:
         """Raise SpecError for a spec no target can run (targets check their own limits)."""

@@ -288,6 +288,8 @@ class Bmv2Target(SwitchTarget):
 
     def start(self, spec: SwitchSpec, pipeline: CompiledPipeline) -> Bmv2Process:
         self.check_available()
+        if spec.flow_control is not None:
+            raise Unsupported("BMv2 has neither PFC nor credit flow control")
         spec = self.prepare(spec)
         assert spec.thrift_port is not None
         cmd = switch_command(spec, spec.thrift_port, switch=self.switch)

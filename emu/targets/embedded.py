@@ -95,6 +95,8 @@ def daemon_command(spec: SwitchSpec, *, python: str = sys.executable,
         cmd += ["--admin-socket", admin_socket]
     if ready_fd is not None:
         cmd += ["--ready-fd", str(ready_fd)]
+    if spec.flow_control is not None:
+        cmd += ["--pfc-config", json.dumps(spec.flow_control, separators=(",", ":"))]
     return cmd + queue_flags(spec)
 
 

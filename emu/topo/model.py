@@ -59,6 +59,29 @@ class Endpoint:
 
 
 @dataclass(frozen=True)
+class LinkPfc:
+    """PFC thresholds for the switch ports on a link (its ingress buffer accounting):
+    XOFF, XON and headroom in bytes; None leaves the run's setting (headroom None:
+    computed from the link, emu.core.pfc.headroom_bytes). Bytes are not dilated."""
+
+    xoff_bytes: int | None = None
+    xon_bytes: int | None = None
+    headroom_bytes: int | None = None
+
+    def over(self, base: LinkPfc | None) -> LinkPfc:
+        """These keys, the unset ones taken from `base` (a link's over the defaults')."""
+        if base is None:
+            return self
+        return LinkPfc(*(mine if mine is not None else theirs for mine, theirs in
+                         ((self.xoff_bytes, base.xoff_bytes), (self.xon_bytes, base.xon_bytes),
+                          (self.headroom_bytes, base.headroom_bytes))))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"xoff_bytes": self.xoff_bytes, "xon_bytes": self.xon_bytes,
+                "headroom_bytes": self.headroom_bytes}
+
+
+@dataclass(frozen=True)
 class Link:
     """A full-duplex point-to-point link; both directions have the same rate/delay/queue."""
 
@@ -68,6 +91,7 @@ class Link:
     rate_bps: int
     delay_ns: int
     depth_pkts: int
+    pfc: LinkPfc | None = None  # the topology's `pfc:` for this link (defaults merged)
 
     def end(self, node: str) -> Endpoint:
         """The endpoint of this link on `node`."""
@@ -91,6 +115,7 @@ class Link:
             "rate_bps": self.rate_bps,
             "delay_ns": self.delay_ns,
             "depth_pkts": self.depth_pkts,
+            **({"pfc": self.pfc.to_dict()} if self.pfc is not None else {}),
         }
 
 
@@ -215,6 +240,7 @@ class Defaults:
     delay_ns: int = 1_000
     depth_pkts: int = 64
     mtu: int = 1500
+    pfc: LinkPfc | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -222,6 +248,7 @@ class Defaults:
             "delay_ns": self.delay_ns,
             "depth_pkts": self.depth_pkts,
             "mtu": self.mtu,
+            **({"pfc": self.pfc.to_dict()} if self.pfc is not None else {}),
         }
 
 

@@ -8,18 +8,20 @@ File format (see topologies/*.yaml):
 
     name: str                      # optional, defaults to the file's stem
     description: str               # optional, free text
-    defaults: {rate, delay, queue_depth_pkts, mtu}
+    defaults: {rate, delay, queue_depth_pkts, mtu, pfc}
     # either a generator ...
     generator: clos | fattree
     params: {...}                  # generator parameters
     # ... or explicit nodes and links
     switches: [{name, role: leaf|spine|core}]
     hosts:    [{name, mtu?}]
-    links:    [{a: node[:port], b: node[:port], rate?, delay?, queue_depth_pkts?}]
+    links:    [{a: node[:port], b: node[:port], rate?, delay?, queue_depth_pkts?, pfc?}]
+    pfc: {xoff, xon, headroom: auto|size}  # sizes: bytes, "40KB", "20pkts" (of the MTU)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 from collections.abc import Callable, Sequence
@@ -28,16 +30,17 @@ from typing import Any, TypeVar
 
 from . import generators
 from .errors import Collector, Mark, TopologyError
-from .model import Defaults, Role
+from .model import Defaults, LinkPfc, Role
 from .spec import EndpointSpec, FabricSpec, HostSpec, LinkSpec, SwitchSpec
-from .units import UnitError, parse_delay, parse_rate
+from .units import UnitError, parse_bytes, parse_delay, parse_rate
 from .yamlpos import YList, YMap
 
 TOP_KEYS = ("name", "description", "defaults", "generator", "params", "switches", "hosts", "links")
-DEFAULT_KEYS = ("rate", "delay", "queue_depth_pkts", "mtu")
+DEFAULT_KEYS = ("rate", "delay", "queue_depth_pkts", "mtu", "pfc")
 SWITCH_KEYS = ("name", "role")
 HOST_KEYS = ("name", "mtu")
-LINK_KEYS = ("a", "b", "rate", "delay", "queue_depth_pkts")
+LINK_KEYS = ("a", "b", "rate", "delay", "queue_depth_pkts", "pfc")
+PFC_KEYS = ("xoff", "xon", "headroom")
 GENERATOR_PARAMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # generator -> (required, optional)
     "clos": (
@@ -192,6 +195,9 @@ def read_spec(doc: Any, file: str) -> tuple[FabricSpec | None, Collector]:
                 depth_pkts=_or(r.field(dm, "queue_depth_pkts", _int(1)), defaults.depth_pkts),
                 mtu=_or(r.field(dm, "mtu", _mtu), defaults.mtu),
             )
+            if "pfc" in dm:
+                defaults = dataclasses.replace(
+                    defaults, pfc=_pfc(r, dm, defaults.mtu, "defaults"))
 
     if "generator" in top:
         for key in ("switches", "hosts", "links"):
@@ -212,6 +218,36 @@ def read_spec(doc: Any, file: str) -> tuple[FabricSpec | None, Collector]:
     _explicit(r, top, spec)
     spec.partial = bool(r.errs)
     return spec, r.errs
+
+
+def _pfc(r: _Reader, parent: YMap, mtu: int, what: str) -> LinkPfc | None:
+    """A `pfc:` mapping (xoff, xon, headroom: auto or a size); xon must not exceed xoff.
+    The defaults' keys fill a link's unset ones when the fabric is resolved."""
+    m = r.mapping(parent["pfc"], parent.value_mark("pfc"), f"pfc of {what}")
+    if m is None:
+        return None
+    r.keys(m, PFC_KEYS, (), f"pfc of {what}")
+
+    def size(value: Any) -> int:
+        return parse_bytes(value, mtu)
+
+    def headroom(value: Any) -> int | None:
+        if value == "auto":
+            return None
+        try:
+            return size(value)
+        except UnitError as exc:
+            raise UnitError(f"{exc} (or 'auto': computed from the link)") from None
+
+    xoff = r.field(m, "xoff", size)
+    xon = r.field(m, "xon", size)
+    head = r.field(m, "headroom", headroom)
+    if xoff is not None and xoff <= 0:
+        r.errs.error(m.value_mark("xoff"), "xoff: must be positive")
+    if xoff is not None and xon is not None and xon > xoff:
+        r.errs.error(m.value_mark("xon"), f"xon ({xon} bytes) must not exceed xoff "
+                                          f"({xoff} bytes)")
+    return LinkPfc(xoff, xon, head)
 
 
 def _or(value: T | None, default: T) -> T:
@@ -254,8 +290,9 @@ def _explicit(r: _Reader, top: YMap, spec: FabricSpec) -> None:
         rate = r.field(m, "rate", parse_rate)
         delay = r.field(m, "delay", parse_delay)
         depth = r.field(m, "queue_depth_pkts", _int(1))
+        pfc = _pfc(r, m, spec.defaults.mtu, "link") if "pfc" in m else None
         if a is not None and b is not None:
-            spec.links.append(LinkSpec(a, b, mark, rate, delay, depth))
+            spec.links.append(LinkSpec(a, b, mark, rate, delay, depth, pfc))
         else:
             for key in ("a", "b"):
                 if isinstance(m.get(key), str):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import Mark
-from .model import Defaults, Role
+from .model import Defaults, LinkPfc, Role
 
 
 @dataclass
@@ -43,6 +43,7 @@ class LinkSpec:
     rate_bps: int | None = None
     delay_ns: int | None = None
     depth_pkts: int | None = None
+    pfc: LinkPfc | None = None
 
 
 @dataclass

@@ -84,6 +84,34 @@ def parse_delay(value: object) -> int:
     return int(ns)
 
 
+_BYTE_UNITS = {"b": 1, "kb": 10**3, "kib": 2**10, "mb": 10**6, "mib": 2**20}
+_PKT_UNITS = ("pkt", "pkts", "packet", "packets")
+FRAME_OVERHEAD = 18  # Ethernet header and FCS on top of the MTU
+
+
+def parse_bytes(value: object, mtu: int) -> int:
+    """A buffer size in bytes: an integer (bytes), or a number with B, KB, KiB, MB, MiB
+    or pkts (packets of `mtu` plus the Ethernet header and FCS)."""
+    if isinstance(value, bool):
+        raise UnitError(f"bad size {value!r}: expected bytes or e.g. '40KB', '20pkts'")
+    if isinstance(value, int):
+        amount, mult = Decimal(value), 1
+    elif isinstance(value, str) and (parts := _split(value)) is not None:
+        amount, unit = parts[0], parts[1].lower()
+        if unit in _PKT_UNITS:
+            mult = mtu + FRAME_OVERHEAD
+        elif unit in _BYTE_UNITS or unit == "":
+            mult = _BYTE_UNITS.get(unit, 1)
+        else:
+            raise UnitError(f"bad size unit in {value!r}: use B, KB, KiB, MB, MiB or pkts")
+    else:
+        raise UnitError(f"bad size {value!r}: expected bytes or e.g. '40KB', '20pkts'")
+    n = amount * mult
+    if n < 0:
+        raise UnitError(f"size {value!r} must not be negative")
+    return int(n.to_integral_value())
+
+
 def _fmt(amount: int, units: list[tuple[int, str]]) -> str:
     """Largest unit not above `amount`, with an exact decimal (1500 ns -> '1.5us')."""
     for mult, name in units:

@@ -20,10 +20,12 @@ from .errors import Collector, Diagnostic, Mark, TopologyError
 from .model import (
     HOST_PORT,
     MAX_INTF_NAME,
+    Defaults,
     Endpoint,
     Fabric,
     Host,
     Link,
+    LinkPfc,
     Port,
     Role,
     Switch,
@@ -280,10 +282,20 @@ def _check_connected(spec: FabricSpec, errs: Collector, links: list[LinkSpec]) -
             )
 
 
+def _link_pfc(ls: LinkSpec, d: Defaults, errs: Collector) -> LinkPfc | None:
+    """The link's `pfc:` keys over the defaults'; the merged pair must stay ordered."""
+    pfc = ls.pfc.over(d.pfc) if ls.pfc is not None else d.pfc
+    if pfc is not None and pfc.xon_bytes is not None and pfc.xoff_bytes is not None \
+            and pfc.xon_bytes > pfc.xoff_bytes:
+        errs.error(ls.mark, f"pfc: xon ({pfc.xon_bytes} bytes) must not exceed xoff "
+                            f"({pfc.xoff_bytes} bytes) (this link's keys over the defaults')")
+    return pfc
+
+
 def _assemble(
     spec: FabricSpec, good: list[int], assigned: dict[int, tuple[int, int]], errs: Collector
 ) -> Fabric:
-    links = _links(spec, good, assigned)
+    links = _links(spec, good, assigned, errs)
     # Device ids: leaves, spines, cores, each in declaration order (stable across runs).
     ordered = sorted(spec.switches, key=lambda s: s.role.layer)
     device_ids = {s.name: i for i, s in enumerate(ordered, start=1)}
@@ -303,8 +315,8 @@ def _assemble(
     )
 
 
-def _links(spec: FabricSpec, good: list[int], assigned: dict[int, tuple[int, int]]
-           ) -> list[Link]:
+def _links(spec: FabricSpec, good: list[int], assigned: dict[int, tuple[int, int]],
+           errs: Collector) -> list[Link]:
     d = spec.defaults
     links: list[Link] = []
     for n, idx in enumerate(good):
@@ -318,6 +330,7 @@ def _links(spec: FabricSpec, good: list[int], assigned: dict[int, tuple[int, int
                 rate_bps=ls.rate_bps if ls.rate_bps is not None else d.rate_bps,
                 delay_ns=ls.delay_ns if ls.delay_ns is not None else d.delay_ns,
                 depth_pkts=ls.depth_pkts if ls.depth_pkts is not None else d.depth_pkts,
+                pfc=_link_pfc(ls, d, errs),
             )
         )
     return links

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from emu.control import LbMode
+from emu.core.flowmode import FlowControlMode
 from emu.experiments.config import RunConfig
 from emu.experiments.summary import RunSummary
 from emu.experiments.workloads import WorkloadParams
@@ -34,6 +35,8 @@ def run(tmp_path: Path, **kw: Any) -> RunSummary:
     wl = kw.pop("workload")
     # On a shared machine another run may hold the run lock for a while: wait for it
     # rather than fail (CI runs one at a time, so this never waits there).
+    # These tests assume lossy Ethernet (tail drops): pinned, whatever the default.
+    kw.setdefault("flow_control", FlowControlMode.NONE)
     cfg = RunConfig(topo="clos4", workload=wl, results_root=tmp_path, progress=False,
                     timeout_s=kw.pop("timeout_s", 180.0), lock_wait_s=600.0, **kw)
     return run_experiment(cfg, console=_Quiet())

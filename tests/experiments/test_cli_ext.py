@@ -106,3 +106,30 @@ def test_tables_and_counters_without_a_switch_cover_every_switch(exp: Any) -> No
 def test_usage_errors(exp: Any, cmd: str) -> None:
     with pytest.raises(cli_ext.CommandError, match="usage"):
         cli_ext.COMMANDS[cmd](exp, [])
+
+
+def test_pfc_command_shows_each_ports_state() -> None:
+    """`pfc`: a leaf paused by its host and pausing the spine, read from the switches'
+    own flow-control counters (a SimFabric stands in for the daemons' admin `stats`)."""
+    from emu.core.pfc import FlowControl, pfc_frame
+    from emu.experiments.pfc import switch_counters
+    from emu.sim.fabric import SimFabric
+
+    exp = FakeExperiment()
+    sim = SimFabric(exp.fabric, flow_control=FlowControl(mode="pfc"))
+    exp.pfc_counters = lambda sw: switch_counters(sim).get(sw)  # type: ignore[attr-defined]
+    h1 = exp.fabric.host("h1")
+    sim.port("h1", 0).send(pfc_frame(h1.mac, {3: 0xFFFF}))  # h1 pauses its leaf
+    sim.run_for(10_000)
+    text = cli_ext.show_pfc(exp, ["leaf1"])
+    lines = text.splitlines()
+    assert lines[0] == "leaf1:" and "paused by peer" in lines[1]
+    (row,) = [ln for ln in lines[2:] if ln.split()[0] == str(h1.switch_port)]
+    assert row.split()[1:3] == ["-", "p3"]  # not pausing h1; paused by it on priority 3
+    assert "0/1" in row
+    off = FakeExperiment()
+    off.pfc_counters = lambda sw: None  # type: ignore[attr-defined]
+    assert cli_ext.show_pfc(off, ["spine1"]) == \
+        "spine1: flow control off (emu run --flow-control pfc)"
+    with pytest.raises(cli_ext.CommandError, match="unknown switch"):
+        cli_ext.show_pfc(exp, ["nope"])

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from emu.control import LbMode
+from emu.core.flowmode import FlowControlMode
 from emu.experiments.config import RunConfig
 from emu.experiments.plan import plan_run
 from emu.experiments.summary import RunSummary
@@ -34,6 +35,7 @@ def run(**kw: Any) -> RunSummary:
     from emu.experiments.virtual import run_virtual
 
     wl = kw.pop("workload")
+    kw.setdefault("flow_control", FlowControlMode.NONE)  # these assume lossy Ethernet
     cfg = RunConfig(virtual=True, workload=wl, **kw)
     return run_virtual(plan_run(cfg), write=False)
 

@@ -169,3 +169,20 @@ def test_watchdog_alert_only_counts():
     r.pkt()
     r.clock.advance(200_000)
     assert r.out == [] and r.fc.counters()["watchdog"][f"{OUT}:3"]["detected"] == 1
+
+
+def test_reaction_allowance_adds_what_the_link_carries_to_the_headroom():
+    """Real-time runs: a daemon behind schedule reads frames late; the computed headroom
+    grows by the bytes the link carries in `reaction_ns` (and the report says so)."""
+    from emu.core.pfc import headroom_bytes
+
+    def need(fc: FlowControl) -> int | None:
+        tm = TrafficManager(VirtualClock(), lambda *a: None)
+        sfc = SwitchFlowControl(tm, fc, lambda port, frame: None,
+                                links={1: (20e6, 5_000_000, 1500)})
+        return sfc.headroom_report()[1]["needed"]
+
+    base = headroom_bytes(20e6, 5_000_000, 1500)
+    assert need(FlowControl(mode="pfc")) == base
+    assert need(FlowControl(mode="pfc", reaction_ns=40_000_000)) == base + 100_000
+    assert FlowControl.from_dict(FlowControl(mode="pfc", reaction_ns=7).to_dict()).reaction_ns == 7

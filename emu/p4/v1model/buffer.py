@@ -93,6 +93,8 @@ class SwitchFlowControl(LosslessControl):
         self.rx: dict[int, PauseState] = {}
         self.storms: dict[int, _Storm] = {}
         self._wd_drop: set[int] = set()  # keys whose queue and priority group drop
+        # Watchdog events in order: (clock ns, "storm" | "restored", port, priority).
+        self.events: list[tuple[int, str, int, int]] = []
         tm.attach_flow_control(self)
 
     # --- configuration ----------------------------------------------------------------
@@ -107,7 +109,8 @@ class SwitchFlowControl(LosslessControl):
         if link is None:
             return None
         rate, delay, mtu = link
-        return headroom_bytes(rate, delay, mtu)
+        extra = -(-int(rate * self.cfg.reaction_ns) // 8_000_000_000)  # bytes in that time
+        return headroom_bytes(rate, delay, mtu) + extra
 
     def limits(self, port: int) -> tuple[int, int, int]:
         """(xoff, xon, xoff + headroom) in bytes for an ingress port."""
@@ -310,6 +313,7 @@ class SwitchFlowControl(LosslessControl):
             return
         wd.stormed = True
         wd.detected += 1
+        self.events.append((now, "storm", port, prio))
         wd.last_rx = now  # the quiet period for restoration counts from detection on
         action = self.cfg.watchdog.action
         log.warning("PFC storm on port %d priority %d: action %s", port, prio, action)
@@ -336,6 +340,7 @@ class SwitchFlowControl(LosslessControl):
             return
         wd.stormed = False
         wd.restored += 1
+        self.events.append((self.clock.now_ns(), "restored", port, prio))
         self.rx[port].ignore &= ~(1 << prio)
         self._wd_drop.discard(key)
         log.warning("PFC storm on port %d priority %d: restored", port, prio)
@@ -367,7 +372,11 @@ class SwitchFlowControl(LosslessControl):
         for port in ports:
             st = self.rx.get(port)
             entry: dict[str, Any] = {"pause_tx": list(self.pause_tx.get(port, zero)),
-                                     "resume_tx": list(self.resume_tx.get(port, zero))}
+                                     "resume_tx": list(self.resume_tx.get(port, zero)),
+                                     # priorities this port is pausing its peer for now
+                                     "xoff": [k & 7 for k in self._xoff if k >> 3 == port],
+                                     "ingress_bytes": {k & 7: v for k, v in self.used.items()
+                                                       if k >> 3 == port and v}}
             if st is not None:
                 entry.update(st.counters())
             out["ports"][port] = entry

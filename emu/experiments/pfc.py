@@ -1,0 +1,273 @@
+"""Flow control in a run: the settings a RunConfig implies (switch PFC, host MACs,
+lossless QoS) and what the run reports about it (PAUSE frames per port and priority,
+paused time, watchdog events, drops per class, headroom) with a plot of paused time.
+
+Counters come from the switches' SwitchFlowControl.counters() (virtual runs read them
+in process; Mininet runs through the daemon's admin `stats` -> "pfc") and the host
+agents' summary rows ("pfc": their HostMac's counters). Times are those of the wire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from emu.control import QosSettings
+from emu.core.flowmode import FlowControlMode
+from emu.core.pfc import FlowControl, WatchdogSettings
+
+from .config import RunConfig
+from .plan import RunPlan
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from rich.table import Table
+
+    from emu.roce.pfc import HostPfcParams
+    from emu.sim.fabric import SimFabric
+
+__all__ = ["PfcSeries", "flow_control", "host_pfc_json", "paused_figure", "pfc_summary",
+           "pfc_tables", "priority_queues", "qos"]
+
+LOSSLESS_PRIORITY = 3  # QosSettings.lossless: data (DSCP 26) on priority 3
+PFC_QUEUES = 8  # one queue per 802.1p priority, as PFC switches have
+REALTIME_REACTION_NS = 40_000_000  # wire time; see flow_control()
+
+# One switch's SwitchFlowControl.counters() (plus "headroom"), or a host MAC's, as JSON
+# (the daemon's admin `stats` -> "pfc", an agent's summary row -> "pfc"); the summary
+# built from them has the same shape (JSON of known keys).
+Counters = dict[str, Any]
+# (t_s, switch -> its Counters), cumulative counters over the run
+PfcSeries = list[tuple[float, dict[str, Counters]]]
+
+
+def priority_queues(cfg: RunConfig) -> int:
+    return PFC_QUEUES if cfg.flow_control.lossless else cfg.priority_queues
+
+
+def qos(cfg: RunConfig) -> QosSettings:
+    """Lossless runs put the data in the lossless priority; else the RoCE default."""
+    if cfg.flow_control.lossless:
+        return QosSettings.lossless(PFC_QUEUES)
+    return QosSettings.roce(cfg.priority_queues)
+
+
+def flow_control(plan: RunPlan) -> FlowControl | None:
+    """The switches' flow control, PFC or credits (None: none). The watchdog's times
+    are modelled; the switches run on the wire's clock, so they are stretched by the
+    dilation as every other timer."""
+    cfg = plan.config
+    if cfg.flow_control is FlowControlMode.CREDIT:
+        return FlowControl(mode="credit", lossless=frozenset({LOSSLESS_PRIORITY}))
+    if cfg.flow_control is not FlowControlMode.PFC:
+        return None
+    wd_ns = plan.dilation.wire_ns(cfg.pfc_watchdog_ms * 1e6)
+    action = cfg.pfc_watchdog if cfg.pfc_watchdog != "off" else "drop"
+    watchdog = WatchdogSettings(enabled=cfg.pfc_watchdog != "off", detection_ns=wd_ns,
+                                restoration_ns=wd_ns, action=action)  # type: ignore[arg-type]
+    # Real time: a daemon or agent behind schedule reads frames late (measured up to
+    # ~16 ms of traffic-manager lag on a loaded 2-core machine); the headroom covers
+    # what the link carries meanwhile. Virtual time has no such lag.
+    reaction = 0 if cfg.virtual else REALTIME_REACTION_NS
+    return FlowControl(mode="pfc", lossless=frozenset({LOSSLESS_PRIORITY}), watchdog=watchdog,
+                       reaction_ns=reaction)
+
+
+def host_pfc_json(cfg: RunConfig) -> Counters | None:
+    """The host agents' --pfc settings (None: their NIC sends straight on the port)."""
+    if not cfg.flow_control.lossless:
+        return None
+    return {"mode": cfg.flow_control.value, "lossless": [LOSSLESS_PRIORITY],
+            "dscp_priority": {str(d): p for d, p in qos(cfg).dscp_priority.items()}}
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def _nonzero(counts: Sequence[int]) -> dict[int, int]:
+    return {p: int(n) for p, n in enumerate(counts) if n}
+
+
+def _paused_ns(counters: Counters) -> int:
+    """The port's paused time: its most paused priority (a port is paused for a class)."""
+    return max((int(x) for x in counters.get("paused_ns") or [0]), default=0)
+
+
+def pfc_summary(series: PfcSeries, rows_by_host: Mapping[str, Sequence[Mapping[str, Any]]],
+                duration_s: float) -> Counters | None:
+    """The run's PFC figures from the last switch counters and the agents' rows; None
+    when nothing had flow control."""
+    last = series[-1][1] if series else {}
+    hosts = {h: r["pfc"] for h, rows in rows_by_host.items() for r in rows
+             if r.get("type") == "summary" and r.get("pfc")}
+    if not last and not hosts:
+        return None
+    span_ns = max(1.0, duration_s * 1e9)
+    ports: list[Counters] = []
+    watchdog: list[Counters] = []
+    drops: list[Counters] = []
+    headroom: list[Counters] = []
+    for sw in sorted(last):
+        c = last[sw]
+        for port, e in sorted(c.get("ports", {}).items(), key=lambda kv: int(kv[0])):
+            ns = _paused_ns(e)
+            ports.append({"node": sw, "port": int(port),
+                          "pause_tx": _nonzero(e.get("pause_tx", [])),
+                          "pause_rx": _nonzero(e.get("pause_rx", [])),
+                          "resume_tx": _nonzero(e.get("resume_tx", [])),
+                          "paused_ns": ns, "paused_pct": 100.0 * ns / span_ns,
+                          "malformed": dict(e.get("malformed") or {})})
+        for key, w in sorted(c.get("watchdog", {}).items()):
+            port, prio = key.split(":")
+            watchdog.append({"node": sw, "port": int(port), "priority": int(prio),
+                             "detected": w["detected"], "restored": w["restored"],
+                             "dropped": w["dropped"]})
+        for key, n in sorted(c.get("drops", {}).items()):
+            port, prio, reason = key.split(":", 2)
+            drops.append({"node": sw, "port": int(port), "priority": int(prio),
+                          "reason": reason, "count": n})
+        for port, h in sorted((c.get("headroom") or {}).items(), key=lambda kv: int(kv[0])):
+            headroom.append({"node": sw, "port": int(port), **h})
+    host_rows = []
+    for h in sorted(hosts):
+        e = hosts[h]
+        ns = _paused_ns(e)
+        host_rows.append({"node": h, "port": 0, "pause_tx": _nonzero(e.get("pause_tx", [])),
+                          "pause_rx": _nonzero(e.get("pause_rx", [])),
+                          "resume_tx": _nonzero(e.get("resume_tx", [])),
+                          "paused_ns": ns, "paused_pct": 100.0 * ns / span_ns,
+                          "malformed": dict(e.get("malformed") or {})})
+    total = {"pause_tx": sum(sum(p["pause_tx"].values()) for p in [*ports, *host_rows]),
+             "pause_rx": sum(sum(p["pause_rx"].values()) for p in [*ports, *host_rows]),
+             "watchdog_detected": sum(w["detected"] for w in watchdog),
+             "lossless_drops": sum(d["count"] for d in drops
+                                   if d["priority"] == LOSSLESS_PRIORITY)}
+    return {"ports": ports, "hosts": host_rows, "watchdog": watchdog, "drops": drops,
+            "headroom": headroom, "total": total}
+
+
+def _prio(counts: Mapping[int, int]) -> str:
+    return " ".join(f"p{p}:{n}" for p, n in sorted(counts.items(), key=lambda kv: int(kv[0]))) \
+        or "-"
+
+
+def pfc_tables(pfc: Counters, max_rows: int = 16) -> list[Table | str]:
+    """rich renderables for the run summary (ports that sent, received or were paused)."""
+    from rich.table import Table
+
+    out: list[Table | str] = []
+    active = [p for p in [*pfc["ports"], *pfc["hosts"]]
+              if p["pause_tx"] or p["pause_rx"] or p["paused_ns"]]
+    active.sort(key=lambda p: -p["paused_ns"])
+    t = Table(title=f"PFC: PAUSE frames per port and priority, paused time "
+                    f"({len(active)} ports active; all in summary.json)", title_justify="left")
+    for col in ("port", "PAUSE sent", "PAUSE received", "paused", "paused %"):
+        t.add_column(col)
+    for p in active[:max_rows]:
+        t.add_row(f"{p['node']}:{p['port']}", _prio(p["pause_tx"]), _prio(p["pause_rx"]),
+                  f"{p['paused_ns'] / 1e6:.2f} ms", f"{p['paused_pct']:.1f}")
+    out.append(t)
+    if pfc["watchdog"]:
+        w = Table(title="PFC watchdog", title_justify="left")
+        for col in ("port", "priority", "storms detected", "restored", "dropped"):
+            w.add_column(col)
+        for e in pfc["watchdog"]:
+            w.add_row(f"{e['node']}:{e['port']}", str(e["priority"]), str(e["detected"]),
+                      str(e["restored"]), str(e["dropped"]))
+        out.append(w)
+    if pfc["drops"]:
+        d = Table(title="Drops per class (port, priority, reason)", title_justify="left")
+        for col in ("port", "priority", "reason", "packets"):
+            d.add_column(col)
+        for e in pfc["drops"][:max_rows]:
+            d.add_row(f"{e['node']}:{e['port']}", str(e["priority"]), e["reason"],
+                      str(e["count"]))
+        out.append(d)
+    short = [h for h in pfc["headroom"] if not h.get("ok", True)]
+    if short:
+        out.append("PFC headroom below what the link needs (lossless drops possible): " +
+                   ", ".join(f"{h['node']}:{h['port']} {h['configured']} < {h['needed']} B"
+                             for h in short))
+    return out
+
+
+# ---------------------------------------------------------------------------- plot
+
+
+def paused_series(series: PfcSeries) -> dict[str, list[tuple[float, int]]]:
+    """'switch:port' -> (t_s, cumulative paused ns) over the run."""
+    out: dict[str, list[tuple[float, int]]] = {}
+    for t, by_switch in series:
+        for sw, c in by_switch.items():
+            for port, e in c.get("ports", {}).items():
+                out.setdefault(f"{sw}:{port}", []).append((t, _paused_ns(e)))
+    return out
+
+
+def paused_figure(series: PfcSeries, t0: float = 0.0, top: int = 8,
+                  window_s: float | None = None) -> Figure | None:
+    """Paused time per port over time: the fraction of each window the port's most
+    paused priority was paused, for the `top` most paused ports (None: none paused)."""
+    per_port = paused_series(series)
+    totals = {k: v[-1][1] for k, v in per_port.items() if v and v[-1][1] > 0}
+    if not totals:
+        return None
+    from .plots import _plt
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(9, 4))
+    times = sorted({t for t, _ in series})
+    span = times[-1] - times[0] if len(times) > 1 else 1.0
+    win = window_s or max(span / 50, 1e-9)
+    for key in sorted(totals, key=lambda k: -totals[k])[:top]:
+        pts = per_port[key]
+        xs, ys = [], []
+        j = 0
+        for i in range(1, len(pts)):
+            # from the last point at least one window back: a steady fraction, not steps
+            while j < i - 1 and pts[i][0] - pts[j + 1][0] >= win:
+                j += 1
+            dt = pts[i][0] - pts[j][0]
+            if dt <= 0:
+                continue
+            xs.append(pts[i][0] - t0)
+            ys.append(min(100.0, 100.0 * (pts[i][1] - pts[j][1]) / (dt * 1e9)))
+        ax.plot(xs, ys, label=key, drawstyle="default")
+    ax.set_xlabel("time (s, wire)")
+    ax.set_ylabel("paused (% of time)")
+    ax.set_ylim(-2, 102)
+    ax.set_title("PFC: paused time per port")
+    ax.legend(fontsize="small", loc="upper right")
+    ax.grid(alpha=0.3)
+    return fig
+
+
+
+
+class VirtualPfc:
+    """Flow control of a virtual run: the agents' host MAC settings (None without flow
+    control: the NIC sends straight on its port) and the switches' counters over time."""
+
+    def __init__(self, sim: SimFabric) -> None:
+        self.sim = sim
+        self.on = sim.flow_control is not None and sim.flow_control.enabled
+        self.series: PfcSeries = []
+        self.sample()  # before any traffic
+
+    def host_params(self, host: str) -> HostPfcParams | None:
+        return self.sim.host_mac(host).params if self.on else None
+
+    def sample(self) -> None:
+        if self.on:
+            self.series.append((self.sim.clock.now_ns() / 1e9, switch_counters(self.sim)))
+
+
+def switch_counters(sim: SimFabric) -> dict[str, Counters]:
+    """An in-process fabric's (emu.sim.SimFabric) switch counters, as the daemon's
+    admin `stats` -> "pfc" gives them."""
+    out: dict[str, Counters] = {}
+    for name, sw in sim.switches.items():
+        fc = sw.flow_control
+        if fc is not None and fc.cfg.mode == "pfc":  # credit mode has no PAUSE figures
+            out[name] = {**fc.counters(), "headroom": fc.headroom_report()}
+    return out

@@ -1,0 +1,155 @@
+"""`emu run --flow-control none|pfc|credit --pfc-watchdog ...` (#14): the run
+configuration, the CLI's one-line refusals, the virtual run with PFC end to end (switch
+PFC, agents' NICs behind HostMac, data in the lossless class) and what it reports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from emu.core.flowmode import FlowControlMode
+from emu.experiments.config import RunConfig, RunConfigError
+from emu.experiments.plan import plan_run
+from emu.experiments.workloads import WorkloadParams
+
+pytestmark = pytest.mark.timeout(300)
+
+INCAST = WorkloadParams("incast", message_bytes=128 * 1024, incast_senders=7)
+
+
+def test_the_default_is_no_flow_control_and_modes_are_checked() -> None:
+    assert RunConfig().flow_control is FlowControlMode.NONE
+    RunConfig(flow_control=FlowControlMode.CREDIT).validate()
+    with pytest.raises(RunConfigError, match="BMv2 has neither PFC nor credit"):
+        RunConfig(flow_control=FlowControlMode.PFC, target="bmv2").validate()
+    with pytest.raises(RunConfigError, match="pfc_watchdog must be one of"):
+        RunConfig(pfc_watchdog="maybe").validate()  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--flow-control", "credit", "--target", "bmv2"],
+     "emu run: run configuration: BMv2 has neither PFC nor credit flow control; "
+     "--flow-control credit needs --target embedded (TARGET=embedded)\n"),
+    (["--flow-control", "pfc", "--target", "bmv2"],
+     "emu run: run configuration: BMv2 has neither PFC nor credit flow control; "
+     "--flow-control pfc needs --target embedded (TARGET=embedded)\n"),
+])
+def test_cli_refuses_in_one_line(argv: list[str], message: str,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from emu.cli import main
+
+    assert main(["run", "clos4", "--virtual", "--dry-run", *argv]) == 1
+    assert capsys.readouterr().err == message
+
+
+def test_switch_and_host_settings_follow_the_run() -> None:
+    from emu.experiments import pfc
+
+    plan = plan_run(RunConfig(flow_control=FlowControlMode.PFC, pfc_watchdog="forward",
+                              pfc_watchdog_ms=10.0, workload=INCAST))
+    fc = pfc.flow_control(plan)
+    assert fc is not None and fc.enabled and fc.lossless == {3}
+    # the watchdog's modelled 10 ms on the wire clock
+    assert fc.watchdog.enabled and fc.watchdog.action == "forward"
+    assert fc.watchdog.detection_ns == plan.dilation.wire_ns(10e6)
+    assert pfc.qos(plan.config).dscp_priority[26] == 3
+    assert pfc.host_pfc_json(plan.config) == {"mode": "pfc", "lossless": [3],
+                                              "dscp_priority": {"26": 3, "48": 7}}
+    off = plan_run(RunConfig(workload=INCAST))
+    assert pfc.flow_control(off) is None and pfc.host_pfc_json(off.config) is None
+
+
+class _Quiet:
+    def print(self, *a: Any, **k: Any) -> None:
+        pass
+
+
+def test_virtual_incast_with_pfc_is_lossless_and_reports_pauses(tmp_path: Path) -> None:
+    from emu.experiments.virtual import run_virtual
+
+    lossy = run_virtual(plan_run(RunConfig(virtual=True, cc="none", workload=INCAST)),
+                        write=False)
+    assert lossy.fabric.queue_drops > 0 and lossy.pfc is None
+    s = run_virtual(plan_run(RunConfig(virtual=True, cc="none", workload=INCAST,
+                                       flow_control=FlowControlMode.PFC,
+                                       results_root=tmp_path, progress=False)),
+                    console=_Quiet())
+    assert s.ok and s.fabric.queue_drops == 0 and s.fabric.drops == 0
+    assert sum(f.retx_pkts for f in s.flows) == 0
+    p = s.pfc
+    assert p is not None and p["total"]["pause_tx"] > 0 and p["total"]["lossless_drops"] == 0
+    # the senders' NICs were paused: the agents send through HostMac
+    hosts = {h["node"]: h for h in p["hosts"]}
+    assert len(hosts) == 8
+    assert sum(1 for h in hosts.values() if h["pause_rx"].get(3) and h["paused_ns"] > 0) >= 2
+    assert all(set(e["pause_tx"]) <= {3} for e in p["ports"])  # only the lossless class
+    assert all(h["ok"] for h in p["headroom"])
+    assert 0 < max(e["paused_pct"] for e in p["ports"]) <= 100
+    run_dir = Path(s.run["results_dir"])
+    assert (run_dir / "plots" / "pfc_paused.png").stat().st_size > 10_000
+    saved = json.loads((run_dir / "summary.json").read_text())
+    assert saved["pfc"]["total"] == p["total"]
+    text = (run_dir / "summary.txt").read_text()
+    assert "PFC: PAUSE frames per port and priority" in text
+    assert json.loads((run_dir / "config.json").read_text())["run"]["flow_control"] == "pfc"
+
+
+def test_switch_daemon_takes_pfc_settings_on_its_command_line() -> None:
+    from emu.switch.commands import build_parser, options_from_args
+    from emu.targets.base import SwitchSpec
+    from emu.targets.embedded import daemon_command
+
+    fc = {"mode": "pfc", "lossless": [3], "thresholds": {"xoff_bytes": 30000,
+                                                          "xon_bytes": 15000, "headroom": None},
+          "links": {"1": [1e9, 1000, 1500]}}
+    spec = SwitchSpec("s1", 1, {1: "s1-eth1"}, "127.0.0.1:1", flow_control=fc)
+    cmd = daemon_command(spec)
+    args = build_parser().parse_args(cmd[3:])
+    opts = options_from_args(args)
+    assert opts.flow_control is not None and opts.flow_control.enabled
+    assert opts.flow_control.thresholds.xoff_bytes == 30000
+    assert opts.pfc_links == {1: (1e9, 1000, 1500)}
+    bad = build_parser().parse_args(["--no-p4", "--pfc-config", '{"mode": "sometimes"}'])
+    with pytest.raises(SystemExit, match="--pfc-config: flow control mode must be off, pfc or"):
+        options_from_args(bad)
+
+
+def test_host_agent_refuses_bad_pfc_settings_in_one_line(tmp_path: Path) -> None:
+    from emu.roce.pfc import host_pfc_params
+
+    p = host_pfc_params({"lossless": [3], "dscp_priority": {"26": 3}}, "02:00:00:00:00:01",
+                        1e6)
+    assert p.lossless == {3} and p.dscp_priority == {26: 3}
+    with pytest.raises(ValueError, match="bad host PFC settings"):
+        host_pfc_params({"nonsense": 1}, "02:00:00:00:00:01", 1e6)
+
+
+def test_virtual_incast_in_credit_mode_is_lossless_without_pause(tmp_path: Path) -> None:
+    """`--flow-control credit` (#14 item 5): switches and hosts exchange credit updates;
+    the same incast that drops without flow control is lossless and sends no PAUSE."""
+    from emu.experiments import pfc
+    from emu.experiments.virtual import run_virtual
+
+    plan = plan_run(RunConfig(virtual=True, cc="none", workload=INCAST,
+                              flow_control=FlowControlMode.CREDIT))
+    fc = pfc.flow_control(plan)
+    assert fc is not None and fc.mode == "credit"
+    assert pfc.host_pfc_json(plan.config) == {"mode": "credit", "lossless": [3],
+                                              "dscp_priority": {"26": 3, "48": 7}}
+    s = run_virtual(plan, write=False)
+    assert s.ok and s.fabric.queue_drops == 0 and s.fabric.drops == 0
+    assert sum(f.retx_pkts for f in s.flows) == 0
+    assert not s.pfc or s.pfc["total"]["pause_tx"] == 0
+
+
+def test_host_agent_reads_credit_settings() -> None:
+    from emu.roce.credit import HostCreditParams, host_credit_params
+
+    p = host_credit_params({"mode": "credit", "lossless": [3], "dscp_priority": {"26": 3}},
+                           "02:00:00:00:00:01", 1e6)
+    assert isinstance(p, HostCreditParams) and p.lossless == {3} and p.dscp_priority == {26: 3}
+    with pytest.raises(ValueError, match="bad host credit settings"):
+        host_credit_params({"lossless": 3}, "02:00:00:00:00:01", 1e6)
