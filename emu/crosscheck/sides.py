@@ -69,11 +69,19 @@ def veth_ports(ports: Sequence[int]) -> Iterator[tuple[str, dict[int, str], dict
         netns.delete(ns)
 
 
-def collect(socks: Mapping[int, socket.socket], settle_s: float, max_s: float) -> Outputs:
+# How long a packet may take to come out at all, before it counts as dropped: a switch
+# process on a loaded machine can be much later than the settle time between frames.
+FIRST_FRAME_S = 0.25
+
+
+def collect(socks: Mapping[int, socket.socket], settle_s: float, max_s: float,
+            first_s: float | None = None) -> Outputs:
+    """The frames out of every port for one packet: wait up to `first_s` for the first
+    (default: the settle time), then until `settle_s` pass without another."""
     out: Outputs = []
     by_fd = {s.fileno(): (p, s) for p, s in socks.items()}
     deadline = time.monotonic() + max_s
-    quiet_until = time.monotonic() + settle_s
+    quiet_until = time.monotonic() + (settle_s if first_s is None else first_s)
     while True:
         now = time.monotonic()
         wait = min(quiet_until, deadline) - now
@@ -123,7 +131,8 @@ def run_process(target_name: str, program: Path, include_dirs: Sequence[Path],
                     collect(socks, 0.05, 0.5)  # drain anything from start-up
                     for pkt in packets:
                         socks[pkt.port].send(pkt.frame)
-                        results.append(collect(socks, settle_s, max(2.0, 10 * settle_s)))
+                        results.append(collect(socks, settle_s, max(2.0, 10 * settle_s),
+                                               max(settle_s, FIRST_FRAME_S)))
                     state = {"registers": {f"{r}[{i}]": proc.read_register(r, i)
                                            for r in registers for i in setup.ports}}
                     counters = read_counters(handle, p4info, setup.ports)
