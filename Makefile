@@ -17,7 +17,10 @@ RECOVERY ?= gbn
 WORKLOAD ?= allreduce
 CLI      ?= 0
 LINK_DELAY ?= 1
-FC       ?= none
+# FC is also make's Fortran-compiler variable (f77): replace only its built-in default.
+ifeq ($(origin FC),default)
+FC := none
+endif
 PFC_WATCHDOG ?= off
 PYTEST_ARGS ?=
 SUITE    ?= lb-modes

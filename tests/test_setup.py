@@ -101,3 +101,16 @@ def test_the_rebuilt_p4runtime_shell_wheel_states_our_stack(tmp_path: Path) -> N
     for name in ("p4runtime", "protobuf"):
         (ours,) = re.findall(rf'^    "({name}[<>=][^"]*)",$', pyproject, re.M)
         assert ours in requires, name
+
+
+def test_make_run_passes_the_default_flow_control() -> None:
+    """FC is make's built-in Fortran compiler variable ("f77"): `make run` without FC=
+    must pass --flow-control none, not f77 (a real user's first `make run` failed so)."""
+    import subprocess
+
+    out = subprocess.run(["make", "-n", "run"], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1], timeout=60).stdout
+    assert "--flow-control none" in out and "f77" not in out
+    fc = subprocess.run(["make", "-n", "run", "FC=pfc"], capture_output=True, text=True,
+                        cwd=Path(__file__).resolve().parents[1], timeout=60).stdout
+    assert "--flow-control pfc" in fc
