@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import errno
+import functools
 import fcntl
 import logging
 import socket
@@ -290,6 +291,35 @@ def _with_vlan_tag(frame: bytes, anc: list[tuple[int, int, bytes]]) -> bytes:
                     tpid = ETH_P_8021Q
                 return frame[:12] + struct.pack("!HH", tpid, tci) + frame[12:]
     return frame
+
+
+class DelayedPort(FramePort):
+    """A port whose transmissions reach the wire `delay_ns` later: a link's propagation
+    delay in the one direction nothing else emulates (a Mininet host's link towards its
+    switch: the switch daemon delays only what it sends). Reception is unchanged."""
+
+    def __init__(self, clock: Clock, lower: FramePort, delay_ns: int) -> None:
+        super().__init__(lower.name)
+        self.lower = lower
+        self.delay_ns = delay_ns
+        self.stats = lower.stats  # what the wire saw
+        self._call_later = clock.call_later
+        lower.set_receiver(self._deliver)
+
+    def send(self, frame: bytes) -> bool:
+        self._call_later(self.delay_ns, functools.partial(self._send_now, frame))
+        return True
+
+    def _send_now(self, frame: bytes) -> None:
+        self.lower.send(frame)  # a refusal is counted in the lower port's stats
+
+    def kernel_drops(self) -> int:
+        drops = getattr(self.lower, "kernel_drops", None)
+        return int(drops()) if drops is not None else 0
+
+    def close(self) -> None:
+        super().close()
+        self.lower.close()
 
 
 class _MemPort(FramePort):

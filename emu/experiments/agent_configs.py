@@ -208,7 +208,9 @@ def _host_config(fabric: Fabric, workload: Workload, settings: AgentSettings, na
     nic = NicConfig(line_rate_bps=dilation.modelled_rate_bps(float(link_rate)),
                     time_dilation=float(settings.dilation),
                     timer_resolution_ns=settings.timer_resolution_ns, mtu=settings.mtu_bytes,
-                    min_rto_ns=int(settings.rto_wire_ms * 1e6), ack_class=settings.ack_class)
+                    min_rto_ns=int(settings.rto_wire_ms * 1e6), ack_class=settings.ack_class,
+                    host_link_delay_ns=next(lk.delay_ns for lk in fabric.links
+                                            if lk.index == h.link))
     dcqcn = dcqcn_params(settings.dcqcn_profile, nic.line_rate_bps,
                          {"enabled": settings.cc == "dcqcn"})
     cfg = AgentConfig(host=HostConfig(name=name, ip=str(h.ip), mac=h.mac), qps=qps, nic=nic,

@@ -266,7 +266,7 @@ def run(iface: str, config: str, results: str | None = None, status_file: str | 
         linger_s: float = 0.3, progress_s: float = 0.0, pfc: str | None = None) -> int:
     """Entry point of `python -m emu.roce agent` (see the module docstring)."""
     from emu.core.clock import RealClock
-    from emu.core.port import AfPacketPort
+    from emu.core.port import AfPacketPort, DelayedPort
     from emu.roce.config import ConfigError, load
 
     def status(s: str) -> None:
@@ -300,7 +300,9 @@ def run(iface: str, config: str, results: str | None = None, status_file: str | 
             status("error")
             return 1
     clock = RealClock()
-    port = AfPacketPort(iface, clock)
+    port: FramePort = AfPacketPort(iface, clock)
+    if cfg.nic.host_link_delay_ns:
+        port = DelayedPort(clock, port, cfg.nic.host_link_delay_ns)
     agent = Agent(cfg, clock, port, pfc=host_pfc)
     stopped = False
 

@@ -66,6 +66,11 @@ class NicConfig:
     tx_batch: int = 64
     pacing_burst_ns: int = 500_000  # catch-up after late real-clock wakeups (wire time)
     min_rto_ns: int = 2_000_000
+    # The host link's propagation delay (clock time) that the agent process itself adds
+    # to what it sends: in Mininet runs the switch daemon delays only its own egress, so
+    # without it the host -> switch direction would have none. In-memory links (virtual
+    # time) carry the delay both ways and ignore this.
+    host_link_delay_ns: int = 0
 
 
 @dataclass

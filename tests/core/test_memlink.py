@@ -82,3 +82,24 @@ def test_no_receiver_counts_drop() -> None:
     link.a.send(b"q")
     clock.run_until_idle()
     assert link.b.stats.rx_drops == 1
+
+
+def test_delayed_port_sends_later_and_receives_at_once() -> None:
+    """The host -> switch direction of a Mininet host link (emu.core.port.DelayedPort):
+    frames reach the wire `delay_ns` after the NIC sent them; arrivals are not delayed."""
+    from emu.core.port import DelayedPort
+
+    clock = VirtualClock()
+    link = MemLink(clock, rate_bps=None, delay_ns=0)
+    host = DelayedPort(clock, link.a, 5_000)
+    got_b: list[int] = []
+    got_host: list[int] = []
+    link.b.set_receiver(lambda f: got_b.append(clock.now_ns()))
+    host.set_receiver(lambda f: got_host.append(clock.now_ns()))
+    assert host.send(b"x" * 60)
+    clock.run_until_idle()
+    assert got_b == [5_000]
+    link.b.send(b"y" * 60)
+    clock.run_until_idle()
+    assert got_host == [5_000]  # received the moment it arrived
+    assert host.stats is link.a.stats and host.stats.tx_frames == 1

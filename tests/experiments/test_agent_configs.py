@@ -147,3 +147,13 @@ def test_base_rtt_and_window_follow_the_path() -> None:
     bdp = rtt * 20e6 / (1102 * 8)
     assert window_pkts_for(FABRIC, "h1", "h3", AgentSettings()) == math.ceil(2 * bdp)
     assert window_pkts_for(FABRIC, "h1", "h3", AgentSettings(window_pkts=8)) == 8
+
+
+def test_agents_carry_their_host_links_wire_delay() -> None:
+    """Mininet's switch daemons delay only their own egress: each agent adds its host
+    link's delay to what it sends (NicConfig.host_link_delay_ns), so a path has every
+    link's delay both ways, as in virtual time."""
+    w = build_workload(WorkloadParams("permutation", message_bytes=4096), LEAF)
+    for name, c in agent_configs(FABRIC, w, AgentSettings()).items():
+        link = FABRIC.links[FABRIC.host(name).link]
+        assert c.nic.host_link_delay_ns == link.delay_ns == 5_000_000  # 1 us x 5000
