@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import collections
 import errno
-import functools
 import fcntl
+import functools
 import logging
 import socket
 import struct
