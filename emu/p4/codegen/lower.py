@@ -37,6 +37,7 @@ from emu.p4.frontend.types import (
 from emu.p4.names import qualify
 
 from .analysis import (
+    _rewritten_headers,
     _static_length,
 )
 from .base import (
@@ -65,6 +66,7 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
 
     # ------------------------------------------------------------------ entry
     def run(self) -> tuple[str, ProgramInfo]:
+        self.cls.rewritten = _rewritten_headers(self.cp.program)
         pipeline = self.pipeline()
         for k in PIPELINE_PARAMS:
             if k not in pipeline:
