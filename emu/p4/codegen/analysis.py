@@ -161,3 +161,50 @@ def _rewritten_headers(prog: A.Program) -> set[int]:
                 if av is not None and p.direction in ("out", "inout"):
                     written(av)
     return out
+
+
+def _children(n: A.Node) -> Any:
+    for k, v in vars(n).items():
+        if k in ("type", "const", "ref", "target", "pos", "decl", "name_pos", "type_bindings"):
+            continue
+        if isinstance(v, A.Node):
+            yield v
+        elif isinstance(v, list):
+            yield from (x for x in v if isinstance(x, A.Node))
+
+
+def _read_headers(prog: A.Program) -> set[int]:
+    """Ids of the header types whose field values the program may read: a field access,
+    or a whole value used other than as a path prefix, an argument of a P4 body (whose
+    own reads this walk sees), or extract/emit/lookahead. A header of any other type
+    need not be decoded at extraction (ClassTable `unread`)."""
+    out: set[int] = set()
+    stack: list[tuple[A.Node, A.Node | None, A.Node | None]] = [(prog, None, None)]
+    while stack:
+        n, parent, grand = stack.pop()
+        stack.extend((c, n, parent) for c in _children(n))
+        if not isinstance(n, A.Expr):
+            continue
+        if isinstance(n, A.Member):
+            b = bt(n.expr.type)
+            if isinstance(b, HeaderType) and any(f == n.name for f, _ in b.fields):
+                out.add(id(b))
+                continue
+        held: set[int] = set()
+        _headers_in(n.type, held)
+        if not held:
+            continue
+        if isinstance(parent, A.Member | A.Index) and parent.expr is n:
+            continue  # a path prefix: the access itself is judged on its own
+        if isinstance(parent, A.Assign) and parent.lhs is n:
+            continue
+        if isinstance(parent, A.Argument) and isinstance(grand, A.Call):
+            t = grand.target
+            f = grand.func
+            if isinstance(t, A.ActionDecl | A.FunctionDecl | A.ControlDecl | A.ParserDecl):
+                continue
+            if (isinstance(f, A.Member) and f.name in ("extract", "emit", "lookahead")
+                    and str(bt(f.expr.type)) in ("packet_in", "packet_out")):
+                continue
+        out |= held
+    return out

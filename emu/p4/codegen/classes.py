@@ -60,6 +60,9 @@ class ClassTable:
         # a byte-aligned header of any other type keeps its extracted bytes in `_raw` and
         # deparses as them (no re-packing). None: every header is re-packed.
         self.rewritten: set[int] | None = None
+        # Header types whose fields nothing reads (analysis._read_headers): a raw one of
+        # these is not decoded at extraction, only its bytes kept.
+        self.read: set[int] | None = None
 
     def name(self, t: StructLikeType) -> str:
         key = id(t)
@@ -273,11 +276,15 @@ class ClassTable:
             for gi, (gw, _members) in enumerate(groups):
                 for pi in range(len(_parts(gw // 8))):
                     names.append(f"g{gi}_{pi}")
-            o.line(f"{', '.join(names)}{',' if len(names) == 1 else ''} = {sname}.unpack_from(pk.b, o); pk.o = e")
             raw = self._raw(self._current)
+            unread = raw and self.read is not None and id(self._current) not in self.read
+            if not unread:
+                o.line(f"{', '.join(names)}{',' if len(names) == 1 else ''} = {sname}.unpack_from(pk.b, o); pk.o = e")
             if raw:
                 o.line("self._raw = pk.b[o:e]")
-            for gi, (gw, members) in enumerate(groups):
+            if unread:
+                o.line("pk.o = e")
+            for gi, (gw, members) in enumerate(() if unread else groups):
                 parts = _parts(gw // 8)
                 if len(parts) == 1:
                     gv = f"g{gi}_0"

@@ -37,6 +37,7 @@ from emu.p4.frontend.types import (
 from emu.p4.names import qualify
 
 from .analysis import (
+    _read_headers,
     _rewritten_headers,
     _static_length,
 )
@@ -67,6 +68,7 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
     # ------------------------------------------------------------------ entry
     def run(self) -> tuple[str, ProgramInfo]:
         self.cls.rewritten = _rewritten_headers(self.cp.program)
+        self.cls.read = _read_headers(self.cp.program)
         pipeline = self.pipeline()
         for k in PIPELINE_PARAMS:
             if k not in pipeline:

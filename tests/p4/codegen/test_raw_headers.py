@@ -75,3 +75,17 @@ def test_table_action_argument_writes_the_field() -> None:
         table t { key = { hdr.a.x: exact; } actions = { set(hdr.b.v); } default_action = set(hdr.b.v); }"""
     out, _ = _run("t.apply();", decls)
     assert out == bytes([0x11, 0xF0, 0x85, 0, 3]) + b"payload"
+
+
+def test_a_header_nothing_reads_is_not_decoded() -> None:
+    out, src = _run("hdr.a.x = 1;")
+    assert out == bytes([0x01, 0xF0, 0x85, 0xAB, 0xCD]) + b"payload"
+    start = src.index("def _ex", src.index("class C2_b_t"))
+    extract = src[start:src.index("def _emit", start)]
+    assert "unpack_from" not in extract and "self.v =" not in extract
+
+
+def test_a_header_read_as_a_whole_value_is_decoded() -> None:
+    # The identity hash of {hdr.b} reads b's fields without naming one.
+    out, _ = _run("hash(hdr.a.x, HashAlgorithm.identity, 8w0, {hdr.b}, 9w256);")
+    assert out == bytes([0xCD, 0xF0, 0x85, 0xAB, 0xCD]) + b"payload"
