@@ -81,10 +81,12 @@ class Clock(ABC):
         """Run every timer due at or before now_ns; returns how many ran."""
         ran = 0
         timers = self._timers
+        pop = heapq.heappop
         while timers and timers[0][0] <= now_ns:
-            _, _, handle = heapq.heappop(timers)
+            handle = pop(timers)[2]
             if not handle.cancelled:
-                handle._run()
+                handle.cancelled = True  # a handle fires at most once (TimerHandle._run)
+                handle._fn()
                 ran += 1
         return ran
 
@@ -99,6 +101,12 @@ class VirtualClock(Clock):
     def now_ns(self) -> int:
         return self._now
 
+    def call_at(self, when_ns: int, fn: Callback) -> TimerHandle:
+        # Clock.call_at without the reactor wake-up: the hot path of every packet event.
+        handle = TimerHandle(when_ns, fn)
+        heapq.heappush(self._timers, (when_ns, next(self._seq), handle))
+        return handle
+
     def next_deadline(self) -> int | None:
         """When the earliest pending timer is due (None: no timers): nothing can change
         before then, so a caller may skip straight to it."""
@@ -111,14 +119,29 @@ class VirtualClock(Clock):
         """Move time to t_ns, firing due timers at their own times. Returns timers run."""
         if t_ns < self._now:
             raise ValueError(f"virtual time cannot go back ({t_ns} < {self._now})")
-        ran = 0
-        while True:
-            nxt = self._next_deadline()
-            if nxt is None or nxt > t_ns:
-                break
-            self._now = max(self._now, nxt)
-            ran += self._run_due(self._now)
+        ran = self._fire(t_ns)
         self._now = t_ns
+        return ran
+
+    def _fire(self, until_ns: int | None) -> int:
+        """Run the timers due at or before until_ns (None: all), earliest first, each at
+        its own time (never earlier than now). One loop over the heap: the per-event
+        path of every virtual run."""
+        ran = 0
+        timers = self._timers
+        pop = heapq.heappop
+        while timers:
+            when = timers[0][0]
+            if until_ns is not None and when > until_ns:
+                break
+            handle = pop(timers)[2]
+            if handle.cancelled:
+                continue
+            if when > self._now:
+                self._now = when
+            handle.cancelled = True  # a handle fires at most once (TimerHandle._run)
+            handle._fn()
+            ran += 1
         return ran
 
     def advance(self, delta_ns: int) -> int:
@@ -126,13 +149,7 @@ class VirtualClock(Clock):
 
     def run_until_idle(self, max_ns: int | None = None) -> int:
         """Fire timers until none remain (or until max_ns). Returns timers run."""
-        ran = 0
-        while True:
-            nxt = self._next_deadline()
-            if nxt is None or (max_ns is not None and nxt > max_ns):
-                return ran
-            self._now = max(self._now, nxt)
-            ran += self._run_due(self._now)
+        return self._fire(max_ns)
 
 
 class RealClock(Clock):

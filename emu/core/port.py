@@ -353,19 +353,29 @@ class _Direction:
         if not link.up:
             return False
         now = link.clock.now_ns()
-        q = self.in_flight
-        while q and q[0] <= now:
-            q.popleft()
-        if link.queue_depth_pkts is not None and len(q) >= link.queue_depth_pkts:
-            return False
-        start = max(now, self.busy_until_ns)
+        depth = link.queue_depth_pkts
+        if depth is not None:
+            # in_flight is kept only for this check (a link's depth is fixed at creation).
+            q = self.in_flight
+            while q and q[0] <= now:
+                q.popleft()
+            if len(q) >= depth:
+                return False
+        start = self.busy_until_ns
+        if start < now:
+            start = now
         end = start + link.serialisation_ns(len(frame))
         self.busy_until_ns = end
-        q.append(end)
-        dst = self.dst
-        assert dst is not None
-        link.clock.call_at(end + link.delay_ns, lambda: link._arrive(dst, frame))
+        if depth is not None:
+            self.in_flight.append(end)
+        link.clock.call_at(end + link.delay_ns, functools.partial(self._arrive, frame))
         return True
+
+    def _arrive(self, frame: bytes) -> None:
+        if self.link.up:
+            dst = self.dst
+            assert dst is not None
+            dst._deliver(frame)
 
 
 class MemLink:
@@ -403,6 +413,3 @@ class MemLink:
         """Take the link down (frames in flight are lost) or bring it back."""
         self.up = up
 
-    def _arrive(self, dst: _MemPort, frame: bytes) -> None:
-        if self.up:
-            dst._deliver(frame)

@@ -114,7 +114,8 @@ class SimFabric:
                 inject = functools.partial(p4.inject, port.number)
                 pcaps = self._pcaps.get((name, port.number))
                 fp.set_receiver(inject if pcaps is None else self._captured(pcaps[0], inject))
-            p4.on_output(functools.partial(self._switch_out, name))
+            # A frame handler (port, frame): no OutputPacket built per packet-hop.
+            p4.sw.frame_handlers.append(self._switch_sender(name))
         self.hosts = {h.name: SimHost(h, self._ports[(h.name, h.port)], self.clock, self)
                       for h in fabric.hosts}
         handles = {n: InProcessSwitchHandle(n, sw) for n, sw in self.switches.items()}
@@ -188,13 +189,28 @@ class SimFabric:
             pin.close()
             pout.close()
 
-    def _switch_out(self, switch: str, pkt: Any) -> None:
-        fp = self._ports.get((switch, pkt.port))
+    def _switch_sender(self, switch: str) -> Callable[[int, bytes], None]:
+        """The output of `switch`: each port's send looked up by port number alone, or
+        through _switch_out when pcaps are written."""
+        if self._pcaps:
+            return functools.partial(self._switch_out, switch)
+        sends = {port: fp.send for (node, port), fp in self._ports.items() if node == switch}
+        get = sends.get
+
+        def out(port: int, frame: bytes) -> None:
+            send = get(port)
+            if send is not None:
+                send(frame)
+
+        return out
+
+    def _switch_out(self, switch: str, port: int, frame: bytes) -> None:
+        fp = self._ports.get((switch, port))
         if fp is not None:
-            pcaps = self._pcaps.get((switch, pkt.port)) if self._pcaps else None
+            pcaps = self._pcaps.get((switch, port)) if self._pcaps else None
             if pcaps is not None:
-                pcaps[1].write(pkt.data, self.clock.now_ns())
-            fp.send(pkt.data)
+                pcaps[1].write(frame, self.clock.now_ns())
+            fp.send(frame)
 
     def port(self, node: str, port: int) -> FramePort:
         """The FramePort at node:port (its stats count what was sent on the link)."""

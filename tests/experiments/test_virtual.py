@@ -175,10 +175,10 @@ def test_results_path_is_printed_last_and_an_interrupted_run_writes_partial_resu
 
     from emu.experiments.commands import _run
 
-    # 8 MB flows at 1 Mb/s (as `emu run` runs) take many seconds of wall time: Ctrl-C
-    # lands in the workload.
+    # 8 MB flows at 1 Mb/s (as `emu run` runs) take many seconds of wall time (1 MB ones
+    # finished in under 3 s once the engine got faster): Ctrl-C lands in the workload.
     cfg = RunConfig(virtual=True, results_root=tmp_path, progress=False, rate_bps=1_000_000,
-                    workload=WorkloadParams("permutation", message_bytes=8 << 20))
+                    workload=WorkloadParams("permutation", message_bytes=1 << 23))
     plan = plan_run(cfg)
     main = threading.main_thread().ident
     assert main is not None

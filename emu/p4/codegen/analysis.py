@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from emu.p4.frontend import ast as A
 from emu.p4.frontend.types import (
     HeaderStackType,
@@ -88,3 +90,121 @@ def _static_length(prog: A.Program) -> bool:
                 if isinstance(m, A.Call) and m.kind in ("action", "function", "apply"):
                     continue
     return True
+
+
+def _headers_in(t: object, out: set[int]) -> None:
+    """Ids of the header types a value of type `t` holds (itself included)."""
+    b = bt(t)  # type: ignore[arg-type]
+    if isinstance(b, HeaderType):
+        out.add(id(b))
+    if isinstance(b, HeaderType | HeaderUnionType | StructType):
+        for _f, ft in b.fields:
+            _headers_in(ft, out)
+    elif isinstance(b, HeaderStackType):
+        _headers_in(b.elem, out)
+
+
+def _copied_out(params: list[A.Param], args: list[A.Argument], written: Any) -> None:
+    """Arguments a P4 body's copy-out writes: a scalar (a header field) is written by it;
+    an aggregate changes only through the body's own writes to its parts, which the
+    walk sees (an `out` one is reset, i.e. invalid)."""
+    for p, av in bind_args(params, args):
+        if av is not None and p.direction in ("out", "inout") and not isinstance(
+                bt(p.type), HeaderType | HeaderUnionType | StructType | HeaderStackType):
+            written(av)
+
+
+def _rewritten_headers(prog: A.Program) -> set[int]:
+    """Ids of the header types whose contents may differ from the bytes they were
+    extracted from: written anywhere (assignment, out/inout argument of an extern,
+    setValid, stack operations) or built from an expression. A header of any other
+    type can be deparsed as the bytes it was extracted from (ClassTable `raw`)."""
+    out: set[int] = set()
+
+    def written(e: A.Expr) -> None:
+        _headers_in(e.type, out)
+        while isinstance(e, A.Member | A.Index | A.Slice):
+            e = e.expr
+            b = bt(e.type)
+            if isinstance(b, HeaderType):
+                out.add(id(b))
+
+    for n in _walk(prog):
+        if isinstance(n, A.Assign):
+            written(n.lhs)
+        elif isinstance(n, A.VarDecl) and n.init is not None:
+            _headers_in(n.type, out)
+        elif isinstance(n, A.ActionRef) and n.args and n.decl is not None:
+            _copied_out(n.decl.params, n.args, written)
+        elif isinstance(n, A.StructExpr | A.ListExpr | A.DefaultExpr):
+            _headers_in(n.type, out)
+        elif isinstance(n, A.Call):
+            t = n.target
+            f = n.func
+            if n.kind == "builtin":
+                if t not in ("isValid", "setInvalid") and isinstance(f, A.Member):
+                    written(f.expr)
+                continue
+            if isinstance(t, A.ActionDecl | A.FunctionDecl | A.ControlDecl | A.ParserDecl):
+                ps = t.proto.params if isinstance(t, A.FunctionDecl) else t.params
+                _copied_out(ps, n.args, written)
+                continue
+            if (isinstance(f, A.Member) and f.name in ("extract", "lookahead")
+                    and str(bt(f.expr.type)) == "packet_in"):
+                continue
+            params = t.params if isinstance(t, A.MethodDecl) else None
+            if params is None:
+                for a in n.args:
+                    written(a.value)
+                continue
+            for p, av in bind_args(params, n.args):
+                if av is not None and p.direction in ("out", "inout"):
+                    written(av)
+    return out
+
+
+def _children(n: A.Node) -> Any:
+    for k, v in vars(n).items():
+        if k in ("type", "const", "ref", "target", "pos", "decl", "name_pos", "type_bindings"):
+            continue
+        if isinstance(v, A.Node):
+            yield v
+        elif isinstance(v, list):
+            yield from (x for x in v if isinstance(x, A.Node))
+
+
+def _read_headers(prog: A.Program) -> set[int]:
+    """Ids of the header types whose field values the program may read: a field access,
+    or a whole value used other than as a path prefix, an argument of a P4 body (whose
+    own reads this walk sees), or extract/emit/lookahead. A header of any other type
+    need not be decoded at extraction (ClassTable `unread`)."""
+    out: set[int] = set()
+    stack: list[tuple[A.Node, A.Node | None, A.Node | None]] = [(prog, None, None)]
+    while stack:
+        n, parent, grand = stack.pop()
+        stack.extend((c, n, parent) for c in _children(n))
+        if not isinstance(n, A.Expr):
+            continue
+        if isinstance(n, A.Member):
+            b = bt(n.expr.type)
+            if isinstance(b, HeaderType) and any(f == n.name for f, _ in b.fields):
+                out.add(id(b))
+                continue
+        held: set[int] = set()
+        _headers_in(n.type, held)
+        if not held:
+            continue
+        if isinstance(parent, A.Member | A.Index) and parent.expr is n:
+            continue  # a path prefix: the access itself is judged on its own
+        if isinstance(parent, A.Assign) and parent.lhs is n:
+            continue
+        if isinstance(parent, A.Argument) and isinstance(grand, A.Call):
+            t = grand.target
+            f = grand.func
+            if isinstance(t, A.ActionDecl | A.FunctionDecl | A.ControlDecl | A.ParserDecl):
+                continue
+            if (isinstance(f, A.Member) and f.name in ("extract", "emit", "lookahead")
+                    and str(bt(f.expr.type)) in ("packet_in", "packet_out")):
+                continue
+        out |= held
+    return out

@@ -171,6 +171,8 @@ class LowererBase:
         self.globals_inst: dict[int, Any] = {}
         # expressions already evaluated into a temp (an lvalue's index, see StmtLowerer)
         self.pinned: dict[int, str] = {}
+        # parameters bound to their caller's aggregate in place (StmtLowerer.inline_body)
+        self.by_ref: set[int] = set()
         self.global_functions = {id(f) for f in cp.functions.values()}
         # per-compilation analysis state (no module globals change while lowering)
         self.exits = ExitAnalysis()

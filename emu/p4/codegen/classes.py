@@ -56,6 +56,13 @@ class ClassTable:
         # Per header type (by id): body lines of _ex and the _emit expression, for inlining.
         self.extract_inline: dict[int, list[str]] = {}
         self.emit_inline: dict[int, str] = {}
+        # Header types that may be rewritten after extraction (analysis._rewritten_headers);
+        # a byte-aligned header of any other type keeps its extracted bytes in `_raw` and
+        # deparses as them (no re-packing). None: every header is re-packed.
+        self.rewritten: set[int] | None = None
+        # Header types whose fields nothing reads (analysis._read_headers): a raw one of
+        # these is not decoded at extraction, only its bytes kept.
+        self.read: set[int] | None = None
 
     def name(self, t: StructLikeType) -> str:
         key = id(t)
@@ -91,16 +98,28 @@ class ClassTable:
         return "0"
 
     # -- class body -------------------------------------------------------------------
+    def _raw(self, t: StructLikeType) -> int:
+        """Byte length of a header of type `t` deparsed from its extracted bytes, else 0."""
+        if self.rewritten is None or id(t) in self.rewritten or not isinstance(t, HeaderType):
+            return 0
+        if any(isinstance(ft, VarbitType) for _, ft in t.fields):
+            return 0
+        fixed = sum(scalar_width(ft) or 0 for _, ft in t.fields)
+        return fixed // 8 if fixed and fixed % 8 == 0 else 0
+
     def _emit(self, t: StructLikeType, n: str) -> None:
         self._current = t
         o = Emitter()
         is_hdr = isinstance(t, HeaderType)
+        raw = self._raw(t)
         o.line(f"class {n}:")
         with o.indent():
             # No __slots__: scalar defaults live on the class, so creating a header or
             # struct only allocates an empty instance dict (the per-packet hot path).
             if is_hdr:
                 o.line("_v = False")
+            if raw:
+                o.line(f"_raw = {bytes(raw)!r}")
             nested = []
             for f, ft in t.fields:
                 if isinstance(strip_newtype(ft), StructLikeType | HeaderStackType):
@@ -126,6 +145,8 @@ class ClassTable:
                 # In place, recursively: nested headers keep their identity.
                 if is_hdr:
                     o.line("self._v = o._v")
+                if raw:
+                    o.line("self._raw = o._raw")
                 for f, ft in t.fields:
                     a = fld(f)
                     if isinstance(strip_newtype(ft), StructLikeType | HeaderStackType):
@@ -255,8 +276,15 @@ class ClassTable:
             for gi, (gw, _members) in enumerate(groups):
                 for pi in range(len(_parts(gw // 8))):
                     names.append(f"g{gi}_{pi}")
-            o.line(f"{', '.join(names)}{',' if len(names) == 1 else ''} = {sname}.unpack_from(pk.b, o); pk.o = e")
-            for gi, (gw, members) in enumerate(groups):
+            raw = self._raw(self._current)
+            unread = raw and self.read is not None and id(self._current) not in self.read
+            if not unread:
+                o.line(f"{', '.join(names)}{',' if len(names) == 1 else ''} = {sname}.unpack_from(pk.b, o); pk.o = e")
+            if raw:
+                o.line("self._raw = pk.b[o:e]")
+            if unread:
+                o.line("pk.o = e")
+            for gi, (gw, members) in enumerate(() if unread else groups):
                 parts = _parts(gw // 8)
                 if len(parts) == 1:
                     gv = f"g{gi}_0"
@@ -301,9 +329,14 @@ class ClassTable:
                     for _code, nb in parts:
                         rem -= nb * 8
                         args.append(f"({gv} >> {rem}) & {hex((1 << (nb * 8)) - 1)}" if rem else f"{gv} & {hex((1 << (nb * 8)) - 1)}")
-            o.line(f"return {sname}.pack({', '.join(args)})")
-            if all(len(_parts(gw // 8)) == 1 or len(m) == 1 for gw, m in groups):
-                self.emit_inline[id(self._current)] = f"{sname}.pack({', '.join(args)})"
+            if raw:
+                # Never written since extraction: its own bytes (see `rewritten`).
+                o.line("return self._raw")
+                self.emit_inline[id(self._current)] = "self._raw"
+            else:
+                o.line(f"return {sname}.pack({', '.join(args)})")
+                if all(len(_parts(gw // 8)) == 1 or len(m) == 1 for gw, m in groups):
+                    self.emit_inline[id(self._current)] = f"{sname}.pack({', '.join(args)})"
         o.line("def _nbytes(self):")
         with o.indent():
             o.line(f"return {nbytes}")

@@ -6,8 +6,14 @@ verify, ingress, egress, compute, deparse) with no AST walk and few calls. Names
 declarations map to Python expressions through an environment keyed by declaration
 identity, which also gives copy-in/copy-out: an in/inout argument is copied into a fresh
 local, out starts fresh (zero / invalid), and out/inout locals are copied back to the
-argument after the body, also when `exit` leaves it (try/finally). `return` inside an
+argument after the body, also when `exit` leaves it (try/finally). A sub-control's inout
+struct or header argument that no other argument overlaps is used in place instead (the
+control sees nothing else of its caller, so nothing can tell). `return` inside an
 inlined body is a `break` out of a one-shot `while True` wrapper.
+
+Headers: a byte-aligned header type that nothing rewrites after extraction deparses as
+the bytes it was extracted from, and is not decoded at all when nothing reads its fields
+(analysis._rewritten_headers / _read_headers; ClassTable `rewritten` / `read`).
 
 The generated module expects a namespace holding emu.p4.target.runtime names and the
 objects listed in `ProgramInfo.objects` (tables, registers, ...), created by the switch.
@@ -37,6 +43,8 @@ from emu.p4.frontend.types import (
 from emu.p4.names import qualify
 
 from .analysis import (
+    _read_headers,
+    _rewritten_headers,
     _static_length,
 )
 from .base import (
@@ -65,6 +73,8 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
 
     # ------------------------------------------------------------------ entry
     def run(self) -> tuple[str, ProgramInfo]:
+        self.cls.rewritten = _rewritten_headers(self.cp.program)
+        self.cls.read = _read_headers(self.cp.program)
         pipeline = self.pipeline()
         for k in PIPELINE_PARAMS:
             if k not in pipeline:

@@ -12,7 +12,9 @@ from emu.p4.frontend.types import (
     BoolType,
     ExternType,
     HeaderStackType,
+    HeaderType,
     HeaderUnionType,
+    StructType,
 )
 from emu.p4.names import qualify
 
@@ -174,8 +176,10 @@ class StmtLowerer(LowererBase):
             code = ctx.env.get(id(r.decl)) if r is not None else None
             if code is None:
                 raise unsupported(lhs, f"assignment to '{lhs.name}'")
-            if code in ("hdr", "meta", "sm") and self.is_agg(lhs.type):
-                # The pipeline's own structs keep their identity (the switch holds them).
+            if (code in ("hdr", "meta", "sm") or (r is not None and id(r.decl) in self.by_ref)) \
+                    and self.is_agg(lhs.type):
+                # The pipeline's own structs keep their identity (the switch holds them);
+                # so does a caller's aggregate passed by reference (inline_block).
                 o.line(f"{code}.set({val})")
             else:
                 o.line(f"{code} = {val}")
@@ -225,12 +229,20 @@ class StmtLowerer(LowererBase):
     # ------------------------------------------------------------------ inlining
     def inline_body(self, body: A.Block, ictx: Ctx, bound: list[tuple[A.Param, A.Expr | None]],
                     caller: Ctx, ret: str | None = None,
-                    prologue: Callable[[], None] | None = None) -> None:
-        """Copy-in, body (return => break), copy-out (also on exit)."""
+                    prologue: Callable[[], None] | None = None, by_ref: bool = False) -> None:
+        """Copy-in, body (return => break), copy-out (also on exit). With `by_ref` (a
+        control's body, which sees nothing of its caller but its arguments), an inout
+        aggregate argument that no other argument overlaps is used in place: the result
+        is the same as copy-in/copy-out, without copying the structs twice per packet."""
         o = self.out
         copy_out: list[tuple[A.Expr, str, A.Param]] = []
         written = _written(body)
+        refs: list[int] = []
         for p, a in bound:
+            if by_ref and p.direction == "inout" and a is not None and _ref_ok(a, bound):
+                ictx.env[id(p)] = self.value(a, caller)
+                refs.append(id(p))
+                continue
             if p.direction in ("", "in"):
                 if a is None:
                     v = self.tmp("p_" + p.name)
@@ -259,6 +271,7 @@ class StmtLowerer(LowererBase):
                 ictx.env[id(p)] = v
                 if a is not None and not isinstance(a, A.DontCare):
                     copy_out.append((a, v, p))
+        self.by_ref.update(refs)
         if prologue is not None:
             prologue()
         needs_loop = _has_return(body)
@@ -285,6 +298,7 @@ class StmtLowerer(LowererBase):
         else:
             for a, v, _p in copy_out:
                 self.assign(a, v, caller)
+        self.by_ref.difference_update(refs)
 
     def copy_if_agg(self, code: str, e: A.Expr) -> str:
         if self.is_agg(e.type) and isinstance(e, A.NameRef | A.Member | A.Index):
@@ -359,4 +373,32 @@ class StmtLowerer(LowererBase):
                     bctx.pk = self.value(a, ctx)
             self.inline_body_custom(_ParserBody(d), bctx, bound, ctx, inst.args)
         else:
-            self.inline_body(d.body, bctx, bound, ctx, prologue=lambda: self.instantiate(d, bctx, inst.args))
+            self.inline_body(d.body, bctx, bound, ctx, prologue=lambda: self.instantiate(d, bctx, inst.args),
+                             by_ref=True)
+
+
+def _path_root(e: A.Expr) -> A.NameRef | None:
+    """The variable an lvalue `a.b.c` (struct members only) is rooted at, else None."""
+    while isinstance(e, A.Member):
+        if not isinstance(bt(e.expr.type), StructType):
+            return None
+        e = e.expr
+    return e if isinstance(e, A.NameRef) and e.ref is not None and e.ref.decl is not None else None
+
+
+def _ref_ok(a: A.Expr, bound: list[tuple[A.Param, A.Expr | None]]) -> bool:
+    """`a` (an inout argument) may be passed by reference: a header or struct lvalue
+    whose variable no other argument of the call mentions (no aliasing to observe)."""
+    if not isinstance(bt(a.type), StructType | HeaderType):
+        return False
+    r = _path_root(a)
+    if r is None:
+        return False
+    decl = r.ref.decl  # type: ignore[union-attr]
+    for _p, b in bound:
+        if b is None or b is a:
+            continue
+        for n in _walk(b):
+            if isinstance(n, A.NameRef) and n.ref is not None and n.ref.decl is decl:
+                return False
+    return True

@@ -27,6 +27,7 @@ then); the port stays busy for the packet's serialisation time (size * 8 / rate_
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -316,7 +317,7 @@ class TrafficManager:
     def _bind_serve(self, p: _Port) -> None:
         fc = self.flow_control
         if fc is None:
-            p.serve = lambda: self._serve(p)  # one callback per port, not one per packet
+            p.serve = functools.partial(self._serve, p)  # one callback per port, not per packet
         else:
             p.serve = lambda: fc.serve(p)
 
