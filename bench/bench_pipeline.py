@@ -56,8 +56,12 @@ def setup_switch(flow_control: str = "off") -> P4Switch:
 
         # Every packet in a lossless class: the flow-control path on every packet (its
         # ingress accounting, admission and service gating), never a PAUSE (no queue).
+        links = {p: (100e9, 1000, 1500) for p in range(1 + NHOPS + 1)}
+        # Credit mode: no peer grants credit here, so the egress ports carry none (as a
+        # port without a link peer); the ingress port's accounting and updates still run.
+        kw = {"no_credit_ports": set(range(1, NHOPS + 1))} if flow_control == "credit" else {}
         sw.enable_flow_control(FlowControl(mode=flow_control, lossless=frozenset({0})),
-                               links={p: (100e9, 1000, 1500) for p in range(1 + NHOPS + 1)})
+                               links=links, **kw)
     sw.table_add("MyIngress.ipv4_lpm", [Lpm(0x0A800000, 9)], "MyIngress.set_ecmp", [0, NHOPS])
     sw.table_add("MyIngress.ipv4_lpm", [Lpm(0x0A000000, 8)], "MyIngress.drop", [])
     for h in range(NHOPS):
