@@ -42,7 +42,7 @@ from emu.core.pfc import (
 )
 
 from .lossless import LinkInfo, LosslessControl
-from .traffic_manager import DequeueInfo, DropReason, EnqueueResult
+from .traffic_manager import DropReason, EnqueueResult
 
 if TYPE_CHECKING:
     from .traffic_manager import TrafficManager, _Port
@@ -229,23 +229,7 @@ class SwitchFlowControl(LosslessControl):
             st.deq_bytes += size
             if key >= 0:
                 self._release(key, size)
-            start = p.busy_until
-            if start < enq_ns:
-                start = enq_ns
-            if self._idle and p.port in self._idle:
-                self._idle.discard(p.port)
-                if start < now:
-                    start = now
-            if start < now - tm._max_catchup_ns:
-                start = now - tm._max_catchup_ns
-            p.busy_until = start + p.service_ns(size)
-            if budget == 0:
-                if p.pkts:
-                    self._schedule(p, p.busy_until if p.busy_until > now else now)
-                else:
-                    p.scheduled = False
-            tm._on_dequeue(p.port, pkt,
-                           _tuple_new(DequeueInfo, (ts, qdepth, now // 1000 - ts, p.pkts, prio)))
+            self._depart(p, pkt, size, enq_ns, ts, qdepth, prio, now, budget)
             if budget:
                 now = clock.now_ns()
 

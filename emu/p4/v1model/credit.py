@@ -32,7 +32,7 @@ from emu.core.credit import CreditPort
 from emu.core.pfc import NUM_PRIORITIES, FlowControl
 
 from .lossless import LosslessControl
-from .traffic_manager import DequeueInfo, DropReason, EnqueueResult
+from .traffic_manager import DropReason, EnqueueResult
 
 if TYPE_CHECKING:
     from .traffic_manager import TrafficManager, _Port
@@ -158,23 +158,7 @@ class SwitchCreditControl(LosslessControl):
                 cp.sent(prio, size)
             if key >= 0:
                 self.ports[key >> 3].freed(key & 7, size)
-            start = p.busy_until
-            if start < enq_ns:
-                start = enq_ns
-            if self._idle and p.port in self._idle:
-                self._idle.discard(p.port)
-                if start < now:
-                    start = now
-            if start < now - tm._max_catchup_ns:
-                start = now - tm._max_catchup_ns
-            p.busy_until = start + p.service_ns(size)
-            if budget == 0:
-                if p.pkts:
-                    self._schedule(p, p.busy_until if p.busy_until > now else now)
-                else:
-                    p.scheduled = False
-            tm._on_dequeue(p.port, pkt,
-                           _tuple_new(DequeueInfo, (ts, qdepth, now // 1000 - ts, p.pkts, prio)))
+            self._depart(p, pkt, size, enq_ns, ts, qdepth, prio, now, budget)
             if budget:
                 now = clock.now_ns()
 

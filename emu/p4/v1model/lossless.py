@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from emu.core.clock import TimerHandle
 from emu.core.pfc import NUM_PRIORITIES, FlowControl
 
-from .traffic_manager import EnqueueResult
+from .traffic_manager import DequeueInfo, EnqueueResult
 
 if TYPE_CHECKING:
     from collections import deque
@@ -75,6 +75,31 @@ class LosslessControl:
         if not p.scheduled:
             self._schedule(p, max(p.busy_until, now))
         return _tuple_new(EnqueueResult, (ts, qdepth, priority))  # type: ignore[no-any-return]
+
+    def _depart(self, p: _Port, pkt: object, size: int, enq_ns: int, ts: int, qdepth: int,
+                prio: int, now: int, budget: int) -> None:
+        """A packet leaves: the port stays busy for its serialisation (from when it was
+        queued, or now after flow control idled the transmitter, with no catch-up beyond
+        the traffic manager's bound), the next turn is scheduled when this was the last
+        of the turn's budget, and the packet goes to egress."""
+        tm = self.tm
+        start = p.busy_until
+        if start < enq_ns:
+            start = enq_ns
+        if self._idle and p.port in self._idle:
+            self._idle.discard(p.port)
+            if start < now:
+                start = now
+        if start < now - tm._max_catchup_ns:
+            start = now - tm._max_catchup_ns
+        p.busy_until = start + p.service_ns(size)
+        if budget == 0:
+            if p.pkts:
+                self._schedule(p, p.busy_until if p.busy_until > now else now)
+            else:
+                p.scheduled = False
+        tm._on_dequeue(p.port, pkt,
+                       _tuple_new(DequeueInfo, (ts, qdepth, now // 1000 - ts, p.pkts, prio)))
 
     def _drop(self, port: int, prio: int, reason: str) -> None:
         self.tm.drops.count(port, reason)
