@@ -27,7 +27,7 @@ from emu.core.credit import HALF, CreditPort, CreditSettings, blocks
 from emu.core.pfc import NUM_PRIORITIES
 from emu.core.port import FramePort
 
-from .pfc import frame_priority
+from .pfc import frame_priority, put_frame
 
 __all__ = ["HostCreditMac", "HostCreditParams"]
 
@@ -111,17 +111,7 @@ class HostCreditMac(FramePort):
         return self._put(frame)
 
     def _put(self, frame: bytes) -> bool:
-        now = self.clock.now_ns()
-        self.busy_until = max(now, self.busy_until) + \
-            int((len(frame) + 24) * 8e9 / self.params.rate_bps)
-        ok = self.lower.send(frame)
-        st = self.stats
-        if ok:
-            st.tx_frames += 1
-            st.tx_bytes += len(frame)
-        else:
-            st.tx_drops += 1
-        return ok
+        return put_frame(self, frame, self.params.rate_bps)
 
     def _on_credit(self, _prio: int) -> None:
         if self._flush_at is None:  # a pending turn checks the new credit itself

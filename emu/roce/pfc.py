@@ -23,10 +23,11 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from emu.core.clock import Clock, TimerHandle
 from emu.core.pfc import DEFAULT_QUANTA, NUM_PRIORITIES, PauseState, pfc_frame, quanta_ns
-from emu.core.port import FramePort
+from emu.core.port import FramePort, PortStats
 
 __all__ = ["HostMac", "HostPfcParams", "frame_priority", "host_pfc_params"]
 
@@ -75,6 +76,30 @@ def frame_priority(frame: bytes, dscp_priority: Mapping[int, int]) -> int:
     return 0
 
 
+class _TxMac(Protocol):
+    """What put_frame needs of a host MAC (HostMac, emu.roce.credit.HostCreditMac)."""
+
+    clock: Clock
+    lower: FramePort
+    busy_until: int
+    stats: PortStats
+
+
+def put_frame(mac: _TxMac, frame: bytes, rate_bps: float) -> bool:
+    """A host MAC puts `frame` on its lower port: the link is busy for its serialisation
+    (preamble, FCS and gap included) and the MAC's stats count what the wire took."""
+    now = mac.clock.now_ns()
+    mac.busy_until = max(now, mac.busy_until) + int((len(frame) + 24) * 8e9 / rate_bps)
+    ok = mac.lower.send(frame)
+    st = mac.stats
+    if ok:
+        st.tx_frames += 1
+        st.tx_bytes += len(frame)
+    else:
+        st.tx_drops += 1
+    return ok
+
+
 class HostMac(FramePort):
     def __init__(self, clock: Clock, lower: FramePort, params: HostPfcParams) -> None:
         super().__init__(lower.name)
@@ -116,17 +141,7 @@ class HostMac(FramePort):
         return self._put(frame)
 
     def _put(self, frame: bytes) -> bool:
-        now = self.clock.now_ns()
-        self.busy_until = max(now, self.busy_until) + \
-            int((len(frame) + 24) * 8e9 / self.params.rate_bps)
-        ok = self.lower.send(frame)
-        st = self.stats
-        if ok:
-            st.tx_frames += 1
-            st.tx_bytes += len(frame)
-        else:
-            st.tx_drops += 1
-        return ok
+        return put_frame(self, frame, self.params.rate_bps)
 
     def _arm(self) -> None:
         """Wake at the earliest pause expiry of a priority with frames held."""
