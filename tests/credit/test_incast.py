@@ -5,56 +5,15 @@ its leaf granted (the leaf's ingress buffers never overrun)."""
 
 from __future__ import annotations
 
-from emu.control import QosSettings
 from emu.core.credit import CreditSettings
 from emu.core.pfc import FlowControl
 from emu.p4.target.switch import V1ModelSwitch
 from emu.p4.v1model.traffic_manager import TrafficManager
-from emu.roce import wire
-from emu.roce.dcqcn import DcqcnParams
-from emu.roce.nic import Nic, NicParams
-from emu.roce.qp import QpParams
-from emu.sim.fabric import SimFabric
-from emu.topo.generators import clos_fabric
-from emu.topo.model import Defaults
 
-N = 16
-RATE = 10_000_000_000
-MSG = 48 * 1024
+from ..pfc.test_incast import N, run  # the same 16:1 incast harness
+
 CREDIT = FlowControl(mode="credit", lossless={3},
                      credit=CreditSettings(buffer_bytes=16 * 1024, update_blocks=24))
-
-
-def run(fc: FlowControl | None, *, rx_kw: dict | None = None):
-    fabric = clos_fabric(1, 1, N + 1, defaults=Defaults(rate_bps=RATE, delay_ns=1000,
-                                                        depth_pkts=64, mtu=1500))
-    sim = SimFabric(fabric, qos=QosSettings.lossless(8), flow_control=fc)
-    hosts = [h.name for h in fabric.hosts]
-    rx_host = fabric.host(hosts[-1])
-    macs = {h: sim.host_mac(h, **(rx_kw or {} if h == rx_host.name else {})) for h in hosts}
-    dc = DcqcnParams(enabled=False)
-
-    def nic(h: str) -> Nic:
-        hh = fabric.host(h)
-        return Nic(sim.clock, macs[h], NicParams(mac=hh.mac, ip=str(hh.ip), line_rate_bps=RATE,
-                                                 dcqcn=dc))
-
-    rx = nic(rx_host.name)
-    got, wrs, qps = [], [], []
-    for i, h in enumerate(hosts[:-1]):
-        hh = fabric.host(h)
-        tx = nic(h)
-        qa = tx.add_qp(QpParams(100 + i, wire.Path(hh.mac, hh.gateway_mac, str(hh.ip),
-                                                   str(rx_host.ip), 50000 + i, 200 + i),
-                                rto_ns=2_000_000))
-        qb = rx.add_qp(QpParams(200 + i, wire.Path(rx_host.mac, rx_host.gateway_mac,
-                                                   str(rx_host.ip), str(hh.ip), 51000 + i,
-                                                   100 + i), deliver="none"))
-        qb.responder.on_message = got.append
-        wrs.append(qa.post_send(bytes(MSG)))
-        qps.append(qa)
-    sim.run_until_idle(max_ns=2_000_000_000)
-    return sim, got, wrs, qps, macs, rx_host
 
 
 def test_credit_incast_is_lossless_without_any_pause_frame():
@@ -94,7 +53,7 @@ def test_credit_off_path_unchanged_without_flow_control():
 
 def test_slow_receiver_holds_its_leaf_back_by_credit():
     slow = {"rx_buffer_bytes": 16 * 1024, "rx_drain_bps": 2e9}
-    sim, got, wrs, qps, macs, rx_host = run(CREDIT, rx_kw=slow)
+    sim, got, wrs, qps, macs, rx_host = run(CREDIT, slow_rx=slow)
     rxm = macs[rx_host.name]
     leaf = sim.switches["leaf1"]
     leaf_end = leaf.flow_control.ports[rx_host.switch_port]
