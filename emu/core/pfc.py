@@ -251,7 +251,7 @@ class FlowControl:
             return {"xoff_bytes": t.xoff_bytes, "xon_bytes": t.xon_bytes,
                     "headroom": t.headroom}
 
-        w = self.watchdog
+        w, c = self.watchdog, self.credit
         return {"mode": self.mode, "lossless": sorted(self.lossless),
                 "thresholds": th(self.thresholds),
                 "ports": {str(p): th(t) for p, t in sorted(self.ports.items())},
@@ -259,6 +259,8 @@ class FlowControl:
                 "global_pause": self.global_pause,
                 "watchdog": {"enabled": w.enabled, "detection_ns": w.detection_ns,
                              "restoration_ns": w.restoration_ns, "action": w.action},
+                "credit": {"buffer_bytes": c.buffer_bytes, "update_blocks": c.update_blocks,
+                           "refresh_bytes": c.refresh_bytes},
                 "default_rate_bps": self.default_rate_bps, "reaction_ns": self.reaction_ns}
 
     @classmethod
@@ -278,6 +280,8 @@ class FlowControl:
                 kw["ports"] = {int(p): PfcThresholds(**t) for p, t in kw["ports"].items()}
             if "watchdog" in kw:
                 kw["watchdog"] = WatchdogSettings(**kw["watchdog"])
+            if "credit" in kw:
+                kw["credit"] = CreditSettings(**kw["credit"])
             return cls(**kw)
         except TypeError as exc:
             raise ValueError(f"bad flow-control settings: {exc}") from None

@@ -73,3 +73,23 @@ def test_fit_rule_modulo_4096():
 def test_credit_mode_is_enabled_and_pfc_stays_default_off():
     assert FlowControl(mode="credit").enabled
     assert not FlowControl().enabled
+
+
+def test_credit_settings_survive_the_daemon_config_round_trip():
+    """The run hands a switch its flow control as FlowControl.to_dict (the daemon's
+    --pfc-config file); credit settings other than the defaults used to be dropped
+    there, so a Mininet switch ran with the default 64 KiB buffer whatever was asked."""
+    fc = FlowControl(mode="credit", credit=CreditSettings(buffer_bytes=32 * 1024,
+                                                          update_blocks=8,
+                                                          refresh_bytes=4096))
+    assert FlowControl.from_dict(fc.to_dict()) == fc
+
+
+def test_bad_credit_settings_in_a_config_are_named():
+    d = FlowControl(mode="credit").to_dict()
+    d["credit"]["buffer_bytes"] = 100
+    with pytest.raises(ValueError, match="buffer_bytes"):
+        FlowControl.from_dict(d)
+    d["credit"] = {"bufer_bytes": 65536}
+    with pytest.raises(ValueError, match="bufer_bytes"):
+        FlowControl.from_dict(d)
