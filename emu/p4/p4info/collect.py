@@ -174,9 +174,12 @@ class _Collector(_GeneratorBase):
             ordered += [(loc.scope, loc.decl) for loc in locs if isinstance(loc.decl, A.ActionDecl) and loc.decl in used]
             for scope, a in ordered:
                 name = names.qualify(scope, a.name, a.annotations)
-                if name not in action_names and not _has(a.annotations, "hidden"):
+                if name not in action_names:
                     action_names.add(name)
-                    self.actions.append((name, a))
+                    # p4c gives a @hidden action an id (a table's action_refs name it)
+                    # but leaves it out of `actions`
+                    if not _has(a.annotations, "hidden"):
+                        self.actions.append((name, a))
                     self.symbol(P4IdPrefix.ACTION, name, a.annotations)
                 self.scan_digests(a.body)
             for body in bodies:

@@ -406,3 +406,22 @@ def test_top_level_extern_is_listed_without_prefix() -> None:
     assert shared.size == 16 and shared.type_spec.bitstring.bit.bitwidth == 32
     assert shared.preamble.id >> 24 == P4IdPrefix.REGISTER
     assert by_name(info.registers, "ingress.own").size == 4
+
+
+def test_table_referencing_a_hidden_action_refs_it_by_id_without_listing_it() -> None:
+    """p4c (p4c-bm2-ss) gives a @hidden action an id, names it in the table's
+    action_refs and leaves it out of `actions`; the generator used to stop with a
+    KeyError on such a program (tests/p4/frontend/programs/corner_cases.p4)."""
+    info = program('@name("a1") @hidden action a1(bit<8> v) { hdr.h.a = v; } action a2() { }'
+                   " table t2 { key = { hdr.h.a : exact; } actions = { a1; a2; } }",
+                   "t2.apply();")
+    (t2,) = info.tables
+    ids = [r.id for r in t2.action_refs]
+    listed = {a.preamble.id: a.preamble.name for a in info.actions}
+    assert [listed.get(i) for i in ids] == [None, "ingress.a2", "NoAction"]
+    assert prefix(ids[0]) == P4IdPrefix.ACTION and ids[0] not in listed
+
+
+def test_corner_cases_program_gets_diagnostics_not_a_traceback() -> None:
+    with pytest.raises(P4Error, match="value_set 'pairs'"):
+        p4info_of((PROGRAMS.parent.parent / "frontend" / "programs" / "corner_cases.p4").read_text())
