@@ -12,6 +12,11 @@ ETH_P_ARP = 0x0806
 ETH_P_8021Q = 0x8100  # a VLAN tag
 ETH_P_IPV6 = 0x86DD
 
+# What an Ethernet frame costs on the wire beyond the bytes the emulator carries:
+# preamble and SFD (8), FCS (4; frames here carry none) and the inter-frame gap (12).
+# NIC pacers, switch egress ports and links all serialise frame + this.
+WIRE_OVERHEAD_BYTES = 24
+
 # IP protocol numbers.
 IP_PROTO_TCP = 6
 IP_PROTO_UDP = 17

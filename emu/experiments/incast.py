@@ -80,6 +80,8 @@ class IncastRecord:
     queue_pkts: list[int] = field(default_factory=list)  # one per sample_ns
     start_ns: dict[int, float] = field(default_factory=dict)  # modelled, per flow
     end_ns: dict[int, float] = field(default_factory=dict)  # modelled completion per flow
+    frames: int = 0  # data frames delivered to the receiver
+    frame_bytes_delivered: int = 0  # their bytes, without the wire overhead
     drops: int = 0
     cnps: int = 0
     ecn_marks: int = 0
@@ -177,6 +179,8 @@ def run_incast(spec: IncastSpec) -> IncastRecord:
             if len(bins) <= w:
                 bins.extend([0] * (w + 1 - len(bins)))
             bins[w] += len(frame) + overhead
+            rec.frames += 1
+            rec.frame_bytes_delivered += len(frame)
         if deliver is not None:
             deliver(frame)
 

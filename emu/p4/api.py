@@ -45,11 +45,12 @@ class P4Switch:
     def __init__(self, program: CompiledProgram, clock: Clock | None = None, *,
                  drop_port: int = 511, seed: int = 0, queue_depth_pkts: int = 64,
                  priority_queues: int = 1, cpu_port: int | None = None,
-                 capture: bool = True) -> None:
+                 capture: bool = True, wire_overhead_bytes: int = 0) -> None:
         self.clock = clock if clock is not None else VirtualClock()
         self.sw = V1ModelSwitch(program, self.clock, drop_port=drop_port, seed=seed,
                                 queue_depth_pkts=queue_depth_pkts,
-                                priority_queues=priority_queues, cpu_port=cpu_port)
+                                priority_queues=priority_queues, cpu_port=cpu_port,
+                                wire_overhead_bytes=wire_overhead_bytes)
         self.program = program
         self._outputs: list[OutputPacket] = []
         if capture:

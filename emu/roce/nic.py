@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from emu.core.clock import Clock, TimerHandle
 from emu.core.port import FramePort
+from emu.core.wire import WIRE_OVERHEAD_BYTES
 from emu.roce import wire
 from emu.roce.dcqcn import DcqcnParams, NotificationPoint, ReactionPoint, scaled
 from emu.roce.metrics import DropCounter, LagHistogram
@@ -34,7 +35,7 @@ class NicParams:
     tx_batch: int = 64  # frames per scheduler turn before yielding to the clock
     tx_retry_ns: int = 50_000  # wait after the port refused a frame
     pacing_burst_ns: int = 0  # catch-up allowance for late timer wakeups (wire time)
-    wire_overhead_bytes: int = 24
+    wire_overhead_bytes: int = WIRE_OVERHEAD_BYTES
     min_rto_ns: int = 0  # floor of the (dilated) RTO in clock time
 
 

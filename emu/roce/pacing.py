@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from emu.core.units import Dilation as _Dilation
+from emu.core.wire import WIRE_OVERHEAD_BYTES
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,8 @@ class Pacer:
 
     __slots__ = ("rate_bps", "next_ns", "burst_ns", "overhead_bytes", "_ns_per_byte")
 
-    def __init__(self, rate_bps: float | None, burst_ns: int = 0, overhead_bytes: int = 24) -> None:
+    def __init__(self, rate_bps: float | None, burst_ns: int = 0,
+                 overhead_bytes: int = WIRE_OVERHEAD_BYTES) -> None:
         self.next_ns = 0
         self.burst_ns = burst_ns
         self.overhead_bytes = overhead_bytes  # preamble + SFD + FCS + inter-frame gap

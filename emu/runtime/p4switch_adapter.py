@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from emu.core.clock import Clock
+from emu.core.wire import WIRE_OVERHEAD_BYTES
 from emu.p4.tables import ActionProfile, Table
 from emu.p4.target.runtime import ValueSet
 from emu.p4.v1model.replication import PacketReplicationEngine
@@ -66,7 +67,8 @@ class P4SwitchDataplane:
         # cpu_port=None: every output goes through the output handler; the device
         # routes the CPU port's frames to PacketIn.
         self.switch = P4Switch(program, clock=clock, capture=False,
-                               priority_queues=priority_queues)
+                               priority_queues=priority_queues,
+                               wire_overhead_bytes=WIRE_OVERHEAD_BYTES)
         self.sw = self.switch.sw
         self.control = _Control(self.sw)
         self.drops = self.sw.drops

@@ -24,7 +24,7 @@ from emu.control import EcnSettings, FabricController, LbSettings, QosSettings
 from emu.control.inprocess import InProcessSwitchHandle
 from emu.core import MemLink, VirtualClock
 from emu.core.port import FramePort
-from emu.core.wire import ROCEV2_UDP_PORT
+from emu.core.wire import ROCEV2_UDP_PORT, WIRE_OVERHEAD_BYTES
 from emu.topo import Fabric, Host, Link
 
 from .frames import udp_frame
@@ -88,7 +88,7 @@ class SimFabric:
         self.switches: dict[str, Any] = {}
         for sw in fabric.switches:
             p4 = P4Switch(self.program, clock=self.clock, priority_queues=nq, capture=False,
-                          seed=sw.device_id)
+                          seed=sw.device_id, wire_overhead_bytes=WIRE_OVERHEAD_BYTES)
             for port in sw.ports:
                 p4.set_queue_depth(port.depth_pkts, port.number)
                 p4.set_queue_rate(port.number, rate_bps=port.rate_bps)
@@ -101,7 +101,7 @@ class SimFabric:
         self._ports: dict[tuple[str, int], FramePort] = {}
         for link in fabric.links:
             ml = MemLink(self.clock, rate_bps=link.rate_bps, delay_ns=link.delay_ns,
-                         names=(link.a.intf, link.b.intf))
+                         overhead_bytes=WIRE_OVERHEAD_BYTES, names=(link.a.intf, link.b.intf))
             self.links[link.index] = ml
             self._ports[(link.a.node, link.a.port)] = ml.a
             self._ports[(link.b.node, link.b.port)] = ml.b

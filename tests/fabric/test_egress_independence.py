@@ -11,12 +11,15 @@ from __future__ import annotations
 import pytest
 
 from emu.control import LbSettings
+from emu.core.wire import WIRE_OVERHEAD_BYTES
 from emu.sim.fabric import SimFabric
 from emu.topo import loads_topology
 
 from .helpers import received
 
-FRAME = 1000  # bytes: 80 ns at 100 Gb/s, 160 ns at 50, 200 ns at 40 (whole ns)
+# bytes; with the wire overhead (preamble, FCS, gap) 1050 on the wire: 84 ns at 100 Gb/s,
+# 168 ns at 50, 210 ns at 40 (whole ns)
+FRAME = 1050 - WIRE_OVERHEAD_BYTES
 DELAY = 1000  # ns on every link
 N = 12
 
@@ -46,7 +49,7 @@ links:
 
 
 def ser_ns(rate_bps: int) -> int:
-    return FRAME * 8 * 1_000_000_000 // rate_bps
+    return (FRAME + WIRE_OVERHEAD_BYTES) * 8 * 1_000_000_000 // rate_bps
 
 
 Burst = tuple[SimFabric, int, int, dict[int, tuple[int, int]], dict[int, int]]
@@ -69,7 +72,7 @@ def burst(slow: str) -> Burst:
         lambda pkt: leaf1.setdefault(psn(pkt.data), (sim.clock.now_ns(), pkt.port)))
     for s in ("spine1", "spine2", "spine3", "spine4"):
         sim.switches[s].on_output(lambda pkt: spine.setdefault(psn(pkt.data), sim.clock.now_ns()))
-    for i in range(N):  # the host link serialises them: one every 80 ns
+    for i in range(N):  # the host link serialises them: one every 84 ns
         assert sim.hosts["h1"].send_udp("h3", sport=50000, psn=i, size=FRAME)
     sim.run_until_idle()
     return sim, slow_port, slow_bps, leaf1, spine
@@ -97,12 +100,12 @@ def test_a_packet_slower_by_more_than_a_frame_time_is_overtaken() -> None:
     order = [p.psn for p in received(sim, "h3")]
     on_slow = [i for i in range(N - 1) if leaf1[i][1] == slow_port]
     assert on_slow
-    for i in on_slow:  # 200 ns on the slow uplink vs 80: the next one arrives first
+    for i in on_slow:  # 210 ns on the slow uplink vs 84: the next one arrives first
         assert order.index(i + 1) < order.index(i)
 
 
 def test_at_exactly_half_rate_the_slow_packet_ties_with_the_next_one() -> None:
-    # 160 ns on the slow uplink is one 80 ns frame time late, and the next packet
+    # 168 ns on the slow uplink is one 84 ns frame time late, and the next packet
     # left leaf1 exactly one frame time later: both reach leaf2 in the same ns, and
     # the earlier-scheduled arrival (the slow packet) is served first, so no reordering.
     sim, slow_port, _, leaf1, spine = burst("50Gbps")

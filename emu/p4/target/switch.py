@@ -79,7 +79,8 @@ class V1ModelSwitch:
 
     def __init__(self, program: CompiledProgram, clock: Clock | None = None, *,
                  drop_port: int = 511, seed: int = 0, queue_depth_pkts: int = 64,
-                 priority_queues: int = 1, cpu_port: int | None = None) -> None:
+                 priority_queues: int = 1, cpu_port: int | None = None,
+                 wire_overhead_bytes: int = 0) -> None:
         self.program = program
         self.clock = clock if clock is not None else VirtualClock()
         self.drop_port = drop_port
@@ -88,7 +89,8 @@ class V1ModelSwitch:
         self.pre = PacketReplicationEngine()
         self.drops = DropCounters()
         self.tm = TrafficManager(self.clock, self._on_dequeue, default_depth_pkts=queue_depth_pkts,
-                                 default_priority_queues=priority_queues, drops=self.drops)
+                                 default_priority_queues=priority_queues, drops=self.drops,
+                                 wire_overhead_bytes=wire_overhead_bytes)
         self.tables: dict[str, Table] = {}
         self.registers: dict[str, RegisterArray] = {}
         self.counters: dict[str, CounterArray] = {}

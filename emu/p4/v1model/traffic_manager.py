@@ -21,8 +21,8 @@ one transmitter: its rate (bits or packets per second) is shared, and strict pri
 the next packet whenever the transmitter frees up. With one queue per port the two agree.
 
 Service model: `on_dequeue` runs when a packet starts transmission (the egress pipeline runs
-then); the port stays busy for the packet's serialisation time (size * 8 / rate_bps, or
-1 / rate_pps) before the next dequeue. Rate changes apply from the next packet on.
+then); the port stays busy for the packet's serialisation time ((size + wire overhead) * 8 /
+rate_bps, or 1 / rate_pps) before the next dequeue. Rate changes apply from the next packet on.
 """
 
 from __future__ import annotations
@@ -134,11 +134,13 @@ class _Port:
     __slots__ = (
         "port", "queues", "depths", "qbytes", "rate_bps", "rate_pps", "pkts", "bytes",
         "busy_until", "scheduled", "due", "carry", "stats", "serve", "unlimited", "direct", "nq",
+        "overhead",
     )
 
     def __init__(self, port: int, nq: int, depth: int,
-                 rate_bps: int | None, rate_pps: int | None) -> None:
+                 rate_bps: int | None, rate_pps: int | None, overhead: int = 0) -> None:
         self.port = port
+        self.overhead = overhead  # bytes a frame costs on the wire beyond its own
         # queues[p] holds (pkt, size_bytes, enq_timestamp_us, enq_qdepth, enq_ns) for priority p.
         self.queues: list[deque[tuple[object, int, int, int, int]]] = [deque() for _ in range(nq)]
         self.depths = [depth] * nq
@@ -160,7 +162,7 @@ class _Port:
 
     def service_ns(self, size_bytes: int) -> int:
         if self.rate_bps is not None:
-            num = size_bytes * 8 * _NS_PER_S + self.carry
+            num = (size_bytes + self.overhead) * 8 * _NS_PER_S + self.carry
             ns, self.carry = divmod(num, self.rate_bps)
             return ns
         if self.rate_pps is not None:
@@ -196,8 +198,12 @@ class TrafficManager:
         drops: DropCounters | None = None,
         max_catchup_ns: int = 1_000_000,
         immediate: bool = True,
+        wire_overhead_bytes: int = 0,
     ) -> None:
         self._clock = clock
+        # A bit-rate port serialises frame + this (preamble, FCS, gap: emu.core.wire);
+        # 0, the library default, times the frame bytes alone, as BMv2's queues do.
+        self._overhead = wire_overhead_bytes
         # On a real clock the service timer fires late; a backlogged port then starts
         # its next packet at the scheduled time, not at the late wake-up, so the
         # configured rate holds. Catch-up is bounded so a long stall is not followed
@@ -309,7 +315,7 @@ class TrafficManager:
 
     def _new_port(self, port: int, nq: int, depth: int,
                   rate_bps: int | None, rate_pps: int | None) -> _Port:
-        p = _Port(port, nq, depth, rate_bps, rate_pps)
+        p = _Port(port, nq, depth, rate_bps, rate_pps, self._overhead)
         self._bind_serve(p)
         self._set_direct(p)
         return p

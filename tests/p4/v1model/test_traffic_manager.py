@@ -327,3 +327,14 @@ def test_ports_serialise_independently_of_each_other() -> None:
     both = departures((1, 2))
     assert both[1] == departures((1,))[1] == [i * MS for i in range(6)]
     assert both[2] == departures((2,))[2] == [i * 2 * MS for i in range(6)]
+
+
+def test_wire_overhead_is_serialised_with_each_frame() -> None:
+    """A port of the fabric serialises frame + preamble, FCS and gap (24 B) as the
+    hosts' NIC pacers count them; the library default (0) times the frame alone."""
+    clock, sink, tm = make(wire_overhead_bytes=24)
+    tm.configure_port(1, rate_bps=8_000_000)
+    for i in range(3):
+        tm.enqueue(1, i, 976)
+    clock.run_until_idle()
+    assert sink.times() == [0, MS, 2 * MS]
