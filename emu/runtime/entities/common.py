@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,15 +11,15 @@ from p4.v1 import p4runtime_pb2
 from emu.p4.tables import Table, TableEntry
 
 from ..digests import DigestManager
-from ..errors import invalid, out_of_range
+from ..errors import invalid, not_found, out_of_range
 from ..pipeline import Pipeline
 from ..translate import TableInfo
 
 U = p4runtime_pb2.Update
 Entity = p4runtime_pb2.Entity
 
-__all__ = ["Entity", "EntityContext", "Reader", "U", "Writer", "entry_of", "index_in",
-           "table_of"]
+__all__ = ["Entity", "EntityContext", "Reader", "U", "Writer", "array_to_modify", "cells_of",
+           "cells_read", "entry_of", "index_in", "table_of"]
 
 
 @dataclass(frozen=True)
@@ -56,3 +56,36 @@ def index_in(i: int, size: int, name: str) -> int:
     if i >= size:
         raise out_of_range(f"{name}: index {i} out of range 0..{size - 1}")
     return i
+
+
+# Indexed externs (counters, meters, registers): `infos` is the P4Info index of the kind,
+# `array(name)` the engine's array of that name.
+
+def array_to_modify(typ: int, kind: str, infos: Mapping[int, Any], array_id: int,
+                    array: Callable[[str], Any]) -> tuple[Any, Any]:
+    """(P4Info object, engine array) a write addresses; MODIFY is the only write there is."""
+    if typ != U.MODIFY:
+        raise invalid(f"{kind} entries can only be MODIFYed")
+    info = infos.get(array_id)
+    if info is None:
+        raise not_found(f"{kind} id {array_id} not in P4Info")
+    return info, array(info.preamble.name)
+
+
+def cells_of(query: Any, arr: Any, name: str) -> Sequence[int]:
+    """The cells an entity names: its index, or every cell when it has none."""
+    if query.HasField("index"):
+        return [index_in(query.index.index, arr.size, name)]
+    return range(arr.size)
+
+
+def cells_read(kind: str, infos: Mapping[int, Any], array_id: int,
+               array: Callable[[str], Any], query: Any) -> list[tuple[Any, Any, int]]:
+    """(P4Info object, engine array, index) of each cell a read names (id 0: every array)."""
+    if array_id and array_id not in infos:
+        raise not_found(f"{kind} id {array_id} not in P4Info")
+    out = []
+    for info in [infos[array_id]] if array_id else infos.values():
+        arr = array(info.preamble.name)
+        out += [(info, arr, i) for i in cells_of(query, arr, info.preamble.name)]
+    return out

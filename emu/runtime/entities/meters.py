@@ -9,8 +9,8 @@ from p4.v1 import p4runtime_pb2
 
 from emu.p4.v1model.stateful import MeterRates
 
-from ..errors import invalid, not_found
-from .common import Entity, EntityContext, U, entry_of, index_in
+from ..errors import invalid
+from .common import Entity, EntityContext, U, array_to_modify, cells_read, entry_of, index_in
 
 
 def meter_from_proto(msg: Any) -> MeterRates:
@@ -32,13 +32,8 @@ def meter_to_proto(rates: object, out: p4runtime_pb2.MeterConfig) -> None:
 
 
 def write(ctx: EntityContext, typ: int, m: p4runtime_pb2.MeterEntry) -> None:
-    if typ != U.MODIFY:
-        raise invalid("meter entries can only be MODIFYed")
     pipe = ctx.pipe
-    info = pipe.index.meters.get(m.meter_id)
-    if info is None:
-        raise not_found(f"meter id {m.meter_id} not in P4Info")
-    arr = pipe.control.meter(info.preamble.name)
+    info, arr = array_to_modify(typ, "meter", pipe.index.meters, m.meter_id, pipe.control.meter)
     index = (index_in(m.index.index, arr.size, info.preamble.name)
              if m.HasField("index") else None)
     if m.HasField("config"):
@@ -49,22 +44,16 @@ def write(ctx: EntityContext, typ: int, m: p4runtime_pb2.MeterEntry) -> None:
 
 
 def read(ctx: EntityContext, m: p4runtime_pb2.MeterEntry) -> list[Entity]:
-    idx, control = ctx.pipe.index, ctx.pipe.control
-    if m.meter_id and m.meter_id not in idx.meters:
-        raise not_found(f"meter id {m.meter_id} not in P4Info")
     out = []
-    for info in [idx.meters[m.meter_id]] if m.meter_id else idx.meters.values():
-        marr = control.meter(info.preamble.name)
-        cells = ([index_in(m.index.index, marr.size, info.preamble.name)]
-                 if m.HasField("index") else range(marr.size))
-        for i in cells:
-            r = Entity()
-            r.meter_entry.meter_id = info.preamble.id
-            r.meter_entry.index.index = i
-            rates = marr.get_rates(i)
-            if rates is not None:
-                meter_to_proto(rates, r.meter_entry.config)
-            out.append(r)
+    for info, marr, i in cells_read("meter", ctx.pipe.index.meters, m.meter_id,
+                                    ctx.pipe.control.meter, m):
+        r = Entity()
+        r.meter_entry.meter_id = info.preamble.id
+        r.meter_entry.index.index = i
+        rates = marr.get_rates(i)
+        if rates is not None:
+            meter_to_proto(rates, r.meter_entry.config)
+        out.append(r)
     return out
 
 
