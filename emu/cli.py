@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from emu import __version__
-from emu.core.cmdline import register_groups
+from emu.core.cmdline import command_parser
 from emu.topo.errors import TopologyError
 
 COMMAND_GROUPS: list[tuple[str, str]] = [
@@ -29,12 +29,9 @@ COMMAND_GROUPS: list[tuple[str, str]] = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="emu", description="Packet-level emulator of RoCEv2 fabrics with P4 switches."
-    )
+    parser = command_parser("emu", "Packet-level emulator of RoCEv2 fabrics with P4 switches.",
+                            "GROUP", COMMAND_GROUPS)
     parser.add_argument("--version", action="version", version=f"emu {__version__}")
-    sub = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
-    register_groups(sub, COMMAND_GROUPS)
     return parser
 
 

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from emu.core.cmdline import register_groups
+from emu.core.cmdline import command_parser
 from emu.p4.frontend.diagnostics import P4Error
 
 COMMANDS: list[tuple[str, str]] = [
@@ -179,12 +179,9 @@ def cmd_stf(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m emu.p4", description="Embedded v1model P4 target: compile, check, STF tests."
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    register_groups(sub, COMMANDS)
-    return parser
+    return command_parser("python -m emu.p4",
+                          "Embedded v1model P4 target: compile, check, STF tests.", "COMMAND",
+                          COMMANDS)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
