@@ -26,32 +26,23 @@ from emu.core.credit import HALF, CreditPort, CreditSettings, blocks
 from emu.core.pfc import NUM_PRIORITIES
 from emu.core.port import FramePort
 
-from .pfc import HostMacBase, frame_priority
+from .pfc import HostMacBase, HostMacParams, frame_priority
 
 __all__ = ["HostCreditMac", "HostCreditParams"]
 
 
 @dataclass(frozen=True)
-class HostCreditParams:
-    """Settings of a host MAC in credit mode. Rates are those of the wire it drives."""
+class HostCreditParams(HostMacParams):
+    """Settings of a host MAC in credit mode."""
 
-    mac: str
-    rate_bps: float
-    dscp_priority: Mapping[int, int]
-    lossless: frozenset[int] = frozenset({3})
     credit: CreditSettings = field(default_factory=CreditSettings)
-    hold_frames: int = 256
-    rx_buffer_bytes: int | None = None  # None: frames handled at once
-    rx_drain_bps: float = 10e9
 
     def __post_init__(self) -> None:
         if self.rate_bps <= 0:
             raise ValueError("rate_bps must be positive")
-        if self.rx_buffer_bytes is not None:
-            if self.rx_drain_bps <= 0:
-                raise ValueError("rx_drain_bps must be positive")
-            if self.rx_buffer_bytes < 3072:
-                raise ValueError("rx_buffer_bytes must hold two maximum frames (3072)")
+        super().__post_init__()
+        if self.rx_buffer_bytes is not None and self.rx_buffer_bytes < 3072:
+            raise ValueError("rx_buffer_bytes must hold two maximum frames (3072)")
 
 
 def host_credit_params(d: Mapping[str, object], mac: str, rate_bps: float

@@ -33,27 +33,37 @@ __all__ = ["HostMac", "HostPfcParams", "frame_priority", "host_pfc_params"]
 
 
 @dataclass(frozen=True)
-class HostPfcParams:
-    """Settings of a host MAC. Rates are those of the wire this process drives."""
+class HostMacParams:
+    """Settings both host MACs (PFC and credit) have. Rates are those of the wire this
+    process drives."""
 
     mac: str
     rate_bps: float
     dscp_priority: Mapping[int, int]
     lossless: frozenset[int] = frozenset({3})
-    global_pause: str = "honour"
     hold_frames: int = 256
     rx_buffer_bytes: int | None = None  # None: no receive buffer (frames handled at once)
     rx_drain_bps: float = 10e9
+
+    def __post_init__(self) -> None:
+        if self.rx_buffer_bytes is not None and self.rx_drain_bps <= 0:
+            raise ValueError("rx_drain_bps must be positive")
+
+
+@dataclass(frozen=True)
+class HostPfcParams(HostMacParams):
+    """Settings of a host MAC with PFC."""
+
+    global_pause: str = "honour"
     rx_xoff_bytes: int = 20_000
     rx_xon_bytes: int = 10_000
     pause_quanta: int = DEFAULT_QUANTA
 
     def __post_init__(self) -> None:
-        if self.rx_buffer_bytes is not None:
-            if self.rx_drain_bps <= 0:
-                raise ValueError("rx_drain_bps must be positive")
-            if not 0 <= self.rx_xon_bytes <= self.rx_xoff_bytes <= self.rx_buffer_bytes:
-                raise ValueError("need 0 <= rx_xon <= rx_xoff <= rx_buffer bytes")
+        super().__post_init__()
+        if self.rx_buffer_bytes is not None and \
+                not 0 <= self.rx_xon_bytes <= self.rx_xoff_bytes <= self.rx_buffer_bytes:
+            raise ValueError("need 0 <= rx_xon <= rx_xoff <= rx_buffer bytes")
 
 
 def host_pfc_params(d: Mapping[str, object], mac: str, rate_bps: float) -> HostPfcParams:
@@ -100,23 +110,12 @@ def put_frame(mac: _TxMac, frame: bytes, rate_bps: float) -> bool:
     return ok
 
 
-class _MacParams(Protocol):
-    """The settings both host MACs read (HostPfcParams, HostCreditParams)."""
-
-    @property
-    def rate_bps(self) -> float: ...
-    @property
-    def hold_frames(self) -> int: ...
-    @property
-    def rx_drain_bps(self) -> float: ...
-
-
 class HostMacBase(FramePort):
     """What the PFC and the credit host MAC share: per-priority queues of held frames
     sent one at a time at the link rate, and the receive buffer drained at
     `rx_drain_bps`. A subclass says when a frame may leave and what draining frees."""
 
-    params: _MacParams
+    params: HostMacParams
 
     def __init__(self, clock: Clock, lower: FramePort) -> None:
         super().__init__(lower.name)
