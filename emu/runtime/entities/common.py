@@ -19,7 +19,7 @@ U = p4runtime_pb2.Update
 Entity = p4runtime_pb2.Entity
 
 __all__ = ["Entity", "EntityContext", "Reader", "U", "Writer", "array_to_modify", "cells_of",
-           "cells_read", "entry_of", "index_in", "table_of"]
+           "read_cells", "entry_of", "index_in", "table_of"]
 
 
 @dataclass(frozen=True)
@@ -79,13 +79,21 @@ def cells_of(query: Any, arr: Any, name: str) -> Sequence[int]:
     return range(arr.size)
 
 
-def cells_read(kind: str, infos: Mapping[int, Any], array_id: int,
-               array: Callable[[str], Any], query: Any) -> list[tuple[Any, Any, int]]:
-    """(P4Info object, engine array, index) of each cell a read names (id 0: every array)."""
+def read_cells(kind: str, infos: Mapping[int, Any], array_id: int,
+               array: Callable[[str], Any], query: Any,
+               fill: Callable[[Any, Any, int], None]) -> list[p4runtime_pb2.Entity]:
+    """One `<kind>_entry` entity per cell a read names (id 0: every array); `fill(entry,
+    engine array, index)` writes the cell's data into each."""
     if array_id and array_id not in infos:
         raise not_found(f"{kind} id {array_id} not in P4Info")
     out = []
     for info in [infos[array_id]] if array_id else infos.values():
         arr = array(info.preamble.name)
-        out += [(info, arr, i) for i in cells_of(query, arr, info.preamble.name)]
+        for i in cells_of(query, arr, info.preamble.name):
+            r = Entity()
+            entry = getattr(r, f"{kind}_entry")
+            setattr(entry, f"{kind}_id", info.preamble.id)
+            entry.index.index = i
+            fill(entry, arr, i)
+            out.append(r)
     return out

@@ -3,10 +3,12 @@ index); reads return them (id 0 = every counter, index unset = every cell)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from p4.v1 import p4runtime_pb2
 
 from ..errors import invalid
-from .common import Entity, EntityContext, U, array_to_modify, cells_of, cells_read, entry_of
+from .common import Entity, EntityContext, U, array_to_modify, cells_of, entry_of, read_cells
 
 
 def write(ctx: EntityContext, typ: int, c: p4runtime_pb2.CounterEntry) -> None:
@@ -19,17 +21,11 @@ def write(ctx: EntityContext, typ: int, c: p4runtime_pb2.CounterEntry) -> None:
 
 
 def read(ctx: EntityContext, c: p4runtime_pb2.CounterEntry) -> list[Entity]:
-    out = []
-    for info, arr, i in cells_read("counter", ctx.pipe.index.counters, c.counter_id,
-                                   ctx.pipe.control.counter, c):
-        pk, by = arr.read(i)
-        r = Entity()
-        r.counter_entry.counter_id = info.preamble.id
-        r.counter_entry.index.index = i
-        r.counter_entry.data.packet_count = pk
-        r.counter_entry.data.byte_count = by
-        out.append(r)
-    return out
+    def fill(entry: p4runtime_pb2.CounterEntry, arr: Any, i: int) -> None:
+        entry.data.packet_count, entry.data.byte_count = arr.read(i)
+
+    return read_cells("counter", ctx.pipe.index.counters, c.counter_id,
+                      ctx.pipe.control.counter, c, fill)
 
 
 def write_direct(ctx: EntityContext, typ: int, d: p4runtime_pb2.DirectCounterEntry) -> None:

@@ -10,7 +10,7 @@ from p4.v1 import p4runtime_pb2
 from emu.p4.v1model.stateful import MeterRates
 
 from ..errors import invalid
-from .common import Entity, EntityContext, U, array_to_modify, cells_read, entry_of, index_in
+from .common import Entity, EntityContext, U, array_to_modify, entry_of, index_in, read_cells
 
 
 def meter_from_proto(msg: Any) -> MeterRates:
@@ -44,17 +44,13 @@ def write(ctx: EntityContext, typ: int, m: p4runtime_pb2.MeterEntry) -> None:
 
 
 def read(ctx: EntityContext, m: p4runtime_pb2.MeterEntry) -> list[Entity]:
-    out = []
-    for info, marr, i in cells_read("meter", ctx.pipe.index.meters, m.meter_id,
-                                    ctx.pipe.control.meter, m):
-        r = Entity()
-        r.meter_entry.meter_id = info.preamble.id
-        r.meter_entry.index.index = i
+    def fill(entry: p4runtime_pb2.MeterEntry, marr: Any, i: int) -> None:
         rates = marr.get_rates(i)
         if rates is not None:
-            meter_to_proto(rates, r.meter_entry.config)
-        out.append(r)
-    return out
+            meter_to_proto(rates, entry.config)
+
+    return read_cells("meter", ctx.pipe.index.meters, m.meter_id, ctx.pipe.control.meter, m,
+                      fill)
 
 
 def write_direct(ctx: EntityContext, typ: int, d: p4runtime_pb2.DirectMeterEntry) -> None:

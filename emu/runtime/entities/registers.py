@@ -3,11 +3,13 @@ cannot write registers, this server can."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from p4.v1 import p4runtime_pb2
 
 from ..errors import invalid
 from ..translate import decode_uint, encode_uint
-from .common import Entity, EntityContext, array_to_modify, cells_of, cells_read
+from .common import Entity, EntityContext, array_to_modify, cells_of, read_cells
 
 
 def write(ctx: EntityContext, typ: int, r: p4runtime_pb2.RegisterEntry) -> None:
@@ -22,12 +24,8 @@ def write(ctx: EntityContext, typ: int, r: p4runtime_pb2.RegisterEntry) -> None:
 
 
 def read(ctx: EntityContext, reg: p4runtime_pb2.RegisterEntry) -> list[Entity]:
-    out = []
-    for info, rarr, i in cells_read("register", ctx.pipe.index.registers, reg.register_id,
-                                    ctx.pipe.control.register, reg):
-        r = Entity()
-        r.register_entry.register_id = info.preamble.id
-        r.register_entry.index.index = i
-        r.register_entry.data.bitstring = encode_uint(rarr.get(i))
-        out.append(r)
-    return out
+    def fill(entry: p4runtime_pb2.RegisterEntry, rarr: Any, i: int) -> None:
+        entry.data.bitstring = encode_uint(rarr.get(i))
+
+    return read_cells("register", ctx.pipe.index.registers, reg.register_id,
+                      ctx.pipe.control.register, reg, fill)
