@@ -18,7 +18,7 @@ from ..translate import TableInfo
 U = p4runtime_pb2.Update
 Entity = p4runtime_pb2.Entity
 
-__all__ = ["Entity", "EntityContext", "Reader", "U", "Writer", "array_to_modify", "cells_of",
+__all__ = ["Entity", "EntityContext", "Reader", "U", "Writer", "array_to_modify", "cells_of", "direct_entry", "modify_only",
            "read_cells", "entry_of", "index_in", "table_of"]
 
 
@@ -49,6 +49,21 @@ def entry_of(pipe: Pipeline, te: p4runtime_pb2.TableEntry) -> tuple[TableInfo, T
     return ti, table.get(match, te.priority, strict=True)
 
 
+def direct_entry(pipe: Pipeline, te: p4runtime_pb2.TableEntry, kind: str
+                 ) -> tuple[TableInfo, TableEntry]:
+    """The entry a direct counter or meter (`kind`) entity names; its table must have one."""
+    ti, e = entry_of(pipe, te)
+    if not getattr(ti, f"direct_{kind}_id"):
+        raise invalid(f"{ti.name}: table has no direct {kind}")
+    return ti, e
+
+
+def modify_only(typ: int, kind: str) -> None:
+    """Counters, meters and registers (direct or not) exist already: only MODIFY writes."""
+    if typ != U.MODIFY:
+        raise invalid(f"{kind} entries can only be MODIFYed")
+
+
 def index_in(i: int, size: int, name: str) -> int:
     # Spec: an index beyond the array is OUT_OF_RANGE; a negative one is malformed.
     if i < 0:
@@ -63,9 +78,8 @@ def index_in(i: int, size: int, name: str) -> int:
 
 def array_to_modify(typ: int, kind: str, infos: Mapping[int, Any], array_id: int,
                     array: Callable[[str], Any]) -> tuple[Any, Any]:
-    """(P4Info object, engine array) a write addresses; MODIFY is the only write there is."""
-    if typ != U.MODIFY:
-        raise invalid(f"{kind} entries can only be MODIFYed")
+    """(P4Info object, engine array) a write addresses."""
+    modify_only(typ, kind)
     info = infos.get(array_id)
     if info is None:
         raise not_found(f"{kind} id {array_id} not in P4Info")

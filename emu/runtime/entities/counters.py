@@ -8,7 +8,16 @@ from typing import Any
 from p4.v1 import p4runtime_pb2
 
 from ..errors import invalid
-from .common import Entity, EntityContext, U, array_to_modify, cells_of, entry_of, read_cells
+from .common import (
+    Entity,
+    EntityContext,
+    array_to_modify,
+    cells_of,
+    direct_entry,
+    entry_of,
+    modify_only,
+    read_cells,
+)
 
 
 def write(ctx: EntityContext, typ: int, c: p4runtime_pb2.CounterEntry) -> None:
@@ -29,11 +38,8 @@ def read(ctx: EntityContext, c: p4runtime_pb2.CounterEntry) -> list[Entity]:
 
 
 def write_direct(ctx: EntityContext, typ: int, d: p4runtime_pb2.DirectCounterEntry) -> None:
-    if typ != U.MODIFY:
-        raise invalid("direct counter entries can only be MODIFYed")
-    ti, e = entry_of(ctx.pipe, d.table_entry)
-    if not ti.direct_counter_id:
-        raise invalid(f"{ti.name}: table has no direct counter")
+    modify_only(typ, "direct counter")
+    _ti, e = direct_entry(ctx.pipe, d.table_entry, "counter")
     e.counter.packets, e.counter.bytes = d.data.packet_count, d.data.byte_count
 
 

@@ -10,7 +10,15 @@ from p4.v1 import p4runtime_pb2
 from emu.p4.v1model.stateful import MeterRates
 
 from ..errors import invalid
-from .common import Entity, EntityContext, U, array_to_modify, entry_of, index_in, read_cells
+from .common import (
+    Entity,
+    EntityContext,
+    array_to_modify,
+    direct_entry,
+    index_in,
+    modify_only,
+    read_cells,
+)
 
 
 def meter_from_proto(msg: Any) -> MeterRates:
@@ -54,19 +62,14 @@ def read(ctx: EntityContext, m: p4runtime_pb2.MeterEntry) -> list[Entity]:
 
 
 def write_direct(ctx: EntityContext, typ: int, d: p4runtime_pb2.DirectMeterEntry) -> None:
-    if typ != U.MODIFY:
-        raise invalid("direct meter entries can only be MODIFYed")
-    ti, e = entry_of(ctx.pipe, d.table_entry)
-    if not ti.direct_meter_id:
-        raise invalid(f"{ti.name}: table has no direct meter")
+    modify_only(typ, "direct meter")
+    _ti, e = direct_entry(ctx.pipe, d.table_entry, "meter")
     e.meter_config = meter_from_proto(d) if d.HasField("config") else None
     e.meter_state = None
 
 
 def read_direct(ctx: EntityContext, d: p4runtime_pb2.DirectMeterEntry) -> list[Entity]:
-    ti, e = entry_of(ctx.pipe, d.table_entry)
-    if not ti.direct_meter_id:
-        raise invalid(f"{ti.name}: table has no direct meter")
+    ti, e = direct_entry(ctx.pipe, d.table_entry, "meter")
     r = Entity()
     ctx.pipe.index.entry_to_proto(ti, e, r.direct_meter_entry.table_entry)
     r.direct_meter_entry.table_entry.ClearField("action")
