@@ -19,24 +19,52 @@ from emu.p4.v1model.traffic_manager import DropCounters
 from .dataplane import DigestFn, OutputFn
 from .translate import P4InfoIndex
 
-__all__ = ["InfoControlPlane", "NullDataplane"]
+__all__ = ["InfoControlPlane", "NamedControlPlane", "NullDataplane"]
 
 
-class InfoControlPlane:
+class NamedControlPlane:
+    """A ControlPlane (dataplane.py) over dicts of the program's objects by name."""
+
+    def __init__(self, pre: PacketReplicationEngine, tables: dict[str, Table],
+                 profiles: dict[str, ActionProfile], counters: dict[str, CounterArray],
+                 meters: dict[str, MeterArray], registers: dict[str, RegisterArray],
+                 value_sets: dict[str, ValueSet]) -> None:
+        self.pre = pre
+        self.tables = tables
+        self.profiles = profiles
+        self.counters = counters
+        self.meters = meters
+        self.registers = registers
+        self.value_sets = value_sets
+
+    def table(self, name: str) -> Table:
+        return self.tables[name]
+
+    def action_profile(self, name: str) -> ActionProfile:
+        return self.profiles[name]
+
+    def counter(self, name: str) -> CounterArray:
+        return self.counters[name]
+
+    def meter(self, name: str) -> MeterArray:
+        return self.meters[name]
+
+    def register(self, name: str) -> RegisterArray:
+        return self.registers[name]
+
+    def value_set(self, name: str) -> ValueSet:
+        return self.value_sets[name]
+
+
+class InfoControlPlane(NamedControlPlane):
     """Control-plane objects built from a P4Info alone (no program needed)."""
 
     def __init__(self, index: P4InfoIndex, clock: Clock) -> None:
-        self.index = index
-        self.pre = PacketReplicationEngine()
-        self.profiles: dict[str, ActionProfile] = {}
-        self.tables: dict[str, Table] = {}
-        self.counters: dict[str, CounterArray] = {}
-        self.meters: dict[str, MeterArray] = {}
-        self.registers: dict[str, RegisterArray] = {}
-        self.value_sets: dict[str, ValueSet] = {
+        super().__init__(PacketReplicationEngine(), {}, {}, {}, {}, {}, {
             vs.preamble.name: ValueSet(vs.preamble.name, max(1, vs.size),
                                        tuple(m.bitwidth for m in vs.match))
-            for vs in index.value_sets.values()}
+            for vs in index.value_sets.values()})
+        self.index = index
         actions_of_profile: dict[int, list[Any]] = {}
         for ti in index.tables.values():
             if ti.profile_id:
@@ -86,24 +114,6 @@ class InfoControlPlane:
             width = r.type_spec.bitstring.bit.bitwidth or r.type_spec.bitstring.int.bitwidth
             self.registers[r.preamble.name] = RegisterArray(r.preamble.name, max(1, r.size),
                                                             max(1, width))
-
-    def table(self, name: str) -> Table:
-        return self.tables[name]
-
-    def action_profile(self, name: str) -> ActionProfile:
-        return self.profiles[name]
-
-    def counter(self, name: str) -> CounterArray:
-        return self.counters[name]
-
-    def meter(self, name: str) -> MeterArray:
-        return self.meters[name]
-
-    def register(self, name: str) -> RegisterArray:
-        return self.registers[name]
-
-    def value_set(self, name: str) -> ValueSet:
-        return self.value_sets[name]
 
 
 class NullDataplane:
