@@ -23,48 +23,47 @@ __all__ = ["InfoControlPlane", "NamedControlPlane", "NullDataplane"]
 
 
 class NamedControlPlane:
-    """A ControlPlane (dataplane.py) over dicts of the program's objects by name."""
+    """A ControlPlane (dataplane.py) over the dicts by name `tables`, `action_profiles`,
+    `counters`, `meters`, `registers` and `value_sets` of `self.objects`."""
 
-    def __init__(self, pre: PacketReplicationEngine, tables: dict[str, Table],
-                 profiles: dict[str, ActionProfile], counters: dict[str, CounterArray],
-                 meters: dict[str, MeterArray], registers: dict[str, RegisterArray],
-                 value_sets: dict[str, ValueSet]) -> None:
-        self.pre = pre
-        self.tables = tables
-        self.profiles = profiles
-        self.counters = counters
-        self.meters = meters
-        self.registers = registers
-        self.value_sets = value_sets
+    pre: PacketReplicationEngine
+    objects: Any
 
     def table(self, name: str) -> Table:
-        return self.tables[name]
+        return self.objects.tables[name]
 
     def action_profile(self, name: str) -> ActionProfile:
-        return self.profiles[name]
+        return self.objects.action_profiles[name]
 
     def counter(self, name: str) -> CounterArray:
-        return self.counters[name]
+        return self.objects.counters[name]
 
     def meter(self, name: str) -> MeterArray:
-        return self.meters[name]
+        return self.objects.meters[name]
 
     def register(self, name: str) -> RegisterArray:
-        return self.registers[name]
+        return self.objects.registers[name]
 
     def value_set(self, name: str) -> ValueSet:
-        return self.value_sets[name]
+        return self.objects.value_sets[name]
 
 
 class InfoControlPlane(NamedControlPlane):
     """Control-plane objects built from a P4Info alone (no program needed)."""
 
     def __init__(self, index: P4InfoIndex, clock: Clock) -> None:
-        super().__init__(PacketReplicationEngine(), {}, {}, {}, {}, {}, {
+        self.objects = self
+        self.index = index
+        self.pre = PacketReplicationEngine()
+        self.action_profiles: dict[str, ActionProfile] = {}
+        self.tables: dict[str, Table] = {}
+        self.counters: dict[str, CounterArray] = {}
+        self.meters: dict[str, MeterArray] = {}
+        self.registers: dict[str, RegisterArray] = {}
+        self.value_sets: dict[str, ValueSet] = {
             vs.preamble.name: ValueSet(vs.preamble.name, max(1, vs.size),
                                        tuple(m.bitwidth for m in vs.match))
-            for vs in index.value_sets.values()})
-        self.index = index
+            for vs in index.value_sets.values()}
         actions_of_profile: dict[int, list[Any]] = {}
         for ti in index.tables.values():
             if ti.profile_id:
@@ -74,7 +73,7 @@ class InfoControlPlane(NamedControlPlane):
             sem = (SizeSemantics.SUM_OF_MEMBERS
                    if p.WhichOneof("selector_size_semantics") == "sum_of_members"
                    else SizeSemantics.SUM_OF_WEIGHTS)
-            self.profiles[p.preamble.name] = ActionProfile(
+            self.action_profiles[p.preamble.name] = ActionProfile(
                 p.preamble.name, profile_id=pid, size=p.size, with_selector=p.with_selector,
                 max_group_size=p.max_group_size, size_semantics=sem,
                 actions=list(specs.values()))
@@ -94,7 +93,7 @@ class InfoControlPlane(NamedControlPlane):
                     default = ActionCall(a.preamble.name)
             impl = None
             if ti.profile_id:
-                impl = self.profiles[index.profiles[ti.profile_id].preamble.name]
+                impl = self.action_profiles[index.profiles[ti.profile_id].preamble.name]
             self.tables[ti.name] = Table(
                 ti.name, ti.key, table_id=t.preamble.id, size=t.size or 1024,
                 actions=ti.action_specs if not ti.profile_id else None,

@@ -18,6 +18,14 @@ from .infoplane import NamedControlPlane
 from .translate import P4InfoIndex
 
 
+class _Control(NamedControlPlane):
+    """The switch's own objects: what the server writes is what the pipeline reads."""
+
+    def __init__(self, sw: Any) -> None:
+        self.objects = sw
+        self.pre = sw.pre
+
+
 class _DigestTap(list):  # type: ignore[type-arg]
     """Stands in for V1ModelSwitch.digests: forwards each digest, keeps none."""
 
@@ -41,10 +49,7 @@ class P4SwitchDataplane:
         self.switch = P4Switch(program, clock=clock, capture=False,
                                priority_queues=priority_queues)
         self.sw = self.switch.sw
-        sw = self.sw
-        # The switch's own dicts: what the server writes is what the pipeline reads.
-        self.control = NamedControlPlane(sw.pre, sw.tables, sw.action_profiles, sw.counters,
-                                         sw.meters, sw.registers, sw.value_sets)
+        self.control = _Control(self.sw)
         self.drops = self.sw.drops
         self._out: OutputFn | None = None
         self._digests = _DigestTap()
