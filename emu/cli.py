@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from emu import __version__
-from emu.core.cmdline import command_parser
+from emu.core.cmdline import command_parser, run_command
 from emu.topo.errors import TopologyError
 
 COMMAND_GROUPS: list[tuple[str, str]] = [
@@ -35,18 +35,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _topology_error(_parser: argparse.ArgumentParser, exc: TopologyError) -> int:
+    # User errors in topology files: the positions say it all, a traceback would not.
+    # Every command (`emu run`, `emu topo check`, ...) reports them the same way.
+    print(exc.report(), file=sys.stderr)
+    return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args))
-    except TopologyError as exc:
-        # User errors in topology files: the positions say it all, a traceback would not.
-        # Every command (`emu run`, `emu topo check`, ...) reports them the same way.
-        print(exc.report(), file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    return run_command(build_parser(), argv, {TopologyError: _topology_error})
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 
 def command_parser(prog: str, description: str, metavar: str,
@@ -23,3 +24,23 @@ def command_parser(prog: str, description: str, metavar: str,
         module, _, func = target.partition(":")
         getattr(importlib.import_module(module), func)(sub)
     return parser
+
+
+# How a front end reports one kind of user error: prints it, returns the exit code.
+ErrorReport = Callable[[argparse.ArgumentParser, Any], int]
+
+
+def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None,
+                reports: Mapping[type[Exception], ErrorReport]) -> int:
+    """Parse `argv` and run the chosen command's handler (args.func): its exit code.
+
+    An exception of a type in `reports` is a user error a traceback would not help
+    with: its report prints it and gives the exit code. Ctrl-C exits 130."""
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        return 130
+    except tuple(reports) as exc:
+        report = next(r for kind, r in reports.items() if isinstance(exc, kind))
+        return report(parser, exc)
