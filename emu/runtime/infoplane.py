@@ -19,40 +19,13 @@ from emu.p4.v1model.traffic_manager import DropCounters
 from .dataplane import DigestFn, OutputFn
 from .translate import P4InfoIndex
 
-__all__ = ["InfoControlPlane", "NamedControlPlane", "NullDataplane"]
+__all__ = ["InfoControlPlane", "NullDataplane"]
 
 
-class NamedControlPlane:
-    """A ControlPlane (dataplane.py) over the dicts by name `tables`, `action_profiles`,
-    `counters`, `meters`, `registers` and `value_sets` of `self.objects`."""
-
-    pre: PacketReplicationEngine
-    objects: Any
-
-    def table(self, name: str) -> Table:
-        return self.objects.tables[name]
-
-    def action_profile(self, name: str) -> ActionProfile:
-        return self.objects.action_profiles[name]
-
-    def counter(self, name: str) -> CounterArray:
-        return self.objects.counters[name]
-
-    def meter(self, name: str) -> MeterArray:
-        return self.objects.meters[name]
-
-    def register(self, name: str) -> RegisterArray:
-        return self.objects.registers[name]
-
-    def value_set(self, name: str) -> ValueSet:
-        return self.objects.value_sets[name]
-
-
-class InfoControlPlane(NamedControlPlane):
+class InfoControlPlane:
     """Control-plane objects built from a P4Info alone (no program needed)."""
 
     def __init__(self, index: P4InfoIndex, clock: Clock) -> None:
-        self.objects = self
         self.index = index
         self.pre = PacketReplicationEngine()
         self.action_profiles: dict[str, ActionProfile] = {}

@@ -14,16 +14,7 @@ from typing import Any
 from emu.core.clock import Clock
 
 from .dataplane import DigestFn, OutputFn
-from .infoplane import NamedControlPlane
 from .translate import P4InfoIndex
-
-
-class _Control(NamedControlPlane):
-    """The switch's own objects: what the server writes is what the pipeline reads."""
-
-    def __init__(self, sw: Any) -> None:
-        self.objects = sw
-        self.pre = sw.pre
 
 
 class _DigestTap(list):  # type: ignore[type-arg]
@@ -49,7 +40,8 @@ class P4SwitchDataplane:
         self.switch = P4Switch(program, clock=clock, capture=False,
                                priority_queues=priority_queues)
         self.sw = self.switch.sw
-        self.control = _Control(self.sw)
+        # The switch's own dicts: what the server writes is what the pipeline reads.
+        self.control = self.sw
         self.drops = self.sw.drops
         self._out: OutputFn | None = None
         self._digests = _DigestTap()

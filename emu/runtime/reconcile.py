@@ -218,7 +218,7 @@ def changed_defaults(read: ReadFn, index: P4InfoIndex,
     """Default entries the controller changed (the others come with the new program)."""
     out = []
     for ti in index.tables.values():
-        table = control.table(ti.name)
+        table = control.tables[ti.name]
         d = table.default_entry
         initial = getattr(table, "_initial_default", d.action)
         if d.is_const or (d.action == initial and not d.metadata

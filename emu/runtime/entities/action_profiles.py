@@ -20,7 +20,7 @@ def _profile(pipe: Pipeline, profile_id: int) -> Any:
     if profile_id == 0:
         raise invalid("action_profile_id 0 (wildcard) is only valid in reads")
     p = pipe.index.profile(profile_id)
-    return p, pipe.control.action_profile(p.preamble.name)
+    return p, pipe.control.action_profiles[p.preamble.name]
 
 
 def watch_port(m: Any) -> int | None:
@@ -56,7 +56,7 @@ def _read_profiles(ctx: EntityContext, profile_id: int) -> Iterator[tuple[int, A
     """(id, engine profile) of the profile a read names, or of every one (id 0)."""
     idx = ctx.pipe.index
     for pinfo in [idx.profile(profile_id)] if profile_id else idx.profiles.values():
-        yield pinfo.preamble.id, ctx.pipe.control.action_profile(pinfo.preamble.name)
+        yield pinfo.preamble.id, ctx.pipe.control.action_profiles[pinfo.preamble.name]
 
 
 def read_members(ctx: EntityContext, m: p4runtime_pb2.ActionProfileMember) -> list[Entity]:

@@ -37,7 +37,7 @@ Reader = Callable[[EntityContext, Any], list[p4runtime_pb2.Entity]]
 
 def table_of(pipe: Pipeline, table_id: int) -> tuple[TableInfo, Table]:
     ti = pipe.index.table(table_id)
-    return ti, pipe.control.table(ti.name)
+    return ti, pipe.control.tables[ti.name]
 
 
 def entry_of(pipe: Pipeline, te: p4runtime_pb2.TableEntry) -> tuple[TableInfo, TableEntry]:
@@ -74,16 +74,16 @@ def index_in(i: int, size: int, name: str) -> int:
 
 
 # Indexed externs (counters, meters, registers): `infos` is the P4Info index of the kind,
-# `array(name)` the engine's array of that name.
+# `arrays` the engine's arrays of that kind by name.
 
 def array_to_modify(typ: int, kind: str, infos: Mapping[int, Any], array_id: int,
-                    array: Callable[[str], Any]) -> tuple[Any, Any]:
+                    arrays: Mapping[str, Any]) -> tuple[Any, Any]:
     """(P4Info object, engine array) a write addresses."""
     modify_only(typ, kind)
     info = infos.get(array_id)
     if info is None:
         raise not_found(f"{kind} id {array_id} not in P4Info")
-    return info, array(info.preamble.name)
+    return info, arrays[info.preamble.name]
 
 
 def cells_of(query: Any, arr: Any, name: str) -> Sequence[int]:
@@ -94,7 +94,7 @@ def cells_of(query: Any, arr: Any, name: str) -> Sequence[int]:
 
 
 def read_cells(kind: str, infos: Mapping[int, Any], array_id: int,
-               array: Callable[[str], Any], query: Any,
+               arrays: Mapping[str, Any], query: Any,
                fill: Callable[[Any, Any, int], None]) -> list[p4runtime_pb2.Entity]:
     """One `<kind>_entry` entity per cell a read names (id 0: every array); `fill(entry,
     engine array, index)` writes the cell's data into each."""
@@ -102,7 +102,7 @@ def read_cells(kind: str, infos: Mapping[int, Any], array_id: int,
         raise not_found(f"{kind} id {array_id} not in P4Info")
     out = []
     for info in [infos[array_id]] if array_id else infos.values():
-        arr = array(info.preamble.name)
+        arr = arrays[info.preamble.name]
         for i in cells_of(query, arr, info.preamble.name):
             r = Entity()
             entry = getattr(r, f"{kind}_entry")

@@ -23,7 +23,7 @@ from .common import (
 def write(ctx: EntityContext, typ: int, c: p4runtime_pb2.CounterEntry) -> None:
     pipe = ctx.pipe
     info, arr = array_to_modify(typ, "counter", pipe.index.counters, c.counter_id,
-                                pipe.control.counter)
+                                pipe.control.counters)
     pk, by = c.data.packet_count, c.data.byte_count
     for i in cells_of(c, arr, info.preamble.name):
         arr.write(i, pk, by)
@@ -34,7 +34,7 @@ def read(ctx: EntityContext, c: p4runtime_pb2.CounterEntry) -> list[Entity]:
         entry.data.packet_count, entry.data.byte_count = arr.read(i)
 
     return read_cells("counter", ctx.pipe.index.counters, c.counter_id,
-                      ctx.pipe.control.counter, c, fill)
+                      ctx.pipe.control.counters, c, fill)
 
 
 def write_direct(ctx: EntityContext, typ: int, d: p4runtime_pb2.DirectCounterEntry) -> None:
@@ -53,7 +53,7 @@ def read_direct(ctx: EntityContext, d: p4runtime_pb2.DirectCounterEntry) -> list
     for ti in tis:
         if not ti.direct_counter_id:
             raise invalid(f"{ti.name}: table has no direct counter")
-        table = pipe.control.table(ti.name)
+        table = pipe.control.tables[ti.name]
         if te.table_id and (len(te.match) or te.is_default_action):
             entries = [entry_of(pipe, te)[1]]
         else:

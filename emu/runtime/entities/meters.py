@@ -41,7 +41,7 @@ def meter_to_proto(rates: object, out: p4runtime_pb2.MeterConfig) -> None:
 
 def write(ctx: EntityContext, typ: int, m: p4runtime_pb2.MeterEntry) -> None:
     pipe = ctx.pipe
-    info, arr = array_to_modify(typ, "meter", pipe.index.meters, m.meter_id, pipe.control.meter)
+    info, arr = array_to_modify(typ, "meter", pipe.index.meters, m.meter_id, pipe.control.meters)
     index = (index_in(m.index.index, arr.size, info.preamble.name)
              if m.HasField("index") else None)
     if m.HasField("config"):
@@ -57,7 +57,7 @@ def read(ctx: EntityContext, m: p4runtime_pb2.MeterEntry) -> list[Entity]:
         if rates is not None:
             meter_to_proto(rates, entry.config)
 
-    return read_cells("meter", ctx.pipe.index.meters, m.meter_id, ctx.pipe.control.meter, m,
+    return read_cells("meter", ctx.pipe.index.meters, m.meter_id, ctx.pipe.control.meters, m,
                       fill)
 
 

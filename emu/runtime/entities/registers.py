@@ -15,7 +15,7 @@ from .common import Entity, EntityContext, array_to_modify, cells_of, read_cells
 def write(ctx: EntityContext, typ: int, r: p4runtime_pb2.RegisterEntry) -> None:
     pipe = ctx.pipe
     info, arr = array_to_modify(typ, "register", pipe.index.registers, r.register_id,
-                                pipe.control.register)
+                                pipe.control.registers)
     if r.data.WhichOneof("data") != "bitstring":
         raise invalid(f"{info.preamble.name}: register data must be a bitstring")
     value = decode_uint(r.data.bitstring, arr.width, info.preamble.name)
@@ -28,4 +28,4 @@ def read(ctx: EntityContext, reg: p4runtime_pb2.RegisterEntry) -> list[Entity]:
         entry.data.bitstring = encode_uint(rarr.get(i))
 
     return read_cells("register", ctx.pipe.index.registers, reg.register_id,
-                      ctx.pipe.control.register, reg, fill)
+                      ctx.pipe.control.registers, reg, fill)
