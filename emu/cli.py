@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from emu import __version__
-from emu.core.cmdline import register_groups
+from emu.core.cmdline import command_parser, run_command
 from emu.topo.errors import TopologyError
 
 COMMAND_GROUPS: list[tuple[str, str]] = [
@@ -29,27 +29,21 @@ COMMAND_GROUPS: list[tuple[str, str]] = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="emu", description="Packet-level emulator of RoCEv2 fabrics with P4 switches."
-    )
+    parser = command_parser("emu", "Packet-level emulator of RoCEv2 fabrics with P4 switches.",
+                            "GROUP", COMMAND_GROUPS)
     parser.add_argument("--version", action="version", version=f"emu {__version__}")
-    sub = parser.add_subparsers(dest="group", metavar="GROUP", required=True)
-    register_groups(sub, COMMAND_GROUPS)
     return parser
 
 
+def _topology_error(_parser: argparse.ArgumentParser, exc: TopologyError) -> int:
+    # User errors in topology files: the positions say it all, a traceback would not.
+    # Every command (`emu run`, `emu topo check`, ...) reports them the same way.
+    print(exc.report(), file=sys.stderr)
+    return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args))
-    except TopologyError as exc:
-        # User errors in topology files: the positions say it all, a traceback would not.
-        # Every command (`emu run`, `emu topo check`, ...) reports them the same way.
-        print(exc.report(), file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    return run_command(build_parser(), argv, {TopologyError: _topology_error})
 
 
 if __name__ == "__main__":

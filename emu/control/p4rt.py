@@ -159,35 +159,33 @@ class P4RuntimeSwitchHandle:
         return self.read_counters(counter, [index])[index]
 
     def read_counters(self, counter: str, indices: Sequence[int]) -> dict[int, tuple[int, int]]:
-        # One ReadRequest carrying one entity per cell: one round trip, not len(indices).
+        out = {i: (0, 0) for i in indices}
         cid = self.info.counter(counter).preamble.id
+        for got in self._read_cells("counter", cid, indices):
+            c = got.counter_entry
+            out[c.index.index] = (c.data.packet_count, c.data.byte_count)
+        return out
+
+    def _read_cells(self, kind: str, array_id: int, indices: Sequence[int]
+                    ) -> Iterable[p4runtime_pb2.Entity]:
+        """Cells of a counter or register (`kind`) in one ReadRequest carrying one entity
+        per cell: one round trip, not len(indices)."""
         ents = []
         for i in indices:
             ent = p4runtime_pb2.Entity()
-            ent.counter_entry.counter_id = cid
-            ent.counter_entry.index.index = i
+            entry = getattr(ent, f"{kind}_entry")
+            setattr(entry, f"{kind}_id", array_id)
+            entry.index.index = i
             ents.append(ent)
-        out = {i: (0, 0) for i in indices}
-        if ents:
-            for got in self.client.read(ents):
-                c = got.counter_entry
-                out[c.index.index] = (c.data.packet_count, c.data.byte_count)
-        return out
+        return self.client.read(ents) if ents else []
 
     def read_registers(self, register: str, indices: Sequence[int]) -> dict[int, int]:
         rid = self.info.register(register).preamble.id
-        ents = []
-        for i in indices:
-            ent = p4runtime_pb2.Entity()
-            ent.register_entry.register_id = rid
-            ent.register_entry.index.index = i
-            ents.append(ent)
         out = dict.fromkeys(indices, 0)
         try:
-            if ents:
-                for got in self.client.read(ents):
-                    r = got.register_entry
-                    out[r.index.index] = decode(r.data.bitstring)
+            for got in self._read_cells("register", rid, indices):
+                r = got.register_entry
+                out[r.index.index] = decode(r.data.bitstring)
         except Exception as exc:
             raise SouthboundError(f"{self.name}: register read failed: {exc}") from exc
         return out

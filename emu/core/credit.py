@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from .clock import Clock, TimerHandle
+from .wire import mac_bytes
 
 __all__ = [
     "BLOCK_BYTES", "CREDIT_DST", "CREDIT_VERSION", "ETHERTYPE_CREDIT", "FLAG_REQUEST",
@@ -60,14 +61,6 @@ def fits(fccl: int, fctbs: int, nblocks: int) -> bool:
     return (fccl - (fctbs + nblocks)) & _MASK <= HALF
 
 
-def _mac(mac: bytes | str) -> bytes:
-    if isinstance(mac, str):
-        mac = bytes.fromhex(mac.replace(":", ""))
-    if len(mac) != 6:
-        raise ValueError(f"a MAC address has 6 bytes, got {len(mac)}")
-    return mac
-
-
 def credit_frame(src_mac: bytes | str, priority: int, fctbs: int, fccl: int,
                  flags: int = 0) -> bytes:
     """An update for `priority`: the blocks this end has sent (FCTBS) and the limit it
@@ -79,7 +72,7 @@ def credit_frame(src_mac: bytes | str, priority: int, fctbs: int, fccl: int,
     if flags & ~FLAG_REQUEST:
         raise ValueError(f"unknown credit flags {flags:#x}")
     body = _BODY.pack(CREDIT_VERSION, flags, priority, 0, fctbs, fccl)
-    frame = CREDIT_DST + _mac(src_mac) + _ETYPE + body
+    frame = CREDIT_DST + mac_bytes(src_mac) + _ETYPE + body
     return frame + bytes(MIN_FRAME - len(frame))
 
 
@@ -161,7 +154,7 @@ class CreditPort:
                  buffer_bytes: int | None = None) -> None:
         self.clock = clock
         self.send = send
-        self.src = _mac(src_mac)
+        self.src = mac_bytes(src_mac)
         self.cfg = settings
         self.lossless = sorted(lossless)
         self.rate_bps = rate_bps

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from .credit import CreditSettings
+from .wire import mac_bytes
 
 __all__ = [
     "DEFAULT_QUANTA", "ETHERTYPE_MAC_CONTROL", "MAC_CONTROL_DST", "NUM_PRIORITIES", "OP_PAUSE",
@@ -48,14 +49,6 @@ _PFC = struct.Struct("!HH8H")
 _PAUSE = struct.Struct("!HH")
 
 
-def _mac(mac: bytes | str) -> bytes:
-    if isinstance(mac, str):
-        mac = bytes.fromhex(mac.replace(":", ""))
-    if len(mac) != 6:
-        raise ValueError(f"a MAC address has 6 bytes, got {len(mac)}")
-    return mac
-
-
 def _pad(frame: bytes) -> bytes:
     return frame + bytes(MIN_FRAME - len(frame)) if len(frame) < MIN_FRAME else frame
 
@@ -72,14 +65,14 @@ def pfc_frame(src_mac: bytes | str, quanta: Mapping[int, int]) -> bytes:
             raise ValueError(f"pause quanta must be 0..65535, got {q}")
         vector |= 1 << prio
         times[prio] = q
-    return _pad(MAC_CONTROL_DST + _mac(src_mac) + _ETYPE + _PFC.pack(OP_PFC, vector, *times))
+    return _pad(MAC_CONTROL_DST + mac_bytes(src_mac) + _ETYPE + _PFC.pack(OP_PFC, vector, *times))
 
 
 def pause_frame(src_mac: bytes | str, quanta: int) -> bytes:
     """An 802.3x (global) PAUSE frame."""
     if not 0 <= quanta <= 0xFFFF:
         raise ValueError(f"pause quanta must be 0..65535, got {quanta}")
-    return _pad(MAC_CONTROL_DST + _mac(src_mac) + _ETYPE + _PAUSE.pack(OP_PAUSE, quanta))
+    return _pad(MAC_CONTROL_DST + mac_bytes(src_mac) + _ETYPE + _PAUSE.pack(OP_PAUSE, quanta))
 
 
 class MacControl(NamedTuple):

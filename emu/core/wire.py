@@ -1,6 +1,7 @@
-"""Wire constants shared by the hosts (emu.roce), the virtual-time fabric (emu.sim), the
-controller and the tests, so each number has one definition. fabric.p4 repeats some
-of them in p4src/include/headers.p4; tests/control/test_contract.py checks they agree.
+"""Wire constants (and the MAC address parse) shared by the hosts (emu.roce), the
+virtual-time fabric (emu.sim), the controller and the tests, so each number has one
+definition. fabric.p4 repeats some of them in p4src/include/headers.p4;
+tests/control/test_contract.py checks they agree.
 """
 
 from __future__ import annotations
@@ -33,3 +34,12 @@ DSCP_CNP = 48
 OP_SEND_ONLY = 0x04
 OP_ACK = 0x11
 OP_CNP = 0x81
+
+
+def mac_bytes(mac: bytes | str) -> bytes:
+    """A MAC address as its 6 bytes, from bytes or "aa:bb:cc:dd:ee:ff"; ValueError else."""
+    if isinstance(mac, str):
+        mac = bytes.fromhex(mac.replace(":", ""))
+    if len(mac) != 6:
+        raise ValueError(f"a MAC address has 6 bytes, got {len(mac)}")
+    return mac

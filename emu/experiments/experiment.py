@@ -138,6 +138,15 @@ def _parse_link(v: object) -> tuple[str, str]:
     raise OptionError(f"expected SWITCH:SWITCH, got {v!r}")
 
 
+# A scalar option's type -> (the YAML values it takes, what to call them in errors)
+_SCALARS: dict[type, tuple[tuple[type, ...], str]] = {
+    bool: ((bool,), "true or false"),
+    int: ((int,), "an integer"),
+    float: ((int, float), "a number"),
+    str: ((str,), "a string"),
+}
+
+
 def _parser_for(hint: object) -> tuple[Callable[[object], object], str]:
     """A parser of YAML values for a dataclass field's type, and what it takes."""
     origin = typing.get_origin(hint)
@@ -162,30 +171,15 @@ def _parser_for(hint: object) -> tuple[Callable[[object], object], str]:
             except ValueError:
                 raise OptionError(f"expected one of {', '.join(values)}, got {v!r}") from None
         return member, "one of " + ", ".join(values)
-    if hint is bool:
-        def boolean(v: object) -> bool:
-            if not isinstance(v, bool):
-                raise OptionError(f"expected true or false, got {v!r}")
-            return v
-        return boolean, "true or false"
-    if hint is int:
-        def integer(v: object) -> int:
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise OptionError(f"expected an integer, got {v!r}")
-            return v
-        return integer, "an integer"
-    if hint is float:
-        def number(v: object) -> float:
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise OptionError(f"expected a number, got {v!r}")
-            return float(v)
-        return number, "a number"
-    if hint is str:
-        def string(v: object) -> str:
-            if not isinstance(v, str):
-                raise OptionError(f"expected a string, got {v!r}")
-            return v
-        return string, "a string"
+    if isinstance(hint, type) and hint in _SCALARS:
+        accepted, takes = _SCALARS[hint]
+
+        def scalar(v: object) -> object:
+            # YAML's true/false are ints to isinstance; only a bool option takes them
+            if not isinstance(v, accepted) or (isinstance(v, bool) and hint is not bool):
+                raise OptionError(f"expected {takes}, got {v!r}")
+            return float(v) if hint is float else v  # type: ignore[arg-type]
+        return scalar, takes
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
         item, takes = _parser_for(args[0])
 

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from emu.core.cmdline import register_groups
+from emu.core.cmdline import command_parser, run_command
 from emu.p4.frontend.diagnostics import P4Error
 
 COMMANDS: list[tuple[str, str]] = [
@@ -179,31 +179,30 @@ def cmd_stf(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m emu.p4", description="Embedded v1model P4 target: compile, check, STF tests."
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    register_groups(sub, COMMANDS)
-    return parser
+    return command_parser("python -m emu.p4",
+                          "Embedded v1model P4 target: compile, check, STF tests.", "COMMAND",
+                          COMMANDS)
+
+
+def _p4_error(_parser: argparse.ArgumentParser, exc: P4Error) -> int:
+    # Positions and source lines say it all; a traceback would not help.
+    print(exc, file=sys.stderr)
+    n = len(exc.diagnostics)
+    print(f"{n} error{'s' if n != 1 else ''}", file=sys.stderr)
+    return 1
+
+
+def _usage_error(parser: argparse.ArgumentParser, exc: UsageError) -> int:
+    parser.print_usage(sys.stderr)
+    print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+    return 2
+
+
+def _os_error(_parser: argparse.ArgumentParser, exc: OSError) -> int:
+    print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+    return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args))
-    except P4Error as exc:
-        # Positions and source lines say it all; a traceback would not help.
-        print(exc, file=sys.stderr)
-        n = len(exc.diagnostics)
-        print(f"{n} error{'s' if n != 1 else ''}", file=sys.stderr)
-        return 1
-    except UsageError as exc:
-        parser.print_usage(sys.stderr)
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    return run_command(build_parser(), argv,
+                       {P4Error: _p4_error, UsageError: _usage_error, OSError: _os_error})

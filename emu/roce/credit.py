@@ -18,41 +18,31 @@ at `rx_drain_bps`, and the limit advertised per lossless priority is its free sp
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from emu.core.clock import Clock, TimerHandle
+from emu.core.clock import Clock
 from emu.core.credit import HALF, CreditPort, CreditSettings, blocks
 from emu.core.pfc import NUM_PRIORITIES
 from emu.core.port import FramePort
 
-from .pfc import frame_priority, put_frame
+from .pfc import HostMacBase, HostMacParams, frame_priority
 
 __all__ = ["HostCreditMac", "HostCreditParams"]
 
 
 @dataclass(frozen=True)
-class HostCreditParams:
-    """Settings of a host MAC in credit mode. Rates are those of the wire it drives."""
+class HostCreditParams(HostMacParams):
+    """Settings of a host MAC in credit mode."""
 
-    mac: str
-    rate_bps: float
-    dscp_priority: Mapping[int, int]
-    lossless: frozenset[int] = frozenset({3})
     credit: CreditSettings = field(default_factory=CreditSettings)
-    hold_frames: int = 256
-    rx_buffer_bytes: int | None = None  # None: frames handled at once
-    rx_drain_bps: float = 10e9
 
     def __post_init__(self) -> None:
         if self.rate_bps <= 0:
             raise ValueError("rate_bps must be positive")
-        if self.rx_buffer_bytes is not None:
-            if self.rx_drain_bps <= 0:
-                raise ValueError("rx_drain_bps must be positive")
-            if self.rx_buffer_bytes < 3072:
-                raise ValueError("rx_buffer_bytes must hold two maximum frames (3072)")
+        super().__post_init__()
+        if self.rx_buffer_bytes is not None and self.rx_buffer_bytes < 3072:
+            raise ValueError("rx_buffer_bytes must hold two maximum frames (3072)")
 
 
 def host_credit_params(d: Mapping[str, object], mac: str, rate_bps: float
@@ -67,11 +57,11 @@ def host_credit_params(d: Mapping[str, object], mac: str, rate_bps: float
     return HostCreditParams(mac=mac, rate_bps=rate_bps, dscp_priority=dscp, lossless=lossless)
 
 
-class HostCreditMac(FramePort):
+class HostCreditMac(HostMacBase):
+    params: HostCreditParams
+
     def __init__(self, clock: Clock, lower: FramePort, params: HostCreditParams) -> None:
-        super().__init__(lower.name)
-        self.clock = clock
-        self.lower = lower
+        super().__init__(clock, lower)
         self.params = params
         self.lossless = [p in params.lossless for p in range(NUM_PRIORITIES)]
         # Without a buffer, a budget that never limits: 2048 blocks ahead, the cap.
@@ -80,17 +70,8 @@ class HostCreditMac(FramePort):
         self.credit = CreditPort(clock, lower.send, params.mac, params.credit,
                                  params.lossless, params.rate_bps,
                                  on_credit=self._on_credit, buffer_bytes=buf)
-        self.hold: list[deque[bytes]] = [deque() for _ in range(NUM_PRIORITIES)]
-        self._flush_at: TimerHandle | None = None
-        self.busy_until = 0
-        self.held_frames = 0
-        self.hold_refused = 0
         self.pause_rx = 0
-        self.rx_q: deque[tuple[bytes, int]] = deque()
-        self.rx_total = 0
-        self.rx_max = 0
         self.rx_overrun = 0
-        self._draining = False
         lower.set_receiver(self._rx)
         self.credit.announce()
 
@@ -101,17 +82,9 @@ class HostCreditMac(FramePort):
             return self._put(frame)
         hold = self.hold[prio]
         if hold or not self.credit.can_send(prio, len(frame)):
-            if len(hold) >= self.params.hold_frames:
-                self.hold_refused += 1
-                return False
-            hold.append(frame)
-            self.held_frames += 1
-            return True
+            return self._hold(hold, frame)
         self.credit.sent(prio, len(frame))
         return self._put(frame)
-
-    def _put(self, frame: bytes) -> bool:
-        return put_frame(self, frame, self.params.rate_bps)
 
     def _on_credit(self, _prio: int) -> None:
         if self._flush_at is None:  # a pending turn checks the new credit itself
@@ -120,10 +93,7 @@ class HostCreditMac(FramePort):
     def _flush(self) -> None:
         # One held frame at a time at the link rate, highest priority first, each
         # checked against the credit when it starts (as the MAC would).
-        self._flush_at = None
-        now = self.clock.now_ns()
-        if self.busy_until > now:
-            self._flush_at = self.clock.call_at(self.busy_until, self._flush)
+        if self._busy():
             return
         cr = self.credit
         for p in range(NUM_PRIORITIES - 1, -1, -1):
@@ -131,9 +101,7 @@ class HostCreditMac(FramePort):
             if hold and cr.can_send(p, len(hold[0])):
                 frame = hold.popleft()
                 cr.sent(p, len(frame))
-                self._put(frame)
-                if any(self.hold):
-                    self._flush_at = self.clock.call_at(self.busy_until, self._flush)
+                self._put_held(frame)
                 return
         # Everything held waits for credit: the next update calls _flush again.
 
@@ -159,23 +127,11 @@ class HostCreditMac(FramePort):
             self.credit.freed(prio, n)
             self._deliver(frame)
             return
-        self.rx_q.append((frame, prio))
-        self.rx_total += blocks(n)
-        self.rx_max = max(self.rx_max, self.rx_total)
-        if not self._draining:
-            self._draining = True
-            self.clock.call_soon(self._drain)
+        self._buffer(frame, prio, blocks(n))
 
-    def _drain(self) -> None:
-        if not self.rx_q:
-            self._draining = False
-            return
-        frame, prio = self.rx_q.popleft()
-        n = len(frame)
+    def _freed(self, prio: int, n: int) -> None:
         self.rx_total -= blocks(n)
         self.credit.freed(prio, n)
-        self._deliver(frame)
-        self.clock.call_later(max(1, int(n * 8e9 / self.params.rx_drain_bps)), self._drain)
 
     def counters(self) -> dict[str, object]:
         return {**self.credit.counters(), "pause_rx": self.pause_rx,

@@ -33,27 +33,37 @@ __all__ = ["HostMac", "HostPfcParams", "frame_priority", "host_pfc_params"]
 
 
 @dataclass(frozen=True)
-class HostPfcParams:
-    """Settings of a host MAC. Rates are those of the wire this process drives."""
+class HostMacParams:
+    """Settings both host MACs (PFC and credit) have. Rates are those of the wire this
+    process drives."""
 
     mac: str
     rate_bps: float
     dscp_priority: Mapping[int, int]
     lossless: frozenset[int] = frozenset({3})
-    global_pause: str = "honour"
     hold_frames: int = 256
     rx_buffer_bytes: int | None = None  # None: no receive buffer (frames handled at once)
     rx_drain_bps: float = 10e9
+
+    def __post_init__(self) -> None:
+        if self.rx_buffer_bytes is not None and self.rx_drain_bps <= 0:
+            raise ValueError("rx_drain_bps must be positive")
+
+
+@dataclass(frozen=True)
+class HostPfcParams(HostMacParams):
+    """Settings of a host MAC with PFC."""
+
+    global_pause: str = "honour"
     rx_xoff_bytes: int = 20_000
     rx_xon_bytes: int = 10_000
     pause_quanta: int = DEFAULT_QUANTA
 
     def __post_init__(self) -> None:
-        if self.rx_buffer_bytes is not None:
-            if self.rx_drain_bps <= 0:
-                raise ValueError("rx_drain_bps must be positive")
-            if not 0 <= self.rx_xon_bytes <= self.rx_xoff_bytes <= self.rx_buffer_bytes:
-                raise ValueError("need 0 <= rx_xon <= rx_xoff <= rx_buffer bytes")
+        super().__post_init__()
+        if self.rx_buffer_bytes is not None and \
+                not 0 <= self.rx_xon_bytes <= self.rx_xoff_bytes <= self.rx_buffer_bytes:
+            raise ValueError("need 0 <= rx_xon <= rx_xoff <= rx_buffer bytes")
 
 
 def host_pfc_params(d: Mapping[str, object], mac: str, rate_bps: float) -> HostPfcParams:
@@ -100,26 +110,93 @@ def put_frame(mac: _TxMac, frame: bytes, rate_bps: float) -> bool:
     return ok
 
 
-class HostMac(FramePort):
-    def __init__(self, clock: Clock, lower: FramePort, params: HostPfcParams) -> None:
+class HostMacBase(FramePort):
+    """What the PFC and the credit host MAC share: per-priority queues of held frames
+    sent one at a time at the link rate, and the receive buffer drained at
+    `rx_drain_bps`. A subclass says when a frame may leave and what draining frees."""
+
+    params: HostMacParams
+
+    def __init__(self, clock: Clock, lower: FramePort) -> None:
         super().__init__(lower.name)
         self.clock = clock
         self.lower = lower
+        self.hold: list[deque[bytes]] = [deque() for _ in range(NUM_PRIORITIES)]
+        self._flush_at: TimerHandle | None = None
+        self.busy_until = 0  # the MAC's transmitter is busy until then
+        self.held_frames = 0
+        self.hold_refused = 0
+        self.rx_q: deque[tuple[bytes, int]] = deque()
+        self.rx_total = 0
+        self.rx_max = 0
+        self._draining = False
+
+    # -- transmit ------------------------------------------------------------------------
+    def _hold(self, hold: deque[bytes], frame: bytes) -> bool:
+        """Queue `frame` behind its priority's held frames; False when that queue is full."""
+        if len(hold) >= self.params.hold_frames:
+            self.hold_refused += 1
+            return False
+        hold.append(frame)
+        self.held_frames += 1
+        return True
+
+    def _put(self, frame: bytes) -> bool:
+        return put_frame(self, frame, self.params.rate_bps)
+
+    def _busy(self) -> bool:
+        """Start of a flush turn: True (and the turn moved) while the transmitter is busy."""
+        self._flush_at = None
+        if self.busy_until > self.clock.now_ns():
+            self._flush_at = self.clock.call_at(self.busy_until, self._flush)
+            return True
+        return False
+
+    def _put_held(self, frame: bytes) -> None:
+        """Send a frame taken from a hold queue; the next one waits for the link."""
+        self._put(frame)
+        if any(self.hold):
+            self._flush_at = self.clock.call_at(self.busy_until, self._flush)
+
+    def _flush(self) -> None:
+        raise NotImplementedError
+
+    # -- receive -------------------------------------------------------------------------
+    def _buffer(self, frame: bytes, prio: int, size: int) -> None:
+        """Put a received frame in the receive buffer, where it takes `size` units."""
+        self.rx_q.append((frame, prio))
+        self.rx_total += size
+        self.rx_max = max(self.rx_max, self.rx_total)
+        if not self._draining:
+            self._draining = True
+            self.clock.call_soon(self._drain)
+
+    def _drain(self) -> None:
+        if not self.rx_q:
+            self._draining = False
+            return
+        frame, prio = self.rx_q.popleft()
+        n = len(frame)
+        self._freed(prio, n)
+        self._deliver(frame)
+        self.clock.call_later(max(1, int(n * 8e9 / self.params.rx_drain_bps)), self._drain)
+
+    def _freed(self, prio: int, n: int) -> None:
+        """A frame of `n` bytes left the receive buffer."""
+        raise NotImplementedError
+
+
+class HostMac(HostMacBase):
+    params: HostPfcParams
+
+    def __init__(self, clock: Clock, lower: FramePort, params: HostPfcParams) -> None:
+        super().__init__(clock, lower)
         self.params = params
         self.pause = PauseState(clock.now_ns, params.rate_bps, params.global_pause)
         self.pause.on_resume = lambda mask: self._flush()
-        self.hold: list[deque[bytes]] = [deque() for _ in range(NUM_PRIORITIES)]
-        self._flush_at: TimerHandle | None = None
-        self.held_frames = 0
-        self.busy_until = 0  # the MAC's transmitter is busy until then
-        self.hold_refused = 0
         # receive buffer (slow receiver)
-        self.rx_q: deque[tuple[bytes, int]] = deque()
         self.rx_bytes = [0] * NUM_PRIORITIES
-        self.rx_total = 0
-        self.rx_max = 0
         self.rx_overflow = 0
-        self._draining = False
         self._xoff: dict[int, TimerHandle] = {}
         self.pause_tx = [0] * NUM_PRIORITIES
         self.resume_tx = [0] * NUM_PRIORITIES
@@ -131,17 +208,11 @@ class HostMac(FramePort):
         prio = frame_priority(frame, self.params.dscp_priority)
         hold = self.hold[prio]
         if hold or self.pause.until[prio] > self.clock.now_ns():
-            if len(hold) >= self.params.hold_frames:
-                self.hold_refused += 1
+            if not self._hold(hold, frame):
                 return False
-            hold.append(frame)
-            self.held_frames += 1
             self._arm()
             return True
         return self._put(frame)
-
-    def _put(self, frame: bytes) -> bool:
-        return put_frame(self, frame, self.params.rate_bps)
 
     def _arm(self) -> None:
         """Wake at the earliest pause expiry of a priority with frames held."""
@@ -162,17 +233,13 @@ class HostMac(FramePort):
         # Held frames leave one at a time at the link rate, highest priority first, so
         # a PAUSE arriving meanwhile still stops what has not started (a burst handed to
         # the link at once would be beyond the MAC's control).
-        self._flush_at = None
-        now = self.clock.now_ns()
-        if self.busy_until > now:
-            self._flush_at = self.clock.call_at(self.busy_until, self._flush)
+        if self._busy():
             return
+        now = self.clock.now_ns()
         for p in range(NUM_PRIORITIES - 1, -1, -1):
             hold = self.hold[p]
             if hold and self.pause.until[p] <= now:
-                self._put(hold.popleft())
-                if any(self.hold):
-                    self._flush_at = self.clock.call_at(self.busy_until, self._flush)
+                self._put_held(hold.popleft())
                 return
         self._arm()
 
@@ -191,30 +258,18 @@ class HostMac(FramePort):
             self.rx_overflow += 1
             return
         prio = frame_priority(frame, prm.dscp_priority)
-        self.rx_q.append((frame, prio))
-        self.rx_total += n
-        self.rx_max = max(self.rx_max, self.rx_total)
         used = self.rx_bytes[prio] = self.rx_bytes[prio] + n
         if prio in prm.lossless and used > prm.rx_xoff_bytes and prio not in self._xoff:
             self._send_pause(prio)
-        if not self._draining:
-            self._draining = True
-            self.clock.call_soon(self._drain)
+        self._buffer(frame, prio, n)
 
-    def _drain(self) -> None:
-        if not self.rx_q:
-            self._draining = False
-            return
-        frame, prio = self.rx_q.popleft()
-        n = len(frame)
+    def _freed(self, prio: int, n: int) -> None:
         self.rx_total -= n
         self.rx_bytes[prio] -= n
         if prio in self._xoff and self.rx_bytes[prio] <= self.params.rx_xon_bytes:
             self._xoff.pop(prio).cancel()
             self.lower.send(pfc_frame(self._src, {prio: 0}))
             self.resume_tx[prio] += 1
-        self._deliver(frame)
-        self.clock.call_later(max(1, int(n * 8e9 / self.params.rx_drain_bps)), self._drain)
 
     def _send_pause(self, prio: int) -> None:
         q = self.params.pause_quanta

@@ -257,25 +257,21 @@ _unpack_bth = struct.Struct("!BBHII").unpack_from
 _unpack_ip = struct.Struct("!BBHHHBBH").unpack_from
 
 
+@dataclass(slots=True, eq=False)
 class Parsed:
     """Fields of a received RoCEv2 frame the QPs need; offsets index the frame."""
 
-    __slots__ = ("opcode", "b43", "dqpn", "psn", "ackreq", "ecn", "becn", "off", "end",
-                 "src_ip", "udp_sport")
-
-    def __init__(self, opcode: int, b43: int, dqpn: int, psn: int, ackreq: bool, ecn: int,
-                 becn: bool, off: int, end: int, src_ip: bytes, udp_sport: int) -> None:
-        self.opcode = opcode
-        self.b43 = b43
-        self.dqpn = dqpn
-        self.psn = psn
-        self.ackreq = ackreq
-        self.ecn = ecn
-        self.becn = becn
-        self.off = off  # first byte after the BTH
-        self.end = end  # first byte of the ICRC
-        self.src_ip = src_ip
-        self.udp_sport = udp_sport
+    opcode: int
+    b43: int
+    dqpn: int
+    psn: int
+    ackreq: bool
+    ecn: int
+    becn: bool
+    off: int  # first byte after the BTH
+    end: int  # first byte of the ICRC
+    src_ip: bytes
+    udp_sport: int
 
 
 _unpack_fast = struct.Struct("!HBBHHHBBH4s4sHHHHBBHII").unpack_from  # Ethertype .. BTH

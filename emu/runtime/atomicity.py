@@ -93,6 +93,21 @@ def _table_entry(typ: int, te: p4runtime_pb2.TableEntry,
     return _restore(typ, got)
 
 
+def _profile_entry(typ: int, which: str, msg: Any, read: ReadFn
+                   ) -> list[p4runtime_pb2.Update]:
+    """Undo of a write of an action profile member or group (`which`): the member or
+    group id field is the one besides action_profile_id."""
+    id_field = "member_id" if which == "action_profile_member" else "group_id"
+    own_id = getattr(msg, id_field)
+    key = type(msg)(action_profile_id=msg.action_profile_id, **{id_field: own_id})
+    if msg.action_profile_id == 0:
+        return []
+    if typ == U.INSERT:
+        return [_upd(U.DELETE, E(**{which: key}))]
+    return _restore(typ, [e for e in read(E(**{which: key}))
+                          if getattr(getattr(e, which), id_field) == own_id])
+
+
 def inverse(u: p4runtime_pb2.Update, read: ReadFn) -> list[p4runtime_pb2.Update]:
     """Updates that undo `u` once it has been applied, computed before it is.
 
@@ -107,26 +122,8 @@ def inverse(u: p4runtime_pb2.Update, read: ReadFn) -> list[p4runtime_pb2.Update]
         if ent.table_entry.table_id == 0:
             return []
         return _table_entry(typ, ent.table_entry, read)
-    if which == "action_profile_member":
-        m = ent.action_profile_member
-        key = p4runtime_pb2.ActionProfileMember(action_profile_id=m.action_profile_id,
-                                                member_id=m.member_id)
-        if m.action_profile_id == 0:
-            return []
-        if typ == U.INSERT:
-            return [_upd(U.DELETE, E(action_profile_member=key))]
-        return _restore(typ, [e for e in read(E(action_profile_member=key))
-                              if e.action_profile_member.member_id == m.member_id])
-    if which == "action_profile_group":
-        g = ent.action_profile_group
-        gkey = p4runtime_pb2.ActionProfileGroup(action_profile_id=g.action_profile_id,
-                                                group_id=g.group_id)
-        if g.action_profile_id == 0:
-            return []
-        if typ == U.INSERT:
-            return [_upd(U.DELETE, E(action_profile_group=gkey))]
-        return _restore(typ, [e for e in read(E(action_profile_group=gkey))
-                              if e.action_profile_group.group_id == g.group_id])
+    if which in ("action_profile_member", "action_profile_group"):
+        return _profile_entry(typ, which, getattr(ent, which), read)
     if which in ("counter_entry", "meter_entry", "register_entry"):
         # Only MODIFY exists; without an index it wrote every cell: restore each.
         msg = getattr(ent, which)

@@ -31,16 +31,15 @@ __all__ = ["ControlPlane", "Dataplane", "DigestFn", "OutputFn"]
 
 
 class ControlPlane(Protocol):
-    """Control-plane objects of one program, by P4Info name. KeyError if absent."""
+    """Control-plane objects of one program, by P4Info name (the dicts are read, not copied)."""
 
     pre: PacketReplicationEngine
-
-    def table(self, name: str) -> Table: ...
-    def action_profile(self, name: str) -> ActionProfile: ...
-    def counter(self, name: str) -> CounterArray: ...
-    def meter(self, name: str) -> MeterArray: ...
-    def register(self, name: str) -> RegisterArray: ...
-    def value_set(self, name: str) -> ValueSet: ...
+    tables: dict[str, Table]
+    action_profiles: dict[str, ActionProfile]
+    counters: dict[str, CounterArray]
+    meters: dict[str, MeterArray]
+    registers: dict[str, RegisterArray]
+    value_sets: dict[str, ValueSet]
 
 
 class Dataplane(Protocol):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Protocol, TypeVar
 
 import grpc
@@ -237,22 +237,19 @@ class LocalDevice:
 def _check_consistent(index: P4InfoIndex, cp: ControlPlane) -> None:
     """Every P4Info object must exist in the program (else the two don't belong together)."""
 
-    checks: list[tuple[str, Callable[[str], object], list[str]]] = [
-        ("table", cp.table, [t.name for t in index.tables.values()]),
-        ("action profile", cp.action_profile,
+    checks: list[tuple[str, Mapping[str, object], list[str]]] = [
+        ("table", cp.tables, [t.name for t in index.tables.values()]),
+        ("action profile", cp.action_profiles,
          [p.preamble.name for p in index.profiles.values()]),
-        ("counter", cp.counter, [c.preamble.name for c in index.counters.values()]),
-        ("meter", cp.meter, [m.preamble.name for m in index.meters.values()]),
-        ("register", cp.register, [r.preamble.name for r in index.registers.values()]),
-        ("value set", cp.value_set, [v.preamble.name for v in index.value_sets.values()]),
+        ("counter", cp.counters, [c.preamble.name for c in index.counters.values()]),
+        ("meter", cp.meters, [m.preamble.name for m in index.meters.values()]),
+        ("register", cp.registers, [r.preamble.name for r in index.registers.values()]),
+        ("value set", cp.value_sets, [v.preamble.name for v in index.value_sets.values()]),
     ]
-    for kind, get, names in checks:
+    for kind, objects, names in checks:
         for n in names:
-            try:
-                get(n)
-            except KeyError:
-                raise invalid(f"P4Info {kind} {n!r} is not in the device config's program"
-                              ) from None
+            if n not in objects:
+                raise invalid(f"P4Info {kind} {n!r} is not in the device config's program")
 
 
 def check_device_id(device: Device, device_id: int) -> None:

@@ -15,7 +15,7 @@ only, and the status message says how many failed and where the first did.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import grpc
 from google.protobuf import any_pb2
@@ -59,28 +59,23 @@ class P4RTError(Exception):
                                    space="emu-p4rt")
 
 
-def invalid(msg: str) -> P4RTError:
-    return P4RTError(grpc.StatusCode.INVALID_ARGUMENT, msg)
+def _with_code(code: grpc.StatusCode) -> Callable[[str], P4RTError]:
+    """A maker of P4RTError with one fixed code: `raise not_found("...")`."""
+    def make(msg: str) -> P4RTError:
+        return P4RTError(code, msg)
+    return make
 
 
-def not_found(msg: str) -> P4RTError:
-    return P4RTError(grpc.StatusCode.NOT_FOUND, msg)
-
-
-def unimplemented(msg: str) -> P4RTError:
-    return P4RTError(grpc.StatusCode.UNIMPLEMENTED, msg)
-
-
-def failed_precondition(msg: str) -> P4RTError:
-    return P4RTError(grpc.StatusCode.FAILED_PRECONDITION, msg)
-
-
-def permission_denied(msg: str) -> P4RTError:
-    return P4RTError(grpc.StatusCode.PERMISSION_DENIED, msg)
-
-
-def out_of_range(msg: str) -> P4RTError:
-    return P4RTError(grpc.StatusCode.OUT_OF_RANGE, msg)
+invalid = _with_code(grpc.StatusCode.INVALID_ARGUMENT)
+not_found = _with_code(grpc.StatusCode.NOT_FOUND)
+unimplemented = _with_code(grpc.StatusCode.UNIMPLEMENTED)
+failed_precondition = _with_code(grpc.StatusCode.FAILED_PRECONDITION)
+permission_denied = _with_code(grpc.StatusCode.PERMISSION_DENIED)
+out_of_range = _with_code(grpc.StatusCode.OUT_OF_RANGE)
+already_exists = _with_code(grpc.StatusCode.ALREADY_EXISTS)
+resource_exhausted = _with_code(grpc.StatusCode.RESOURCE_EXHAUSTED)
+aborted = _with_code(grpc.StatusCode.ABORTED)
+internal = _with_code(grpc.StatusCode.INTERNAL)
 
 
 def show_bytes(data: bytes, limit: int = 16) -> str:
@@ -88,22 +83,6 @@ def show_bytes(data: bytes, limit: int = 16) -> str:
     if len(data) <= limit:
         return "0x" + data.hex()
     return f"0x{data[:limit].hex()}... ({len(data)} bytes)"
-
-
-def already_exists(msg: str) -> P4RTError:
-    return P4RTError(grpc.StatusCode.ALREADY_EXISTS, msg)
-
-
-def resource_exhausted(msg: str) -> P4RTError:
-    return P4RTError(grpc.StatusCode.RESOURCE_EXHAUSTED, msg)
-
-
-def aborted(msg: str) -> P4RTError:
-    return P4RTError(grpc.StatusCode.ABORTED, msg)
-
-
-def internal(msg: str) -> P4RTError:
-    return P4RTError(grpc.StatusCode.INTERNAL, msg)
 
 
 def as_p4rt_error(exc: BaseException) -> P4RTError:

@@ -28,7 +28,7 @@ class InfoControlPlane:
     def __init__(self, index: P4InfoIndex, clock: Clock) -> None:
         self.index = index
         self.pre = PacketReplicationEngine()
-        self.profiles: dict[str, ActionProfile] = {}
+        self.action_profiles: dict[str, ActionProfile] = {}
         self.tables: dict[str, Table] = {}
         self.counters: dict[str, CounterArray] = {}
         self.meters: dict[str, MeterArray] = {}
@@ -46,7 +46,7 @@ class InfoControlPlane:
             sem = (SizeSemantics.SUM_OF_MEMBERS
                    if p.WhichOneof("selector_size_semantics") == "sum_of_members"
                    else SizeSemantics.SUM_OF_WEIGHTS)
-            self.profiles[p.preamble.name] = ActionProfile(
+            self.action_profiles[p.preamble.name] = ActionProfile(
                 p.preamble.name, profile_id=pid, size=p.size, with_selector=p.with_selector,
                 max_group_size=p.max_group_size, size_semantics=sem,
                 actions=list(specs.values()))
@@ -66,7 +66,7 @@ class InfoControlPlane:
                     default = ActionCall(a.preamble.name)
             impl = None
             if ti.profile_id:
-                impl = self.profiles[index.profiles[ti.profile_id].preamble.name]
+                impl = self.action_profiles[index.profiles[ti.profile_id].preamble.name]
             self.tables[ti.name] = Table(
                 ti.name, ti.key, table_id=t.preamble.id, size=t.size or 1024,
                 actions=ti.action_specs if not ti.profile_id else None,
@@ -86,24 +86,6 @@ class InfoControlPlane:
             width = r.type_spec.bitstring.bit.bitwidth or r.type_spec.bitstring.int.bitwidth
             self.registers[r.preamble.name] = RegisterArray(r.preamble.name, max(1, r.size),
                                                             max(1, width))
-
-    def table(self, name: str) -> Table:
-        return self.tables[name]
-
-    def action_profile(self, name: str) -> ActionProfile:
-        return self.profiles[name]
-
-    def counter(self, name: str) -> CounterArray:
-        return self.counters[name]
-
-    def meter(self, name: str) -> MeterArray:
-        return self.meters[name]
-
-    def register(self, name: str) -> RegisterArray:
-        return self.registers[name]
-
-    def value_set(self, name: str) -> ValueSet:
-        return self.value_sets[name]
 
 
 class NullDataplane:

@@ -13,37 +13,9 @@ from typing import Any
 
 from emu.core.clock import Clock
 from emu.core.wire import WIRE_OVERHEAD_BYTES
-from emu.p4.tables import ActionProfile, Table
-from emu.p4.target.runtime import ValueSet
-from emu.p4.v1model.replication import PacketReplicationEngine
-from emu.p4.v1model.stateful import CounterArray, MeterArray, RegisterArray
 
 from .dataplane import DigestFn, OutputFn
 from .translate import P4InfoIndex
-
-
-class _Control:
-    def __init__(self, sw: Any) -> None:
-        self._sw = sw
-        self.pre: PacketReplicationEngine = sw.pre
-
-    def table(self, name: str) -> Table:
-        return self._sw.tables[name]  # type: ignore[no-any-return]
-
-    def action_profile(self, name: str) -> ActionProfile:
-        return self._sw.action_profiles[name]  # type: ignore[no-any-return]
-
-    def counter(self, name: str) -> CounterArray:
-        return self._sw.counters[name]  # type: ignore[no-any-return]
-
-    def meter(self, name: str) -> MeterArray:
-        return self._sw.meters[name]  # type: ignore[no-any-return]
-
-    def register(self, name: str) -> RegisterArray:
-        return self._sw.registers[name]  # type: ignore[no-any-return]
-
-    def value_set(self, name: str) -> ValueSet:
-        return self._sw.value_sets[name]  # type: ignore[no-any-return]
 
 
 class _DigestTap(list):  # type: ignore[type-arg]
@@ -70,7 +42,8 @@ class P4SwitchDataplane:
                                priority_queues=priority_queues,
                                wire_overhead_bytes=WIRE_OVERHEAD_BYTES)
         self.sw = self.switch.sw
-        self.control = _Control(self.sw)
+        # The switch's own dicts: what the server writes is what the pipeline reads.
+        self.control = self.sw
         self.drops = self.sw.drops
         self._out: OutputFn | None = None
         self._digests = _DigestTap()

@@ -53,6 +53,25 @@ def _cannot(msg: str) -> P4RTError:
     return invalid(_CANNOT + msg)
 
 
+def _part_ids(old: Iterable[Any], new: Iterable[Any], shape: Callable[[Any], Any],
+              renamed: str, reshaped: Callable[[Any, Any], str]) -> dict[int, int]:
+    """Old id -> new id of the named parts (match fields, params) of one object.
+
+    The new object must have parts of the same names (else `renamed`), each of the
+    same `shape` (else `reshaped(old part, new part)`)."""
+    new_by_name = {p.name: p for p in new}
+    old = list(old)
+    if {p.name for p in old} != set(new_by_name):
+        raise _cannot(renamed)
+    ids = {}
+    for p in old:
+        np_ = new_by_name[p.name]
+        if shape(np_) != shape(p):
+            raise _cannot(reshaped(p, np_))
+        ids[p.id] = np_.id
+    return ids
+
+
 @dataclass
 class IdMap:
     """Old P4Info ids -> new P4Info ids, by name, with shape checks."""
@@ -70,16 +89,10 @@ class IdMap:
         nt = next((t for t in self.new.tables.values() if t.name == ot.name), None)
         if nt is None:
             raise _cannot(f"table {ot.name} has entries but is not in the new P4Info")
-        new_fields = {k.name: k for k in nt.key}
-        if {k.name for k in ot.key} != set(new_fields):
-            raise _cannot(f"table {ot.name}: match fields changed")
-        fmap = {}
-        for k in ot.key:
-            nk = new_fields[k.name]
-            if (nk.kind, nk.bitwidth) != (k.kind, k.bitwidth):
-                raise _cannot(f"table {ot.name} field {k.name}: {k.kind.value}/{k.bitwidth} "
-                              f"became {nk.kind.value}/{nk.bitwidth}")
-            fmap[k.id] = nk.id
+        fmap = _part_ids(
+            ot.key, nt.key, lambda k: (k.kind, k.bitwidth), f"table {ot.name}: match fields changed",
+            lambda k, nk: f"table {ot.name} field {k.name}: {k.kind.value}/{k.bitwidth} "
+                          f"became {nk.kind.value}/{nk.bitwidth}")
         return ot, nt, fmap
 
     def action(self, action: p4runtime_pb2.Action, where: str) -> None:
@@ -90,16 +103,11 @@ class IdMap:
         na = self.new.action_by_name.get(oa.preamble.name)
         if na is None:
             raise _cannot(f"{where}: action {oa.preamble.name} is not in the new P4Info")
-        new_params = {p.name: p for p in na.params}
-        if {p.name for p in oa.params} != set(new_params):
-            raise _cannot(f"{where}: action {oa.preamble.name} changed its params")
-        pmap = {}
-        for p in oa.params:
-            np_ = new_params[p.name]
-            if np_.bitwidth != p.bitwidth:
-                raise _cannot(f"{where}: action {oa.preamble.name} param {p.name}: "
-                              f"bit<{p.bitwidth}> became bit<{np_.bitwidth}>")
-            pmap[p.id] = np_.id
+        pmap = _part_ids(
+            oa.params, na.params, lambda p: p.bitwidth,
+            f"{where}: action {oa.preamble.name} changed its params",
+            lambda p, np_: f"{where}: action {oa.preamble.name} param {p.name}: "
+                           f"bit<{p.bitwidth}> became bit<{np_.bitwidth}>")
         action.action_id = na.preamble.id
         for prm in action.params:
             prm.param_id = pmap[prm.param_id]
@@ -135,16 +143,10 @@ class IdMap:
         n = self._by_name(self.new.value_sets.values(), name)
         if n is None:
             raise _cannot(f"value set {name} has members but is not in the new P4Info")
-        new_fields = {m.name: m for m in n.match}
-        if {m.name for m in o.match} != set(new_fields):
-            raise _cannot(f"value set {name}: match fields changed")
-        fmap = {}
-        for m in o.match:
-            nm = new_fields[m.name]
-            if (nm.match_type, nm.other_match_type, nm.bitwidth) != \
-                    (m.match_type, m.other_match_type, m.bitwidth):
-                raise _cannot(f"value set {name} field {m.name}: match kind or width changed")
-            fmap[m.id] = nm.id
+        fmap = _part_ids(
+            o.match, n.match, lambda m: (m.match_type, m.other_match_type, m.bitwidth),
+            f"value set {name}: match fields changed",
+            lambda m, _: f"value set {name} field {m.name}: match kind or width changed")
         return int(n.preamble.id), fmap
 
     def digest_ids(self) -> dict[int, int]:
@@ -216,7 +218,7 @@ def changed_defaults(read: ReadFn, index: P4InfoIndex,
     """Default entries the controller changed (the others come with the new program)."""
     out = []
     for ti in index.tables.values():
-        table = control.table(ti.name)
+        table = control.tables[ti.name]
         d = table.default_entry
         initial = getattr(table, "_initial_default", d.action)
         if d.is_const or (d.action == initial and not d.metadata

@@ -138,29 +138,29 @@ def make_role_config(*, exclusive_p4_ids: Iterable[int] = (), shared_p4_ids: Ite
     return out
 
 
+# Entity kind -> the path to the P4Info id it belongs to, in its message.
+_P4_ID_PATH: dict[str, tuple[str, ...]] = {
+    "table_entry": ("table_id",),
+    "action_profile_member": ("action_profile_id",),
+    "action_profile_group": ("action_profile_id",),
+    "counter_entry": ("counter_id",),
+    "direct_counter_entry": ("table_entry", "table_id"),
+    "meter_entry": ("meter_id",),
+    "direct_meter_entry": ("table_entry", "table_id"),
+    "register_entry": ("register_id",),
+    "digest_entry": ("digest_id",),
+    "value_set_entry": ("value_set_id",),
+    "extern_entry": ("extern_id",),
+}
+
+
 def entity_p4_id(entity: p4runtime_pb2.Entity) -> int | None:
     """The P4Info id a written entity belongs to (None: the PRE, which has none)."""
     which = entity.WhichOneof("entity")
-    if which == "table_entry":
-        return int(entity.table_entry.table_id)
-    if which == "action_profile_member":
-        return int(entity.action_profile_member.action_profile_id)
-    if which == "action_profile_group":
-        return int(entity.action_profile_group.action_profile_id)
-    if which == "counter_entry":
-        return int(entity.counter_entry.counter_id)
-    if which == "direct_counter_entry":
-        return int(entity.direct_counter_entry.table_entry.table_id)
-    if which == "meter_entry":
-        return int(entity.meter_entry.meter_id)
-    if which == "direct_meter_entry":
-        return int(entity.direct_meter_entry.table_entry.table_id)
-    if which == "register_entry":
-        return int(entity.register_entry.register_id)
-    if which == "digest_entry":
-        return int(entity.digest_entry.digest_id)
-    if which == "value_set_entry":
-        return int(entity.value_set_entry.value_set_id)
-    if which == "extern_entry":
-        return int(entity.extern_entry.extern_id)
-    return None
+    path = _P4_ID_PATH.get(which) if which else None
+    if path is None:
+        return None
+    obj = getattr(entity, which)
+    for name in path:
+        obj = getattr(obj, name)
+    return int(obj)

@@ -196,7 +196,7 @@ class StreamChannels:
         def collect() -> list[p4runtime_pb2.TableEntry]:
             out = []
             for ti in pipe.timeout_tables:
-                table = pipe.control.table(ti.name)
+                table = pipe.control.tables[ti.name]
                 now = table._clock()  # the table's own time base (the switch clock)
                 for e in table.expired(now):
                     te = p4runtime_pb2.TableEntry()

@@ -123,22 +123,20 @@ class P4InfoIndex:
         for a in p4info.actions:
             idx.actions[claim(a.preamble, "action")] = a
             idx.action_by_name[a.preamble.name] = a
-        for p in p4info.action_profiles:
-            idx.profiles[claim(p.preamble, "action profile")] = p
-        for c in p4info.counters:
-            idx.counters[claim(c.preamble, "counter")] = c
-        for dc in p4info.direct_counters:
-            idx.direct_counters[claim(dc.preamble, "direct counter")] = dc
-        for m in p4info.meters:
-            idx.meters[claim(m.preamble, "meter")] = m
-        for dm in p4info.direct_meters:
-            idx.direct_meters[claim(dm.preamble, "direct meter")] = dm
-        for r in p4info.registers:
-            idx.registers[claim(r.preamble, "register")] = r
-        for d in p4info.digests:
-            idx.digests[claim(d.preamble, "digest")] = d
-        for vs in p4info.value_sets:
-            idx.value_sets[claim(vs.preamble, "value set")] = vs
+        # P4Info repeated field -> (index dict, kind named in errors)
+        by_id: tuple[tuple[str, dict, str], ...] = (
+            ("action_profiles", idx.profiles, "action profile"),
+            ("counters", idx.counters, "counter"),
+            ("direct_counters", idx.direct_counters, "direct counter"),
+            ("meters", idx.meters, "meter"),
+            ("direct_meters", idx.direct_meters, "direct meter"),
+            ("registers", idx.registers, "register"),
+            ("digests", idx.digests, "digest"),
+            ("value_sets", idx.value_sets, "value set"),
+        )
+        for attr, index, kind in by_id:
+            for obj in getattr(p4info, attr):
+                index[claim(obj.preamble, kind)] = obj
         for cpm in p4info.controller_packet_metadata:
             claim(cpm.preamble, "controller packet metadata")
             if cpm.preamble.name == "packet_in":

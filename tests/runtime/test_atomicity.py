@@ -232,7 +232,7 @@ def test_rollback_of_groups_and_one_shot_sets(rig: Rig, ecmp_p4info: p4info_pb2.
         return sorted(e.SerializeToString(deterministic=True) for e in c.read(queries))
 
     before = state()
-    hidden = rig.device.control().action_profile(prof)  # type: ignore[union-attr]
+    hidden = rig.device.control().action_profiles[prof]  # type: ignore[union-attr]
     n_members, n_groups = len(list(hidden.members())), len(list(hidden.groups()))
     grp = c.read([queries[1]])[0]
     ap_id = grp.action_profile_group.action_profile_id
@@ -305,7 +305,7 @@ def test_batch_and_rollback_run_in_one_device_call(rig: Rig, monkeypatch: pytest
     calls: list[int] = []
     inside = threading.local()
     real_call = rig.device.call
-    table = rig.device.control().table("MyIngress.fwd")  # type: ignore[union-attr]
+    table = rig.device.control().tables["MyIngress.fwd"]  # type: ignore[union-attr]
     real_insert, real_delete = table.insert, table.delete
     outside: list[str] = []
 

@@ -240,7 +240,7 @@ def test_large_batches_interleave_with_forwarding_unless_dataplane_atomic(
     def probe() -> None:
         cp = device.control()
         if cp is not None:
-            seen.add(len(cp.table("MyIngress.fwd")))
+            seen.add(len(cp.tables["MyIngress.fwd"]))
         if not stop.is_set():
             clock.call_later(20_000, probe)
 

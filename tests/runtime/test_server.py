@@ -772,7 +772,7 @@ def test_one_shot_action_sets(rig: Rig, ecmp_p4info: p4info_pb2.P4Info, ecmp_cfg
         rig.device.call(lambda f=frame: rig.device.inject(1, f))
     rig.clock.run_until_idle()
     assert {f[:6].hex() for _, f in rig.outputs} == {"020000000002", "020000000012"}
-    prof = rig.device.control().action_profile("MyIngress.ecmp_selector")  # type: ignore[union-attr]
+    prof = rig.device.control().action_profiles["MyIngress.ecmp_selector"]  # type: ignore[union-attr]
     assert len(list(prof.members())) == 2 and len(list(prof.groups())) == 1
     # MODIFY to a single next hop frees the old hidden objects
     c.write_one(U.MODIFY, entry([0x020000000022], [1]))

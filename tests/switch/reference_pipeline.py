@@ -46,10 +46,10 @@ class EcmpEcnDataplane:
     def __init__(self, index: P4InfoIndex, clock: Clock) -> None:
         self.control = InfoControlPlane(index, clock)
         try:
-            self.table = self.control.table("MyIngress.ipv4_lpm")
-            self.selector = self.control.action_profile("MyIngress.ecmp_selector")
-            self.port_rx = self.control.counter("MyIngress.port_rx")
-            self.last_len = self.control.register("MyIngress.last_len")
+            self.table = self.control.tables["MyIngress.ipv4_lpm"]
+            self.selector = self.control.action_profiles["MyIngress.ecmp_selector"]
+            self.port_rx = self.control.counters["MyIngress.port_rx"]
+            self.last_len = self.control.registers["MyIngress.last_len"]
         except KeyError as exc:
             raise invalid(f"P4Info is not ecmp_ecn.p4's: missing {exc}") from None
         self.drops = DropCounters()

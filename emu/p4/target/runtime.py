@@ -12,6 +12,12 @@ import struct as _struct
 from collections.abc import Callable
 from typing import Any
 
+from emu.p4.v1model.hashes import pack_fields
+
+# Generated code packs (value, width) pairs (MSB first, zero-padded to a byte) as the
+# hash inputs are packed.
+pack = pack_fields
+
 
 class ParserError(Exception):
     """A parser error (verify, short packet, no select match, stack overflow).
@@ -95,17 +101,6 @@ def stack_get(s: Stack, i: int) -> Any:
     if 0 <= i < len(a):
         return a[i]
     return a[-1].__class__()
-
-
-def pack(items: list[tuple[int, int]]) -> bytes:
-    """(value, width) pairs MSB first, zero-padded to a byte boundary at the end."""
-    acc = 0
-    total = 0
-    for v, w in items:
-        acc = (acc << w) | (v & ((1 << w) - 1))
-        total += w
-    pad = -total & 7
-    return (acc << pad).to_bytes((total + pad) >> 3, "big")
 
 
 def sat_add(a: int, b: int, lo: int, hi: int) -> int:

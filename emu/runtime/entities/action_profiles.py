@@ -3,6 +3,7 @@ one-shot action sets (tables.py): clients may not write them, reads leave them o
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from p4.v1 import p4runtime_pb2
@@ -19,7 +20,7 @@ def _profile(pipe: Pipeline, profile_id: int) -> Any:
     if profile_id == 0:
         raise invalid("action_profile_id 0 (wildcard) is only valid in reads")
     p = pipe.index.profile(profile_id)
-    return p, pipe.control.action_profile(p.preamble.name)
+    return p, pipe.control.action_profiles[p.preamble.name]
 
 
 def watch_port(m: Any) -> int | None:
@@ -51,19 +52,24 @@ def write_member(ctx: EntityContext, typ: int, m: p4runtime_pb2.ActionProfileMem
         prof.modify_member(m.member_id, call)
 
 
+def _read_profiles(ctx: EntityContext, profile_id: int) -> Iterator[tuple[int, Any]]:
+    """(id, engine profile) of the profile a read names, or of every one (id 0)."""
+    idx = ctx.pipe.index
+    for pinfo in [idx.profile(profile_id)] if profile_id else idx.profiles.values():
+        yield pinfo.preamble.id, ctx.pipe.control.action_profiles[pinfo.preamble.name]
+
+
 def read_members(ctx: EntityContext, m: p4runtime_pb2.ActionProfileMember) -> list[Entity]:
-    idx, control = ctx.pipe.index, ctx.pipe.control
+    idx = ctx.pipe.index
     out = []
-    for pinfo in ([idx.profile(m.action_profile_id)] if m.action_profile_id
-                  else idx.profiles.values()):
-        prof = control.action_profile(pinfo.preamble.name)
+    for profile_id, prof in _read_profiles(ctx, m.action_profile_id):
         for mem in prof.members():
             if (m.member_id and mem.member_id != m.member_id) or \
                     mem.member_id >= ONESHOT_BASE:
                 continue
             r = Entity()
             rm = r.action_profile_member
-            rm.action_profile_id = pinfo.preamble.id
+            rm.action_profile_id = profile_id
             rm.member_id = mem.member_id
             idx.action_to_proto(mem.action, rm.action)
             out.append(r)
@@ -85,11 +91,8 @@ def write_group(ctx: EntityContext, typ: int, g: p4runtime_pb2.ActionProfileGrou
 
 
 def read_groups(ctx: EntityContext, g: p4runtime_pb2.ActionProfileGroup) -> list[Entity]:
-    idx, control = ctx.pipe.index, ctx.pipe.control
     out = []
-    for pinfo in ([idx.profile(g.action_profile_id)] if g.action_profile_id
-                  else idx.profiles.values()):
-        prof = control.action_profile(pinfo.preamble.name)
+    for profile_id, prof in _read_profiles(ctx, g.action_profile_id):
         if not prof.with_selector:
             continue
         for grp in prof.groups():
@@ -97,7 +100,7 @@ def read_groups(ctx: EntityContext, g: p4runtime_pb2.ActionProfileGroup) -> list
                 continue
             r = Entity()
             rg = r.action_profile_group
-            rg.action_profile_id = pinfo.preamble.id
+            rg.action_profile_id = profile_id
             rg.group_id = grp.group_id
             rg.max_size = grp.max_size
             for gm in grp.members:

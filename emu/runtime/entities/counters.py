@@ -3,55 +3,43 @@ index); reads return them (id 0 = every counter, index unset = every cell)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from p4.v1 import p4runtime_pb2
 
-from ..errors import invalid, not_found
-from .common import Entity, EntityContext, U, entry_of, index_in
+from ..errors import invalid
+from .common import (
+    Entity,
+    EntityContext,
+    array_to_modify,
+    cells_of,
+    direct_entry,
+    entry_of,
+    modify_only,
+    read_cells,
+)
 
 
 def write(ctx: EntityContext, typ: int, c: p4runtime_pb2.CounterEntry) -> None:
-    if typ != U.MODIFY:
-        raise invalid("counter entries can only be MODIFYed")
     pipe = ctx.pipe
-    info = pipe.index.counters.get(c.counter_id)
-    if info is None:
-        raise not_found(f"counter id {c.counter_id} not in P4Info")
-    arr = pipe.control.counter(info.preamble.name)
+    info, arr = array_to_modify(typ, "counter", pipe.index.counters, c.counter_id,
+                                pipe.control.counters)
     pk, by = c.data.packet_count, c.data.byte_count
-    if c.HasField("index"):
-        arr.write(index_in(c.index.index, arr.size, info.preamble.name), pk, by)
-    else:
-        for i in range(arr.size):
-            arr.write(i, pk, by)
+    for i in cells_of(c, arr, info.preamble.name):
+        arr.write(i, pk, by)
 
 
 def read(ctx: EntityContext, c: p4runtime_pb2.CounterEntry) -> list[Entity]:
-    idx, control = ctx.pipe.index, ctx.pipe.control
-    out = []
-    for info in ([idx.counters[c.counter_id]] if c.counter_id in idx.counters
-                 else [] if c.counter_id else idx.counters.values()):
-        arr = control.counter(info.preamble.name)
-        cells = ([index_in(c.index.index, arr.size, info.preamble.name)]
-                 if c.HasField("index") else range(arr.size))
-        for i in cells:
-            pk, by = arr.read(i)
-            r = Entity()
-            r.counter_entry.counter_id = info.preamble.id
-            r.counter_entry.index.index = i
-            r.counter_entry.data.packet_count = pk
-            r.counter_entry.data.byte_count = by
-            out.append(r)
-    if c.counter_id and c.counter_id not in idx.counters:
-        raise not_found(f"counter id {c.counter_id} not in P4Info")
-    return out
+    def fill(entry: p4runtime_pb2.CounterEntry, arr: Any, i: int) -> None:
+        entry.data.packet_count, entry.data.byte_count = arr.read(i)
+
+    return read_cells("counter", ctx.pipe.index.counters, c.counter_id,
+                      ctx.pipe.control.counters, c, fill)
 
 
 def write_direct(ctx: EntityContext, typ: int, d: p4runtime_pb2.DirectCounterEntry) -> None:
-    if typ != U.MODIFY:
-        raise invalid("direct counter entries can only be MODIFYed")
-    ti, e = entry_of(ctx.pipe, d.table_entry)
-    if not ti.direct_counter_id:
-        raise invalid(f"{ti.name}: table has no direct counter")
+    modify_only(typ, "direct counter")
+    _ti, e = direct_entry(ctx.pipe, d.table_entry, "counter")
     e.counter.packets, e.counter.bytes = d.data.packet_count, d.data.byte_count
 
 
@@ -65,7 +53,7 @@ def read_direct(ctx: EntityContext, d: p4runtime_pb2.DirectCounterEntry) -> list
     for ti in tis:
         if not ti.direct_counter_id:
             raise invalid(f"{ti.name}: table has no direct counter")
-        table = pipe.control.table(ti.name)
+        table = pipe.control.tables[ti.name]
         if te.table_id and (len(te.match) or te.is_default_action):
             entries = [entry_of(pipe, te)[1]]
         else:

@@ -9,8 +9,16 @@ from p4.v1 import p4runtime_pb2
 
 from emu.p4.v1model.stateful import MeterRates
 
-from ..errors import invalid, not_found
-from .common import Entity, EntityContext, U, entry_of, index_in
+from ..errors import invalid
+from .common import (
+    Entity,
+    EntityContext,
+    array_to_modify,
+    direct_entry,
+    index_in,
+    modify_only,
+    read_cells,
+)
 
 
 def meter_from_proto(msg: Any) -> MeterRates:
@@ -32,13 +40,8 @@ def meter_to_proto(rates: object, out: p4runtime_pb2.MeterConfig) -> None:
 
 
 def write(ctx: EntityContext, typ: int, m: p4runtime_pb2.MeterEntry) -> None:
-    if typ != U.MODIFY:
-        raise invalid("meter entries can only be MODIFYed")
     pipe = ctx.pipe
-    info = pipe.index.meters.get(m.meter_id)
-    if info is None:
-        raise not_found(f"meter id {m.meter_id} not in P4Info")
-    arr = pipe.control.meter(info.preamble.name)
+    info, arr = array_to_modify(typ, "meter", pipe.index.meters, m.meter_id, pipe.control.meters)
     index = (index_in(m.index.index, arr.size, info.preamble.name)
              if m.HasField("index") else None)
     if m.HasField("config"):
@@ -49,39 +52,24 @@ def write(ctx: EntityContext, typ: int, m: p4runtime_pb2.MeterEntry) -> None:
 
 
 def read(ctx: EntityContext, m: p4runtime_pb2.MeterEntry) -> list[Entity]:
-    idx, control = ctx.pipe.index, ctx.pipe.control
-    if m.meter_id and m.meter_id not in idx.meters:
-        raise not_found(f"meter id {m.meter_id} not in P4Info")
-    out = []
-    for info in [idx.meters[m.meter_id]] if m.meter_id else idx.meters.values():
-        marr = control.meter(info.preamble.name)
-        cells = ([index_in(m.index.index, marr.size, info.preamble.name)]
-                 if m.HasField("index") else range(marr.size))
-        for i in cells:
-            r = Entity()
-            r.meter_entry.meter_id = info.preamble.id
-            r.meter_entry.index.index = i
-            rates = marr.get_rates(i)
-            if rates is not None:
-                meter_to_proto(rates, r.meter_entry.config)
-            out.append(r)
-    return out
+    def fill(entry: p4runtime_pb2.MeterEntry, marr: Any, i: int) -> None:
+        rates = marr.get_rates(i)
+        if rates is not None:
+            meter_to_proto(rates, entry.config)
+
+    return read_cells("meter", ctx.pipe.index.meters, m.meter_id, ctx.pipe.control.meters, m,
+                      fill)
 
 
 def write_direct(ctx: EntityContext, typ: int, d: p4runtime_pb2.DirectMeterEntry) -> None:
-    if typ != U.MODIFY:
-        raise invalid("direct meter entries can only be MODIFYed")
-    ti, e = entry_of(ctx.pipe, d.table_entry)
-    if not ti.direct_meter_id:
-        raise invalid(f"{ti.name}: table has no direct meter")
+    modify_only(typ, "direct meter")
+    _ti, e = direct_entry(ctx.pipe, d.table_entry, "meter")
     e.meter_config = meter_from_proto(d) if d.HasField("config") else None
     e.meter_state = None
 
 
 def read_direct(ctx: EntityContext, d: p4runtime_pb2.DirectMeterEntry) -> list[Entity]:
-    ti, e = entry_of(ctx.pipe, d.table_entry)
-    if not ti.direct_meter_id:
-        raise invalid(f"{ti.name}: table has no direct meter")
+    ti, e = direct_entry(ctx.pipe, d.table_entry, "meter")
     r = Entity()
     ctx.pipe.index.entry_to_proto(ti, e, r.direct_meter_entry.table_entry)
     r.direct_meter_entry.table_entry.ClearField("action")

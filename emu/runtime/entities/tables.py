@@ -153,7 +153,7 @@ def _make_oneshot(pipe: Pipeline, ti: TableInfo,
     """Hidden members (and a group, for selectors) for a one-shot action set."""
     where = ti.name
     pinfo = pipe.index.profile(ti.profile_id)
-    prof = pipe.control.action_profile(pinfo.preamble.name)
+    prof = pipe.control.action_profiles[pinfo.preamble.name]
     acts = list(aset.action_profile_actions)
     if not acts:
         raise invalid(f"{where}: empty one-shot action set")
@@ -196,7 +196,7 @@ def read(ctx: EntityContext, te: p4runtime_pb2.TableEntry) -> list[Entity]:
         raise invalid("a wildcard table read cannot filter on match fields")
     out = []
     for ti in tis:
-        table = pipe.control.table(ti.name)
+        table = pipe.control.tables[ti.name]
         if te.is_default_action:
             entries = [table.default_entry]
         else:

@@ -20,7 +20,7 @@ runs before the set is touched: a refused MODIFY leaves the old members.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -59,7 +59,8 @@ class ValueSetEngine(Protocol):
 
 
 class _Control(Protocol):
-    def value_set(self, name: str) -> ValueSetEngine: ...
+    @property
+    def value_sets(self) -> Mapping[str, ValueSetEngine]: ...
 
 
 @dataclass(frozen=True)
@@ -174,7 +175,7 @@ def write_value_set(index: P4InfoIndex, control: _Control, typ: int,
         raise invalid("value_set_id 0 (wildcard) is only valid in reads")
     info = _info(index, entry.value_set_id)
     name = info.preamble.name
-    engine = control.value_set(name)
+    engine = control.value_sets[name]
     fields = _fields(info)
     if len(engine.widths) != len(fields):
         raise invalid(f"value set {name}: the program has {len(engine.widths)} fields, "
@@ -201,7 +202,7 @@ def read_value_sets(index: P4InfoIndex, control: _Control,
              else list(index.value_sets.values()))
     out = []
     for info in infos:
-        engine = control.value_set(info.preamble.name)
+        engine = control.value_sets[info.preamble.name]
         fields = _fields(info)
         r = p4runtime_pb2.Entity()
         r.value_set_entry.value_set_id = info.preamble.id
