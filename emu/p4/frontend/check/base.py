@@ -77,6 +77,28 @@ class CheckerBase:
             return
         scope.types[name] = t
 
+    def open_block(self, d: A.ParserDecl | A.ControlDecl, kind: str, g: Scope) -> tuple[BlockInfo, Scope]:
+        """Register a parser or control and open its scope: type parameters, then the
+        apply and constructor parameters."""
+        info = BlockInfo(d, kind)
+        (self.parsers if kind == "parser" else self.controls)[d.name] = info
+        s = Scope(g, kind)
+        for tp in d.type_params:
+            s.types[tp] = TypeVar(tp, d)
+        self.params(d.params, s, d)
+        self.params(d.ctor_params, s, d)
+        return info, s
+
+    def block_locals(self, info: BlockInfo, s: Scope) -> None:
+        """Check a parser's or control's local declarations; one that fails does not
+        stop the others."""
+        for loc in info.decl.locals:
+            try:
+                self.local_decl(loc, s)
+            except _Abort:
+                pass
+        info.locals = dict(s.values)
+
     # ================================================================ types
     def resolve_type(self, tr: A.TypeRef, scope: Scope) -> Type:
         if isinstance(tr, A.BaseTypeRef):

@@ -5,27 +5,16 @@ from __future__ import annotations
 from .. import ast as A
 from ..types import VOID, ActionType, BlockType, ExternType, MethodType, TableType, Type, TypeVar
 from .base import CheckerBase
-from .program import _UNSUPPORTED_MSG, BlockInfo, Ref, Scope, _Abort
+from .program import _UNSUPPORTED_MSG, Ref, Scope, _Abort
 
 
 class ControlChecker(CheckerBase):
     def control(self, d: A.ControlDecl, g: Scope) -> None:
-        info = BlockInfo(d, "control")
-        self.controls[d.name] = info
-        s = Scope(g, "control")
-        for tp in d.type_params:
-            s.types[tp] = TypeVar(tp, d)
-        self.params(d.params, s, d)
-        self.params(d.ctor_params, s, d)
+        info, s = self.open_block(d, "control", g)
         prev = (self.block, self.owner)
         self.block, self.owner = info, d
         try:
-            for loc in d.locals:
-                try:
-                    self.local_decl(loc, s)
-                except _Abort:
-                    pass
-            info.locals = dict(s.values)
+            self.block_locals(info, s)
             self.stmt_safe(d.body, Scope(s))
         finally:
             self.block, self.owner = prev

@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 from .. import ast as A
-from ..types import DONTCARE, DontCareType, TupleType, Type, TypeVar
+from ..types import DONTCARE, DontCareType, TupleType, Type
 from .base import CheckerBase
-from .program import BlockInfo, Ref, Scope, _Abort
+from .program import Ref, Scope, _Abort
 
 
 class ParserChecker(CheckerBase):
     def parser(self, d: A.ParserDecl, g: Scope) -> None:
-        info = BlockInfo(d, "parser")
-        self.parsers[d.name] = info
-        s = Scope(g, "parser")
-        for tp in d.type_params:
-            s.types[tp] = TypeVar(tp, d)
-        self.params(d.params, s, d)
-        self.params(d.ctor_params, s, d)
+        info, s = self.open_block(d, "parser", g)
         states = {"accept", "reject"}
         for st in d.states:
             if st.name in states:
@@ -27,12 +21,7 @@ class ParserChecker(CheckerBase):
         prev = (self.block, self.in_parser, self.owner)
         self.block, self.in_parser, self.owner = info, True, d
         try:
-            for loc in d.locals:
-                try:
-                    self.local_decl(loc, s)
-                except _Abort:
-                    pass
-            info.locals = dict(s.values)
+            self.block_locals(info, s)
             if not any(st.name == "start" for st in d.states):
                 self.err(d, f"parser '{d.name}' has no 'start' state")
             for st in d.states:
