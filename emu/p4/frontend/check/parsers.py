@@ -79,18 +79,13 @@ class ParserChecker(CheckerBase):
         if isinstance(e, A.DefaultExpr | A.DontCare):
             e.type = DONTCARE
             return
-        if isinstance(e, A.Mask):
-            self.expr(e.value, scope, t)
-            self.expr(e.mask, scope, t)
-            self.coerce(e.value, t, "match")
-            self.coerce(e.mask, t, "match")
-            e.type = t
-            return
-        if isinstance(e, A.Range):
-            self.expr(e.lo, scope, t)
-            self.expr(e.hi, scope, t)
-            self.coerce(e.lo, t, "match")
-            self.coerce(e.hi, t, "match")
+        if isinstance(e, A.Mask | A.Range):
+            # value &&& mask and lo .. hi: both operands take the select expression's type
+            operands = (e.value, e.mask) if isinstance(e, A.Mask) else (e.lo, e.hi)
+            for x in operands:
+                self.expr(x, scope, t)
+            for x in operands:
+                self.coerce(x, t, "match")
             e.type = t
             return
         et = self.expr(e, scope, t)
