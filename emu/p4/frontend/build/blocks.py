@@ -12,8 +12,10 @@ from .base import ToAstBase
 
 class BlockRules(ToAstBase):
     # -- parsers
-    def parser_decl(self, items: list[Any]) -> A.ParserDecl:
-        annos, kw, name, *rest = items
+    @staticmethod
+    def _block_head(rest: list[Any]) -> tuple[list[str], list[A.Param], list[A.Param]]:
+        """Pop a parser's or control's type parameters (if any), apply parameters and
+        constructor parameters (if any) off the front of `rest`."""
         tparams: list[str] = []
         if rest and isinstance(rest[0], list) and rest[0] and isinstance(rest[0][0], str):
             tparams = rest.pop(0)
@@ -21,6 +23,11 @@ class BlockRules(ToAstBase):
         ctor: list[A.Param] = []
         if rest and isinstance(rest[0], list):
             ctor = rest.pop(0)
+        return tparams, params, ctor
+
+    def parser_decl(self, items: list[Any]) -> A.ParserDecl:
+        annos, kw, name, *rest = items
+        tparams, params, ctor = self._block_head(rest)
         locals_ = [r for r in rest if not isinstance(r, A.ParserState)]
         states = [r for r in rest if isinstance(r, A.ParserState)]
         return A.ParserDecl(str(name), tparams, params, ctor, locals_, states, annotations=annos, pos=self.p(name))
@@ -65,13 +72,7 @@ class BlockRules(ToAstBase):
     # -- controls
     def control_decl(self, items: list[Any]) -> A.ControlDecl:
         annos, kw, name, *rest = items
-        tparams: list[str] = []
-        if rest and isinstance(rest[0], list) and rest[0] and isinstance(rest[0][0], str):
-            tparams = rest.pop(0)
-        params = rest.pop(0)
-        ctor: list[A.Param] = []
-        if rest and isinstance(rest[0], list):
-            ctor = rest.pop(0)
+        tparams, params, ctor = self._block_head(rest)
         body = rest.pop()
         rest = [r for r in rest if not (isinstance(r, Token) and r.type == "APPLY")]
         return A.ControlDecl(str(name), tparams, params, ctor, rest, body, annotations=annos, pos=self.p(name))
