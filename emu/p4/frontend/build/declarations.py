@@ -25,23 +25,15 @@ class DeclarationRules(ToAstBase):
         annos, typeref, name = items
         return A.StructField(str(name), typeref, annotations=annos, pos=self.p(name))
 
-    def _aggregate(self, kind: str, items: list[Any]) -> A.HeaderDecl:
-        annos, _, name = items[:3]
+    def aggregate_decl(self, items: list[Any]) -> A.HeaderDecl:
+        """header, header_union or struct (the keyword is the kind)."""
+        annos, kw, name = items[:3]
         rest = items[3:]
         tparams: list[str] = []
         if rest and isinstance(rest[0], list):
             tparams = rest[0]
             rest = rest[1:]
-        return A.HeaderDecl(str(name), list(rest), kind, tparams, annotations=annos, pos=self.p(name))
-
-    def header_decl(self, items: list[Any]) -> A.HeaderDecl:
-        return self._aggregate("header", items)
-
-    def header_union_decl(self, items: list[Any]) -> A.HeaderDecl:
-        return self._aggregate("header_union", items)
-
-    def struct_decl(self, items: list[Any]) -> A.HeaderDecl:
-        return self._aggregate("struct", items)
+        return A.HeaderDecl(str(name), list(rest), str(kw), tparams, annotations=annos, pos=self.p(name))
 
     def enum_decl(self, items: list[Any]) -> A.EnumDecl:
         annos, _, name, *members = items
@@ -115,19 +107,11 @@ class DeclarationRules(ToAstBase):
         annos, _, name, params, body = items
         return A.ActionDecl(str(name), params, body, annotations=annos, pos=self.p(name))
 
-    def _ptype(self, kind: str, items: list[Any]) -> A.ParserTypeDecl:
-        annos, _, name, *rest = items
+    def block_type_decl(self, items: list[Any]) -> A.ParserTypeDecl:
+        """parser, control or package type (the keyword is the kind)."""
+        annos, kw, name, *rest = items
         tparams = rest[0] if len(rest) == 2 else []
-        return A.ParserTypeDecl(str(name), tparams, rest[-1], kind, annotations=annos, pos=self.p(name))
-
-    def parser_type_decl(self, items: list[Any]) -> A.ParserTypeDecl:
-        return self._ptype("parser", items)
-
-    def control_type_decl(self, items: list[Any]) -> A.ParserTypeDecl:
-        return self._ptype("control", items)
-
-    def package_decl(self, items: list[Any]) -> A.ParserTypeDecl:
-        return self._ptype("package", items)
+        return A.ParserTypeDecl(str(name), tparams, rest[-1], str(kw), annotations=annos, pos=self.p(name))
 
     def instantiation(self, items: list[Any]) -> A.Instantiation:
         annos, typeref, args, name, *rest = items

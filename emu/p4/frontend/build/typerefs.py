@@ -12,39 +12,10 @@ from .base import ToAstBase
 
 class TypeRules(ToAstBase):
     # -- types
-    def _base(self, kind: str, items: list[Any]) -> A.BaseTypeRef:
-        width = None
-        if len(items) > 1:
-            w = items[2]
-            width = self._int_or_expr(w)
-        return A.BaseTypeRef(kind, width, pos=self.p(items[0]))
-
-    def bool_type(self, items: list[Any]) -> A.BaseTypeRef:
-        return A.BaseTypeRef("bool", pos=self.p(items[0]))
-
-    def error_type(self, items: list[Any]) -> A.BaseTypeRef:
-        return A.BaseTypeRef("error", pos=self.p(items[0]))
-
-    def string_type(self, items: list[Any]) -> A.BaseTypeRef:
-        return A.BaseTypeRef("string", pos=self.p(items[0]))
-
-    def match_kind_type(self, items: list[Any]) -> A.BaseTypeRef:
-        return A.BaseTypeRef("match_kind", pos=self.p(items[0]))
-
-    def bit_type(self, items: list[Any]) -> A.BaseTypeRef:
-        return self._base("bit", items)
-
-    def int_type(self, items: list[Any]) -> A.BaseTypeRef:
-        return self._base("int", items)
-
-    def varbit_type(self, items: list[Any]) -> A.BaseTypeRef:
-        return self._base("varbit", items)
-
-    def void_type(self, items: list[Any]) -> A.BaseTypeRef:
-        return A.BaseTypeRef("void", pos=self.p(items[0]))
-
-    def dontcare_type(self, items: list[Any]) -> A.BaseTypeRef:
-        return A.BaseTypeRef("_", pos=self.p(items[0]))
+    def base_type(self, items: list[Any]) -> A.BaseTypeRef:
+        """A keyword type (`bool`, `void`, `_`, ...), or `bit`/`int`/`varbit` with a width."""
+        width = self._int_or_expr(items[2]) if len(items) > 1 else None
+        return A.BaseTypeRef(str(items[0]), width, pos=self.p(items[0]))
 
     def named_type(self, items: list[Any]) -> A.NamedTypeRef:
         name, top, tok = items[0]
