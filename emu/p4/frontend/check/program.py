@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import ast as A
 from ..ast import Ref
 from ..types import Type
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -80,20 +83,18 @@ class Scope:
         self.types: dict[str, Type] = {}
 
     def lookup(self, name: str) -> Ref | None:
-        s: Scope | None = self
-        while s is not None:
-            r = s.values.get(name)
-            if r is not None:
-                return r
-            s = s.parent
-        return None
+        return self._find(name, lambda s: s.values)
 
     def lookup_type(self, name: str) -> Type | None:
+        return self._find(name, lambda s: s.types)
+
+    def _find(self, name: str, table: Callable[[Scope], dict[str, _T]]) -> _T | None:
+        """`name` in this scope's table, else in the nearest enclosing scope's."""
         s: Scope | None = self
         while s is not None:
-            t = s.types.get(name)
-            if t is not None:
-                return t
+            v = table(s).get(name)
+            if v is not None:
+                return v
             s = s.parent
         return None
 
