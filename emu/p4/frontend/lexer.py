@@ -31,6 +31,18 @@ _TYPEARG_TOKS = {
     "TYPE_IDENT", "BIT", "INT", "VARBIT", "BOOL", "STRING_KW", "ERROR", "VOID", "TUPLE", "LIST",
     "DONTCARE", "INTEGER", "COMMA", "LT", "GT", "DOT", "MATCH_KIND", "LSQB", "RSQB",
 }
+# How a token changes the ( / [ nesting depth.
+_NESTING = {"LPAR": 1, "LSQB": 1, "RPAR": -1, "RSQB": -1}
+
+
+def _closing(toks: list[Token], start: int) -> int:
+    """Index of the token that closes the ( or [ at toks[start]; len(toks) if none does."""
+    depth = 0
+    for j in range(start, len(toks)):
+        depth += _NESTING.get(toks[j].type, 0)
+        if depth == 0:
+            return j
+    return len(toks)
 
 
 class P4PostLex:
@@ -71,17 +83,7 @@ class P4PostLex:
             if i < n and toks[i].type in ("LPAR", "LSQB") and toks[i].line == name.line:
                 open_t = toks[i]
                 close = ")" if open_t.type == "LPAR" else "]"
-                depth = 0
-                j = i
-                while j < n:
-                    v = toks[j].value
-                    if v in ("(", "["):
-                        depth += 1
-                    elif v in (")", "]"):
-                        depth -= 1
-                        if depth == 0:
-                            break
-                    j += 1
+                j = _closing(toks, i)
                 if j >= n:
                     out.append(toks[i])
                     i += 1
@@ -329,11 +331,8 @@ class _TypeNames:
         k = start
         while k < n:
             v = toks[k].type
-            if v in ("LPAR", "LSQB"):
-                depth += 1
-            elif v in ("RPAR", "RSQB"):
-                depth -= 1
-            elif v == "LBRACE":
+            depth += _NESTING.get(v, 0)
+            if v == "LBRACE":
                 depth += 1
             elif v == "RBRACE":
                 depth -= 1
