@@ -74,18 +74,16 @@ class DeclarationChecker(CheckerBase):
     # ================================================================ global declarations
     def decl_global(self, d: A.Decl) -> None:
         g = self.glob
-        if isinstance(d, A.ErrorDecl):
+        if isinstance(d, A.ErrorDecl | A.MatchKindDecl):
+            # both add members to one program-wide list; match kinds are also global names
+            is_error = isinstance(d, A.ErrorDecl)
+            known, what = (self.errors, "error member") if is_error else (self.match_kinds, "match_kind")
             for m in d.members:
-                if m in self.errors:
-                    self.err(d, f"duplicate error member '{m}'")
-                else:
-                    self.errors.append(m)
-        elif isinstance(d, A.MatchKindDecl):
-            for m in d.members:
-                if m in self.match_kinds:
-                    self.err(d, f"duplicate match_kind '{m}'")
-                else:
-                    self.match_kinds.append(m)
+                if m in known:
+                    self.err(d, f"duplicate {what} '{m}'")
+                    continue
+                known.append(m)
+                if not is_error:
                     self.declare(g, m, Ref("match_kind", m, d, MATCH_KIND, m), d)
         elif isinstance(d, A.HeaderDecl):
             self.aggregate(d, g)
