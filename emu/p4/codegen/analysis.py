@@ -32,6 +32,14 @@ def _has_return(body: A.Stmt) -> bool:
     return any(isinstance(n, A.Return) for n in _walk(body))
 
 
+def _out_args(params: list[A.Param] | None, args: list[A.Argument]) -> list[A.Expr]:
+    """The arguments a call may write: those bound to out/inout parameters, or all of
+    them when the callee's parameters are not known."""
+    if params is None:
+        return [a.value for a in args]
+    return [av for p, av in bind_args(params, args) if av is not None and p.direction in ("out", "inout")]
+
+
 def _written(body: A.Stmt) -> set[int]:
     """Declarations written in `body` (assigned, or passed to out/inout parameters)."""
     out: set[int] = set()
@@ -56,14 +64,9 @@ def _written(body: A.Stmt) -> set[int]:
                 params = t.proto.params
             elif isinstance(t, A.ControlDecl | A.ParserDecl):
                 params = t.params
-            if params is None:
-                for a in n.args:
-                    root(a.value)
-                continue
-            for p, av in bind_args(params, n.args):
-                if av is not None and p.direction in ("out", "inout"):
-                    root(av)
-            if isinstance(n.func, A.Member) and n.kind == "builtin":
+            for av in _out_args(params, n.args):
+                root(av)
+            if params is not None and isinstance(n.func, A.Member) and n.kind == "builtin":
                 root(n.func.expr)
     return out
 
@@ -152,14 +155,8 @@ def _rewritten_headers(prog: A.Program) -> set[int]:
             if (isinstance(f, A.Member) and f.name in ("extract", "lookahead")
                     and str(bt(f.expr.type)) == "packet_in"):
                 continue
-            params = t.params if isinstance(t, A.MethodDecl) else None
-            if params is None:
-                for a in n.args:
-                    written(a.value)
-                continue
-            for p, av in bind_args(params, n.args):
-                if av is not None and p.direction in ("out", "inout"):
-                    written(av)
+            for av in _out_args(t.params if isinstance(t, A.MethodDecl) else None, n.args):
+                written(av)
     return out
 
 
