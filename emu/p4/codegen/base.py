@@ -16,12 +16,13 @@ from emu.p4.frontend.types import (
     EnumType,
     ErrorType,
     HeaderStackType,
+    HeaderUnionType,
     StructLikeType,
     Type,
     strip_newtype,
 )
 
-from .classes import ClassTable, scalar_width
+from .classes import ClassTable, fld, scalar_width
 from .emitter import Emitter
 from .exits import ExitAnalysis
 
@@ -243,6 +244,19 @@ class LowererBase:
         self.pyobj[key] = py
         self.info.objects.append({"py": py, "kind": kind, "name": qname, **info})
         return py
+
+    def invalidate_union_siblings(self, h: A.Expr, ctx: Ctx) -> None:
+        """After header `h` became valid: when it is a member of a header union, make the
+        union's other members invalid (at most one is valid)."""
+        if not isinstance(h, A.Member):
+            return
+        ut = bt(h.expr.type)
+        if not isinstance(ut, HeaderUnionType):
+            return
+        pu = self.value(h.expr, ctx)
+        for fn, _ in ut.fields:
+            if fn != h.name:
+                self.out.line(f"{pu}.{fld(fn)}._v = False")
 
     if TYPE_CHECKING:
         # methods of the pass mixins, declared for the type checker only

@@ -41,14 +41,8 @@ class ExternLowerer(LowererBase):
         if name in ("setValid", "setInvalid"):
             x = self.value(f.expr, ctx)
             o.line(f"{x}._v = {name == 'setValid'}")
-            parent = f.expr
-            if name == "setValid" and isinstance(parent, A.Member) and isinstance(bt(parent.expr.type), HeaderUnionType):
-                ut = bt(parent.expr.type)
-                assert isinstance(ut, HeaderUnionType)
-                pu = self.value(parent.expr, ctx)
-                for fn, _ in ut.fields:
-                    if fn != parent.name:
-                        o.line(f"{pu}.{fld(fn)}._v = False")
+            if name == "setValid":
+                self.invalidate_union_siblings(f.expr, ctx)
             return None
         if name in ("push_front", "pop_front"):
             assert isinstance(recv_t, HeaderStackType)

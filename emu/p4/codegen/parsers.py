@@ -204,13 +204,7 @@ class ParserLowerer(LowererBase):
                     o.line(ln.replace("self.", "_x.").replace("pk.", f"{pk}."))
             else:
                 o.line(f"{h}._ex({pk})")
-            if isinstance(tgt, A.Member) and isinstance(bt(tgt.expr.type), HeaderUnionType):
-                ut = bt(tgt.expr.type)
-                assert isinstance(ut, HeaderUnionType)
-                pu = self.value(tgt.expr, ctx)
-                for fn, _ in ut.fields:
-                    if fn != tgt.name:
-                        o.line(f"{pu}.{fld(fn)}._v = False")
+            self.invalidate_union_siblings(tgt, ctx)
             return None
         if name == "lookahead":
             t = bt(e.type)
