@@ -68,6 +68,10 @@ from .tables import TableLowerer
 __all__ = ["Lowerer", "ProgramInfo", "lower"]
 
 
+# counter and meter externs -> the prefix of their generated Python names
+_COUNTERS_METERS = {"counter": "CN", "direct_counter": "DC", "meter": "MT", "direct_meter": "DM"}
+
+
 class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLowerer, LayoutLowerer):
     """The program-level driver: pipeline, block instances, top-level functions."""
 
@@ -224,17 +228,10 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
             info = {"size": const("size"), "width": w or 32,
                     "signed": isinstance(bt(vt), BitType) and bt(vt).signed}  # type: ignore[union-attr]
             py = self.obj(qn, "register", "R", **info)
-        elif kind == "counter":
-            py = self.obj(qn, "counter", "CN", size=const("size"), type=str(const("type", "packets")))
-            info = {}
-        elif kind == "direct_counter":
-            py = self.obj(qn, "direct_counter", "DC", type=str(const("type", "packets")))
-            info = {}
-        elif kind == "meter":
-            py = self.obj(qn, "meter", "MT", size=const("size"), type=str(const("type", "packets")))
-            info = {}
-        elif kind == "direct_meter":
-            py = self.obj(qn, "direct_meter", "DM", type=str(const("type", "packets")))
+        elif kind in _COUNTERS_METERS:
+            # a direct one has no size: its cells are its table's entries
+            size = {} if kind.startswith("direct_") else {"size": const("size")}
+            py = self.obj(qn, kind, _COUNTERS_METERS[kind], **size, type=str(const("type", "packets")))
             info = {}
         elif kind in ("action_profile", "action_selector"):
             info = {"size": const("size"), "with_selector": kind == "action_selector",
