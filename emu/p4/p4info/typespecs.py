@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from p4.config.v1 import p4types_pb2
 
@@ -55,6 +56,18 @@ def _translation(t: NewType) -> tuple[str, int] | None:
     return uri, int(bits or legacy or 0)
 
 
+def _new_members(table: Any, t: StructLikeType) -> Iterator[tuple[Any, Type]]:
+    """The first time `t` is seen: add its declaration to the P4Info `table` and yield each
+    field's new member (named) with the field's type; later, nothing (declared once)."""
+    if t.name in table:
+        return
+    decl = table[t.name]
+    for fname, ftype in t.fields:
+        m = decl.members.add()
+        m.name = fname
+        yield m, ftype
+
+
 def _type_name(t: Type) -> str | None:
     """P4Info `type_name` of a match field / param / metadata: set for user-defined types."""
     return t.name if isinstance(t, NewType) else None
@@ -90,29 +103,17 @@ class _TypeSpecs:
             self.bitstring(t, spec.bitstring)
         elif isinstance(t, HeaderType):
             spec.header.name = t.name
-            if t.name not in self.info.headers:
-                header = self.info.headers[t.name]
-                for fname, ftype in t.fields:
-                    m = header.members.add()
-                    m.name = fname
-                    self.bitstring(ftype.base if isinstance(ftype, NewType) else ftype, m.type_spec)
+            for m, ftype in _new_members(self.info.headers, t):
+                self.bitstring(ftype.base if isinstance(ftype, NewType) else ftype, m.type_spec)
         elif isinstance(t, HeaderUnionType):
             spec.header_union.name = t.name
-            if t.name not in self.info.header_unions:
-                union = self.info.header_unions[t.name]
-                for fname, ftype in t.fields:
-                    m = union.members.add()
-                    m.name = fname
-                    m.header.name = str(ftype)
-                    self.convert(ftype)
+            for m, ftype in _new_members(self.info.header_unions, t):
+                m.header.name = str(ftype)
+                self.convert(ftype)
         elif isinstance(t, StructLikeType):
             spec.struct.name = t.name
-            if t.name not in self.info.structs:
-                struct = self.info.structs[t.name]
-                for fname, ftype in t.fields:
-                    m = struct.members.add()
-                    m.name = fname
-                    self.convert(ftype, m.type_spec)
+            for m, ftype in _new_members(self.info.structs, t):
+                self.convert(ftype, m.type_spec)
         elif isinstance(t, HeaderStackType):
             spec.header_stack.header.name = str(t.elem)
             spec.header_stack.size = t.size
