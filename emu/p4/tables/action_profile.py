@@ -37,7 +37,7 @@ from .errors import (
     NotFound,
     ResourceExhausted,
 )
-from .keys import ActionCall, ActionSpec, validate_action
+from .keys import ActionCall, ActionSpec, action_specs, validate_action
 
 
 class SizeSemantics(str, enum.Enum):
@@ -92,13 +92,7 @@ class ActionProfile:
         self.max_group_size = max_group_size
         self.size_semantics = SizeSemantics(size_semantics)
         self.max_member_weight = max_member_weight
-        self._specs: dict[str | int, ActionSpec] | None = None
-        if actions is not None:
-            self._specs = {}
-            for a in actions:
-                self._specs[a.name] = a
-                if a.id:
-                    self._specs[a.id] = a
+        self._specs = action_specs(actions)
         self._members: dict[int, ActionProfileMember] = {}
         self._groups: dict[int, ActionProfileGroup] = {}
         self._member_in_groups: dict[int, int] = {}  # member id -> number of groups

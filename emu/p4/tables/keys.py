@@ -336,6 +336,19 @@ class ActionCall:
 NO_ACTION = ActionCall("NoAction")
 
 
+def action_specs(actions: Sequence[ActionSpec] | None) -> dict[str | int, ActionSpec] | None:
+    """A table's or profile's actions by name and by id (where it has one), for
+    validate_action; None (no list: any action goes) when `actions` is None."""
+    if actions is None:
+        return None
+    specs: dict[str | int, ActionSpec] = {}
+    for a in actions:
+        specs[a.name] = a
+        if a.id:
+            specs[a.id] = a
+    return specs
+
+
 def validate_action(specs: Mapping[str | int, ActionSpec] | None, action: ActionCall, *,
                     for_default: bool, where: str) -> ActionCall:
     """Check an action reference against the table's actions; return it normalised.

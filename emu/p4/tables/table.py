@@ -41,6 +41,7 @@ from .keys import (
     KeyField,
     MatchKey,
     MatchKind,
+    action_specs,
     assign_entry_priorities,
     canonicalize_match,
     validate_action,
@@ -102,13 +103,7 @@ class Table:
         self.largest_priority_wins = largest_priority_wins
         self.priority_delta = priority_delta
         self._clock = clock or time.monotonic_ns
-        self._specs: dict[str | int, ActionSpec] | None = None
-        if actions is not None:
-            self._specs = {}
-            for a in actions:
-                self._specs[a.name] = a
-                if a.id:
-                    self._specs[a.id] = a
+        self._specs = action_specs(actions)
         self.actions: tuple[ActionSpec, ...] = tuple(actions or ())
 
         self._entries: dict[tuple[MatchKey, int], TableEntry] = {}  # insertion order
