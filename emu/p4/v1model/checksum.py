@@ -57,13 +57,5 @@ def verify_checksum(
     ) == (checksum & ((1 << width) - 1))
 
 
-def update_checksum(
-    fields: Sequence[tuple[int, int]],
-    *,
-    width: int = 16,
-    algo: str | HashAlgorithm = HashAlgorithm.csum16,
-    payload: bytes = b"",
-    crc_spec: CrcSpec | None = None,
-) -> int:
-    """The value update_checksum writes into the checksum field."""
-    return checksum_value(fields, width=width, algo=algo, payload=payload, crc_spec=crc_spec)
+# update_checksum writes exactly the checksum of its fields into the checksum field.
+update_checksum = checksum_value
