@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import partialmethod
 
 __all__ = [
     "CloneSession",
@@ -227,29 +228,25 @@ class PacketReplicationEngine:
 
     # --- clone sessions --------------------------------------------------------------------
 
-    def insert_clone_session(
+    def _write_clone_session(
         self,
+        modify: bool,
         session_id: int,
         replicas: Sequence[ReplicaLike],
         *,
         class_of_service: int = 0,
         packet_length_bytes: int = 0,
     ) -> None:
-        if session_id in self._sessions:
+        """P4Runtime INSERT (the session must be new) or MODIFY (it must exist)."""
+        exists = session_id in self._sessions
+        if exists and not modify:
             raise DuplicateError(f"clone session {session_id} already exists")
-        self._put_session(session_id, replicas, class_of_service, packet_length_bytes)
-
-    def modify_clone_session(
-        self,
-        session_id: int,
-        replicas: Sequence[ReplicaLike],
-        *,
-        class_of_service: int = 0,
-        packet_length_bytes: int = 0,
-    ) -> None:
-        if session_id not in self._sessions:
+        if modify and not exists:
             raise UnknownEntryError(f"clone session {session_id} does not exist")
         self._put_session(session_id, replicas, class_of_service, packet_length_bytes)
+
+    insert_clone_session = partialmethod(_write_clone_session, False)
+    modify_clone_session = partialmethod(_write_clone_session, True)
 
     def delete_clone_session(self, session_id: int) -> None:
         if self._sessions.pop(session_id, None) is None:
