@@ -46,10 +46,24 @@ YELLOW = 1
 RED = 2
 
 
-class RegisterArray:
+class _CellArray:
+    """Base of the register, counter and meter arrays: the control plane's index check."""
+
+    __slots__ = ("name", "size")
+    what = ""  # the extern, for messages
+    name: str
+    size: int
+
+    def _check(self, index: int) -> None:
+        if not 0 <= index < self.size:
+            raise IndexError(f"{self.what} {self.name}: index {index} out of range 0..{self.size - 1}")
+
+
+class RegisterArray(_CellArray):
     """`register<bit<width>>(size)`: unsigned `width`-bit cells, zero at start."""
 
-    __slots__ = ("name", "size", "width", "_mask", "_cells")
+    __slots__ = ("width", "_mask", "_cells")
+    what = "register"
 
     def __init__(self, name: str, size: int, width: int) -> None:
         if size <= 0 or width <= 0:
@@ -89,9 +103,6 @@ class RegisterArray:
     def reset(self) -> None:
         self._cells = [0] * self.size
 
-    def _check(self, index: int) -> None:
-        if not 0 <= index < self.size:
-            raise IndexError(f"register {self.name}: index {index} out of range 0..{self.size - 1}")
 
 
 class CounterKind(str, enum.Enum):
@@ -136,10 +147,11 @@ class CounterCell:
         return f"CounterCell(packets={self.packets}, bytes={self.bytes})"
 
 
-class CounterArray:
+class CounterArray(_CellArray):
     """`counter(size, CounterType.kind)`; indices 0..size-1."""
 
-    __slots__ = ("name", "size", "kind", "_packets", "_bytes")
+    __slots__ = ("kind", "_packets", "_bytes")
+    what = "counter"
 
     def __init__(self, name: str, size: int, kind: CounterKind | str) -> None:
         if size <= 0:
@@ -176,9 +188,6 @@ class CounterArray:
         else:
             self.write(index, 0, 0)
 
-    def _check(self, index: int) -> None:
-        if not 0 <= index < self.size:
-            raise IndexError(f"counter {self.name}: index {index} out of range 0..{self.size - 1}")
 
 
 class MeterKind(str, enum.Enum):
@@ -249,10 +258,11 @@ class Meter:
         return GREEN
 
 
-class MeterArray:
+class MeterArray(_CellArray):
     """`meter(size, MeterType.kind)`; unconfigured elements return GREEN."""
 
-    __slots__ = ("name", "size", "kind", "_meters")
+    __slots__ = ("kind", "_meters")
+    what = "meter"
 
     def __init__(self, name: str, size: int, kind: MeterKind | str, clock: Clock) -> None:
         if size <= 0:
@@ -293,6 +303,3 @@ class MeterArray:
             self._check(index)
             self._meters[index].set_rates(rates)
 
-    def _check(self, index: int) -> None:
-        if not 0 <= index < self.size:
-            raise IndexError(f"meter {self.name}: index {index} out of range 0..{self.size - 1}")
