@@ -10,6 +10,7 @@ such), else None.  ``str(t)`` prints P4 syntax for diagnostics.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,19 @@ class Type:
         return None
 
     def __str__(self) -> str:
-        return type(self).__name__
+        # a named type (struct, enum, type parameter, ...) prints as its name
+        name = getattr(self, "name", None)
+        return name if isinstance(name, str) else type(self).__name__
+
+
+def _total(widths: Iterable[int | None]) -> int | None:
+    """The sum of the widths; None when one of them is not fixed."""
+    total = 0
+    for w in widths:
+        if w is None:
+            return None
+        total += w
+    return total
 
 
 @dataclass(frozen=True)
@@ -112,9 +125,6 @@ class TypeVar(Type):
     name: str
     owner: Any = field(default=None, compare=False, hash=False)
 
-    def __str__(self) -> str:
-        return self.name
-
 
 @dataclass(eq=False)
 class StructLikeType(Type):
@@ -133,16 +143,8 @@ class StructLikeType(Type):
 
     @property
     def bit_width(self) -> int | None:
-        total = 0
-        for _, t in self.fields:
-            w = t.max_bit_width if isinstance(t, VarbitType) else t.bit_width  # type: ignore[attr-defined]
-            if w is None:
-                return None
-            total += w
-        return total
-
-    def __str__(self) -> str:
-        return self.name
+        return _total(t.max_bit_width if isinstance(t, VarbitType) else t.bit_width  # type: ignore[attr-defined]
+                      for _, t in self.fields)
 
 
 @dataclass(eq=False)
@@ -152,25 +154,11 @@ class HeaderType(StructLikeType):
     @property
     def bit_width(self) -> int | None:
         """Fixed part only: varbit fields count as 0 (their size is dynamic)."""
-        total = 0
-        for _, t in self.fields:
-            if isinstance(t, VarbitType):
-                continue
-            w = t.bit_width
-            if w is None:
-                return None
-            total += w
-        return total
+        return _total(t.bit_width for _, t in self.fields if not isinstance(t, VarbitType))
 
     @property
     def max_bit_width(self) -> int | None:
-        total = 0
-        for _, t in self.fields:
-            w = t.max_width if isinstance(t, VarbitType) else t.bit_width
-            if w is None:
-                return None
-            total += w
-        return total
+        return _total(t.max_width if isinstance(t, VarbitType) else t.bit_width for _, t in self.fields)
 
 
 @dataclass(eq=False)
@@ -211,9 +199,6 @@ class EnumType(Type):
     def bit_width(self) -> int | None:
         return self.underlying.width if self.underlying else None
 
-    def __str__(self) -> str:
-        return self.name
-
 
 @dataclass(frozen=True)
 class TupleType(Type):
@@ -223,13 +208,7 @@ class TupleType(Type):
 
     @property
     def bit_width(self) -> int | None:
-        total = 0
-        for t in self.elems:
-            w = t.bit_width
-            if w is None:
-                return None
-            total += w
-        return total
+        return _total(t.bit_width for t in self.elems)
 
     def __str__(self) -> str:
         return "tuple<" + ", ".join(str(e) for e in self.elems) + ">"
@@ -245,9 +224,6 @@ class NewType(Type):
     @property
     def bit_width(self) -> int | None:
         return self.base.bit_width
-
-    def __str__(self) -> str:
-        return self.name
 
 
 @dataclass(eq=False)
@@ -276,9 +252,6 @@ class BlockType(Type):
     kind: str
     decl: Any = field(repr=False)
     type_args: dict[str, Type] = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        return self.name
 
 
 @dataclass(eq=False)
