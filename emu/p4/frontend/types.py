@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 
 class Type:
@@ -61,53 +61,50 @@ class BitType(Type):
 
 
 @dataclass(frozen=True)
-class IntType(Type):
-    """Infinite-precision integer (``int``, unsized literals, compile-time only)."""
+class _Keyword(Type):
+    """A type written as one keyword, which `str` prints. The subclasses add no fields,
+    so they share this class's dataclass methods (equal when of the same class)."""
+
+    keyword: ClassVar[str]
 
     def __str__(self) -> str:
-        return "int"
+        return self.keyword
 
 
-@dataclass(frozen=True)
-class BoolType(Type):
+class IntType(_Keyword):
+    """Infinite-precision integer (``int``, unsized literals, compile-time only)."""
+
+    keyword = "int"
+
+
+class BoolType(_Keyword):
+    keyword = "bool"
+
     @property
     def bit_width(self) -> int | None:
         return 1
 
-    def __str__(self) -> str:
-        return "bool"
+
+class StringType(_Keyword):
+    keyword = "string"
 
 
-@dataclass(frozen=True)
-class StringType(Type):
-    def __str__(self) -> str:
-        return "string"
+class VoidType(_Keyword):
+    keyword = "void"
 
 
-@dataclass(frozen=True)
-class VoidType(Type):
-    def __str__(self) -> str:
-        return "void"
+class DontCareType(_Keyword):
+    keyword = "_"
 
 
-@dataclass(frozen=True)
-class DontCareType(Type):
-    def __str__(self) -> str:
-        return "_"
-
-
-@dataclass(frozen=True)
-class ErrorType(Type):
+class ErrorType(_Keyword):
     """The single ``error`` type; members live in CheckedProgram.errors."""
 
-    def __str__(self) -> str:
-        return "error"
+    keyword = "error"
 
 
-@dataclass(frozen=True)
-class MatchKindType(Type):
-    def __str__(self) -> str:
-        return "match_kind"
+class MatchKindType(_Keyword):
+    keyword = "match_kind"
 
 
 @dataclass(frozen=True)
@@ -255,39 +252,34 @@ class BlockType(Type):
 
 
 @dataclass(eq=False)
-class ActionType(Type):
+class _DeclType(Type):
+    """A type given by one declaration; `str` prints it through `label`."""
+
     decl: Any = field(repr=False)
+    label: ClassVar[str]
 
     def __str__(self) -> str:
-        return f"action {self.decl.name}"
+        return self.label.format(self.decl.name)
 
 
-@dataclass(eq=False)
-class TableType(Type):
-    decl: Any = field(repr=False)
-
-    def __str__(self) -> str:
-        return f"table {self.decl.name}"
+class ActionType(_DeclType):
+    label = "action {}"
 
 
-@dataclass(eq=False)
-class ApplyResultType(Type):
-    """Result of ``t.apply()``: members hit, miss (bool) and action_run."""
-
-    table: Any = field(repr=False)
-
-    def __str__(self) -> str:
-        return f"apply_result({self.table.name})"
+class TableType(_DeclType):
+    label = "table {}"
 
 
-@dataclass(eq=False)
-class ActionEnumType(Type):
-    """Type of ``t.apply().action_run``: one of the table's actions."""
+class ApplyResultType(_DeclType):
+    """Result of ``t.apply()`` (decl: the table): members hit, miss (bool) and action_run."""
 
-    table: Any = field(repr=False)
+    label = "apply_result({})"
 
-    def __str__(self) -> str:
-        return f"action_list({self.table.name})"
+
+class ActionEnumType(_DeclType):
+    """Type of ``t.apply().action_run`` (decl: the table): one of the table's actions."""
+
+    label = "action_list({})"
 
 
 @dataclass(eq=False)

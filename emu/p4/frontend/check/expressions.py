@@ -311,7 +311,7 @@ class ExpressionChecker(CheckerBase):
             if e.name in ("hit", "miss"):
                 return BOOL
             if e.name == "action_run":
-                return ActionEnumType(bt.table)
+                return ActionEnumType(bt.decl)
             raise self.fatal(e, f"table apply result has no member '{e.name}'")
         if isinstance(bt, BlockType):
             if e.name == "apply" and bt.kind in ("parser", "control"):

@@ -113,9 +113,9 @@ class StatementChecker(CheckerBase):
                 if not isinstance(lab, A.NameRef):
                     self.err(lab, "switch labels on action_run must be action names")
                 else:
-                    names = {ar.name.lstrip("."): ar for p in t.table.properties if p.kind == "actions" for ar in p.actions}
+                    names = {ar.name.lstrip("."): ar for p in t.decl.properties if p.kind == "actions" for ar in p.actions}
                     if lab.name not in names:
-                        self.err(lab, f"'{lab.name}' is not an action of table '{t.table.name}'")
+                        self.err(lab, f"'{lab.name}' is not an action of table '{t.decl.name}'")
                     else:
                         ad = names[lab.name].decl
                         lab.ref = Ref("action", lab.name, ad, ActionType(ad))
