@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable
+from typing import Any
 
 from emu.p4.stf.expect import ExpectPattern
 from emu.p4.stf.model import (
@@ -230,34 +231,25 @@ def _mc_node_create(rest: str) -> McNodeCreate:
     return McNodeCreate(_int(w[0], "rid"), tuple(_int(p, "port") for p in w[1:]))
 
 
-def _ints(cls: Callable[..., StfCommand], usage: str, n: int) -> Callable[[str], StfCommand]:
+def _number(what: str) -> Callable[[str], int]:
+    return lambda text: _int(text, what)
+
+
+def _named_as(what: str) -> Callable[[str], str]:
+    return lambda text: _name(text, what)
+
+
+_NUMBER, _INDEX, _VALUE, _OBJECT = _number("number"), _number("index"), _number("value"), _named_as("object")
+
+
+def _command(cls: Callable[..., StfCommand], usage: str, *read: Callable[[str], Any],
+          optional: int = 0) -> Callable[[str], StfCommand]:
+    """A command of whitespace-separated arguments, the i-th read by read[i]; the last
+    `optional` ones may be left out (the command's defaults then apply)."""
     def parse(rest: str) -> StfCommand:
-        return cls(*(_int(w, "number") for w in _words(rest, n, n, usage)))
+        words = _words(rest, len(read) - optional, len(read), usage)
+        return cls(*(r(w) for r, w in zip(read, words, strict=False)))
     return parse
-
-
-def _register_write(rest: str) -> RegisterWrite:
-    w = _words(rest, 3, 3, "register_write <register> <index> <value>")
-    return RegisterWrite(_name(w[0], "register"), _int(w[1], "index"), _int(w[2], "value"))
-
-
-def _named_index(cls: Callable[..., StfCommand], usage: str) -> Callable[[str], StfCommand]:
-    def parse(rest: str) -> StfCommand:
-        w = _words(rest, 2, 2, usage)
-        return cls(_name(w[0], "object"), _int(w[1], "index"))
-    return parse
-
-
-def _named(cls: Callable[..., StfCommand], usage: str) -> Callable[[str], StfCommand]:
-    def parse(rest: str) -> StfCommand:
-        return cls(_name(_words(rest, 1, 1, usage)[0], "object"))
-    return parse
-
-
-def _counter_write(rest: str) -> CounterWrite:
-    w = _words(rest, 4, 4, "counter_write <counter> <index> <packets> <bytes>")
-    return CounterWrite(_name(w[0], "counter"), _int(w[1], "index"), _int(w[2], "packets"),
-                        _int(w[3], "bytes"))
 
 
 def _meter_set_rates(rest: str) -> MeterSetRates:
@@ -274,20 +266,6 @@ def _meter_set_rates(rest: str) -> MeterSetRates:
     return MeterSetRates(_name(w[0], "meter"), _int(w[1], "index"), tuple(rates))
 
 
-def _pvs_value(cls: Callable[..., StfCommand], usage: str) -> Callable[[str], StfCommand]:
-    def parse(rest: str) -> StfCommand:
-        w = _words(rest, 2, 2, usage)
-        return cls(_name(w[0], "value_set"), _int(w[1], "value"))
-    return parse
-
-
-def _queue(cls: Callable[..., StfCommand], usage: str) -> Callable[[str], StfCommand]:
-    def parse(rest: str) -> StfCommand:
-        w = _words(rest, 1, 2, usage)
-        return cls(_int(w[0], "value"), _int(w[1], "port") if len(w) > 1 else None)
-    return parse
-
-
 _HANDLERS: dict[str, Callable[[str], StfCommand]] = {
     "packet": _packet,
     "expect": _expect,
@@ -297,26 +275,30 @@ _HANDLERS: dict[str, Callable[[str], StfCommand]] = {
     "remove": _remove,
     "check_counter": _check_counter,
     "wait": _none(Wait),
-    "mc_mgrp_create": _ints(McMgrpCreate, "mc_mgrp_create <group>", 1),
-    "mc_mgrp_destroy": _ints(McMgrpDestroy, "mc_mgrp_destroy <group>", 1),
+    "mc_mgrp_create": _command(McMgrpCreate, "mc_mgrp_create <group>", _NUMBER),
+    "mc_mgrp_destroy": _command(McMgrpDestroy, "mc_mgrp_destroy <group>", _NUMBER),
     "mc_node_create": _mc_node_create,
-    "mc_node_associate": _ints(McNodeAssociate, "mc_node_associate <group> <handle>", 2),
-    "mc_node_dissociate": _ints(McNodeDissociate, "mc_node_dissociate <group> <handle>", 2),
-    "mc_node_destroy": _ints(McNodeDestroy, "mc_node_destroy <handle>", 1),
-    "mirroring_add": _ints(MirroringAdd, "mirroring_add <session> <port>", 2),
-    "mirroring_delete": _ints(MirroringDelete, "mirroring_delete <session>", 1),
-    "register_read": _named_index(RegisterRead, "register_read <register> <index>"),
-    "register_write": _register_write,
-    "register_reset": _named(RegisterReset, "register_reset <register>"),
-    "counter_read": _named_index(CounterRead, "counter_read <counter> <index>"),
-    "counter_write": _counter_write,
-    "counter_reset": _named(CounterReset, "counter_reset <counter>"),
+    "mc_node_associate": _command(McNodeAssociate, "mc_node_associate <group> <handle>", _NUMBER, _NUMBER),
+    "mc_node_dissociate": _command(McNodeDissociate, "mc_node_dissociate <group> <handle>", _NUMBER, _NUMBER),
+    "mc_node_destroy": _command(McNodeDestroy, "mc_node_destroy <handle>", _NUMBER),
+    "mirroring_add": _command(MirroringAdd, "mirroring_add <session> <port>", _NUMBER, _NUMBER),
+    "mirroring_delete": _command(MirroringDelete, "mirroring_delete <session>", _NUMBER),
+    "register_read": _command(RegisterRead, "register_read <register> <index>", _OBJECT, _INDEX),
+    "register_write": _command(RegisterWrite, "register_write <register> <index> <value>",
+                               _named_as("register"), _INDEX, _VALUE),
+    "register_reset": _command(RegisterReset, "register_reset <register>", _OBJECT),
+    "counter_read": _command(CounterRead, "counter_read <counter> <index>", _OBJECT, _INDEX),
+    "counter_write": _command(CounterWrite, "counter_write <counter> <index> <packets> <bytes>",
+                              _named_as("counter"), _INDEX, _number("packets"), _number("bytes")),
+    "counter_reset": _command(CounterReset, "counter_reset <counter>", _OBJECT),
     "meter_set_rates": _meter_set_rates,
-    "pvs_add": _pvs_value(PvsAdd, "pvs_add <value_set> <value>"),
-    "pvs_remove": _pvs_value(PvsRemove, "pvs_remove <value_set> <value>"),
-    "pvs_clear": _named(PvsClear, "pvs_clear <value_set>"),
-    "set_queue_depth": _queue(SetQueueDepth, "set_queue_depth <packets> [<port>]"),
-    "set_queue_rate": _queue(SetQueueRate, "set_queue_rate <pps> [<port>]"),
+    "pvs_add": _command(PvsAdd, "pvs_add <value_set> <value>", _named_as("value_set"), _VALUE),
+    "pvs_remove": _command(PvsRemove, "pvs_remove <value_set> <value>", _named_as("value_set"), _VALUE),
+    "pvs_clear": _command(PvsClear, "pvs_clear <value_set>", _OBJECT),
+    "set_queue_depth": _command(SetQueueDepth, "set_queue_depth <packets> [<port>]", _VALUE, _number("port"),
+                                optional=1),
+    "set_queue_rate": _command(SetQueueRate, "set_queue_rate <pps> [<port>]", _VALUE, _number("port"),
+                               optional=1),
 }
 
 
