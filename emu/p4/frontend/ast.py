@@ -594,6 +594,5 @@ class Ref:
     def __repr__(self) -> str:
         return f"Ref({self.kind} {self.name}: {self.type})"
 
-
 # What a checked Call calls: a declaration, or the method name of a built-in.
 CallTarget = ActionDecl | FunctionDecl | MethodDecl | TableDecl | ParserDecl | ControlDecl | str | None

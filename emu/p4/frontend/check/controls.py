@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from .. import ast as A
-from ..types import VOID, ActionType, BlockType, ExternType, MethodType, TableType, Type, TypeVar
+from ..types import VOID, BlockType, ExternType, MethodType, TableType, Type, TypeVar
 from .base import CheckerBase
-from .program import _UNSUPPORTED_MSG, Ref, Scope, _Abort
+from .program import _UNSUPPORTED_MSG, Ref, Scope, _Abort, ref_to_action
 
 
 class ControlChecker(CheckerBase):
@@ -27,7 +27,7 @@ class ControlChecker(CheckerBase):
         elif isinstance(d, A.Instantiation):
             self.instantiation(d, s)
         elif isinstance(d, A.ActionDecl):
-            self.declare(s, d.name, Ref("action", d.name, d, ActionType(d)), d)
+            self.declare(s, d.name, ref_to_action(d.name, d), d)
             self.action(d, s)
         elif isinstance(d, A.TableDecl):
             self.declare(s, d.name, Ref("table", d.name, d, TableType(d)), d)

@@ -8,7 +8,6 @@ from .. import ast as A
 from ..types import (
     DONTCARE,
     MATCH_KIND,
-    ActionType,
     BitType,
     BlockType,
     BoolType,
@@ -23,7 +22,7 @@ from ..types import (
     strip_newtype,
 )
 from .base import CheckerBase
-from .program import _UNSUPPORTED_MSG, CheckedProgram, Ref, Scope, _Abort
+from .program import _UNSUPPORTED_MSG, CheckedProgram, Ref, Scope, _Abort, ref_to_action
 
 
 class DeclarationChecker(CheckerBase):
@@ -112,7 +111,7 @@ class DeclarationChecker(CheckerBase):
             self.declare_type(g, d.name, BlockType(d.name, d.kind, d), d)
         elif isinstance(d, A.ActionDecl):
             self.actions[d.name] = d
-            self.declare(g, d.name, Ref("action", d.name, d, ActionType(d)), d)
+            self.declare(g, d.name, ref_to_action(d.name, d), d)
             self.action(d, g)
         elif isinstance(d, A.FunctionDecl):
             self.function(d, g)

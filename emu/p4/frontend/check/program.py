@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from .. import ast as A
 from ..ast import Ref
-from ..types import Type
+from ..types import ActionType, Type
 
 _T = TypeVar("_T")
 
@@ -73,6 +73,11 @@ class CheckedProgram:
     def error_code(self, name: str) -> int:
         """Numeric value of ``error.<name>`` (declaration order, NoError = 0), as BMv2 numbers them."""
         return self.errors.index(name)
+
+
+def ref_to_action(name: str, decl: A.ActionDecl) -> Ref:
+    """`name` denoting the action `decl`."""
+    return Ref("action", name, decl, ActionType(decl))
 
 
 class Scope:

@@ -9,7 +9,6 @@ from ..types import (
     BOOL,
     DONTCARE,
     ActionEnumType,
-    ActionType,
     BitType,
     BoolType,
     EnumType,
@@ -18,7 +17,7 @@ from ..types import (
     VoidType,
 )
 from .base import CheckerBase
-from .program import _UNSUPPORTED_MSG, Ref, Scope, _Abort
+from .program import _UNSUPPORTED_MSG, Scope, _Abort, ref_to_action
 
 
 class StatementChecker(CheckerBase):
@@ -118,7 +117,7 @@ class StatementChecker(CheckerBase):
                         self.err(lab, f"'{lab.name}' is not an action of table '{t.decl.name}'")
                     else:
                         ad = names[lab.name].decl
-                        lab.ref = Ref("action", lab.name, ad, ActionType(ad))
+                        lab.ref = ref_to_action(lab.name, ad)
                         lab.type = t
                     if lab.name in seen:
                         self.err(lab, f"duplicate switch label '{lab.name}'")

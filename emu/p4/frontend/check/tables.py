@@ -6,7 +6,6 @@ from .. import ast as A
 from ..types import (
     DONTCARE,
     VOID,
-    ActionType,
     BitType,
     BoolType,
     EnumType,
@@ -16,7 +15,7 @@ from ..types import (
     strip_newtype,
 )
 from .base import CheckerBase
-from .program import Ref, Scope, _Abort
+from .program import Scope, _Abort, ref_to_action
 
 
 class TableChecker(CheckerBase):
@@ -90,11 +89,11 @@ class TableChecker(CheckerBase):
             v.type = VOID
             if isinstance(v, A.Call):
                 v.kind, v.target = "action", ad
-                v.func.ref = Ref("action", name, ad, ActionType(ad))  # type: ignore[attr-defined]
-                v.func.type = ActionType(ad)
+                v.func.ref = ref = ref_to_action(name, ad)  # type: ignore[attr-defined]
+                v.func.type = ref.type
             else:
-                v.ref = Ref("action", name, ad, ActionType(ad))  # type: ignore[attr-defined]
-                v.type = ActionType(ad)
+                v.ref = ref = ref_to_action(name, ad)  # type: ignore[attr-defined]
+                v.type = ref.type
         if acts and name not in acts:
             self.err(v or p, f"default action '{name}' is not in the actions list of table '{t.name}'")
 
