@@ -241,7 +241,7 @@ class V1ModelSwitch:
             fc.ingress = port
             plain(port, data)
 
-        self.receive = receive  # type: ignore[method-assign]
+        self.receive = receive  # type: ignore[method-assign, assignment]  # frames from the wire only
         self.flow_control = fc
         return fc
 
@@ -250,20 +250,27 @@ class V1ModelSwitch:
         self._output(port, frame, _MAC_SM)
 
     # ------------------------------------------------------------------ data plane
-    def receive(self, port: int, data: bytes) -> None:
-        """A frame arrives on `port`: run ingress now (egress runs when dequeued)."""
-        # Fast path of _ingress_packet for normal packets (the generated run_ingress).
+    def receive(self, port: int, data: bytes, instance_type: int = 0,
+                saved: dict[str, Any] | None = None, depth: int = 0) -> None:
+        """A frame arrives on `port`: run ingress now (egress runs when dequeued). A
+        resubmitted or recirculated packet comes back through here (`_ingress_packet`)
+        with its `instance_type`, the metadata it keeps and its loop depth."""
+        # The hot path: keep attribute lookups and calls to a minimum.
         try:
             if type(data) is not bytes:
                 data = bytes(data)
             ps = PacketState(data)
             try:
-                sm = self._run_ingress(ps, data, port, self._now_ns() // 1000)
+                if instance_type:
+                    sm = self._rerun_ingress(ps, data, port, instance_type, saved, depth)
+                else:  # a normal packet: all of it in the generated run_ingress
+                    sm = self._run_ingress(ps, data, port, self._now_ns() // 1000)
             except runtime.AssertFailed as e:
                 self._assert_failed(e)
                 return
+            # End of ingress: clone, digest, resubmit, then multicast / drop / unicast.
             if ps.clone is not None or ps.digests or ps.resubmit is not None:
-                if self._end_of_ingress_special(ps, port, data, ps.hdr, ps.meta, sm, 0):
+                if self._end_of_ingress_special(ps, port, data, ps.hdr, ps.meta, sm, depth):
                     return
             mgid = sm.mcast_grp
             if mgid:
@@ -276,6 +283,10 @@ class V1ModelSwitch:
             self.tm.enqueue(spec, ps, ps.length, sm.priority)
         except Exception as exc:  # a bug or an unexecutable construct: drop, count
             self._packet_error(port, exc)
+
+    # Resubmit and recirculate re-enter ingress here: not through `receive`, which flow
+    # control replaces per instance to see frames arriving from the wire.
+    _ingress_packet = receive
 
     def _restore(self, meta: Any, sm: Any, saved: dict[str, Any] | None) -> None:
         if not saved:
@@ -311,54 +322,34 @@ class V1ModelSwitch:
         ps.base_len = pk.o if self._static_length else self._hdr_len(hdr)
         return hdr, meta
 
-    def _ingress_packet(self, port: int, data: bytes, instance_type: int,
-                        saved: dict[str, Any] | None, depth: int) -> None:
-        # The hot path: keep attribute lookups and calls to a minimum.
+    def _rerun_ingress(self, ps: PacketState, data: bytes, port: int, instance_type: int,
+                       saved: dict[str, Any] | None, depth: int) -> Any:
+        """Parser, verify and ingress of a resubmitted or recirculated packet, with the
+        metadata it keeps; its standard_metadata."""
+        sm = self._new_sm()
+        ps.sm = sm
+        sm.ingress_port = port
+        sm.instance_type = instance_type
+        ps.depth = depth
+        sm.packet_length = ps.length
+        sm.ingress_global_timestamp = self.clock.now_ns() // 1000
+        ps.meta = meta = self._new_meta()
+        if saved:
+            self._restore(meta, sm, saved)
+        hdr = self._new_hdr()
+        ps.hdr = hdr
+        pk = runtime.Pkt(data)
         try:
-            ps = PacketState(data)
-            sm = self._new_sm()
-            ps.sm = sm
-            sm.ingress_port = port
-            if instance_type:
-                sm.instance_type = instance_type
-                ps.depth = depth
-            sm.packet_length = ps.length
-            sm.ingress_global_timestamp = self.clock.now_ns() // 1000
-            ps.meta = meta = self._new_meta()
-            if saved:
-                self._restore(meta, sm, saved)
-            hdr = self._new_hdr()
-            ps.hdr = hdr
-            pk = runtime.Pkt(data)
-            try:
-                try:
-                    self._parse(pk, hdr, meta, sm, ps)
-                except runtime.ParserError as e:
-                    if e.code is not None:
-                        sm.parser_error = e.code
-                o = pk.o
-                ps.payload = data[o:] if o else data
-                ps.base_len = o if self._static_length else self._hdr_len(hdr)
-                self._verify(hdr, meta, ps)
-                self._ingress(hdr, meta, sm, ps)
-            except runtime.AssertFailed as e:
-                self._assert_failed(e)
-                return
-            # End of ingress: clone, digest, resubmit, then multicast / drop / unicast.
-            if ps.clone is not None or ps.digests or ps.resubmit is not None:
-                if self._end_of_ingress_special(ps, port, data, hdr, meta, sm, depth):
-                    return
-            mgid = sm.mcast_grp
-            if mgid:
-                self._multicast(mgid, ps, hdr, meta, sm)
-                return
-            spec = sm.egress_spec
-            if spec == self.drop_port:
-                self.drops.count(port, DropReason.PIPELINE_DROP)
-                return
-            self.tm.enqueue(spec, ps, ps.length, sm.priority)
-        except Exception as exc:  # a bug or an unexecutable construct: drop, count
-            self._packet_error(port, exc)
+            self._parse(pk, hdr, meta, sm, ps)
+        except runtime.ParserError as e:
+            if e.code is not None:
+                sm.parser_error = e.code
+        o = pk.o
+        ps.payload = data[o:] if o else data
+        ps.base_len = o if self._static_length else self._hdr_len(hdr)
+        self._verify(hdr, meta, ps)
+        self._ingress(hdr, meta, sm, ps)
+        return sm
 
     def _end_of_ingress_special(self, ps: PacketState, port: int, data: bytes, hdr: Any,
                                 meta: Any, sm: Any, depth: int) -> bool:
