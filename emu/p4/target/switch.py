@@ -336,17 +336,8 @@ class V1ModelSwitch:
         ps.meta = meta = self._new_meta()
         if saved:
             self._restore(meta, sm, saved)
-        hdr = self._new_hdr()
+        hdr, _ = self._run_parser(ps, data, sm)
         ps.hdr = hdr
-        pk = runtime.Pkt(data)
-        try:
-            self._parse(pk, hdr, meta, sm, ps)
-        except runtime.ParserError as e:
-            if e.code is not None:
-                sm.parser_error = e.code
-        o = pk.o
-        ps.payload = data[o:] if o else data
-        ps.base_len = o if self._static_length else self._hdr_len(hdr)
         self._verify(hdr, meta, ps)
         self._ingress(hdr, meta, sm, ps)
         return sm
