@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from emu.core.clock import Clock, VirtualClock
@@ -39,7 +39,7 @@ from emu.p4.tables import (
     Table,
 )
 from emu.p4.v1model.hashes import hash_result
-from emu.p4.v1model.replication import CloneSession, PacketReplicationEngine
+from emu.p4.v1model.replication import CloneSession, PacketReplicationEngine, Replica
 from emu.p4.v1model.stateful import CounterArray, MeterArray, RegisterArray
 from emu.p4.v1model.traffic_manager import DequeueInfo, DropCounters, DropReason, TrafficManager
 
@@ -382,23 +382,21 @@ class V1ModelSwitch:
         ps.trunc = 0
         self.tm.enqueue(port, ps, ps.length, sm.priority)
 
-    def _clone_session(self, ps: PacketState, meta: Any, sm: Any
-                       ) -> tuple[CloneSession, dict[str, Any] | None] | None:
-        """The session the packet's clone names and the metadata its copies keep; None
-        when there is no such session (no copies)."""
+    def _clones(self, ps: PacketState, meta: Any, sm: Any
+                ) -> Iterator[tuple[Replica, CloneSession, dict[str, Any] | None]]:
+        """Each copy the packet's clone session makes: its replica, the session and the
+        metadata the copies keep (none when the session does not exist)."""
         assert ps.clone is not None
         _, sid, fl = ps.clone
         sess = self.pre.clone_session(sid)
         if sess is None:
-            return None
-        return sess, self._save(fl, meta, sm)
+            return
+        kept = self._save(fl, meta, sm)
+        for rep in sess.replicas:
+            yield rep, sess, kept
 
     def _clone_i2e(self, ps: PacketState, hdr: Any, meta: Any, sm: Any) -> None:
-        found = self._clone_session(ps, meta, sm)
-        if found is None:
-            return
-        sess, kept = found
-        for rep in sess.replicas:
+        for rep, sess, kept in self._clones(ps, meta, sm):
             # BMv2 re-parses the original packet for an ingress clone.
             cps = PacketState(ps.data)
             cps.depth = ps.depth
@@ -486,11 +484,7 @@ class V1ModelSwitch:
         self._after_egress_special(port, ps, None)
 
     def _clone_e2e(self, ps: PacketState, hdr: Any, meta: Any, sm: Any) -> None:
-        found = self._clone_session(ps, meta, sm)
-        if found is None:
-            return
-        sess, kept = found
-        for rep in sess.replicas:
+        for rep, sess, kept in self._clones(ps, meta, sm):
             csm = self._new_sm()  # BMv2 resets all metadata of an egress clone
             csm.instance_type = EGRESS_CLONE
             csm.egress_rid = rep.instance
