@@ -112,8 +112,7 @@ class ClassTable:
         o = Emitter()
         is_hdr = isinstance(t, HeaderType)
         raw = self._raw(t)
-        o.line(f"class {n}:")
-        with o.indent():
+        with o.block(f"class {n}:"):
             # No __slots__: scalar defaults live on the class, so creating a header or
             # struct only allocates an empty instance dict (the per-packet hot path).
             if is_hdr:
@@ -129,19 +128,16 @@ class ClassTable:
                 if isinstance(ft, VarbitType):
                     o.line(f"{fld(f)}__w = 0")
             if nested:
-                o.line("def __init__(self):")
-                with o.indent():
+                with o.block("def __init__(self):"):
                     for f, ft in nested:
                         o.line(f"self.{fld(f)} = {self.default(ft)}")
-            o.line("def copy(self):")
-            with o.indent():
+            with o.block("def copy(self):"):
                 o.line(f"c = {n}.__new__({n})")
                 o.line("c.__dict__.update(self.__dict__)")
                 for f, _ft in nested:
                     o.line(f"c.{fld(f)} = self.{fld(f)}.copy()")
                 o.line("return c")
-            o.line("def set(self, o):")
-            with o.indent():
+            with o.block("def set(self, o):"):
                 # In place, recursively: nested headers keep their identity.
                 if is_hdr:
                     o.line("self._v = o._v")
@@ -156,8 +152,7 @@ class ClassTable:
                         if isinstance(ft, VarbitType):
                             o.line(f"self.{a}__w = o.{a}__w")
                 o.line("return None")
-            o.line("def eq(self, o):")
-            with o.indent():
+            with o.block("def eq(self, o):"):
                 if is_hdr:
                     o.line("if self._v != o._v: return False")
                     o.line("if not self._v: return True")
@@ -176,8 +171,7 @@ class ClassTable:
                             conds.append(f"self.{a} == o.{a}")
                 o.line("return " + (" and ".join(conds) if conds else "True"))
             if isinstance(t, HeaderUnionType):
-                o.line("def _isv(self):")
-                with o.indent():
+                with o.block("def _isv(self):"):
                     conds = [f"self.{fld(f)}._v" for f, _ in t.fields]
                     o.line("return " + (" or ".join(conds) if conds else "False"))
             if is_hdr:
@@ -196,8 +190,7 @@ class ClassTable:
         if not has_varbit:
             nbytes = (fixed + 7) // 8
             pad = nbytes * 8 - fixed
-            o.line("def _ex(self, pk):")
-            with o.indent():
+            with o.block("def _ex(self, pk):"):
                 o.line(f"o = pk.o; e = o + {nbytes}")
                 o.line(f"if e > pk.n: self._v = False; raise ParserError({pts})")
                 o.line("v = int.from_bytes(pk.b[o:e], 'big'); pk.o = e")
@@ -209,22 +202,19 @@ class ClassTable:
                     sh -= w
                     o.line(f"self.{fld(f)} = {self._conv_in(f'v >> {sh}' if sh else 'v', ft, w, sh == fixed - w)}")
                 o.line("self._v = True")
-            o.line("def _emit(self):")
-            with o.indent():
+            with o.block("def _emit(self):"):
                 parts = []
                 for f, ft in fields:
                     w = scalar_width(ft) or 0
                     parts.append((self._conv_out(f"self.{fld(f)}", ft, w), w))
                 o.line(f"return ({_pack_expr(parts, pad)}).to_bytes({nbytes}, 'big')")
-            o.line("def _nbytes(self):")
-            with o.indent():
+            with o.block("def _nbytes(self):"):
                 o.line(f"return {nbytes}")
             return
         hts = self.err.get("HeaderTooShort", 4)
         pia = self.err.get("ParserInvalidArgument", 6)
         vmax = next(ft.max_width for _, ft in fields if isinstance(ft, VarbitType))
-        o.line("def _exv(self, pk, nbits):")
-        with o.indent():
+        with o.block("def _exv(self, pk, nbits):"):
             o.line(f"if nbits > {vmax}: raise ParserError({hts})")
             # BMv2 extracts whole bytes only: a header of a fractional byte length is an
             # invalid argument (test-parserinvalidargument-error-bmv2)
@@ -243,8 +233,7 @@ class ClassTable:
                     o.line(f"sh -= {w}")
                     o.line(f"self.{fld(f)} = {self._conv_in('v >> sh', ft, w, False)}")
             o.line("self._v = True")
-        o.line("def _emit(self):")
-        with o.indent():
+        with o.block("def _emit(self):"):
             o.line("acc = 0; total = 0")
             for f, ft in fields:
                 if isinstance(ft, VarbitType):
@@ -254,8 +243,7 @@ class ClassTable:
                     o.line(f"acc = (acc << {w}) | {self._conv_out(f'self.{fld(f)}', ft, w)}; total += {w}")
             o.line("pad = -total & 7")
             o.line("return (acc << pad).to_bytes((total + pad) >> 3, 'big')")
-        o.line("def _nbytes(self):")
-        with o.indent():
+        with o.block("def _nbytes(self):"):
             vb = next(f for f, ft in fields if isinstance(ft, VarbitType))
             o.line(f"return ({fixed} + self.{fld(vb)}__w + 7) >> 3")
 
@@ -309,8 +297,7 @@ class ClassTable:
                     o.line(f"self.{a} = {self._conv_in(src, types[a], w, sh == gw - w)}")
             o.line("self._v = True")
         self.extract_inline[id(self._current)] = [ln.strip() for ln in o.lines[mark:]]
-        o.line("def _emit(self):")
-        with o.indent():
+        with o.block("def _emit(self):"):
             args = []
             for gi, (gw, members) in enumerate(groups):
                 expr = _pack_expr([(self._conv_out(f"self.{a}", types[a], w), w) for a, w in members], 0)
@@ -337,8 +324,7 @@ class ClassTable:
                 o.line(f"return {sname}.pack({', '.join(args)})")
                 if all(len(_parts(gw // 8)) == 1 or len(m) == 1 for gw, m in groups):
                     self.emit_inline[id(self._current)] = f"{sname}.pack({', '.join(args)})"
-        o.line("def _nbytes(self):")
-        with o.indent():
+        with o.block("def _nbytes(self):"):
             o.line(f"return {nbytes}")
 
     @staticmethod

@@ -7,7 +7,8 @@ from contextlib import contextmanager
 
 
 class Emitter:
-    """Lines of Python source; `indent()` nests, `capture()` diverts lines to a side list."""
+    """Lines of Python source; `indent()` nests, `block(header)` is a header line and its
+    nested body, `capture()` diverts lines to a side list."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
@@ -26,6 +27,13 @@ class Emitter:
             if len(self.lines) == mark:
                 self.lines.append("    " * self.level + "pass")
             self.level -= 1
+
+    @contextmanager
+    def block(self, header: str) -> Iterator[None]:
+        """The line `header` (`def ...:`, `if ...:`) and, one level in, what the body emits."""
+        self.line(header)
+        with self.indent():
+            yield
 
     @contextmanager
     def capture(self) -> Iterator[list[str]]:

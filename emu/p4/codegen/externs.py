@@ -177,8 +177,7 @@ class ExternLowerer(LowererBase):
         leaves = self.flatten(data, ctx)
         w = self.width(cks.type, cks)
         c = self.value(cond, ctx)
-        o.line(f"if {c}:")
-        with o.indent():
+        with o.block(f"if {c}:"):
             total = sum(lw for _, lw, _ in leaves)
             if (algo_name.endswith("csum16") and not name.endswith("with_payload") and total % 16 == 0
                     and total and all(lw > 0 for _, lw, _ in leaves)):
@@ -278,8 +277,7 @@ class ExternLowerer(LowererBase):
         if ename == "direct_meter" and m.name == "read":
             res = args[0]
             assert res is not None
-            o.line(f"if {py}.color is not None:")
-            with o.indent():
+            with o.block(f"if {py}.color is not None:"):
                 self.assign(res, f"{py}.color", ctx)
             return None
         raise unsupported(e, f"method '{m.name}' of '{ename}'")
@@ -293,8 +291,7 @@ class ExternLowerer(LowererBase):
             else:
                 o.line(f"if {code}._v: {out}.append({code}._emit())")
         elif isinstance(t, HeaderStackType):
-            o.line(f"for _h in {code}.a:")
-            with o.indent():
+            with o.block(f"for _h in {code}.a:"):
                 et = bt(t.elem)
                 if isinstance(et, HeaderUnionType):
                     # A stack of unions: each element emits its valid member.

@@ -200,8 +200,7 @@ class LayoutLowerer(LowererBase):
         o = self.out
         static = self.info.static_length
         start = len(o.lines)
-        o.line("def run_ingress(ps, data, port, ts_us):")
-        with o.indent():
+        with o.block("def run_ingress(ps, data, port, ts_us):"):
             o.line("_ps = ps")
             # mcast_grp and priority are read by the switch after ingress: set here
             # (a read that falls back to the class default is several times slower).
@@ -238,8 +237,7 @@ class LayoutLowerer(LowererBase):
             self.splice("ingress", "ingress(hdr, meta, sm, ps)", o.level)
             o.line("return sm")
         o.line("")
-        o.line("def run_egress(ps, port, info, ts_us):")
-        with o.indent():
+        with o.block("def run_egress(ps, port, info, ts_us):"):
             o.line("_ps = ps; hdr = ps.hdr; meta = ps.meta; sm = ps.sm")
             o.line("sm.egress_port = port; sm.egress_spec = 0")
             for line in (sets(("enq_timestamp", "info.enq_timestamp & 0xffffffff"),
@@ -307,8 +305,7 @@ class LayoutLowerer(LowererBase):
     def gen_hdr_len(self) -> None:
         """Bytes of the valid headers (BMv2 adjusts packet_length by header adds/removes)."""
         o = self.out
-        o.line("def hdr_len(hdr):")
-        with o.indent():
+        with o.block("def hdr_len(hdr):"):
             o.line("n = 0")
             for f, ft in self.hdr_t.fields:
                 b = bt(ft)

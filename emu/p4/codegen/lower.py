@@ -291,11 +291,9 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
             self.instantiate(c, ctx, [])
             self.empty_blocks[fname] = not c.body.stmts and not c.locals
             if self.exits.may_exit(c.body):
-                o.line("try:")
-                with o.indent():
+                with o.block("try:"):
                     self.block(c.body, ctx)
-                o.line("except ExitBlock:")
-                with o.indent():
+                with o.block("except ExitBlock:"):
                     o.line("pass")
             else:
                 self.block(c.body, ctx)

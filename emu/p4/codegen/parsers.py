@@ -59,11 +59,9 @@ class ParserLowerer(LowererBase):
         stv = self.tmp("st")
         pctx = ctx.child(in_parser=True)
         o.line(f"{stv} = 0")
-        o.line("while True:")
-        with o.indent():
+        with o.block("while True:"):
             for i, n in enumerate(loop_states):
-                o.line(f"{'if' if i == 0 else 'elif'} {stv} == {i}:")
-                with o.indent():
+                with o.block(f"{'if' if i == 0 else 'elif'} {stv} == {i}:"):
                     self.state_body(states[n], pctx, states, ids, stv)
 
     def state_body(self, s: A.ParserState, ctx: Ctx, states: dict[str, A.ParserState],
@@ -108,8 +106,7 @@ class ParserLowerer(LowererBase):
                 if first:
                     self.goto(case.state, ctx, states, ids, stv)
                 else:
-                    o.line("else:")
-                    with o.indent():
+                    with o.block("else:"):
                         self.goto(case.state, ctx, states, ids, stv)
                 return
             o.line(f"{'if' if first else 'elif'} {cond}:")
@@ -120,8 +117,7 @@ class ParserLowerer(LowererBase):
         if first:
             o.line(f"raise ParserError({nm})")
         else:
-            o.line("else:")
-            with o.indent():
+            with o.block("else:"):
                 o.line(f"raise ParserError({nm})")
 
     def keyset_cond(self, ks: A.Expr, keys: list[tuple[str, Any]], ctx: Ctx) -> str:
@@ -269,7 +265,6 @@ class ParserLowerer(LowererBase):
         self.parser_states(body.decl, bctx)
         if copy_out:
             o.level -= 1
-            o.line("finally:")
-            with o.indent():
+            with o.block("finally:"):
                 for a, v in copy_out:
                     self.assign(a, v, caller)

@@ -87,8 +87,7 @@ class StmtLowerer(LowererBase):
             self.call_stmt(s.call, ctx)
         elif isinstance(s, A.If):
             cond = self.value(s.cond, ctx)
-            o.line(f"if {cond}:")
-            with o.indent():
+            with o.block(f"if {cond}:"):
                 self.block(s.then, ctx.child())
             els = s.else_
             while isinstance(els, A.If):
@@ -96,13 +95,11 @@ class StmtLowerer(LowererBase):
                     cond = self.value(els.cond, ctx)
                 if buf:
                     break
-                o.line(f"elif {cond}:")
-                with o.indent():
+                with o.block(f"elif {cond}:"):
                     self.block(els.then, ctx.child())
                 els = els.else_
             if els is not None:
-                o.line("else:")
-                with o.indent():
+                with o.block("else:"):
                     self.block(els, ctx.child())
         elif isinstance(s, A.Switch):
             self.switch(s, ctx)
@@ -138,11 +135,9 @@ class StmtLowerer(LowererBase):
             self.stmt(x, lctx)
         first = self.tmp("first")
         o.line(f"{first} = True")
-        o.line("while True:")
-        with o.indent():
+        with o.block("while True:"):
             if s.update:
-                o.line(f"if not {first}:")
-                with o.indent():
+                with o.block(f"if not {first}:"):
                     for x in s.update:
                         self.stmt(x, lctx)
                 o.line(f"{first} = False")
@@ -283,16 +278,14 @@ class StmtLowerer(LowererBase):
             o.line("try:")
             o.level += 1
         if needs_loop:
-            o.line("while True:")
-            with o.indent():
+            with o.block("while True:"):
                 self.block(body, ictx)
                 o.line("break")
         else:
             self.block(body, ictx)
         if may_exit:
             o.level -= 1
-            o.line("finally:")
-            with o.indent():
+            with o.block("finally:"):
                 for a, v, _p in copy_out:
                     self.assign(a, v, caller)
         else:

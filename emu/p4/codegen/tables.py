@@ -226,8 +226,7 @@ class TableLowerer(LowererBase):
             ap = info["impl_py"]
             o.line(f"if {e}.is_default: {c} = {e}.action")
             o.line(f"elif {e}.member_id is not None: {c} = {ap}.member_action({e}.member_id)")
-            o.line("else:")
-            with o.indent():
+            with o.block("else:"):
                 if sel_codes:
                     pe, nb = pack_expr(sel_codes)
                     o.line(f"_m = {ap}.select({e}.group_id, {ap}_hash(({pe}).to_bytes({nb}, 'big')))")
