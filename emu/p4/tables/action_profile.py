@@ -119,15 +119,12 @@ class ActionProfile:
         return m
 
     def modify_member(self, member_id: int, action: ActionCall) -> ActionProfileMember:
-        m = self._members.get(member_id)
-        if m is None:
-            raise NotFound(f"{self.name}: no member {member_id}")
+        m = self.get_member(member_id)
         m.action = self._check_action(action)
         return m
 
     def delete_member(self, member_id: int) -> None:
-        if member_id not in self._members:
-            raise NotFound(f"{self.name}: no member {member_id}")
+        self.get_member(member_id)
         if self._member_in_groups.get(member_id):
             raise FailedPrecondition(f"{self.name}: member {member_id} is in a group")
         if self._member_refs.get(member_id):
@@ -222,9 +219,7 @@ class ActionProfile:
     def modify_group(self, group_id: int, members: Sequence[GroupMemberInput], *,
                      max_size: int | None = None) -> ActionProfileGroup:
         """Replace the member set. `max_size`, if given, must equal the inserted one."""
-        g = self._groups.get(group_id)
-        if g is None:
-            raise NotFound(f"{self.name}: no group {group_id}")
+        g = self.get_group(group_id)
         if max_size is not None and max_size != g.max_size:
             raise InvalidArgument(f"{self.name}: max_size of group {group_id} cannot change")
         gms = self._normalise_members(members)
@@ -238,9 +233,7 @@ class ActionProfile:
         return g
 
     def delete_group(self, group_id: int) -> None:
-        g = self._groups.get(group_id)
-        if g is None:
-            raise NotFound(f"{self.name}: no group {group_id}")
+        g = self.get_group(group_id)
         if self._group_refs.get(group_id):
             raise FailedPrecondition(f"{self.name}: group {group_id} is used by a table entry")
         for gm in g.members:
@@ -291,8 +284,7 @@ class ActionProfile:
     # -- references from table entries ---------------------------------------
 
     def ref_member(self, member_id: int) -> None:
-        if member_id not in self._members:
-            raise NotFound(f"{self.name}: no member {member_id}")
+        self.get_member(member_id)
         self._member_refs[member_id] = self._member_refs.get(member_id, 0) + 1
 
     def unref_member(self, member_id: int) -> None:
@@ -300,8 +292,7 @@ class ActionProfile:
 
     def ref_group(self, group_id: int) -> None:
         self._require_selector()
-        if group_id not in self._groups:
-            raise NotFound(f"{self.name}: no group {group_id}")
+        self.get_group(group_id)
         self._group_refs[group_id] = self._group_refs.get(group_id, 0) + 1
 
     def unref_group(self, group_id: int) -> None:
