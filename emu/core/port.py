@@ -368,7 +368,7 @@ class _Direction:
         self.busy_until_ns = end
         if depth is not None:
             self.in_flight.append(end)
-        link.clock.call_at(end + link.delay_ns, functools.partial(self._arrive, frame))
+        link.clock.schedule_at(end + link.delay_ns, functools.partial(self._arrive, frame))
         return True
 
     def _arrive(self, frame: bytes) -> None:

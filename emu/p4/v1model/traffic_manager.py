@@ -371,7 +371,7 @@ class TrafficManager:
             p.scheduled = True
             due = p.busy_until if p.busy_until > now else now
             p.due = due
-            clock.call_at(due, p.serve)
+            clock.schedule_at(due, p.serve)
         return _tuple_new(EnqueueResult, (ts, qdepth, priority))
 
     def _serve(self, p: _Port) -> None:
@@ -412,7 +412,7 @@ class TrafficManager:
                 if p.pkts:
                     due = p.busy_until if p.busy_until > now else now
                     p.due = due
-                    clock.call_at(due, p.serve)
+                    clock.schedule_at(due, p.serve)
                 else:
                     p.scheduled = False
             # State is settled before the callback, which may enqueue again.
