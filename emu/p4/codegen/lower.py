@@ -226,7 +226,7 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
             py = self.obj(qn, "register", "R", **info)
         elif kind == "counter":
             py = self.obj(qn, "counter", "CN", size=const("size"), type=str(const("type", "packets")))
-            info = {}
+            info = {"size": const("size")}
         elif kind == "direct_counter":
             py = self.obj(qn, "direct_counter", "DC", type=str(const("type", "packets")))
             info = {}

@@ -133,9 +133,11 @@ class V1ModelSwitch:
             elif kind == "register":
                 r = RegisterArray(name, max(1, ob["size"]), ob["width"])
                 self.registers[name] = ns[py] = r
+                ns[py + "_c"] = r.cells  # written in place by the generated code
             elif kind == "counter":
                 c = CounterArray(name, max(1, ob["size"]), _ckind(ob["type"]))
                 self.counters[name] = ns[py] = c
+                ns[py + "_p"], ns[py + "_b"] = c.cells  # counted in place by the generated code
             elif kind == "direct_counter":
                 self.direct_counters.setdefault(name, [])
                 ns[py] = None

@@ -56,3 +56,21 @@ def test_switches_of_one_program_share_code_but_not_state() -> None:
     assert two.register_read(register, 2) == 0
     assert two.register_read(register, 3) == 5
     assert [o.data for o in one.outputs()] == [bytes([2, 7]), bytes([2, 9])]
+
+
+def test_counts_and_register_writes_after_a_reset_land_in_what_is_read() -> None:
+    sw = P4Switch(compile_source(PROGRAM, "bind.p4"))
+    (counter,) = sw.sw.counters
+    (register,) = sw.sw.registers
+    sw.inject(0, bytes([1, 4]))
+    sw.run_until_idle()
+    sw.counter_reset(counter)
+    sw.register_reset(register)
+    assert sw.counter_read(counter, 1) == (0, 0)
+    assert sw.register_read(register, 1) == 0
+    sw.inject(0, bytes([1, 6]))
+    sw.inject(0, bytes([9, 6]))  # index 9 is out of range: nothing counted or written
+    sw.run_until_idle()
+    assert sw.counter_read(counter, 1) == (1, 2)
+    assert sw.register_read(register, 1) == 6
+    assert [sw.counter_read(counter, i) for i in (0, 2, 3)] == [(0, 0)] * 3
