@@ -364,7 +364,9 @@ class _Direction:
         start = self.busy_until_ns
         if start < now:
             start = now
-        end = start + link.serialisation_ns(len(frame))
+        rate = link.rate_bps  # serialisation_ns inlined: once per frame
+        end = start if rate is None else \
+            start + (len(frame) + link.overhead_bytes) * 8_000_000_000 // rate
         self.busy_until_ns = end
         if depth is not None:
             self.in_flight.append(end)

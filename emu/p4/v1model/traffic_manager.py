@@ -407,7 +407,12 @@ class TrafficManager:
                 start = enq_ns  # the transmitter was idle when this packet arrived
             if start < now - self._max_catchup_ns:
                 start = now - self._max_catchup_ns
-            p.busy_until = start + p.service_ns(size)
+            rate = p.rate_bps
+            if rate is not None:  # service_ns inlined for the common bits-per-second case
+                ns, p.carry = divmod(size * 8_000_000_000 + p.carry, rate)
+                p.busy_until = start + ns
+            else:
+                p.busy_until = start + p.service_ns(size)
             if budget == 0:
                 if p.pkts:
                     due = p.busy_until if p.busy_until > now else now
