@@ -17,7 +17,9 @@ carries the egress-modified headers with metadata reset except the preserved fie
 Hot path: `receive` -> generated `run_ingress` (parser, verify, ingress spliced into
 one function) -> TrafficManager.enqueue; on dequeue `_on_dequeue` -> generated
 `run_egress` (egress, checksum, deparser). Clones, resubmit, recirculate, digests,
-truncation and multicast take the slower general paths.
+truncation and multicast take the slower general paths. Every switch running one
+program shares its generated functions and classes (CompiledProgram.bind): only the
+switch's own tables, counters and registers differ (closure cells).
 """
 
 from __future__ import annotations
