@@ -15,6 +15,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from typing import Any
 
 Callback = Callable[[], None]
 
@@ -44,7 +45,8 @@ class Clock(ABC):
     def __init__(self) -> None:
         # Heap of (when_ns, seq, handle): seq keeps equal-time timers in FIFO order,
         # which is what makes virtual runs deterministic.
-        self._timers: list[tuple[int, int, TimerHandle]] = []
+        # (VirtualClock.schedule_at puts the callback itself in place of a handle.)
+        self._timers: list[tuple[int, int, Any]] = []
         self._seq = itertools.count()
 
     @abstractmethod
@@ -60,6 +62,11 @@ class Clock(ABC):
         heapq.heappush(self._timers, (when_ns, next(self._seq), handle))
         self._wake()
         return handle
+
+    def schedule_at(self, when_ns: int, fn: Callback) -> None:
+        """call_at for a callback that is never cancelled: no handle (a virtual clock
+        then keeps no TimerHandle per event; the per-packet timers use this)."""
+        self.call_at(when_ns, fn)
 
     def call_later(self, delay_ns: int, fn: Callback) -> TimerHandle:
         return self.call_at(self.now_ns() + max(0, int(delay_ns)), fn)
@@ -97,6 +104,10 @@ class VirtualClock(Clock):
     def __init__(self, start_ns: int = 0) -> None:
         super().__init__()
         self._now = start_ns
+        if type(self).call_at is not VirtualClock.call_at:
+            # A subclass that changes call_at (say, timers firing late) gets its
+            # call_at for the handle-less timers too.
+            self.schedule_at = self.call_at  # type: ignore[method-assign,assignment]
 
     def now_ns(self) -> int:
         return self._now
@@ -107,13 +118,24 @@ class VirtualClock(Clock):
         heapq.heappush(self._timers, (when_ns, next(self._seq), handle))
         return handle
 
+    def schedule_at(self, when_ns: int, fn: Callback) -> None:
+        # The heap entry holds the callback itself (no TimerHandle): _fire tells the
+        # two apart by type. Same sequence counter, so the firing order is unchanged.
+        heapq.heappush(self._timers, (when_ns, next(self._seq), fn))
+
     def next_deadline(self) -> int | None:
         """When the earliest pending timer is due (None: no timers): nothing can change
         before then, so a caller may skip straight to it."""
-        return self._next_deadline()
+        timers = self._timers
+        while timers:
+            h = timers[0][2]
+            if type(h) is not TimerHandle or not h.cancelled:
+                return timers[0][0]
+            heapq.heappop(timers)
+        return None
 
     def pending(self) -> int:
-        return sum(1 for _, _, h in self._timers if not h.cancelled)
+        return sum(1 for _, _, h in self._timers if type(h) is not TimerHandle or not h.cancelled)
 
     def advance_to(self, t_ns: int) -> int:
         """Move time to t_ns, firing due timers at their own times. Returns timers run."""
@@ -134,13 +156,15 @@ class VirtualClock(Clock):
             when = timers[0][0]
             if until_ns is not None and when > until_ns:
                 break
-            handle = pop(timers)[2]
-            if handle.cancelled:
-                continue
+            fn = pop(timers)[2]
+            if type(fn) is TimerHandle:
+                if fn.cancelled:
+                    continue
+                fn.cancelled = True  # a handle fires at most once (TimerHandle._run)
+                fn = fn._fn
             if when > self._now:
                 self._now = when
-            handle.cancelled = True  # a handle fires at most once (TimerHandle._run)
-            handle._fn()
+            fn()
             ran += 1
         return ran
 

@@ -364,11 +364,13 @@ class _Direction:
         start = self.busy_until_ns
         if start < now:
             start = now
-        end = start + link.serialisation_ns(len(frame))
+        rate = link.rate_bps  # serialisation_ns inlined: once per frame
+        end = start if rate is None else \
+            start + (len(frame) + link.overhead_bytes) * 8_000_000_000 // rate
         self.busy_until_ns = end
         if depth is not None:
             self.in_flight.append(end)
-        link.clock.call_at(end + link.delay_ns, functools.partial(self._arrive, frame))
+        link.clock.schedule_at(end + link.delay_ns, functools.partial(self._arrive, frame))
         return True
 
     def _arrive(self, frame: bytes) -> None:

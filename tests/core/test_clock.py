@@ -111,3 +111,30 @@ def test_real_clock_stop_before_run_is_honoured() -> None:
     clock.run(timeout_s=0.2)  # a later run() starts fresh
     clock.close()
     assert ran == [1]
+
+
+def test_handle_less_timers_share_the_order_of_handled_ones() -> None:
+    clock = VirtualClock()
+    seen: list[tuple[str, int]] = []
+    clock.schedule_at(20, lambda: seen.append(("s20", clock.now_ns())))
+    first = clock.call_at(10, lambda: seen.append(("h10", clock.now_ns())))
+    clock.schedule_at(10, lambda: seen.append(("s10", clock.now_ns())))
+    clock.call_at(20, lambda: seen.append(("h20", clock.now_ns())))
+    first.cancel()
+    assert clock.pending() == 3
+    assert clock.next_deadline() == 10
+    assert clock.run_until_idle() == 3
+    assert seen == [("s10", 10), ("s20", 20), ("h20", 20)]
+    assert clock.next_deadline() is None
+
+
+def test_a_subclass_call_at_applies_to_handle_less_timers() -> None:
+    class Late(VirtualClock):
+        def call_at(self, when_ns, fn):  # type: ignore[no-untyped-def]
+            return super().call_at(when_ns + 5, fn)
+
+    clock = Late()
+    seen: list[int] = []
+    clock.schedule_at(10, lambda: seen.append(clock.now_ns()))
+    clock.run_until_idle()
+    assert seen == [15]

@@ -261,10 +261,18 @@ class ExternLowerer(LowererBase):
                 v = self.value(wv, ctx)
                 if isinstance(bt(wv.type), BoolType):
                     v = f"(1 if {v} else 0)"
-                o.line(f"{py}.write({self.value(idx, ctx)}, {v})")
+                # RegisterArray.write inlined on the cells (<py>_c, bound by the switch):
+                # the index and value evaluated in argument order, an out-of-range
+                # index ignored, the value truncated to the width.
+                size, mask = max(1, inst.info["size"]), (1 << inst.info["width"]) - 1
+                o.line(f"_ri = {self.value(idx, ctx)}; _rv = {v}")
+                o.line(f"if 0 <= _ri < {size}: {py}_c[_ri] = _rv & {mask:#x}")
                 return None
         if ename == "counter" and m.name == "count":
-            o.line(f"{py}.count({self.value(args[0], ctx)}, _ps.length)")  # type: ignore[arg-type]
+            # CounterArray.count inlined on its lists (<py>_p, <py>_b, bound by the switch).
+            size = max(1, inst.info["size"])
+            o.line(f"_ci = {self.value(args[0], ctx)}")  # type: ignore[arg-type]
+            o.line(f"if 0 <= _ci < {size}: {py}_p[_ci] += 1; {py}_b[_ci] += _ps.length")
             return None
         if ename == "direct_counter" and m.name == "count":
             return None  # BMv2 counts direct counters on every table hit

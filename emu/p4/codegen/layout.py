@@ -231,7 +231,7 @@ class LayoutLowerer(LowererBase):
                 seg[0] = seg[0].replace("pk = Pkt(data)", "_pb = data; _pn = len(data); _po = 0")
                 o.lines[mark:] = seg
             o.line("ps.payload = data[o:] if o else data")
-            o.line("ps.base_len = o" if static else "ps.base_len = hdr_len(hdr)")
+            o.line("ps.base_len = o" if static else f"ps.base_len = {self.hdr_len_expr()}")
             if not self.empty_blocks.get("verify", False):
                 self.splice("verify", "verify(hdr, meta, ps)", o.level)
             self.splice("ingress", "ingress(hdr, meta, sm, ps)", o.level)
@@ -301,6 +301,18 @@ class LayoutLowerer(LowererBase):
                 out.append(ln)
         flush()
         return out
+
+    def hdr_len_expr(self) -> str:
+        """hdr_len(hdr) as one expression when every header has a fixed size (a call and
+        a local per header less, once per packet), else the call."""
+        terms = []
+        for f, ft in self.hdr_t.fields:
+            b = bt(ft)
+            nb = _fixed_nbytes(b) if isinstance(b, HeaderType) else None
+            if nb is None:
+                return "hdr_len(hdr)"
+            terms.append(f"({nb} if hdr.{fld(f)}._v else 0)")
+        return " + ".join(terms) or "0"
 
     def gen_hdr_len(self) -> None:
         """Bytes of the valid headers (BMv2 adjusts packet_length by header adds/removes)."""

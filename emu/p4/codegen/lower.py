@@ -232,7 +232,8 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
             # a direct one has no size: its cells are its table's entries
             size = {} if kind.startswith("direct_") else {"size": const("size")}
             py = self.obj(qn, kind, _COUNTERS_METERS[kind], **size, type=str(const("type", "packets")))
-            info = {}
+            # the generated code updates an indexed counter inline: it needs the size
+            info = size if kind == "counter" else {}
         elif kind in ("action_profile", "action_selector"):
             info = {"size": const("size"), "with_selector": kind == "action_selector",
                     "algo": str(const("algorithm", "crc16")), "output_width": const("outputWidth", 0)}

@@ -25,6 +25,11 @@ class CompiledProgram:
     info: ProgramInfo
     name: str = "program"
     _code: CodeType | None = field(default=None, repr=False, compare=False)
+    # bind(): the module run once (classes, constants) and its pipeline-function factory,
+    # per set of per-instance names; the source it was compiled from (tracebacks).
+    _bound: dict[tuple[str, ...], tuple[dict[str, Any], Any]] = field(
+        default_factory=dict, repr=False, compare=False)
+    _bound_source: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def code(self) -> CodeType:
@@ -44,6 +49,40 @@ class CompiledProgram:
     def errors(self) -> list[str]:
         return self.info.errors
 
+    def bind(self, shared: Mapping[str, Any], instance: Mapping[str, Any]) -> dict[str, Any]:
+        """The namespace of one switch instance running this program: `shared` names
+        (the same objects for every instance: runtime helpers), the program's classes
+        and constants, `instance` names (its tables, counters, registers...) and the
+        generated functions (parse, run_ingress, ...) bound to them.
+
+        The module itself runs once per program and its functions are made by a factory
+        whose parameters are the instance names (closure cells): every switch of a
+        fabric then shares one set of code objects, classes and globals, so CPython's
+        specialised attribute and global loads keep hitting when packets alternate
+        between switches (with one module per switch they missed at every switch
+        change, which cost the pipeline about half its time)."""
+        names = tuple(sorted(instance))
+        got = self._bound.get(names)
+        if got is None:
+            src = _factory_source(self.source, names)
+            if src is None:  # a shape the factory cannot wrap: one module per instance
+                ns = dict(shared)
+                ns.update(instance)
+                exec(self.code, ns)
+                return ns
+            module: dict[str, Any] = dict(shared)
+            exec(compile(src, f"<p4:{self.name}>", "exec"), module)
+            got = self._bound[names] = (module, module.pop(_FACTORY))
+            self._bound_source = src
+        module, factory = got
+        funcs = factory(**instance)
+        cells = {name: cell for f in funcs.values() if f.__closure__
+                 for name, cell in zip(f.__code__.co_freevars, f.__closure__, strict=True)}
+        ns = _Namespace(module, cells)
+        ns.update(instance)
+        ns.update(funcs)
+        return ns
+
     def location_of(self, exc: BaseException) -> str | None:
         """The P4 source position (file:line) of the statement whose generated code
         raised `exc`: the codegen marks each statement's first line with `# @file:line`."""
@@ -55,7 +94,7 @@ class CompiledProgram:
             tb = tb.tb_next
         if lineno is None:
             return None
-        lines = self.source.splitlines()
+        lines = (self._bound_source or self.source).splitlines()
         for i in range(min(lineno, len(lines)) - 1, -1, -1):
             mark = lines[i].rfind("  # @")
             if mark >= 0:
@@ -73,6 +112,46 @@ class CompiledProgram:
         if doc.get("format") != "emu-p4-compiled" or doc.get("version") != FORMAT_VERSION:
             raise ValueError("not a compiled program of this version")
         return cls(doc["source"], ProgramInfo(**doc["info"]), doc.get("name", "program"))
+
+
+_FACTORY = "__pipeline_functions__"
+
+
+class _Namespace(dict[str, Any]):
+    """A bound program's namespace: assigning one of its instance names rebinds it in
+    the generated functions too (their closure cell), as assigning a global of a
+    module of its own would."""
+
+    def __init__(self, data: Mapping[str, Any], cells: dict[str, Any]) -> None:
+        super().__init__(data)
+        self._cells = cells
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, value)
+        cell = self._cells.get(key)
+        if cell is not None:
+            cell.cell_contents = value
+
+
+def _factory_source(source: str, params: tuple[str, ...]) -> str | None:
+    """`source` with its top-level functions (all after the classes and constants)
+    moved into `def __pipeline_functions__(<params>)`, which returns them by name;
+    None when the module does not have that shape."""
+    lines = source.splitlines()
+    first = next((i for i, ln in enumerate(lines) if ln.startswith("def ")), None)
+    if first is None or _FACTORY in params:
+        return None
+    funcs: list[str] = []
+    body: list[str] = []
+    for ln in lines[first:]:
+        if ln and not ln[0].isspace():
+            if not ln.startswith("def "):
+                return None  # a top-level statement among the functions
+            funcs.append(ln[4:ln.index("(")])
+        body.append("    " + ln if ln else ln)
+    head = f"def {_FACTORY}({', '.join(params)}):"
+    ret = "    return {" + ", ".join(f"{f!r}: {f}" for f in funcs) + "}"
+    return "\n".join([*lines[:first], head, *body, ret, ""])
 
 
 def compile_checked(checked: Any, name: str = "program") -> CompiledProgram:

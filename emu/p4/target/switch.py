@@ -17,7 +17,9 @@ carries the egress-modified headers with metadata reset except the preserved fie
 Hot path: `receive` -> generated `run_ingress` (parser, verify, ingress spliced into
 one function) -> TrafficManager.enqueue; on dequeue `_on_dequeue` -> generated
 `run_egress` (egress, checksum, deparser). Clones, resubmit, recirculate, digests,
-truncation and multicast take the slower general paths.
+truncation and multicast take the slower general paths. Every switch running one
+program shares its generated functions and classes (CompiledProgram.bind): only the
+switch's own tables, counters and registers differ (closure cells).
 """
 
 from __future__ import annotations
@@ -73,6 +75,15 @@ class _MacSm:
 
 _MAC_SM = _MacSm()
 
+# Names the generated code uses that are the same objects for every switch.
+_SHARED: dict[str, Any] = {
+    "ParserError": runtime.ParserError, "ExitBlock": runtime.ExitBlock,
+    "AssertFailed": runtime.AssertFailed, "Stack": runtime.Stack,
+    "stack_next": runtime.stack_next, "stack_last": runtime.stack_last,
+    "stack_get": runtime.stack_get, "pack": runtime.pack, "sat_add": runtime.sat_add,
+    "hash_result": hash_result, "Pkt": runtime.Pkt,
+}
+
 
 class V1ModelSwitch:
     """One switch instance running a compiled program (data plane + object registry)."""
@@ -114,14 +125,10 @@ class V1ModelSwitch:
     # ------------------------------------------------------------------ setup
     def _build(self) -> None:
         info = self.program.info
-        ns: dict[str, Any] = {
-            "ParserError": runtime.ParserError, "ExitBlock": runtime.ExitBlock,
-            "AssertFailed": runtime.AssertFailed, "Stack": runtime.Stack,
-            "stack_next": runtime.stack_next, "stack_last": runtime.stack_last,
-            "stack_get": runtime.stack_get, "pack": runtime.pack, "sat_add": runtime.sat_add,
-            "hash_result": hash_result, "DROP_PORT": self.drop_port, "RNG": self.rng,
-            "log_msg": self._log_msg, "Pkt": runtime.Pkt,
-        }
+        # This switch's own objects (closure cells of the generated functions: see
+        # CompiledProgram.bind); the runtime helpers are shared by every switch.
+        ns: dict[str, Any] = {"DROP_PORT": self.drop_port, "RNG": self.rng,
+                              "log_msg": self._log_msg}
         tables_by_name = {t["name"]: t for t in info.tables}
         for ob in info.objects:
             kind, py, name = ob["kind"], ob["py"], ob["name"]
@@ -130,9 +137,11 @@ class V1ModelSwitch:
             elif kind == "register":
                 r = RegisterArray(name, max(1, ob["size"]), ob["width"])
                 self.registers[name] = ns[py] = r
+                ns[py + "_c"] = r.cells  # written in place by the generated code
             elif kind == "counter":
                 c = CounterArray(name, max(1, ob["size"]), _ckind(ob["type"]))
                 self.counters[name] = ns[py] = c
+                ns[py + "_p"], ns[py + "_b"] = c.cells  # counted in place by the generated code
             elif kind == "direct_counter":
                 self.direct_counters.setdefault(name, [])
                 ns[py] = None
@@ -158,7 +167,7 @@ class V1ModelSwitch:
             ns[ob["py"] + "_apply"] = t.apply
             ns[ob["py"] + "_lookup"] = t.lookup
             ns[ob["py"] + "_default"] = t.default_entry
-        exec(self.program.code, ns)
+        ns = self.program.bind(_SHARED, ns)
         self.ns = ns
         self._parse = ns["parse"]
         self._verify = ns["verify"]

@@ -101,7 +101,12 @@ class RegisterArray(_CellArray):
         return list(self._cells)
 
     def reset(self) -> None:
-        self._cells = [0] * self.size
+        self._cells[:] = [0] * self.size  # in place: generated code holds the list
+
+    @property
+    def cells(self) -> list[int]:
+        """The cells themselves (generated pipeline code writes them in place)."""
+        return self._cells
 
 
 
@@ -170,6 +175,11 @@ class CounterArray(_CellArray):
             return True
         return False
 
+    @property
+    def cells(self) -> tuple[list[int], list[int]]:
+        """The packet and byte lists themselves (generated pipeline code counts in them)."""
+        return self._packets, self._bytes
+
     def read(self, index: int) -> tuple[int, int]:
         """(packets, bytes); IndexError if out of range."""
         self._check(index)
@@ -182,9 +192,9 @@ class CounterArray(_CellArray):
 
     def reset(self, index: int | None = None) -> None:
         """Zero one element, or all of them."""
-        if index is None:
-            self._packets = [0] * self.size
-            self._bytes = [0] * self.size
+        if index is None:  # in place: generated code holds the lists
+            self._packets[:] = [0] * self.size
+            self._bytes[:] = [0] * self.size
         else:
             self.write(index, 0, 0)
 

@@ -377,7 +377,7 @@ class TrafficManager:
             p.scheduled = True
             due = p.busy_until if p.busy_until > now else now
             p.due = due
-            clock.call_at(due, p.serve)
+            clock.schedule_at(due, p.serve)
         return _tuple_new(EnqueueResult, (ts, qdepth, priority))
 
     def _serve(self, p: _Port) -> None:
@@ -413,12 +413,17 @@ class TrafficManager:
                 start = enq_ns  # the transmitter was idle when this packet arrived
             if start < now - self._max_catchup_ns:
                 start = now - self._max_catchup_ns
-            p.busy_until = start + p.service_ns(size)
+            rate = p.rate_bps
+            if rate is not None:  # service_ns inlined for the common bits-per-second case
+                ns, p.carry = divmod((size + p.overhead) * 8_000_000_000 + p.carry, rate)
+                p.busy_until = start + ns
+            else:
+                p.busy_until = start + p.service_ns(size)
             if budget == 0:
                 if p.pkts:
                     due = p.busy_until if p.busy_until > now else now
                     p.due = due
-                    clock.call_at(due, p.serve)
+                    clock.schedule_at(due, p.serve)
                 else:
                     p.scheduled = False
             # State is settled before the callback, which may enqueue again.
