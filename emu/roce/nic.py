@@ -87,7 +87,12 @@ class Nic:
         rp = None
         if dc.enabled and line is not None:
             def on_rate(rc: float) -> None:
-                pacer.set_rate(rc)
+                now = self.clock.now_ns()
+                pacer.set_rate(rc, now)
+                # a raised rate may make the QP's next packet due before the NIC's next
+                # transmit turn: bring the turn forward (_schedule never delays one)
+                if qp.queued:
+                    self._schedule(pacer.next_ns)
             rp = ReactionPoint(dc, line, self.clock, on_rate)
         qp = QueuePair(self, p, rp=rp, np=np, pacer=pacer, plb=plb)
         self.qps[p.qpn] = qp

@@ -46,9 +46,14 @@ class Dilation(_Dilation):
 
 
 class Pacer:
-    """Next-send-time scheduling at a rate; a late wakeup may catch up by `burst_ns`."""
+    """Next-send-time scheduling at a rate; a late wakeup may catch up by `burst_ns`.
 
-    __slots__ = ("rate_bps", "next_ns", "burst_ns", "overhead_bytes", "_ns_per_byte")
+    A rate change re-times the gap after the last packet at the new rate (the HPCC
+    simulator's ChangeRate does the same): otherwise a QP cut to a very low rate keeps
+    the gap computed at that rate (33 ms for 4 KB at 1 Mb/s) after it has recovered."""
+
+    __slots__ = ("rate_bps", "next_ns", "burst_ns", "overhead_bytes", "_ns_per_byte",
+                 "_slot_ns", "_slot_bytes")
 
     def __init__(self, rate_bps: float | None, burst_ns: int = 0,
                  overhead_bytes: int = WIRE_OVERHEAD_BYTES) -> None:
@@ -57,11 +62,17 @@ class Pacer:
         self.overhead_bytes = overhead_bytes  # preamble + SFD + FCS + inter-frame gap
         self.rate_bps: float | None = None
         self._ns_per_byte = 0.0
+        self._slot_ns = 0  # when the last packet's slot began, and its wire bytes
+        self._slot_bytes = 0
         self.set_rate(rate_bps)
 
-    def set_rate(self, rate_bps: float | None) -> None:
+    def set_rate(self, rate_bps: float | None, now_ns: int | None = None) -> None:
         self.rate_bps = rate_bps
         self._ns_per_byte = 0.0 if not rate_bps else 8e9 / rate_bps
+        if self._slot_bytes:
+            t = self._slot_ns + int(self._slot_bytes * self._ns_per_byte)
+            # a re-timed slot already past is due now, not credit for a catch-up burst
+            self.next_ns = t if now_ns is None else max(t, now_ns)
 
     def on_send(self, nbytes: int, now_ns: int) -> None:
         if self._ns_per_byte:
@@ -69,4 +80,6 @@ class Pacer:
             floor = now_ns - self.burst_ns
             if t < floor:
                 t = floor
-            self.next_ns = t + int((nbytes + self.overhead_bytes) * self._ns_per_byte)
+            self._slot_ns = t
+            self._slot_bytes = nbytes + self.overhead_bytes
+            self.next_ns = t + int(self._slot_bytes * self._ns_per_byte)

@@ -130,3 +130,41 @@ def test_two_qps_share_one_nic_and_port():
     # round robin: both finish at about the same time, each at about half the line rate
     assert abs(w1.completed_ns - w2.completed_ns) < 0.05 * w1.completed_ns
     assert sum(a.drops.values()) == 0 and sum(b.drops.values()) == 0
+
+
+def test_a_raised_rate_retimes_the_gap_after_the_last_packet():
+    """A QP cut to 1 Mb/s and raised to ~5 Gb/s by its next increase event sends on at
+    the raised rate: the gap after the packet sent before the cut is re-timed at the new
+    rate (as the HPCC simulator's ChangeRate does). Before, that gap stayed at its 1 Mb/s
+    length (8.8 ms for a 1 KB frame) and the QP sat idle long after it had recovered."""
+    dc = DcqcnParams(alpha_update="per_cnp", rate_reduce_period_ns=0, rate_on_first_cnp_bps=1e6,
+                     min_rate_bps=1e6, time_reset_ns=10_000, byte_reset_bytes=0)
+    clk, a, b, qa, qb, _ = pair(rate_bps=10_000_000_000, nic_kw={"dcqcn": dc})
+    wr = qa.post_send(bytes(64 * 1024))
+    clk.advance(2_000)  # a few packets at the line rate
+    sent = qa.requester.stats.data_pkts_sent
+    assert 0 < sent < 64
+    qa.on_cnp()  # Rc = 1 Mb/s; the increase timer raises it 10 us later
+    clk.run_until_idle()
+    assert qa.rp is not None and qa.rp.increases >= 1
+    rates = [r for _, r in qa.rp.trace]
+    assert min(rates) == 1e6 and rates[rates.index(1e6) + 1] > 4e9
+    assert wr.completed_ns is not None
+    # the rest of 64 KB at >= 5 Gb/s takes ~0.1 ms; one 1 Mb/s gap alone is 8.8 ms
+    assert wr.completed_ns - wr.posted_ns < 1_000_000, wr.completed_ns - wr.posted_ns
+
+
+def test_a_raised_rate_gives_no_catch_up_burst():
+    """Re-timing at a raised rate makes a slot that is already past due now, not earlier:
+    the catch-up allowance (`burst_ns`) is for late wakeups, and crediting the time spent
+    at the old rate would send a burst above the new rate (and would not scale with the
+    time dilation, since the allowance is in wire time)."""
+    from emu.roce.pacing import Pacer
+
+    p = Pacer(1e6, burst_ns=5_000, overhead_bytes=24)
+    p.on_send(1000, 0)  # next slot 8.2 ms later at 1 Mb/s
+    assert p.next_ns == 8_192_000
+    p.set_rate(1e9, now_ns=100_000)  # re-timed: 8192 ns after the last slot, long past
+    assert p.next_ns == 100_000
+    p.on_send(1000, 100_000)
+    assert p.next_ns == 100_000 + 8_192  # one gap at the new rate, from now
