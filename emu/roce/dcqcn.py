@@ -81,6 +81,9 @@ class DcqcnParams:
     clamp_after_timer_increase: bool = True
     alpha_to_rate_shift: int = 11  # rpg_gd: a decrease takes alpha x 2^(10 - shift)
     min_dec_factor: float = 0.5  # rpg_min_dec_fac: one decrease keeps >= this x Rc
+    # A rate change re-times the pacing gap already running (a rate limiter), or applies
+    # from the next packet on (the simulators' DCQCN models); see emu.roce.pacing.Pacer.
+    retime_pacing: bool = True
 
     def validate(self) -> None:
         if not 0 < self.g < 1:
@@ -180,7 +183,8 @@ def profile_spec(name: str, line_rate_bps: float = 100e9) -> ProfileSpec:
             byte_reset_bytes=0, threshold_f=1, ai_rate_bps=5e6 * k, hai_rate_bps=50e6 * k,
             min_time_between_cnps_ns=0, alpha_update="per_period",
             increase_stages="timer_only", clamp_target_rate=False,
-            clamp_after_timer_increase=True, alpha_to_rate_shift=11, min_dec_factor=0.0)
+            clamp_after_timer_increase=True, alpha_to_rate_shift=11, min_dec_factor=0.0,
+            retime_pacing=False)
         kmin, kmax, pmax, buf = _hpcc_switch(line_rate_bps)
         return ProfileSpec(
             "hpcc", dc, kmin, kmax, pmax, buf, ack_class="qp", sources={
@@ -188,6 +192,8 @@ def profile_spec(name: str, line_rate_bps: float = 100e9) -> ProfileSpec:
                 "4, RP_TIMER 300, EWMA_GAIN 1/256, FAST_RECOVERY_TIMES 1, RATE_AI/HAI 5/50 "
                 "Mb/s x bw/25, MIN_RATE 1000 Mb/s, CLAMP_TARGET_RATE 0",
                 "rp model": _HPCC_RDMA,
+                "pacing after a rate change": _HPCC_RDMA + ": the new rate applies from "
+                "the next packet (m_rate set without ChangeRate's re-timing)",
                 "alpha_init, rate on first CNP": f"{_HPCC} rdma-queue-pair.cc (alpha 1), "
                 "rdma-hw.cc RateOnFirstCnp default 1.0 (rate unchanged)",
                 "cnp pacing": _HPCC_RDMA + ": CNP flag on the ACK of every marked packet "
@@ -221,6 +227,9 @@ def profile_spec(name: str, line_rate_bps: float = 100e9) -> ProfileSpec:
                 "rpg_byte_reset 32767 B, rpg_threshold 1, rpg_ai_rate/rpg_hai_rate 5/50 "
                 "Mb/s, rpg_max_rate 0 (line rate) kept; " + _FW,
                 "rp model": _HPCC_RDMA + " (the HPCC simulator's model of these NICs)",
+                "pacing after a rate change": "not documented; re-timed as a rate limiter "
+                "would (a QP cut to 1 Mb/s would otherwise wait 33 ms for its next 4 KB "
+                "frame after its rate had recovered)",
                 "cnp pacing": "min_time_between_cnps 2 us: a public ConnectX firmware "
                 "query (mlxconfig) whose other values are the documented defaults reads "
                 "MIN_TIME_BETWEEN_CNPS 2 (" + _SILENT + "; the 50 us used before was the "
@@ -237,7 +246,7 @@ def profile_spec(name: str, line_rate_bps: float = 100e9) -> ProfileSpec:
             threshold_f=5, ai_rate_bps=40e6, hai_rate_bps=200e6,
             min_time_between_cnps_ns=50_000, alpha_update="per_cnp",
             increase_stages="timer_and_bytes", clamp_target_rate=True,
-            alpha_to_rate_shift=11, min_dec_factor=0.0)
+            alpha_to_rate_shift=11, min_dec_factor=0.0, retime_pacing=False)
         kmax = round(200_000 * k40)
         return ProfileSpec(
             "paper", dc, round(5_000 * k40), kmax, 0.01, 12_000_000, ack_class="qp", sources={
@@ -245,6 +254,9 @@ def profile_spec(name: str, line_rate_bps: float = 100e9) -> ProfileSpec:
                 "10 MB, F 5, R_AI 40 Mb/s; Rt = Rc on every CNP",
                 "R_HAI": _NS3RDMA + ": RATE_HAI 200Mb/s (the paper gives none)",
                 "min rate": "not in the paper: the NVIDIA NIC default, 1 Mb/s",
+                "pacing after a rate change": "bobzhuyb/ns3-rdma qbb-net-device.cc (the "
+                "paper's simulator): the next send time is set at each send, rate changes "
+                "apply from the next packet",
                 "cnp pacing": _PAPER + ": at most one CNP per 50 us per QP",
                 "marking": _PAPER + ": Kmin 5 KB, Kmax 200 KB, Pmax 1% at 40 Gbps, "
                 "scaled here with the link speed",

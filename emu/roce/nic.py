@@ -86,13 +86,16 @@ class Nic:
         plb = Plb(self.params.plb, seed=p.qpn ^ p.path.udp_sport)
         rp = None
         if dc.enabled and line is not None:
+            retime = dc.retime_pacing
+
             def on_rate(rc: float) -> None:
-                now = self.clock.now_ns()
-                pacer.set_rate(rc, now)
-                # a raised rate may make the QP's next packet due before the NIC's next
-                # transmit turn: bring the turn forward (_schedule never delays one)
-                if qp.queued:
-                    self._schedule(pacer.next_ns)
+                pacer.set_rate(rc)
+                if retime:
+                    pacer.retime(self.clock.now_ns())
+                    # a raised rate may make the QP's next packet due before the NIC's
+                    # next transmit turn: bring it forward (_schedule never delays one)
+                    if qp.queued:
+                        self._schedule(pacer.next_ns)
             rp = ReactionPoint(dc, line, self.clock, on_rate)
         qp = QueuePair(self, p, rp=rp, np=np, pacer=pacer, plb=plb)
         self.qps[p.qpn] = qp

@@ -48,9 +48,10 @@ class Dilation(_Dilation):
 class Pacer:
     """Next-send-time scheduling at a rate; a late wakeup may catch up by `burst_ns`.
 
-    A rate change re-times the gap after the last packet at the new rate (the HPCC
-    simulator's ChangeRate does the same): otherwise a QP cut to a very low rate keeps
-    the gap computed at that rate (33 ms for 4 KB at 1 Mb/s) after it has recovered."""
+    `set_rate` applies from the next packet on (the gap after the last one keeps the old
+    rate, as the DCQCN models of the HPCC and DCQCN authors' simulators do); `retime`
+    also re-times that gap at the new rate, as a rate limiter whose rate changes would
+    (and as the HPCC simulator's ChangeRate does for its other algorithms)."""
 
     __slots__ = ("rate_bps", "next_ns", "burst_ns", "overhead_bytes", "_ns_per_byte",
                  "_slot_ns", "_slot_bytes")
@@ -66,13 +67,16 @@ class Pacer:
         self._slot_bytes = 0
         self.set_rate(rate_bps)
 
-    def set_rate(self, rate_bps: float | None, now_ns: int | None = None) -> None:
+    def set_rate(self, rate_bps: float | None) -> None:
         self.rate_bps = rate_bps
         self._ns_per_byte = 0.0 if not rate_bps else 8e9 / rate_bps
+
+    def retime(self, now_ns: int) -> None:
+        """The next slot: the last packet's slot plus its gap at the current rate."""
         if self._slot_bytes:
             t = self._slot_ns + int(self._slot_bytes * self._ns_per_byte)
             # a re-timed slot already past is due now, not credit for a catch-up burst
-            self.next_ns = t if now_ns is None else max(t, now_ns)
+            self.next_ns = max(t, now_ns)
 
     def on_send(self, nbytes: int, now_ns: int) -> None:
         if self._ns_per_byte:

@@ -132,13 +132,12 @@ def test_two_qps_share_one_nic_and_port():
     assert sum(a.drops.values()) == 0 and sum(b.drops.values()) == 0
 
 
-def test_a_raised_rate_retimes_the_gap_after_the_last_packet():
-    """A QP cut to 1 Mb/s and raised to ~5 Gb/s by its next increase event sends on at
-    the raised rate: the gap after the packet sent before the cut is re-timed at the new
-    rate (as the HPCC simulator's ChangeRate does). Before, that gap stayed at its 1 Mb/s
-    length (8.8 ms for a 1 KB frame) and the QP sat idle long after it had recovered."""
+def _cut_to_1mbps_then_raised(retime: bool) -> int:
+    """Completion time of 64 KB whose QP is cut to 1 Mb/s after a few packets and raised
+    to ~5 Gb/s by the increase timer 10 us later."""
     dc = DcqcnParams(alpha_update="per_cnp", rate_reduce_period_ns=0, rate_on_first_cnp_bps=1e6,
-                     min_rate_bps=1e6, time_reset_ns=10_000, byte_reset_bytes=0)
+                     min_rate_bps=1e6, time_reset_ns=10_000, byte_reset_bytes=0,
+                     retime_pacing=retime)
     clk, a, b, qa, qb, _ = pair(rate_bps=10_000_000_000, nic_kw={"dcqcn": dc})
     wr = qa.post_send(bytes(64 * 1024))
     clk.advance(2_000)  # a few packets at the line rate
@@ -150,8 +149,18 @@ def test_a_raised_rate_retimes_the_gap_after_the_last_packet():
     rates = [r for _, r in qa.rp.trace]
     assert min(rates) == 1e6 and rates[rates.index(1e6) + 1] > 4e9
     assert wr.completed_ns is not None
+    return wr.completed_ns - wr.posted_ns
+
+
+def test_a_raised_rate_retimes_the_gap_after_the_last_packet():
+    """With `retime_pacing` (nvidia), a QP cut to 1 Mb/s and raised to ~5 Gb/s sends on
+    at the raised rate: the gap after the packet sent before the cut is re-timed at the
+    new rate. Before, that gap kept its 1 Mb/s length (8.8 ms for a 1 KB frame) and the
+    QP sat idle long after it had recovered. Without it (hpcc, paper: their simulators'
+    rule) the new rate applies from the next packet, after that gap."""
     # the rest of 64 KB at >= 5 Gb/s takes ~0.1 ms; one 1 Mb/s gap alone is 8.8 ms
-    assert wr.completed_ns - wr.posted_ns < 1_000_000, wr.completed_ns - wr.posted_ns
+    assert _cut_to_1mbps_then_raised(True) < 1_000_000
+    assert _cut_to_1mbps_then_raised(False) > 8_000_000
 
 
 def test_a_raised_rate_gives_no_catch_up_burst():
@@ -164,7 +173,9 @@ def test_a_raised_rate_gives_no_catch_up_burst():
     p = Pacer(1e6, burst_ns=5_000, overhead_bytes=24)
     p.on_send(1000, 0)  # next slot 8.2 ms later at 1 Mb/s
     assert p.next_ns == 8_192_000
-    p.set_rate(1e9, now_ns=100_000)  # re-timed: 8192 ns after the last slot, long past
+    p.set_rate(1e9)
+    assert p.next_ns == 8_192_000  # set_rate alone: from the next packet on
+    p.retime(100_000)  # re-timed: 8192 ns after the last slot, long past
     assert p.next_ns == 100_000
     p.on_send(1000, 100_000)
     assert p.next_ns == 100_000 + 8_192  # one gap at the new rate, from now
