@@ -68,11 +68,11 @@ def steady_queue_p90(rec: IncastRecord) -> int:
 # Strict xfails with the measured figures: they fail loudly the day the model or the
 # criterion changes.
 _UNFAIR = {
-    ("paper", 8): "steady means 2.56-3.56 Gb/s against 3.125 (Jain 0.992, 100% utilised): "
+    ("paper", 8): "steady means 2.54-3.36 Gb/s against 3.125 (Jain 0.990, 100% utilised): "
                   "every flow gets ~3 CNPs/ms whatever its rate, so only R_AI evens rates out",
-    ("nvidia", 8): "steady means 2.03-4.21 Gb/s against 3.125 (Jain 0.93, 95% utilised), "
-                   "queue p90 at the buffer (2010 pkts, Kmax 96), 73k drops, 24 RTOs: "
-                   "CNP storms to 1 Mb/s, then back towards an unclamped target rate",
+    ("nvidia", 8): "steady means 1.76-5.94 Gb/s against 3.125 (Jain 0.85, 97% utilised), "
+                   "queue p90 160 pkts (Kmax 96): CNP storms, then back towards an unclamped "
+                   "target rate; other marking seeds fill the buffer",
 }
 
 
@@ -86,16 +86,18 @@ def test_incast_converges_to_the_fair_share(profile: str, senders: int) -> None:
 
     - `paper`: the queue sits at the top of the marking band (99% of samples >= 25
       packets, Kmax 30), so most marks are the q >= Kmax ones that every flow in the
-      queue gets, and the 50 us CNP pacing makes that ~3 CNPs/ms per flow whether it
-      runs at 2.6 or 3.6 Gb/s. With Rt clamped at each CNP and 5 fast-recovery steps,
+      queue gets, and with the 50 us CNP pacing each flow gets ~3 CNPs/ms whether it
+      runs at 2.5 or 3.4 Gb/s. With Rt clamped at each CNP and 5 fast-recovery steps,
       a cut's lasting share is small and only R_AI (40 Mb/s per 55 us) moves flows
       towards each other: they hold their levels for tens of ms. The same with other
-      switch RNG seeds, +-2% jitter on the timers, a 1 KB MTU (2.85-3.49 Gb/s) and a
-      320 ms transfer (2.75-3.68 Gb/s).
-    - `nvidia`: CNPs every 2 us per QP and a decrease every 4 us take every flow to
-      its 1 Mb/s minimum while the queue of marked packets drains; 300 us later the
-      timer and the 32 KB byte counter bring it back towards a target rate that was
-      never clamped below the pre-storm rate. The eight flows' bursts fill the buffer.
+      switch RNG seeds, +-2% jitter on the timers and a 320 ms transfer (just out);
+      with the 1 KB packets of the paper's simulator the run passes (measured after
+      the fact, so the scenario is not changed: docs/dcqcn-profiles.md).
+    - `nvidia`: CNPs every 2 us per QP and a decrease every 4 us take flows to a few
+      Mb/s while the queue of marked packets drains; 300 us later the timer and the
+      32 KB byte counter bring them back towards a target rate never clamped below the
+      rate before the storm. Some runs hold the queue near the band with two flows at
+      4-7 Gb/s, others (other marking seeds) fill the buffer and drop.
     """
     rec = incast(spec(senders, profile))
     assert rec.delivered_ok
