@@ -86,7 +86,11 @@ class Nic:
         rp = None
         if dc.enabled and line is not None:
             def on_rate(rc: float) -> None:
-                pacer.set_rate(rc)
+                before = pacer.next_ns
+                pacer.set_rate(rc, self.clock.now_ns())
+                # a raised rate may make the waiting QP due earlier than the NIC's wakeup
+                if pacer.next_ns < before and qp.queued:
+                    self._schedule(max(self.clock.now_ns(), pacer.next_ns))
             rp = ReactionPoint(dc, line, self.clock, on_rate)
         qp = QueuePair(self, p, rp=rp, np=np, pacer=pacer, plb=plb)
         self.qps[p.qpn] = qp

@@ -47,7 +47,8 @@ class Dilation(_Dilation):
 class Pacer:
     """Next-send-time scheduling at a rate; a late wakeup may catch up by `burst_ns`."""
 
-    __slots__ = ("rate_bps", "next_ns", "burst_ns", "overhead_bytes", "_ns_per_byte")
+    __slots__ = ("rate_bps", "next_ns", "burst_ns", "overhead_bytes", "_ns_per_byte",
+                 "_last_bytes")
 
     def __init__(self, rate_bps: float | None, burst_ns: int = 0, overhead_bytes: int = 24) -> None:
         self.next_ns = 0
@@ -55,11 +56,23 @@ class Pacer:
         self.overhead_bytes = overhead_bytes  # preamble + SFD + FCS + inter-frame gap
         self.rate_bps: float | None = None
         self._ns_per_byte = 0.0
+        self._last_bytes = 0  # the last packet's gap, in bytes on the wire
         self.set_rate(rate_bps)
 
-    def set_rate(self, rate_bps: float | None) -> None:
+    def set_rate(self, rate_bps: float | None, now_ns: int | None = None) -> None:
+        """A new rate at `now_ns` re-times the gap still running after the last packet
+        (the HPCC simulator's ChangeRate does the same): without it, a packet sent at a
+        minimum rate of 1 Mb/s holds the QP for ~30 ms whatever the rate becomes
+        meanwhile. The re-timed send is never before `now_ns`: a send in the past would
+        take the late-wakeup catch-up (`burst_ns`, wire time), which depends on the
+        dilation."""
+        old = self._ns_per_byte
+        new = 0.0 if not rate_bps else 8e9 / rate_bps
+        if now_ns is not None and old and new and self._last_bytes and self.next_ns > now_ns:
+            shift = int(self._last_bytes * new) - int(self._last_bytes * old)
+            self.next_ns = max(now_ns, self.next_ns + shift)
         self.rate_bps = rate_bps
-        self._ns_per_byte = 0.0 if not rate_bps else 8e9 / rate_bps
+        self._ns_per_byte = new
 
     def on_send(self, nbytes: int, now_ns: int) -> None:
         if self._ns_per_byte:
@@ -67,4 +80,5 @@ class Pacer:
             floor = now_ns - self.burst_ns
             if t < floor:
                 t = floor
-            self.next_ns = t + int((nbytes + self.overhead_bytes) * self._ns_per_byte)
+            self._last_bytes = nbytes + self.overhead_bytes
+            self.next_ns = t + int(self._last_bytes * self._ns_per_byte)

@@ -7,7 +7,7 @@ import pytest
 from emu.roce import dcqcn
 from emu.roce.dcqcn import DcqcnParams
 from emu.roce.plb import PlbParams
-from tests.roce.helpers import pair
+from tests.roce.helpers import is_data, pair
 
 
 def _mark_all_ce(link) -> None:
@@ -130,3 +130,49 @@ def test_two_qps_share_one_nic_and_port():
     # round robin: both finish at about the same time, each at about half the line rate
     assert abs(w1.completed_ns - w2.completed_ns) < 0.05 * w1.completed_ns
     assert sum(a.drops.values()) == 0 and sum(b.drops.values()) == 0
+
+
+def test_a_rate_increase_retimes_the_packet_waiting_at_the_old_rate():
+    """A rate change re-times the gap after the last packet (the HPCC simulator's
+    ChangeRate; a NIC rate limiter re-reads its rate): a QP cut to 1 Mb/s and raised
+    again 20 us later sends at the new rate, not after the 1 Mb/s gap of ~9 ms."""
+    dc = DcqcnParams(alpha_update="per_cnp", rate_reduce_period_ns=0, alpha_init=1.0,
+                     alpha_period_ns=1_000_000,
+                     alpha_to_rate_shift=10, min_dec_factor=0.0, min_rate_bps=1e6,
+                     time_reset_ns=20_000, byte_reset_bytes=0, threshold_f=1,
+                     min_time_between_cnps_ns=0)
+    sent: list[int] = []
+    clk, a, b, qa, qb, _ = pair(rate_bps=10_000_000_000, nic_kw={"dcqcn": dc},
+                                qp_kw={"rto_ns": 100_000_000},
+                                fate_a=lambda f: (sent.append(clk.now_ns()) if is_data(f)
+                                                  else None) or [0])
+    wr = qa.post_send(bytes(1_000_000))
+    clk.advance(5_000)
+    assert qa.rp is not None
+    qa.rp.on_cnp()  # alpha 1 with the shift at 10: Rc drops to the 1 Mb/s minimum
+    cut = clk.now_ns()
+    assert qa.rp.rc * 1.0 == pytest.approx(1e6)
+    clk.advance(30_000)  # the increase timer fired at cut + 20 us: Rc = (line + 1 Mb/s)/2
+    assert qa.rp.rc > 4e9
+    after = [t for t in sent if t > cut + 20_000]
+    # at ~5 Gb/s a 1 KB packet takes ~1.8 us: several must have left in the 10 us since
+    assert len(after) >= 3, (len(after), [t for t in sent if t > cut])
+    clk.run_until_idle()
+    assert wr.completed_ns is not None
+
+
+def test_a_rate_change_retimes_only_the_running_gap_and_never_into_the_past():
+    """The re-timed send is at or after the rate change (a send 'in the past' would take
+    the late-wakeup catch-up, which is wire time and so would differ with the dilation);
+    a gap that has already run out is left alone."""
+    from emu.roce.pacing import Pacer
+
+    p = Pacer(1e9, burst_ns=500_000, overhead_bytes=24)
+    p.on_send(1000, 0)
+    assert p.next_ns == 8192  # 1024 bytes at 1 Gb/s
+    p.set_rate(1e8, now_ns=1000)  # ten times slower: the gap becomes 81920 ns
+    assert p.next_ns == 81920
+    p.set_rate(1e10, now_ns=5000)  # 819 ns at the new rate is past: send now
+    assert p.next_ns == 5000
+    p.set_rate(1e9, now_ns=6000)  # the gap has run out: nothing to re-time
+    assert p.next_ns == 5000
