@@ -40,6 +40,11 @@ if TYPE_CHECKING:
 IPV4_SRC = slice(26, 30)
 
 
+def _messages(spec: IncastSpec) -> int:
+    largest = max(spec.flow_bytes_each or (spec.flow_bytes,))
+    return max(1, -(-largest // spec.max_message_bytes))
+
+
 @dataclass(frozen=True)
 class IncastSpec:
     senders: int
@@ -51,6 +56,14 @@ class IncastSpec:
     mtu_bytes: int = 1024
     dilation: float = 1000.0
     stagger_ns: int = 0  # modelled: sender k starts k x stagger_ns after the first
+    # Per sender, bytes instead of flow_bytes and modelled start times instead of the
+    # stagger: flows that join at chosen times and end together, so a run does not go
+    # on after the last segment it measures.
+    flow_bytes_each: tuple[int, ...] | None = None
+    start_ns_each: tuple[int, ...] | None = None
+    # A flow larger than this goes as several equal messages back to back on its QP (a
+    # RoCE message carries less than 2 GiB); every sender posts as many.
+    max_message_bytes: int = 1 << 30
     # Marking and buffer (bytes): None takes the profile's (dcqcn.profile_spec).
     kmin_bytes: int | None = None
     kmax_bytes: int | None = None
@@ -121,6 +134,9 @@ def _topology_yaml(spec: IncastSpec, buffer_pkts: int) -> str:
 def plan_incast(spec: IncastSpec) -> tuple[RunPlan, IncastRecord]:
     from emu.topo import loads_topology
 
+    if not 0 < spec.max_message_bytes < 1 << 31:
+        raise ValueError(f"max_message_bytes must be in 1 .. 2^31 - 1 (a RoCE message's "
+                         f"length), got {spec.max_message_bytes}")
     frame = spec.mtu_bytes + FRAME_OVERHEAD_BYTES
     ps = dcqcn.profile_spec(spec.profile, spec.link_rate_bps)
     kmin_b = ps.kmin_bytes if spec.kmin_bytes is None else spec.kmin_bytes
@@ -133,7 +149,9 @@ def plan_incast(spec: IncastSpec) -> tuple[RunPlan, IncastRecord]:
     model = loads_topology(_topology_yaml(spec, buffer_pkts), f"<incast{spec.senders}>")
     receiver = model.hosts[-1].name
     cfg = RunConfig(topo=model.name, cc=spec.cc, virtual=True, dilation=spec.dilation,
-                    workload=WorkloadParams("incast", message_bytes=spec.flow_bytes,
+                    workload=WorkloadParams("incast",
+                                            message_bytes=-(-spec.flow_bytes // _messages(spec)),
+                                            iterations=_messages(spec),
                                             incast_senders=spec.senders,
                                             incast_target=receiver),
                     dcqcn_profile=spec.profile, ecn_kmin_pkts=kmin, ecn_kmax_pkts=kmax,
@@ -159,9 +177,17 @@ def run_incast(spec: IncastSpec) -> IncastRecord:
     receiver = cfg.workload.incast_target
     senders = [h.name for h in plan.fabric.hosts if h.name != receiver]
     index = {str(plan.fabric.host(h).ip): i for i, h in enumerate(senders)}
+    sizes, starts = spec.flow_bytes_each, spec.start_ns_each
+    if sizes is not None and (len(sizes) != len(senders) or min(sizes) <= 0):
+        raise ValueError(f"flow_bytes_each needs {len(senders)} positive sizes, got {sizes}")
+    if starts is not None and (len(starts) != len(senders) or min(starts) < 0):
+        raise ValueError(f"start_ns_each needs {len(senders)} times >= 0, got {starts}")
     for i, h in enumerate(senders):  # staggered starts, on the wire clock
         for f in plan.agents[h].flows:
-            f.start_us = d.wire_ns(i * spec.stagger_ns) / 1e3
+            start = i * spec.stagger_ns if starts is None else starts[i]
+            f.start_us = d.wire_ns(start) / 1e3
+            if sizes is not None:
+                f.size_bytes = -(-sizes[i] // _messages(spec))
     agents = {h: Agent(c, clock, sim.port(h, 0)) for h, c in plan.agents.items()}
 
     window_wire = d.wire_ns(rec.window_ns)
@@ -218,15 +244,25 @@ def _collect(rec: IncastRecord, plan: RunPlan, agents: dict[str, Agent], sim: Si
     rows = {h: a.results() for h, a in agents.items()}
     delivered = 0
     for i, h in enumerate(senders):
+        starts: list[float] = []
+        ends: list[float] = []
+        flows = 0
         for r in rows[h]:
             if r.get("type") == "summary" or r.get("role") != "sender":
                 continue
-            rec.start_ns[i] = d.modelled_ns(count(r, "start_ns"))
+            flows += 1
+            if r.get("start_ns") is not None:
+                starts.append(d.modelled_ns(count(r, "start_ns")))
             if r.get("completed"):
-                rec.end_ns[i] = d.modelled_ns(count(r, "complete_ns"))
+                ends.append(d.modelled_ns(count(r, "complete_ns")))
             rec.cnps += count(r, "cnps_rcvd")
             rec.retx_pkts += count(r, "retx_pkts")
             rec.timeouts += count(r, "timeouts")
+        # a flow of several messages: from its first message's start to its last's end
+        if starts:
+            rec.start_ns[i] = min(starts)
+        if ends and len(ends) == flows:
+            rec.end_ns[i] = max(ends)
     for rs in rows.values():
         for r in rs:
             if r.get("role") == "receiver" and r.get("completed"):
@@ -238,7 +274,8 @@ def _collect(rec: IncastRecord, plan: RunPlan, agents: dict[str, Agent], sim: Si
                 rec.drops += sum(count(drops, k) for k in drops)
     for sw in sim.switches.values():
         rec.drops += sw.drops.reason_total("tail_drop")
-    rec.delivered_ok = delivered == len(senders) and len(rec.end_ns) == len(senders)
+    rec.delivered_ok = (delivered == len(senders) * _messages(rec.spec)
+                        and len(rec.end_ns) == len(senders))
 
 
 def steady_windows(rec: IncastRecord, skip_fraction: float = 0.2) -> range:

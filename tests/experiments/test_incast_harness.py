@@ -1,0 +1,33 @@
+"""The incast harness (emu.experiments.incast) runs flows of chosen sizes and start
+times, a flow larger than one message as several messages on its QP, and records each
+flow from its first message's start to its last one's end."""
+
+from __future__ import annotations
+
+import pytest
+
+from emu.experiments.incast import IncastSpec, run_incast
+
+
+def test_flows_of_several_messages_with_their_own_sizes_and_starts() -> None:
+    sizes = (600_000, 300_000)
+    starts = (0, 200_000)  # modelled ns
+    rec = run_incast(IncastSpec(senders=2, flow_bytes=max(sizes), flow_bytes_each=sizes,
+                                start_ns_each=starts, max_message_bytes=250_000,
+                                link_rate_bps=10_000_000_000, mtu_bytes=4096))
+    assert rec.delivered_ok
+    assert [rec.start_ns[i] for i in (0, 1)] == pytest.approx(starts, abs=1)
+    for i, size in enumerate(sizes):
+        # 3 messages per flow (the larger flow needs 3 of at most 250 kB), each rounded up
+        message = -(-size // 3)
+        payload = 3 * message
+        pkts = 3 * -(-message // 4096)
+        wire = sum(rec.window_bytes[i])
+        assert payload <= wire <= payload + pkts * 100, (i, wire, payload)
+        # the flow ends after its last message: it cannot carry its bytes sooner
+        assert rec.end_ns[i] - rec.start_ns[i] >= payload * 8 / 10, i
+
+
+def test_a_message_size_a_roce_message_cannot_carry_is_refused() -> None:
+    with pytest.raises(ValueError, match="max_message_bytes"):
+        run_incast(IncastSpec(senders=2, flow_bytes=1000, max_message_bytes=1 << 31))
