@@ -355,7 +355,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--rate", default="25Gbps", help="modelled link rate (default %(default)s)")
     p.add_argument("--ms", type=float, default=80.0,
                    help="each flow carries this many ms of its fair share (default %(default)s)")
-    p.add_argument("--mtu", type=int, default=4096, help="RoCE MTU (default %(default)s)")
+    p.add_argument("--mtu", type=int, default=None,
+                   help="RoCE MTU (default: each profile's source's, profile_spec().mtu_bytes)")
     p.add_argument("--profiles", default="hpcc,nvidia,paper",
                    help="comma-separated DCQCN profiles (default %(default)s)")
     p.add_argument("--plot", default="incast.png", help="PNG to write (default %(default)s)")
@@ -369,8 +370,9 @@ def _cmd_incast(args: argparse.Namespace) -> int:
     recs: dict[str, IncastRecord] = {}
     for name in args.profiles.split(","):
         size = int(rate / args.senders * args.ms / 1e3 / 8)
+        mtu = args.mtu or dcqcn.profile_spec(name, rate).mtu_bytes
         rec = run_incast(IncastSpec(senders=args.senders, flow_bytes=size, profile=name,
-                                    link_rate_bps=rate, mtu_bytes=args.mtu))
+                                    link_rate_bps=rate, mtu_bytes=mtu))
         recs[name] = rec
         f = summarise(rec)
         print(f"{name:7s} rates {f['min_rate_gbps']:.2f}-{f['max_rate_gbps']:.2f} Gb/s "

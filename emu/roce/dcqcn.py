@@ -142,6 +142,10 @@ class ProfileSpec:
     # dequeue (the HPCC simulator's SwitchNotifyDequeue, and the DCQCN authors' ns-3
     # model it extends); see emu.control.EcnSettings.mark_at.
     mark_at: Literal["dequeue", "enqueue"] = "dequeue"
+    # The RoCE MTU of the source's runs: marking thresholds and Pmax are per packet, so
+    # converting the source's Kmin/Kmax to packets needs its packet size (4 KB packets
+    # would get a quarter of the marks per byte below Kmax).
+    mtu_bytes: int = 1024
 
     @property
     def min_time_between_cnps_ns(self) -> int:
@@ -171,101 +175,122 @@ def _hpcc_switch(line_rate_bps: float) -> tuple[int, int, float, int]:
             round(16 * 1024 * 1024 * line_rate_bps / 50e9))
 
 
+def _hpcc_spec(line_rate_bps: float) -> ProfileSpec:
+    """The HPCC simulator's DCQCN run (its Mellanox model and switch settings)."""
+    k = line_rate_bps / 25e9
+    dc = DcqcnParams(
+        g=1 / 256, alpha_init=1.0, alpha_period_ns=1_000, rate_reduce_period_ns=4_000,
+        min_rate_bps=1e9, rate_on_first_cnp_bps=0.0, time_reset_ns=300_000,
+        byte_reset_bytes=0, threshold_f=1, ai_rate_bps=5e6 * k, hai_rate_bps=50e6 * k,
+        min_time_between_cnps_ns=0, alpha_update="per_period",
+        increase_stages="timer_only", clamp_target_rate=False,
+        clamp_after_timer_increase=True, alpha_to_rate_shift=11, min_dec_factor=0.0,
+        retime_pacing=False)
+    kmin, kmax, pmax, buf = _hpcc_switch(line_rate_bps)
+    return ProfileSpec(
+        "hpcc", dc, kmin, kmax, pmax, buf, ack_class="qp", sources={
+            "rp parameters": _HPCC_RUN + ": ALPHA_RESUME_INTERVAL 1, RATE_DECREASE_INTERVAL "
+            "4, RP_TIMER 300, EWMA_GAIN 1/256, FAST_RECOVERY_TIMES 1, RATE_AI/HAI 5/50 "
+            "Mb/s x bw/25, MIN_RATE 1000 Mb/s, CLAMP_TARGET_RATE 0",
+            "rp model": _HPCC_RDMA,
+            "pacing after a rate change": _HPCC_RDMA + ": the new rate applies from "
+            "the next packet (m_rate set without ChangeRate's re-timing)",
+            "alpha_init, rate on first CNP": f"{_HPCC} rdma-queue-pair.cc (alpha 1), "
+            "rdma-hw.cc RateOnFirstCnp default 1.0 (rate unchanged)",
+            "cnp pacing": _HPCC_RDMA + ": CNP flag on the ACK of every marked packet "
+            "(run.py L2_ACK_INTERVAL 1: an ACK per packet)",
+            "marking": _HPCC_RUN + ": KMIN_MAP/KMAX_MAP/PMAX_MAP; switch-mmu.cc kB = 1000 B",
+            "buffer": _HPCC_RUN + ": BUFFER_SIZE 16 x bw/50 MiB, one buffer per switch",
+            "packet size": _HPCC_RUN + ": PACKET_PAYLOAD_SIZE 1000 (the RoCE MTU 1024 is "
+            "the nearest path MTU)",
+            "ack class": _HPCC_RUN + ": ACK_HIGH_PRIO 1 puts ACKs first at the sending "
+            "NIC only; switch-node.cc queues them by the data's PG (AckHighPrio "
+            "defaults 0, scratch/third.cc never sets it)",
+        })
+
+
+def _nvidia_spec(line_rate_bps: float) -> ProfileSpec:
+    """NVIDIA's documented ConnectX parameters (switch settings as hpcc's)."""
+    # CNP pacing: NVIDIA's pages available to us stop before the notification point
+    # table; the one device source is a ConnectX firmware query whose every other
+    # value is the documented default, and it reads MIN_TIME_BETWEEN_CNPS 2 (us).
+    dc = DcqcnParams(min_time_between_cnps_ns=2_000)
+    kmin, kmax, pmax, buf = _hpcc_switch(line_rate_bps)
+    return ProfileSpec(
+        "nvidia", dc, kmin, kmax, pmax, buf, ack_class="qp", cnp_dscp=DSCP_CNP, cnp_pcp=6,
+        sources={
+            "g, alpha period, alpha_init, rate decrease period, min rate, rate on "
+            "first CNP, decrease shift and bound": _DOCA + " (dce_tcp_g 1019 = 1024 "
+            "(1-g); dce_tcp_rtt 1 us; initial_alpha_value 1023/1024; "
+            "rate_reduce_monitor_period 4 us; rpg_min_rate 1 Mb/s; "
+            "rate_to_set_on_first_cnp 0; rpg_gd 11 (alpha/2); rpg_min_dec_fac 50%)",
+            "clamp": _DOCA + " 'Rate Increase' (clamp_tgt_rate 0, "
+            "clamp_tgt_rate_after_time_inc 1; the pages available to us are cut off "
+            "there, the rule's wording is Mellanox's as quoted in public simulators): "
+            "Rt = Rc on a decrease after a byte-counter increase, and after a timer "
+            "increase with clamp_tgt_rate_after_time_inc",
+            "time/byte reset, F, AI/HAI": _SILENT + ": rpg_time_reset 300 us, "
+            "rpg_byte_reset 32767 B, rpg_threshold 1, rpg_ai_rate/rpg_hai_rate 5/50 "
+            "Mb/s, rpg_max_rate 0 (line rate) kept; " + _FW,
+            "rp model": _HPCC_RDMA + " (the HPCC simulator's model of these NICs)",
+            "pacing after a rate change": "not documented; re-timed as a rate limiter "
+            "would (a QP cut to 1 Mb/s would otherwise wait 33 ms for its next 4 KB "
+            "frame after its rate had recovered)",
+            "cnp pacing": "min_time_between_cnps 2 us: a public ConnectX firmware "
+            "query (mlxconfig) whose other values are the documented defaults reads "
+            "MIN_TIME_BETWEEN_CNPS 2 (" + _SILENT + "; the 50 us used before was the "
+            "paper's value, not NVIDIA's)",
+            "cnp class": _SILENT + ": cnp_dscp 48, cnp_802p_prio 6 kept; " + _FW,
+            "ack class": "RoCE ACK/NAK use the QP's own traffic class",
+            "marking, buffer": "set on the switch, not the NIC: the HPCC simulator's",
+            "packet size": "RoCE MTU 1024, the largest that fits the default 1500-byte "
+            "Ethernet MTU (NVIDIA's RoCE documentation)",
+        })
+
+
+def _paper_spec(line_rate_bps: float) -> ProfileSpec:
+    """The DCQCN paper's algorithm and parameters at 40 Gbps, scaled."""
+    k40 = line_rate_bps / 40e9
+    dc = DcqcnParams(
+        g=1 / 256, alpha_init=1.0, alpha_period_ns=55_000, rate_reduce_period_ns=0,
+        min_rate_bps=1e6, time_reset_ns=55_000, byte_reset_bytes=10 * 1024 * 1024,
+        threshold_f=5, ai_rate_bps=40e6, hai_rate_bps=200e6,
+        min_time_between_cnps_ns=50_000, alpha_update="per_cnp",
+        increase_stages="timer_and_bytes", clamp_target_rate=True,
+        alpha_to_rate_shift=11, min_dec_factor=0.0, retime_pacing=False)
+    kmax = round(200_000 * k40)
+    return ProfileSpec(
+        "paper", dc, round(5_000 * k40), kmax, 0.01, 12_000_000, ack_class="qp", sources={
+            "rp parameters": _PAPER + ": g 1/256, K 55 us, timer 55 us, byte counter "
+            "10 MB, F 5, R_AI 40 Mb/s; Rt = Rc on every CNP",
+            "R_HAI": _NS3RDMA + ": RATE_HAI 200Mb/s (the paper gives none)",
+            "min rate": "not in the paper: the NVIDIA NIC default, 1 Mb/s",
+            "pacing after a rate change": "bobzhuyb/ns3-rdma qbb-net-device.cc (the "
+            "paper's simulator): the next send time is set at each send, rate changes "
+            "apply from the next packet",
+            "cnp pacing": _PAPER + ": at most one CNP per 50 us per QP",
+            "marking": _PAPER + ": Kmin 5 KB, Kmax 200 KB, Pmax 1% at 40 Gbps, "
+            "scaled here with the link speed",
+            "buffer": _PAPER + ": its testbed switches (Arista 7050QX32, Broadcom "
+            "Trident II) share a 12 MB buffer; the emulator gives each port that buffer "
+            "(one congested port at a time, as in the incast experiments)",
+            "ack class": "not stated in the paper: the QP's own class",
+            "packet size": _NS3RDMA + ": PACKET_PAYLOAD_SIZE 1000 (RoCE MTU 1024 the "
+            "nearest path MTU)",
+        })
+
+
+_PROFILE_SPECS = {"hpcc": _hpcc_spec, "nvidia": _nvidia_spec, "paper": _paper_spec}
+
+
 def profile_spec(name: str, line_rate_bps: float = 100e9) -> ProfileSpec:
     """The named profile at a link speed; rates and thresholds scale with the speed where
     the source does (HPCC's AI/HAI and thresholds per 25 Gbps; the paper's at 40 Gbps)."""
     _check_rate(line_rate_bps)
-    if name == "hpcc":
-        k = line_rate_bps / 25e9
-        dc = DcqcnParams(
-            g=1 / 256, alpha_init=1.0, alpha_period_ns=1_000, rate_reduce_period_ns=4_000,
-            min_rate_bps=1e9, rate_on_first_cnp_bps=0.0, time_reset_ns=300_000,
-            byte_reset_bytes=0, threshold_f=1, ai_rate_bps=5e6 * k, hai_rate_bps=50e6 * k,
-            min_time_between_cnps_ns=0, alpha_update="per_period",
-            increase_stages="timer_only", clamp_target_rate=False,
-            clamp_after_timer_increase=True, alpha_to_rate_shift=11, min_dec_factor=0.0,
-            retime_pacing=False)
-        kmin, kmax, pmax, buf = _hpcc_switch(line_rate_bps)
-        return ProfileSpec(
-            "hpcc", dc, kmin, kmax, pmax, buf, ack_class="qp", sources={
-                "rp parameters": _HPCC_RUN + ": ALPHA_RESUME_INTERVAL 1, RATE_DECREASE_INTERVAL "
-                "4, RP_TIMER 300, EWMA_GAIN 1/256, FAST_RECOVERY_TIMES 1, RATE_AI/HAI 5/50 "
-                "Mb/s x bw/25, MIN_RATE 1000 Mb/s, CLAMP_TARGET_RATE 0",
-                "rp model": _HPCC_RDMA,
-                "pacing after a rate change": _HPCC_RDMA + ": the new rate applies from "
-                "the next packet (m_rate set without ChangeRate's re-timing)",
-                "alpha_init, rate on first CNP": f"{_HPCC} rdma-queue-pair.cc (alpha 1), "
-                "rdma-hw.cc RateOnFirstCnp default 1.0 (rate unchanged)",
-                "cnp pacing": _HPCC_RDMA + ": CNP flag on the ACK of every marked packet "
-                "(run.py L2_ACK_INTERVAL 1: an ACK per packet)",
-                "marking": _HPCC_RUN + ": KMIN_MAP/KMAX_MAP/PMAX_MAP; switch-mmu.cc kB = 1000 B",
-                "buffer": _HPCC_RUN + ": BUFFER_SIZE 16 x bw/50 MiB, one buffer per switch",
-                "ack class": _HPCC_RUN + ": ACK_HIGH_PRIO 1 puts ACKs first at the sending "
-                "NIC only; switch-node.cc queues them by the data's PG (AckHighPrio "
-                "defaults 0, scratch/third.cc never sets it)",
-            })
-    if name == "nvidia":
-        # CNP pacing: NVIDIA's pages available to us stop before the notification point
-        # table; the one device source is a ConnectX firmware query whose every other
-        # value is the documented default, and it reads MIN_TIME_BETWEEN_CNPS 2 (us).
-        dc = DcqcnParams(min_time_between_cnps_ns=2_000)
-        kmin, kmax, pmax, buf = _hpcc_switch(line_rate_bps)
-        return ProfileSpec(
-            "nvidia", dc, kmin, kmax, pmax, buf, ack_class="qp", cnp_dscp=DSCP_CNP, cnp_pcp=6,
-            sources={
-                "g, alpha period, alpha_init, rate decrease period, min rate, rate on "
-                "first CNP, decrease shift and bound": _DOCA + " (dce_tcp_g 1019 = 1024 "
-                "(1-g); dce_tcp_rtt 1 us; initial_alpha_value 1023/1024; "
-                "rate_reduce_monitor_period 4 us; rpg_min_rate 1 Mb/s; "
-                "rate_to_set_on_first_cnp 0; rpg_gd 11 (alpha/2); rpg_min_dec_fac 50%)",
-                "clamp": _DOCA + " 'Rate Increase' (clamp_tgt_rate 0, "
-                "clamp_tgt_rate_after_time_inc 1; the pages available to us are cut off "
-                "there, the rule's wording is Mellanox's as quoted in public simulators): "
-                "Rt = Rc on a decrease after a byte-counter increase, and after a timer "
-                "increase with clamp_tgt_rate_after_time_inc",
-                "time/byte reset, F, AI/HAI": _SILENT + ": rpg_time_reset 300 us, "
-                "rpg_byte_reset 32767 B, rpg_threshold 1, rpg_ai_rate/rpg_hai_rate 5/50 "
-                "Mb/s, rpg_max_rate 0 (line rate) kept; " + _FW,
-                "rp model": _HPCC_RDMA + " (the HPCC simulator's model of these NICs)",
-                "pacing after a rate change": "not documented; re-timed as a rate limiter "
-                "would (a QP cut to 1 Mb/s would otherwise wait 33 ms for its next 4 KB "
-                "frame after its rate had recovered)",
-                "cnp pacing": "min_time_between_cnps 2 us: a public ConnectX firmware "
-                "query (mlxconfig) whose other values are the documented defaults reads "
-                "MIN_TIME_BETWEEN_CNPS 2 (" + _SILENT + "; the 50 us used before was the "
-                "paper's value, not NVIDIA's)",
-                "cnp class": _SILENT + ": cnp_dscp 48, cnp_802p_prio 6 kept; " + _FW,
-                "ack class": "RoCE ACK/NAK use the QP's own traffic class",
-                "marking, buffer": "set on the switch, not the NIC: the HPCC simulator's",
-            })
-    if name == "paper":
-        k40 = line_rate_bps / 40e9
-        dc = DcqcnParams(
-            g=1 / 256, alpha_init=1.0, alpha_period_ns=55_000, rate_reduce_period_ns=0,
-            min_rate_bps=1e6, time_reset_ns=55_000, byte_reset_bytes=10 * 1024 * 1024,
-            threshold_f=5, ai_rate_bps=40e6, hai_rate_bps=200e6,
-            min_time_between_cnps_ns=50_000, alpha_update="per_cnp",
-            increase_stages="timer_and_bytes", clamp_target_rate=True,
-            alpha_to_rate_shift=11, min_dec_factor=0.0, retime_pacing=False)
-        kmax = round(200_000 * k40)
-        return ProfileSpec(
-            "paper", dc, round(5_000 * k40), kmax, 0.01, 12_000_000, ack_class="qp", sources={
-                "rp parameters": _PAPER + ": g 1/256, K 55 us, timer 55 us, byte counter "
-                "10 MB, F 5, R_AI 40 Mb/s; Rt = Rc on every CNP",
-                "R_HAI": _NS3RDMA + ": RATE_HAI 200Mb/s (the paper gives none)",
-                "min rate": "not in the paper: the NVIDIA NIC default, 1 Mb/s",
-                "pacing after a rate change": "bobzhuyb/ns3-rdma qbb-net-device.cc (the "
-                "paper's simulator): the next send time is set at each send, rate changes "
-                "apply from the next packet",
-                "cnp pacing": _PAPER + ": at most one CNP per 50 us per QP",
-                "marking": _PAPER + ": Kmin 5 KB, Kmax 200 KB, Pmax 1% at 40 Gbps, "
-                "scaled here with the link speed",
-                "buffer": _PAPER + ": its testbed switches (Arista 7050QX32, Broadcom "
-                "Trident II) share a 12 MB buffer; the emulator gives each port that buffer "
-                "(one congested port at a time, as in the incast experiments)",
-                "ack class": "not stated in the paper: the QP's own class",
-            })
-    raise ValueError(f"unknown DCQCN profile {name!r}; choose one of {', '.join(PROFILES)}")
+    spec = _PROFILE_SPECS.get(name)
+    if spec is None:
+        raise ValueError(f"unknown DCQCN profile {name!r}; choose one of {', '.join(PROFILES)}")
+    return spec(line_rate_bps)
 
 
 def profile(name: str, line_rate_bps: float = 100e9) -> DcqcnParams:

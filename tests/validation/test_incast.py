@@ -6,9 +6,14 @@ bottleneck, N flows into one port converge to the fair share, keep the link busy
 hold the queue around the marking band instead of filling the buffer.
 
 Scenario: N senders and one receiver on one leaf, 25 Gb/s links with 1 us of delay (the
-HPCC simulator's DCQCN parameters are given per 25 Gb/s), 4096-byte RoCE MTU (common in
-RoCE deployments; a quarter of the packets to simulate), each profile with its source's
-marking (Kmin, Kmax, Pmax) and buffer, unmodified (emu.roce.dcqcn.profile_spec). Each
+HPCC simulator's DCQCN parameters are given per 25 Gb/s), each profile with its source's
+marking (Kmin, Kmax, Pmax), buffer and packet size, unmodified
+(emu.roce.dcqcn.profile_spec): 1 KB packets for all three (the simulators' 1000-byte
+payloads; a 1500-byte Ethernet MTU's RoCE MTU). Pmax is a probability per packet, so
+the source's marking per byte holds only at its packet size: with 4 KB packets (what
+this suite used before) the ramp below Kmax marks a quarter as much per byte and the
+queue rides at Kmax, where marking ignores a flow's rate (docs/dcqcn-profiles.md,
+"Known behaviour"; we saw the effect in measurements, the reason is the sources'). Each
 flow carries 80 ms of its fair share, long against every profile's timers (the slowest,
 `paper`, needs about 15 ms to climb back from its first cut with R_AI = 40 Mb/s per
 55 us), so "after the first 20% of the transfer" is after the transient of every profile.
@@ -44,9 +49,13 @@ pytestmark = pytest.mark.timeout(900)
 
 
 def spec(senders: int, profile: str, **kw: object) -> IncastSpec:
+    """The source's scenario: its marking, buffer and packet size (profile_spec)."""
+    from emu.roce.dcqcn import profile_spec
+
     fair_bytes = int(LINK_BPS / senders * DURATION_S / 8)
+    mtu = profile_spec(profile, LINK_BPS).mtu_bytes
     return IncastSpec(senders=senders, flow_bytes=fair_bytes, profile=profile,
-                      link_rate_bps=LINK_BPS, mtu_bytes=MTU, **kw)  # type: ignore[arg-type]
+                      link_rate_bps=LINK_BPS, mtu_bytes=mtu, **kw)  # type: ignore[arg-type]
 
 
 def steady_rates(rec: IncastRecord) -> dict[int, float]:
@@ -64,17 +73,16 @@ def steady_queue_p90(rec: IncastRecord) -> int:
     return qs[int(0.9 * (len(qs) - 1))]
 
 
-# 8:1 under `paper` and `nvidia` misses the per-flow criterion through the profiles'
-# own parameters, not an emulator artefact that we found (the evidence, what was ruled
-# out and which nvidia values lack a source: docs/dcqcn-profiles.md, "Known behaviour").
+# 8:1 under `nvidia` misses the per-flow criterion through the profile's own
+# parameters, not an emulator artefact that we found (the evidence, what was ruled out
+# and which nvidia values lack a source: docs/dcqcn-profiles.md, "Known behaviour").
 # Strict xfails with the measured figures: they fail loudly the day the model or the
 # criterion changes.
 _UNFAIR = {
-    ("paper", 8): "steady means 2.54-3.36 Gb/s against 3.125 (Jain 0.990, 100% utilised): "
-                  "every flow gets ~3 CNPs/ms whatever its rate, so only R_AI evens rates out",
-    ("nvidia", 8): "steady means 1.76-5.94 Gb/s against 3.125 (Jain 0.85, 97% utilised), "
-                   "queue p90 160 pkts (Kmax 96): CNP storms, then back towards an unclamped "
-                   "target rate; other marking seeds fill the buffer",
+    ("nvidia", 8): "steady means 2.80-3.63 Gb/s against 3.125 (Jain 0.992, 100% utilised, "
+                   "queue p90 178 pkts, Kmax 363, no drops): rates even out only at the "
+                   "decreases, with a time constant of ~40 ms at 8 flows (R / R_AI speed, "
+                   "the staggered test's derivation) against 64 ms of steady state",
 }
 
 
@@ -196,9 +204,13 @@ def stagger_s(profile: str) -> float:
     return math.ceil(2 * bound * 100) / 100
 
 
-@pytest.mark.slow  # minutes (nvidia) to tens of minutes (hpcc) of simulation
+# nvidia's bound (~0.2 s per segment) runs in a few minutes and stays in CI; paper's
+# (~1 s) and hpcc's (~3 s, ~13 s of traffic) take tens of minutes to hours: `long`.
+@pytest.mark.slow
 @pytest.mark.timeout(7200)
-@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("profile", [
+    pytest.param(p, marks=[pytest.mark.long] if p in ("paper", "hpcc") else [])
+    for p in PROFILES])
 def test_staggered_flows_converge_to_the_new_fair_share(profile: str) -> None:
     """A second and a third flow join a running one (DCQCN paper, Section 6.1's
     convergence experiments): after each join the flows reach the new fair share within
