@@ -11,12 +11,7 @@ from emu.targets import base
 from emu.targets.base import *  # noqa: F403 - the interface, as base.__all__ lists it
 from emu.targets.base import SwitchTarget
 
-__all__ = [
-    "TARGET_NAMES",
-    "available_targets",
-    "get_target",
-    "require_target",
-]
+__all__ = ["TARGET_NAMES", "available_targets", "get_target", "require_target"]
 __all__ += base.__all__
 
 TARGET_NAMES = ("embedded", "bmv2")
