@@ -84,6 +84,17 @@ def _rates(
     return host_rate_bps, round(rate)
 
 
+def _new_spec(default_name: str, opts: FabricOptions, defaults: Defaults, mark: Mark,
+              params: dict[str, object], host_rate: int, up_rate: int) -> FabricSpec:
+    """An empty spec that records the generator's parameters and the rates it derived."""
+    return FabricSpec(
+        name=opts.get("name") or default_name,
+        mark=mark,
+        defaults=defaults,
+        generator={**params, "host_rate_bps": host_rate, "uplink_rate_bps": up_rate},
+    )
+
+
 def _positive(
     value: int, param: str, marks: Mapping[str, Mark], mark: Mark, minimum: int = 1
 ) -> None:
@@ -120,19 +131,11 @@ def clos(
     host_rate, up_rate = _rates(
         opts, defaults, Fraction(hosts_per_leaf), spines * uplinks_per_spine, marks, mark
     )
-    spec = FabricSpec(
-        name=opts.get("name") or f"clos-{leaves}x{spines}",
-        mark=mark,
-        defaults=defaults,
-        generator={
-            "type": "clos",
-            "leaves": leaves,
-            "spines": spines,
-            "hosts_per_leaf": hosts_per_leaf,
-            "uplinks_per_spine": uplinks_per_spine,
-            "host_rate_bps": host_rate,
-            "uplink_rate_bps": up_rate,
-        },
+    spec = _new_spec(
+        f"clos-{leaves}x{spines}", opts, defaults, mark,
+        {"type": "clos", "leaves": leaves, "spines": spines, "hosts_per_leaf": hosts_per_leaf,
+         "uplinks_per_spine": uplinks_per_spine},
+        host_rate, up_rate,
     )
     spec.switches += [SwitchSpec(f"leaf{i}", Role.LEAF, mark) for i in range(1, leaves + 1)]
     spec.switches += [SwitchSpec(f"spine{s}", Role.SPINE, mark) for s in range(1, spines + 1)]
@@ -163,16 +166,8 @@ def fattree(
         raise _fail(marks, mark, "k", f"k must be even, got {k}")
     half = k // 2
     host_rate, up_rate = _rates(opts, defaults, Fraction(half), half, marks, mark)
-    spec = FabricSpec(
-        name=opts.get("name") or f"fattree-k{k}",
-        mark=mark,
-        defaults=defaults,
-        generator={
-            "type": "fattree",
-            "k": k,
-            "host_rate_bps": host_rate,
-            "uplink_rate_bps": up_rate,
-        },
+    spec = _new_spec(
+        f"fattree-k{k}", opts, defaults, mark, {"type": "fattree", "k": k}, host_rate, up_rate
     )
 
     def edge(p: int, i: int) -> str:
