@@ -12,19 +12,13 @@ from typing import Any
 from emu.p4 import tables as T
 
 from .errors import SouthboundError
-from .southbound import Lpm, MatchValue, TableEntry, Ternary
+from .southbound import MatchValue, TableEntry
 
 
 def _match(match: Mapping[str, MatchValue]) -> dict[str | int, Any]:
-    out: dict[str | int, Any] = {}
-    for name, v in match.items():
-        if isinstance(v, Lpm):
-            out[name] = T.Lpm(v.value, v.prefix_len)
-        elif isinstance(v, Ternary):
-            out[name] = T.Ternary(v.value, v.mask)
-        else:
-            out[name] = T.Exact(v)
-    return out
+    """The engine's matches: Lpm and Ternary already are; an int is an exact match."""
+    return {name: v if isinstance(v, (T.Lpm, T.Ternary)) else T.Exact(v)
+            for name, v in match.items()}
 
 
 class InProcessSwitchHandle:

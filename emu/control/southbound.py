@@ -15,21 +15,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from emu.p4.tables import Lpm, Ternary
+
 from .errors import SouthboundError
 
-
-@dataclass(frozen=True)
-class Lpm:
-    value: int
-    prefix_len: int
-
-
-@dataclass(frozen=True)
-class Ternary:
-    value: int
-    mask: int
-
-
+# Lpm and Ternary are the table engine's own match records: one definition of a
+# prefix or value/mask match from the controller down to the in-process switch.
 MatchValue = int | Lpm | Ternary  # an int is an exact match
 MatchKey = tuple[tuple[str, MatchValue], ...]
 

@@ -13,7 +13,7 @@ import itertools
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from emu.core.units import Dilation
@@ -269,16 +269,15 @@ class PortCount:
                            zip(self.as_tuple(), other.as_tuple(), strict=True)))
 
     def as_tuple(self) -> tuple[int, ...]:
-        return (self.rx_pkts, self.rx_bytes, self.tx_pkts, self.tx_bytes, self.ecn_marks,
-                self.pipeline_drops, self.queue_drops, self.kernel_drops, self.link_drops)
+        """The counts in FIELDS order (the CSV columns)."""
+        return tuple(getattr(self, name) for name in FIELDS)
 
     @property
     def drops(self) -> int:
         return self.pipeline_drops + self.queue_drops
 
 
-FIELDS = ("rx_pkts", "rx_bytes", "tx_pkts", "tx_bytes", "ecn_marks", "pipeline_drops",
-          "queue_drops", "kernel_drops", "link_drops")
+FIELDS = tuple(f.name for f in fields(PortCount))
 
 
 def port_deltas(before: Mapping[PortKey, PortCount],

@@ -15,6 +15,18 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+# The interface `emu.targets` re-exports; helpers such as queue_problems stay here.
+__all__ = [
+    "Capabilities",
+    "CompiledPipeline",
+    "PortQueueConfig",
+    "SpecError",
+    "SwitchProcess",
+    "SwitchSpec",
+    "SwitchTarget",
+    "TargetUnavailable",
+    "Unsupported",
+]
 
 class TargetUnavailable(RuntimeError):
     """The target's tools are missing; the message names them and how to get them."""

@@ -317,15 +317,10 @@ class Bmv2Process(proc.SpawnedSwitch, SwitchProcess):
 
     def __init__(self, spec: SwitchSpec, popen: subprocess.Popen[bytes], out: IO[bytes],
                  target: Bmv2Target, cmd: list[str]) -> None:
-        self.spec = spec
-        self.popen = popen
-        self.pid = popen.pid
-        self.out = out
+        super().__init__(spec, popen, out, cmd)
         self.target = target
-        self.command = cmd
         self.thrift_port: int = spec.thrift_port or 0
         self.queues: dict[int, PortQueueConfig] = dict(spec.queues)  # current settings
-        self._stopped = False
 
     # ------------------------------------------------------------------ state
 
@@ -437,21 +432,6 @@ class Bmv2Process(proc.SpawnedSwitch, SwitchProcess):
     def read_register(self, name: str, index: int) -> int:
         out = self.run_cli([f"register_read {name} {index}"])
         return parse_register_read(out, name, index)
-
-    # ------------------------------------------------------------------ stop
-
-    def stop(self, timeout_s: float = 5.0) -> None:
-        if self._stopped:
-            return
-        self._stopped = True
-        try:
-            proc.terminate(self.popen, timeout_s)
-        finally:
-            with contextlib.suppress(OSError):
-                self.out.close()
-            if self.spec.grpc_addr.startswith("unix:"):
-                with contextlib.suppress(OSError):
-                    os.unlink(self.spec.grpc_addr[5:])
 
 
 def describe(spec: SwitchSpec, target: Bmv2Target | None = None) -> dict[str, Any]:

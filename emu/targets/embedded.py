@@ -198,16 +198,11 @@ class EmbeddedProcess(proc.SpawnedSwitch, SwitchProcess):
 
     def __init__(self, spec: SwitchSpec, popen: subprocess.Popen[bytes], out: IO[bytes],
                  ready_rfd: int, admin_socket: str, cmd: list[str]) -> None:
-        self.spec = spec
-        self.popen = popen
-        self.pid = popen.pid
-        self.out = out
+        super().__init__(spec, popen, out, cmd)
         self.admin_socket = admin_socket
-        self.command = cmd
         self.ready_info: dict[str, Any] | None = None
         self._ready_rfd: int | None = ready_rfd
         self._admin: Any = None
-        self._stopped = False
 
 
 
@@ -302,24 +297,15 @@ class EmbeddedProcess(proc.SpawnedSwitch, SwitchProcess):
 
     # ------------------------------------------------------------------ stop
 
-    def stop(self, timeout_s: float = 5.0) -> None:
-        if self._stopped:
-            return
-        self._stopped = True
-        try:
-            if self._admin is not None:
-                with contextlib.suppress(OSError):
-                    self._admin.close()
-            proc.terminate(self.popen, timeout_s)
-        finally:
-            if self._ready_rfd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(self._ready_rfd)
-                self._ready_rfd = None
+    def _before_terminate(self) -> None:
+        if self._admin is not None:
             with contextlib.suppress(OSError):
-                self.out.close()
+                self._admin.close()
+
+    def _release(self) -> None:
+        if self._ready_rfd is not None:
             with contextlib.suppress(OSError):
-                os.unlink(self.admin_socket)  # only left if the daemon was SIGKILLed
-            if self.spec.grpc_addr.startswith("unix:"):
-                with contextlib.suppress(OSError):
-                    os.unlink(self.spec.grpc_addr[5:])
+                os.close(self._ready_rfd)
+            self._ready_rfd = None
+        with contextlib.suppress(OSError):
+            os.unlink(self.admin_socket)  # only left if the daemon was SIGKILLed

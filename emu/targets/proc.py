@@ -153,13 +153,42 @@ def wait_until(pred: Callable[[], bool], timeout_s: float, interval_s: float = 0
 
 class SpawnedSwitch:
     """What every switch process started with `spawn` shares: liveness, captured
-    output and the error raised when it dies. Mixed into each target's SwitchProcess."""
+    output, the error raised when it dies, and an idempotent stop. Mixed into each
+    target's SwitchProcess."""
 
     kind = "switch"
-    spec: Any
-    popen: subprocess.Popen[bytes]
-    out: IO[bytes]
-    command: list[str]
+
+    def __init__(self, spec: Any, popen: subprocess.Popen[bytes], out: IO[bytes],
+                 cmd: list[str]) -> None:
+        self.spec = spec
+        self.popen = popen
+        self.pid = popen.pid
+        self.out = out
+        self.command = cmd
+        self._stopped = False
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Terminate the process group, then release what the switch held: the
+        target's own resources, the output file and a unix-socket gRPC address."""
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            self._before_terminate()
+            terminate(self.popen, timeout_s)
+        finally:
+            self._release()
+            with contextlib.suppress(OSError):
+                self.out.close()
+            if self.spec.grpc_addr.startswith("unix:"):
+                with contextlib.suppress(OSError):
+                    os.unlink(self.spec.grpc_addr[5:])
+
+    def _before_terminate(self) -> None:
+        """A target's own clean-up while the process still runs (none by default)."""
+
+    def _release(self) -> None:
+        """A target's own resources to free once the process is gone (none by default)."""
 
     def alive(self) -> bool:
         return self.popen.poll() is None

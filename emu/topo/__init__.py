@@ -12,45 +12,18 @@ Imports: emu.core. Layer 2 of the package layers that pyproject.toml's import-li
 contracts enforce; nothing above it.
 """
 
+from . import model
 from .addressing import host_ip, host_mac, leaf_gateway, leaf_subnet, port_mac, switch_mac
 from .errors import Diagnostic, Mark, TopologyError
 from .generators import clos, clos_fabric, fattree, fattree_fabric
 from .loader import available_topologies, load_topology, loads_topology, resolve_topology
-from .model import (
-    HOST_PORT,
-    MAX_INTF_NAME,
-    Adjacent,
-    Defaults,
-    Endpoint,
-    Fabric,
-    Host,
-    Link,
-    LinkPfc,
-    Port,
-    Role,
-    Switch,
-    SwitchPath,
-    intf_name,
-)
+from .model import *  # noqa: F403 - the model, as model.__all__ lists it
 from .units import UnitError, format_delay, format_rate, parse_delay, parse_rate
 from .validate import build_fabric
 
 __all__ = [
-    "HOST_PORT",
-    "MAX_INTF_NAME",
-    "Adjacent",
-    "Defaults",
     "Diagnostic",
-    "Endpoint",
-    "Fabric",
-    "Host",
-    "Link",
-    "LinkPfc",
     "Mark",
-    "SwitchPath",
-    "Port",
-    "Role",
-    "Switch",
     "TopologyError",
     "UnitError",
     "available_topologies",
@@ -63,7 +36,6 @@ __all__ = [
     "format_rate",
     "host_ip",
     "host_mac",
-    "intf_name",
     "leaf_gateway",
     "leaf_subnet",
     "load_topology",
@@ -74,3 +46,4 @@ __all__ = [
     "resolve_topology",
     "switch_mac",
 ]
+__all__ += model.__all__

@@ -17,31 +17,60 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
+from typing import TYPE_CHECKING, TypedDict
 
 from .errors import Mark, TopologyError
 from .model import Defaults, Fabric, Role
 from .spec import EndpointSpec, FabricSpec, HostSpec, LinkSpec, SwitchSpec
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+
+class FabricOptions(TypedDict, total=False):
+    """The keyword options every generator takes (rates: the module docstring)."""
+
+    host_rate_bps: int | None
+    uplink_rate_bps: int | None
+    oversubscription: float | None
+    name: str | None
+    defaults: Defaults | None
+    mark: Mark | None
+    marks: Mapping[str, Mark] | None
 
 
 def _fail(marks: Mapping[str, Mark], default: Mark, param: str, message: str) -> TopologyError:
     return TopologyError.at(marks.get(param, default), message)
 
 
-def _uplink_rate(
+def _context(kind: str, opts: FabricOptions) -> tuple[Defaults, Mark, Mapping[str, Mark]]:
+    """Defaults, the generator's mark and the parameters' marks, each filled in if absent."""
+    unknown = opts.keys() - FabricOptions.__optional_keys__
+    if unknown:  # what a plain keyword signature would refuse
+        raise TypeError(f"{kind}() got unexpected keyword arguments {sorted(unknown)}")
+    return (opts.get("defaults") or Defaults(), opts.get("mark") or Mark(f"<{kind}>"),
+            opts.get("marks") or {})
+
+
+def _rates(
+    opts: FabricOptions,
+    defaults: Defaults,
     host_capacity: Fraction,
     uplink_count: int,
-    host_rate_bps: int,
-    uplink_rate_bps: int | None,
-    oversubscription: float | None,
     marks: Mapping[str, Mark],
     mark: Mark,
-) -> int:
+) -> tuple[int, int]:
+    """(host rate, uplink rate) in bit/s."""
+    host_rate_bps = opts.get("host_rate_bps") or defaults.rate_bps
+    uplink_rate_bps = opts.get("uplink_rate_bps")
+    oversubscription = opts.get("oversubscription")
     if uplink_rate_bps is not None and oversubscription is not None:
         raise _fail(
             marks, mark, "oversubscription", "give either uplink_rate or oversubscription, not both"
         )
     if oversubscription is None:
-        return uplink_rate_bps if uplink_rate_bps is not None else host_rate_bps
+        up = uplink_rate_bps if uplink_rate_bps is not None else host_rate_bps
+        return host_rate_bps, up
     if oversubscription <= 0:
         raise _fail(
             marks,
@@ -52,7 +81,18 @@ def _uplink_rate(
     rate = host_capacity * host_rate_bps / (uplink_count * Fraction(oversubscription))
     if rate < 1:
         raise _fail(marks, mark, "oversubscription", "oversubscription leaves uplinks below 1 bps")
-    return round(rate)
+    return host_rate_bps, round(rate)
+
+
+def _new_spec(default_name: str, opts: FabricOptions, defaults: Defaults, mark: Mark,
+              params: dict[str, object], host_rate: int, up_rate: int) -> FabricSpec:
+    """An empty spec that records the generator's parameters and the rates it derived."""
+    return FabricSpec(
+        name=opts.get("name") or default_name,
+        mark=mark,
+        defaults=defaults,
+        generator={**params, "host_rate_bps": host_rate, "uplink_rate_bps": up_rate},
+    )
 
 
 def _positive(
@@ -80,46 +120,22 @@ def clos(
     spines: int,
     hosts_per_leaf: int,
     uplinks_per_spine: int = 1,
-    *,
-    host_rate_bps: int | None = None,
-    uplink_rate_bps: int | None = None,
-    oversubscription: float | None = None,
-    name: str | None = None,
-    defaults: Defaults | None = None,
-    mark: Mark | None = None,
-    marks: Mapping[str, Mark] | None = None,
+    **opts: Unpack[FabricOptions],
 ) -> FabricSpec:
     """Leaf-spine: every leaf has `uplinks_per_spine` parallel links to every spine."""
-    defaults = defaults or Defaults()
-    mark = mark or Mark("<clos>")
-    marks = marks or {}
+    defaults, mark, marks = _context("clos", opts)
     _positive(leaves, "leaves", marks, mark)
     _positive(spines, "spines", marks, mark)
     _positive(hosts_per_leaf, "hosts_per_leaf", marks, mark, minimum=0)
     _positive(uplinks_per_spine, "uplinks_per_spine", marks, mark)
-    host_rate = host_rate_bps or defaults.rate_bps
-    up_rate = _uplink_rate(
-        Fraction(hosts_per_leaf),
-        spines * uplinks_per_spine,
-        host_rate,
-        uplink_rate_bps,
-        oversubscription,
-        marks,
-        mark,
+    host_rate, up_rate = _rates(
+        opts, defaults, Fraction(hosts_per_leaf), spines * uplinks_per_spine, marks, mark
     )
-    spec = FabricSpec(
-        name=name or f"clos-{leaves}x{spines}",
-        mark=mark,
-        defaults=defaults,
-        generator={
-            "type": "clos",
-            "leaves": leaves,
-            "spines": spines,
-            "hosts_per_leaf": hosts_per_leaf,
-            "uplinks_per_spine": uplinks_per_spine,
-            "host_rate_bps": host_rate,
-            "uplink_rate_bps": up_rate,
-        },
+    spec = _new_spec(
+        f"clos-{leaves}x{spines}", opts, defaults, mark,
+        {"type": "clos", "leaves": leaves, "spines": spines, "hosts_per_leaf": hosts_per_leaf,
+         "uplinks_per_spine": uplinks_per_spine},
+        host_rate, up_rate,
     )
     spec.switches += [SwitchSpec(f"leaf{i}", Role.LEAF, mark) for i in range(1, leaves + 1)]
     spec.switches += [SwitchSpec(f"spine{s}", Role.SPINE, mark) for s in range(1, spines + 1)]
@@ -139,39 +155,19 @@ def clos(
 
 def fattree(
     k: int,
-    *,
-    host_rate_bps: int | None = None,
-    uplink_rate_bps: int | None = None,
-    oversubscription: float | None = None,
-    name: str | None = None,
-    defaults: Defaults | None = None,
-    mark: Mark | None = None,
-    marks: Mapping[str, Mark] | None = None,
+    **opts: Unpack[FabricOptions],
 ) -> FabricSpec:
     """k-ary fat-tree: k pods of k/2 edge (leaf) + k/2 aggregation (spine) switches,
     (k/2)^2 cores, k^3/4 hosts. Names: edge `p<pod>e<i>`, aggregation `p<pod>a<j>`,
     core `c<m>` (all 1-based), hosts `h1`.. numbered pod by pod."""
-    defaults = defaults or Defaults()
-    mark = mark or Mark("<fattree>")
-    marks = marks or {}
+    defaults, mark, marks = _context("fattree", opts)
     _positive(k, "k", marks, mark, minimum=2)
     if k % 2:
         raise _fail(marks, mark, "k", f"k must be even, got {k}")
     half = k // 2
-    host_rate = host_rate_bps or defaults.rate_bps
-    up_rate = _uplink_rate(
-        Fraction(half), half, host_rate, uplink_rate_bps, oversubscription, marks, mark
-    )
-    spec = FabricSpec(
-        name=name or f"fattree-k{k}",
-        mark=mark,
-        defaults=defaults,
-        generator={
-            "type": "fattree",
-            "k": k,
-            "host_rate_bps": host_rate,
-            "uplink_rate_bps": up_rate,
-        },
+    host_rate, up_rate = _rates(opts, defaults, Fraction(half), half, marks, mark)
+    spec = _new_spec(
+        f"fattree-k{k}", opts, defaults, mark, {"type": "fattree", "k": k}, host_rate, up_rate
     )
 
     def edge(p: int, i: int) -> str:
@@ -206,17 +202,21 @@ def fattree(
 
 
 def clos_fabric(
-    leaves: int, spines: int, hosts_per_leaf: int, uplinks_per_spine: int = 1, **kw: object
+    leaves: int,
+    spines: int,
+    hosts_per_leaf: int,
+    uplinks_per_spine: int = 1,
+    **opts: Unpack[FabricOptions],
 ) -> Fabric:
     from .validate import build_fabric
 
-    return build_fabric(clos(leaves, spines, hosts_per_leaf, uplinks_per_spine, **kw))  # type: ignore[arg-type]
+    return build_fabric(clos(leaves, spines, hosts_per_leaf, uplinks_per_spine, **opts))
 
 
-def fattree_fabric(k: int, **kw: object) -> Fabric:
+def fattree_fabric(k: int, **opts: Unpack[FabricOptions]) -> Fabric:
     from .validate import build_fabric
 
-    return build_fabric(fattree(k, **kw))  # type: ignore[arg-type]
+    return build_fabric(fattree(k, **opts))
 
 
 GENERATORS = {"clos": clos, "fattree": fattree}

@@ -17,6 +17,24 @@ from emu.core.units import Dilation
 
 from .units import format_delay, format_rate
 
+# All of it is `emu.topo`'s interface, which re-exports this list.
+__all__ = [
+    "HOST_PORT",
+    "MAX_INTF_NAME",
+    "Adjacent",
+    "Defaults",
+    "Endpoint",
+    "Fabric",
+    "Host",
+    "Link",
+    "LinkPfc",
+    "Port",
+    "Role",
+    "Switch",
+    "SwitchPath",
+    "intf_name",
+]
+
 HOST_PORT = 0
 """A host has one interface, numbered 0 like Mininet's `h1-eth0`."""
 

@@ -101,3 +101,15 @@ def test_clos_rejects_bad_counts() -> None:
         clos_fabric(0, 2, 1)
     with pytest.raises(TopologyError, match="uplinks_per_spine"):
         clos_fabric(2, 2, 1, uplinks_per_spine=0)
+
+
+def test_generators_refuse_unknown_options() -> None:
+    # The shared options are a TypedDict behind **opts; a misspelt one must still fail
+    # as a plain keyword signature would, not be ignored.
+    with pytest.raises(TypeError, match="host_rate"):
+        clos_fabric(2, 2, 1, host_rate=10)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="uplink_bps"):
+        fattree_fabric(4, uplink_bps=10)  # type: ignore[call-arg]
+    f = fattree_fabric(4, host_rate_bps=10_000_000, name="ft")
+    assert f.name == "ft"
+    assert {link.rate_bps for link in f.links} == {10_000_000}

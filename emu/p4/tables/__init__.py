@@ -5,6 +5,7 @@ by the P4Runtime server and STF runner (insert / modify / delete / read).
 Errors carry P4Runtime error kinds (`TableError.kind`).
 """
 
+from . import keys
 from .action_profile import (
     ActionProfile,
     ActionProfileGroup,
@@ -24,41 +25,14 @@ from .errors import (
     TableError,
     Unimplemented,
 )
-from .keys import (
-    NO_ACTION,
-    PRIORITY_MAX,
-    ActionCall,
-    ActionScope,
-    ActionSpec,
-    Exact,
-    FieldMatch,
-    KeyField,
-    Lpm,
-    MatchKey,
-    MatchKind,
-    Optional,
-    OptionalMatch,
-    Range,
-    Ternary,
-    assign_entry_priorities,
-    canonicalize_field,
-    canonicalize_match,
-    dont_care,
-    field_matches,
-    is_dont_care,
-    stf_to_bmv2_cli_priority,
-    stf_to_p4rt_priority,
-)
+from .keys import *  # noqa: F403 - the key model, as keys.__all__ lists it
 from .table import KEEP, InitialEntry, Table
 
 __all__ = [
-    "KEEP", "NO_ACTION", "PRIORITY_MAX",
-    "ActionCall", "ActionProfile", "ActionProfileGroup", "ActionProfileMember",
-    "ActionScope", "ActionSpec", "AlreadyExists", "CounterCell", "ErrorKind", "Exact",
-    "FailedPrecondition", "FieldMatch", "GroupMember", "InitialEntry", "InvalidArgument",
-    "KeyField", "Lpm", "MatchKey", "MatchKind", "NotFound", "Optional", "OptionalMatch",
-    "PermissionDenied", "Range", "ResourceExhausted", "SizeSemantics", "Table", "TableEntry",
-    "TableError", "Ternary", "Unimplemented",
-    "assign_entry_priorities", "canonicalize_field", "canonicalize_match", "dont_care",
-    "field_matches", "is_dont_care", "stf_to_bmv2_cli_priority", "stf_to_p4rt_priority",
+    "KEEP",
+    "ActionProfile", "ActionProfileGroup", "ActionProfileMember", "AlreadyExists",
+    "CounterCell", "ErrorKind", "FailedPrecondition", "GroupMember", "InitialEntry",
+    "InvalidArgument", "NotFound", "PermissionDenied", "ResourceExhausted", "SizeSemantics",
+    "Table", "TableEntry", "TableError", "Unimplemented",
 ]
+__all__ += keys.__all__

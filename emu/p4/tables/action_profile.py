@@ -29,6 +29,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .errors import (
     AlreadyExists,
@@ -77,6 +78,9 @@ class ActionProfileGroup:
 GroupMemberInput = GroupMember | tuple[int, int] | int
 
 
+_Item = TypeVar("_Item", "ActionProfileMember", "ActionProfileGroup")
+
+
 class ActionProfile:
     """A P4 action_profile (with_selector=False) or action_selector (True)."""
 
@@ -100,6 +104,20 @@ class ActionProfile:
         self._group_refs: dict[int, int] = {}
         self._down_ports: set[int] = set()
 
+    # Members and groups are two id scopes with the same rules (module docstring).
+
+    def _new_id(self, items: dict[int, _Item], what: str, ident: int) -> None:
+        if ident <= 0:
+            raise InvalidArgument(f"{self.name}: {what} id must be non-zero")
+        if ident in items:
+            raise AlreadyExists(f"{self.name}: {what} {ident} exists")
+
+    def _get(self, items: dict[int, _Item], what: str, ident: int) -> _Item:
+        item = items.get(ident)
+        if item is None:
+            raise NotFound(f"{self.name}: no {what} {ident}")
+        return item
+
     # -- members -----------------------------------------------------------
 
     def _check_action(self, action: ActionCall | None) -> ActionCall:
@@ -108,10 +126,7 @@ class ActionProfile:
         return validate_action(self._specs, action, for_default=False, where=self.name)
 
     def insert_member(self, member_id: int, action: ActionCall) -> ActionProfileMember:
-        if member_id <= 0:
-            raise InvalidArgument(f"{self.name}: member id must be non-zero")
-        if member_id in self._members:
-            raise AlreadyExists(f"{self.name}: member {member_id} exists")
+        self._new_id(self._members, "member", member_id)
         action = self._check_action(action)
         if self.size and len(self._members) >= self.size:
             raise ResourceExhausted(f"{self.name}: profile full ({self.size} members)")
@@ -133,17 +148,11 @@ class ActionProfile:
         del self._members[member_id]
 
     def get_member(self, member_id: int) -> ActionProfileMember:
-        m = self._members.get(member_id)
-        if m is None:
-            raise NotFound(f"{self.name}: no member {member_id}")
-        return m
+        return self._get(self._members, "member", member_id)
 
     def members(self) -> Iterator[ActionProfileMember]:
         """All members in insertion order."""
         return iter(list(self._members.values()))
-
-    def has_member(self, member_id: int) -> bool:
-        return member_id in self._members
 
     # -- groups ------------------------------------------------------------
 
@@ -198,10 +207,7 @@ class ActionProfile:
     def insert_group(self, group_id: int, members: Sequence[GroupMemberInput] = (), *,
                      max_size: int = 0) -> ActionProfileGroup:
         self._require_selector()
-        if group_id <= 0:
-            raise InvalidArgument(f"{self.name}: group id must be non-zero")
-        if group_id in self._groups:
-            raise AlreadyExists(f"{self.name}: group {group_id} exists")
+        self._new_id(self._groups, "group", group_id)
         if max_size < 0:
             raise InvalidArgument(f"{self.name}: max_size must be >= 0")
         if self.max_group_size > 0 and not 0 < max_size <= self.max_group_size:
@@ -241,17 +247,11 @@ class ActionProfile:
         del self._groups[group_id]
 
     def get_group(self, group_id: int) -> ActionProfileGroup:
-        g = self._groups.get(group_id)
-        if g is None:
-            raise NotFound(f"{self.name}: no group {group_id}")
-        return g
+        return self._get(self._groups, "group", group_id)
 
     def groups(self) -> Iterator[ActionProfileGroup]:
         """All groups in insertion order."""
         return iter(list(self._groups.values()))
-
-    def has_group(self, group_id: int) -> bool:
-        return group_id in self._groups
 
     # -- watch ports -------------------------------------------------------
 

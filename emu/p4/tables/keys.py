@@ -24,6 +24,15 @@ from dataclasses import dataclass
 
 from .errors import InvalidArgument, PermissionDenied
 
+# What `emu.p4.tables` re-exports; the other helpers are imported from here by name.
+__all__ = [
+    "NO_ACTION", "PRIORITY_MAX",
+    "ActionCall", "ActionScope", "ActionSpec", "Exact", "FieldMatch", "KeyField", "Lpm",
+    "MatchKey", "MatchKind", "Optional", "OptionalMatch", "Range", "Ternary",
+    "assign_entry_priorities", "canonicalize_field", "canonicalize_match", "dont_care",
+    "field_matches", "is_dont_care", "stf_to_bmv2_cli_priority", "stf_to_p4rt_priority",
+]
+
 PRIORITY_MAX = 2**31 - 1  # P4Runtime priority is an int32 that must be > 0 when used
 
 

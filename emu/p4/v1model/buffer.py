@@ -42,7 +42,7 @@ from emu.core.pfc import (
 )
 
 from .lossless import LinkInfo, LosslessControl
-from .traffic_manager import DropReason, EnqueueResult
+from .traffic_manager import EnqueueResult
 
 if TYPE_CHECKING:
     from .traffic_manager import TrafficManager, _Port
@@ -157,11 +157,8 @@ class SwitchFlowControl(LosslessControl):
 
     def enqueue(self, port: int, pkt: object, size: int, priority: int = 0
                 ) -> EnqueueResult | None:
-        tm = self.tm
-        p = tm._ports.get(port) or tm._port(port)
-        queues = p.queues
-        if not 0 <= priority < len(queues):
-            tm.drops.count(port, DropReason.PRIORITY_OUT_OF_RANGE)
+        p = self._egress(port, priority)
+        if p is None:
             return None
         ing = self.ingress
         if self._wd_drop and (port * 8 + priority in self._wd_drop
@@ -171,7 +168,7 @@ class SwitchFlowControl(LosslessControl):
             if wd is not None:
                 wd.dropped += 1
             return None
-        q = queues[priority]
+        q = p.queues[priority]
         key = -1
         if priority < NUM_PRIORITIES and self.lossless[priority] and ing >= 0:
             key = ing * 8 + priority
@@ -185,23 +182,14 @@ class SwitchFlowControl(LosslessControl):
                 self.max_used[key] = used
             if used > xoff and key not in self._xoff:
                 self._send_pause(ing, priority)
-        elif len(q) >= p.depths[priority]:
-            self._drop(port, priority, DropReason.TAIL_DROP)
-            return None
         return self._append(p, q, pkt, size, priority, key)  # type: ignore[arg-type]
 
     def serve(self, p: _Port) -> None:
         """The traffic manager's service turn, skipping paused priorities."""
-        self._handles.pop(p.port, None)
-        tm = self.tm
+        now, budget = self._start_turn(p)
+        rx = self.rx.get(p.port)
         clock = self.clock
         queues = p.queues
-        st = p.stats
-        rx = self.rx.get(p.port)
-        now = clock.now_ns()
-        if now - p.due > tm._max_lag_ns:
-            tm._max_lag_ns = now - p.due
-        budget = p.pkts if p.unlimited else 1
         while budget > 0:
             prio = len(queues) - 1
             wake = 0
@@ -221,12 +209,7 @@ class SwitchFlowControl(LosslessControl):
                     self._schedule(p, wake)
                 return
             budget -= 1
-            pkt, size, ts, qdepth, enq_ns, key = queues[prio].popleft()  # type: ignore[misc]
-            p.pkts -= 1
-            p.bytes -= size
-            p.qbytes[prio] -= size
-            st.deq_pkts += 1
-            st.deq_bytes += size
+            pkt, size, ts, qdepth, enq_ns, key = self._take(p, prio)
             if key >= 0:
                 self._release(key, size)
             self._depart(p, pkt, size, enq_ns, ts, qdepth, prio, now, budget)

@@ -32,7 +32,7 @@ from emu.core.credit import CreditPort
 from emu.core.pfc import NUM_PRIORITIES, FlowControl
 
 from .lossless import LosslessControl
-from .traffic_manager import DropReason, EnqueueResult
+from .traffic_manager import EnqueueResult
 
 if TYPE_CHECKING:
     from .traffic_manager import TrafficManager, _Port
@@ -91,13 +91,10 @@ class SwitchCreditControl(LosslessControl):
     # --- data path --------------------------------------------------------------------
     def enqueue(self, port: int, pkt: object, size: int, priority: int = 0
                 ) -> EnqueueResult | None:
-        tm = self.tm
-        p = tm._ports.get(port) or tm._port(port)
-        queues = p.queues
-        if not 0 <= priority < len(queues):
-            tm.drops.count(port, DropReason.PRIORITY_OUT_OF_RANGE)
+        p = self._egress(port, priority)
+        if p is None:
             return None
-        q = queues[priority]
+        q = p.queues[priority]
         key = -1
         ing = self.ingress
         if priority < NUM_PRIORITIES and self.lossless[priority] and ing >= 0 \
@@ -113,26 +110,17 @@ class SwitchCreditControl(LosslessControl):
             key = ing * 8 + priority
             if cp.used[priority] > self.max_used.get(key, 0):
                 self.max_used[key] = cp.used[priority]
-        elif len(q) >= p.depths[priority]:
-            self._drop(port, priority, DropReason.TAIL_DROP)
-            return None
         return self._append(p, q, pkt, size, priority, key)  # type: ignore[arg-type]
 
     def serve(self, p: _Port) -> None:
         """The traffic manager's service turn, skipping lossless queues out of credit."""
-        self._handles.pop(p.port, None)
-        tm = self.tm
-        clock = self.clock
-        queues = p.queues
-        st = p.stats
+        now, budget = self._start_turn(p)
         lossless = self.lossless
         if p.port in self.no_credit:
             lossless = _NONE_LOSSLESS
         cp = self.ports.get(p.port) or self.port_state(p.port)
-        now = clock.now_ns()
-        if now - p.due > tm._max_lag_ns:
-            tm._max_lag_ns = now - p.due
-        budget = p.pkts if p.unlimited else 1
+        clock = self.clock
+        queues = p.queues
         while budget > 0:
             prio = len(queues) - 1
             while prio >= 0:
@@ -148,12 +136,7 @@ class SwitchCreditControl(LosslessControl):
                 self._idle.add(p.port)
                 return
             budget -= 1
-            pkt, size, ts, qdepth, enq_ns, key = queues[prio].popleft()  # type: ignore[misc]
-            p.pkts -= 1
-            p.bytes -= size
-            p.qbytes[prio] -= size
-            st.deq_pkts += 1
-            st.deq_bytes += size
+            pkt, size, ts, qdepth, enq_ns, key = self._take(p, prio)
             if prio < NUM_PRIORITIES and lossless[prio]:
                 cp.sent(prio, size)
             if key >= 0:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from emu.core.clock import TimerHandle
 from emu.core.pfc import NUM_PRIORITIES, FlowControl
 
-from .traffic_manager import DequeueInfo, EnqueueResult
+from .traffic_manager import DequeueInfo, DropReason, EnqueueResult
 
 if TYPE_CHECKING:
     from collections import deque
@@ -58,10 +58,24 @@ class LosslessControl:
         link = self.links.get(port)
         return link[0] if link else self.cfg.default_rate_bps
 
+    def _egress(self, port: int, priority: int) -> _Port | None:
+        """The egress port a packet is queued on, or None (counted) for a priority
+        it has no queue for."""
+        tm = self.tm
+        p = tm._ports.get(port) or tm._port(port)
+        if not 0 <= priority < len(p.queues):
+            tm.drops.count(port, DropReason.PRIORITY_OUT_OF_RANGE)
+            return None
+        return p
+
     def _append(self, p: _Port, q: deque[object], pkt: object, size: int, priority: int,
-                key: int) -> EnqueueResult:
-        """Queue an admitted packet (as the traffic manager's own enqueue does) and
-        make sure the port is served."""
+                key: int) -> EnqueueResult | None:
+        """Queue a packet (as the traffic manager's own enqueue does) and make sure the
+        port is served. One outside lossless accounting (key < 0) is tail-dropped when
+        its queue is full; a lossless one was admitted by the mode's own accounting."""
+        if key < 0 and len(q) >= p.depths[priority]:
+            self._drop(p.port, priority, DropReason.TAIL_DROP)
+            return None
         now = self.clock.now_ns()
         ts = now // 1000
         qdepth = p.pkts
@@ -75,6 +89,29 @@ class LosslessControl:
         if not p.scheduled:
             self._schedule(p, max(p.busy_until, now))
         return _tuple_new(EnqueueResult, (ts, qdepth, priority))  # type: ignore[no-any-return]
+
+    def _start_turn(self, p: _Port) -> tuple[int, int]:
+        """(now, packets this turn may send) at the start of a service turn, whose timer
+        has fired; records how late the turn is."""
+        self._handles.pop(p.port, None)
+        tm = self.tm
+        now = self.clock.now_ns()
+        if now - p.due > tm._max_lag_ns:
+            tm._max_lag_ns = now - p.due
+        return now, p.pkts if p.unlimited else 1
+
+    def _take(self, p: _Port, prio: int) -> tuple[object, int, int, int, int, int]:
+        """Dequeue the head of queue `prio`: (pkt, size, enqueue ts us, qdepth at
+        enqueue, enqueue ns, accounting key), with the port's counts updated."""
+        item = p.queues[prio].popleft()
+        size = item[1]  # type: ignore[index]
+        p.pkts -= 1
+        p.bytes -= size
+        p.qbytes[prio] -= size
+        st = p.stats
+        st.deq_pkts += 1
+        st.deq_bytes += size
+        return item  # type: ignore[return-value]
 
     def _depart(self, p: _Port, pkt: object, size: int, enq_ns: int, ts: int, qdepth: int,
                 prio: int, now: int, budget: int) -> None:

@@ -220,19 +220,40 @@ class MeterRates:
         return cls(cir / 1e6, cburst, pir / 1e6, pburst)
 
 
+class _TokenBucket:
+    """One of a meter's two buckets, refilled from the tokens earned since the origin."""
+
+    __slots__ = ("tokens", "last")
+
+    def __init__(self) -> None:
+        self.tokens = 0
+        self.last = 0  # tokens earned from the time origin up to the last refill
+
+    def fill(self, burst: int) -> None:
+        self.tokens, self.last = burst, 0
+
+    def take(self, earned: int, burst: int, units: int) -> bool:
+        """Refill (capped at `burst`), then take `units` if there are enough."""
+        self.tokens = min(self.tokens + earned - self.last, burst)
+        self.last = earned
+        if self.tokens < units:
+            return False
+        self.tokens -= units
+        return True
+
+
 class Meter:
     """One two-rate three-color meter (an indirect meter's element or a direct meter)."""
 
-    __slots__ = ("kind", "_clock", "_t0_us", "rates",
-                 "_p_tokens", "_p_last", "_c_tokens", "_c_last")
+    __slots__ = ("kind", "_clock", "_t0_us", "rates", "_peak", "_committed")
 
     def __init__(self, kind: MeterKind | str, clock: Clock) -> None:
         self.kind = MeterKind(kind)
         self._clock = clock
         self._t0_us = clock.now_us()  # BMv2: time origin = meter creation
         self.rates: MeterRates | None = None
-        self._p_tokens = self._c_tokens = 0
-        self._p_last = self._c_last = 0
+        self._peak = _TokenBucket()
+        self._committed = _TokenBucket()
 
     def set_rates(self, rates: MeterRates | None) -> None:
         """Configure (buckets start full), or None to unconfigure (always GREEN)."""
@@ -242,8 +263,8 @@ class Meter:
                 raise ValueError("meter CIR must not exceed PIR")
             if min(rates.cir, rates.pir, rates.cbs, rates.pbs) < 0:
                 raise ValueError("meter rates and bursts must not be negative")
-            self._p_tokens, self._c_tokens = rates.pbs, rates.cbs
-            self._p_last = self._c_last = 0
+            self._peak.fill(rates.pbs)
+            self._committed.fill(rates.cbs)
         self.rates = rates
 
     def execute(self, nbytes: int = 0) -> int:
@@ -253,18 +274,11 @@ class Meter:
             return GREEN
         elapsed = self._clock.now_us() - self._t0_us
         units = 1 if self.kind is MeterKind.packets else nbytes
-        total = int(elapsed * r.pir)
-        self._p_tokens = min(self._p_tokens + total - self._p_last, r.pbs)
-        self._p_last = total
-        if self._p_tokens < units:
+        # trTCM: the peak bucket decides RED; only then is the committed one charged.
+        if not self._peak.take(int(elapsed * r.pir), r.pbs, units):
             return RED
-        self._p_tokens -= units
-        total = int(elapsed * r.cir)
-        self._c_tokens = min(self._c_tokens + total - self._c_last, r.cbs)
-        self._c_last = total
-        if self._c_tokens < units:
+        if not self._committed.take(int(elapsed * r.cir), r.cbs, units):
             return YELLOW
-        self._c_tokens -= units
         return GREEN
 
 

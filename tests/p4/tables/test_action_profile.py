@@ -102,7 +102,7 @@ def test_group_lifecycle_and_rules() -> None:
         p.delete_group(1)
     # Separate id scopes: group 2 and member 2 coexist.
     p.insert_group(2, [2], max_size=1)
-    assert p.has_group(2) and p.has_member(2)
+    assert p.get_group(2).group_id == 2 and p.get_member(2).member_id == 2
 
 
 def test_sum_of_members_semantics() -> None:
