@@ -146,6 +146,23 @@ def test_fields_wider_than_eight_bytes_extract_emit_and_hash() -> None:
     assert int.from_bytes(out[16:], "big") == zlib.crc32(a1) % 0xFFFFFFFF
 
 
+def test_keyless_table_runs_its_current_default_and_always_misses() -> None:
+    """A keyless table's code reads its default entry without a lookup: a default set
+    by the control plane after the switch was built applies, and apply().hit is false."""
+    decls = """action put(bit<8> v) { hdr.h.a = v; }
+        table t { actions = { put; NoAction; } default_action = put(1); }"""
+    body = "if (t.apply().hit) { hdr.h.b = 1; } else { hdr.h.b = 2; }"
+    prog = compile_source(SKELETON.format(fields="bit<8> a; bit<8> b;", body=body,
+                                          decls=decls), "t.p4")
+    sw = P4Switch(prog)
+    sw.inject(0, bytes(2))
+    sw.run_until_idle()
+    sw.table_set_default("t", "put", [7])
+    sw.inject(0, bytes(2))
+    sw.run_until_idle()
+    assert [o.data for o in sw.outputs()] == [bytes([1, 2]), bytes([7, 2])]
+
+
 def test_lvalue_index_is_evaluated_before_the_right_hand_side() -> None:
     # p4c orders the left side's index first (gauntlet_index_7-bmv2): f() resets i after
     decls = "bit<8> f(inout bit<8> i) { i = 0; return 9; }"
