@@ -23,7 +23,7 @@ from .base import (
     mask,
     unsupported,
 )
-from .classes import fld, scalar_width
+from .classes import fld, pack_expr, scalar_width
 
 
 class ExternLowerer(LowererBase):
@@ -151,20 +151,27 @@ class ExternLowerer(LowererBase):
         algo_name = str(algo.const)
         hf = self.obj(algo_name, "hash", "HF", algo=algo_name)
         leaves = self.flatten(data, ctx)
-        packed = self.pack_leaves(leaves)
+        total = sum(lw for _, lw, _ in leaves)
+        if (algo_name == "identity" and leaves and total % 8 == 0 and total <= 64
+                and all(lw > 0 and v is None for _, lw, v in leaves)):
+            # identity is the first 8 bytes as an integer: for a whole-byte list of at most
+            # 8 bytes that is the concatenated value itself, with no bytes built.
+            hcall = f"({pack_expr([(c, w) for c, w, _ in leaves])[0]})"
+        else:
+            hcall = f"{hf}({self.pack_leaves(leaves)})"
         b = self.value(base, ctx) if base is not None else "0"
         m = self.value(mx, ctx) if mx is not None else "0"
         rw = self.width(res.type, res)
         if mx is not None and mx.const is not None and base is not None and base.const is not None:
             mc, bc = int(mx.const) & ((1 << 64) - 1), int(base.const)
             if mc:
-                code = f"(({bc} + {hf}({packed}) % {mc}) & {mask(rw)})"
+                code = f"(({bc} + {hcall} % {mc}) & {mask(rw)})"
             else:
                 code = f"({bc} & {mask(rw)})"
         else:
             hv = self.tmp("h")
             mv = self.simple(m)
-            self.out.line(f"{hv} = {hf}({packed})")
+            self.out.line(f"{hv} = {hcall}")
             code = f"(({b}) + ({hv} % {mv} if {mv} else 0)) & {mask(rw)}"
         self.assign(res, code, ctx)
 
