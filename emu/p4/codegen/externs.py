@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from emu.p4.frontend import ast as A
 from emu.p4.frontend.types import (
+    BitType,
     BoolType,
     ExternType,
     HeaderStackType,
@@ -273,13 +274,15 @@ class ExternLowerer(LowererBase):
                 # index ignored, the value truncated to the width.
                 size, mask = max(1, inst.info["size"]), (1 << inst.info["width"]) - 1
                 o.line(f"_ri = {self.value(idx, ctx)}; _rv = {v}")
-                o.line(f"if 0 <= _ri < {size}: {py}_c[_ri] = _rv & {mask:#x}")
+                o.line(f"if {_in_range('_ri', idx, size)}: {py}_c[_ri] = _rv & {mask:#x}")
                 return None
         if ename == "counter" and m.name == "count":
             # CounterArray.count inlined on its lists (<py>_p, <py>_b, bound by the switch).
             size = max(1, inst.info["size"])
-            o.line(f"_ci = {self.value(args[0], ctx)}")  # type: ignore[arg-type]
-            o.line(f"if 0 <= _ci < {size}: {py}_p[_ci] += 1; {py}_b[_ci] += _ps.length")
+            idx = args[0]
+            assert idx is not None
+            o.line(f"_ci = {self.value(idx, ctx)}")
+            o.line(f"if {_in_range('_ci', idx, size)}: {py}_p[_ci] += 1; {py}_b[_ci] += _ps.length")
             return None
         if ename == "direct_counter" and m.name == "count":
             return None  # BMv2 counts direct counters on every table hit
@@ -352,3 +355,13 @@ class ExternLowerer(LowererBase):
             if root in ("meta", "sm"):
                 return [root] + names[::-1]
         return None
+
+
+def _in_range(var: str, idx: A.Expr, size: int) -> str:
+    """The index check of an inlined counter/register access: the value of an unsigned
+    bit<W> expression is never negative (the generated code keeps every bit<W> value in
+    [0, 2**W)), so one comparison does."""
+    t = bt(idx.type)
+    if isinstance(t, BitType) and not t.signed:
+        return f"{var} < {size}"
+    return f"0 <= {var} < {size}"

@@ -189,6 +189,22 @@ def test_keyless_table_runs_its_current_default_and_always_misses() -> None:
     assert [o.data for o in sw.outputs()] == [bytes([1, 2]), bytes([7, 2])]
 
 
+def test_counter_and_register_indices_out_of_range_are_ignored() -> None:
+    """Inlined counter.count and register.write ignore an index past the end of the
+    array (an unsigned index is checked with one comparison)."""
+    decls = "counter(4, CounterType.packets) c; register<bit<8>>(4) r; bit<8> v;"
+    body = ("c.count((bit<32>) hdr.h.a); r.write((bit<32>) hdr.h.a, hdr.h.b); "
+            "r.read(v, 3); hdr.h.a = v;")
+    prog = compile_source(SKELETON.format(fields="bit<8> a; bit<8> b;", body=body,
+                                          decls=decls), "t.p4")
+    sw = P4Switch(prog)
+    for a, b in ((3, 9), (4, 5), (200, 7), (255, 6)):
+        sw.inject(0, bytes([a, b]))
+    sw.run_until_idle()
+    assert [o.data[0] for o in sw.outputs()] == [9, 9, 9, 9]
+    assert [sw.counter_read("c", i)[0] for i in range(4)] == [0, 0, 0, 1]
+
+
 def test_lvalue_index_is_evaluated_before_the_right_hand_side() -> None:
     # p4c orders the left side's index first (gauntlet_index_7-bmv2): f() resets i after
     decls = "bit<8> f(inout bit<8> i) { i = 0; return 9; }"
