@@ -111,7 +111,9 @@ class SimFabric:
         for name, p4 in self.switches.items():
             for port in fabric.switch(name).ports:
                 fp = self._ports[(name, port.number)]
-                inject = functools.partial(p4.inject, port.number)
+                # The switch's receive itself, not P4Switch.inject (one call less per
+                # packet-hop): flow control, which replaces receive, is enabled above.
+                inject = functools.partial(p4.sw.receive, port.number)
                 pcaps = self._pcaps.get((name, port.number))
                 fp.set_receiver(inject if pcaps is None else self._captured(pcaps[0], inject))
             # A frame handler (port, frame): no OutputPacket built per packet-hop.

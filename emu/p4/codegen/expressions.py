@@ -77,7 +77,8 @@ class ExprLowerer(LowererBase):
         if isinstance(base_t, ApplyResultType):
             call = e.expr
             assert isinstance(call, A.Call)
-            hit, an = self.apply_table(self.table_of(call, ctx))
+            hit, an = self.apply_table(self.table_of(call, ctx),
+                                       want_hit=e.name in ("hit", "miss"))
             if e.name == "hit":
                 return hit
             if e.name == "miss":

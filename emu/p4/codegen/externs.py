@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from emu.p4.frontend import ast as A
 from emu.p4.frontend.types import (
+    BitType,
     BoolType,
     ExternType,
     HeaderStackType,
@@ -23,7 +24,7 @@ from .base import (
     mask,
     unsupported,
 )
-from .classes import fld, scalar_width
+from .classes import fld, pack_expr, scalar_width
 
 
 class ExternLowerer(LowererBase):
@@ -151,20 +152,27 @@ class ExternLowerer(LowererBase):
         algo_name = str(algo.const)
         hf = self.obj(algo_name, "hash", "HF", algo=algo_name)
         leaves = self.flatten(data, ctx)
-        packed = self.pack_leaves(leaves)
+        total = sum(lw for _, lw, _ in leaves)
+        if (algo_name == "identity" and leaves and total % 8 == 0 and total <= 64
+                and all(lw > 0 and v is None for _, lw, v in leaves)):
+            # identity is the first 8 bytes as an integer: for a whole-byte list of at most
+            # 8 bytes that is the concatenated value itself, with no bytes built.
+            hcall = f"({pack_expr([(c, w) for c, w, _ in leaves])[0]})"
+        else:
+            hcall = f"{hf}({self.pack_leaves(leaves)})"
         b = self.value(base, ctx) if base is not None else "0"
         m = self.value(mx, ctx) if mx is not None else "0"
         rw = self.width(res.type, res)
         if mx is not None and mx.const is not None and base is not None and base.const is not None:
             mc, bc = int(mx.const) & ((1 << 64) - 1), int(base.const)
             if mc:
-                code = f"(({bc} + {hf}({packed}) % {mc}) & {mask(rw)})"
+                code = f"(({bc} + {hcall} % {mc}) & {mask(rw)})"
             else:
                 code = f"({bc} & {mask(rw)})"
         else:
             hv = self.tmp("h")
             mv = self.simple(m)
-            self.out.line(f"{hv} = {hf}({packed})")
+            self.out.line(f"{hv} = {hcall}")
             code = f"(({b}) + ({hv} % {mv} if {mv} else 0)) & {mask(rw)}"
         self.assign(res, code, ctx)
 
@@ -266,13 +274,15 @@ class ExternLowerer(LowererBase):
                 # index ignored, the value truncated to the width.
                 size, mask = max(1, inst.info["size"]), (1 << inst.info["width"]) - 1
                 o.line(f"_ri = {self.value(idx, ctx)}; _rv = {v}")
-                o.line(f"if 0 <= _ri < {size}: {py}_c[_ri] = _rv & {mask:#x}")
+                o.line(f"if {_in_range('_ri', idx, size)}: {py}_c[_ri] = _rv & {mask:#x}")
                 return None
         if ename == "counter" and m.name == "count":
             # CounterArray.count inlined on its lists (<py>_p, <py>_b, bound by the switch).
             size = max(1, inst.info["size"])
-            o.line(f"_ci = {self.value(args[0], ctx)}")  # type: ignore[arg-type]
-            o.line(f"if 0 <= _ci < {size}: {py}_p[_ci] += 1; {py}_b[_ci] += _ps.length")
+            idx = args[0]
+            assert idx is not None
+            o.line(f"_ci = {self.value(idx, ctx)}")
+            o.line(f"if {_in_range('_ci', idx, size)}: {py}_p[_ci] += 1; {py}_b[_ci] += _ps.length")
             return None
         if ename == "direct_counter" and m.name == "count":
             return None  # BMv2 counts direct counters on every table hit
@@ -345,3 +355,13 @@ class ExternLowerer(LowererBase):
             if root in ("meta", "sm"):
                 return [root] + names[::-1]
         return None
+
+
+def _in_range(var: str, idx: A.Expr, size: int) -> str:
+    """The index check of an inlined counter/register access: the value of an unsigned
+    bit<W> expression is never negative (the generated code keeps every bit<W> value in
+    [0, 2**W)), so one comparison does."""
+    t = bt(idx.type)
+    if isinstance(t, BitType) and not t.signed:
+        return f"{var} < {size}"
+    return f"0 <= {var} < {size}"

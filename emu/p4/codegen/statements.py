@@ -332,8 +332,8 @@ class StmtLowerer(LowererBase):
             tgt = e.target
             if isinstance(tgt, A.TableDecl):
                 ti = self.table_of(e, ctx)
-                hit, _an = self.apply_table(ti)
-                return hit
+                hit, _an = self.apply_table(ti, want_hit=want_value)
+                return hit if want_value else None
             f = e.func
             inst = None
             ref = f.expr.ref if isinstance(f, A.Member) and isinstance(f.expr, A.NameRef) else None

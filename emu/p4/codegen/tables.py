@@ -194,8 +194,9 @@ class TableLowerer(LowererBase):
             return ["range", v, v]
         return v
 
-    def apply_table(self, ti: TableInst) -> tuple[str, str]:
-        """Emit lookup + action dispatch; returns (hit_var, action_name_var)."""
+    def apply_table(self, ti: TableInst, want_hit: bool = True) -> tuple[str, str]:
+        """Emit lookup + action dispatch; returns (hit_var, action_name_var). Without
+        `want_hit` the hit variable is set only if the table's own code reads it."""
         d = ti.decl
         ctx = ti.ctx
         o = self.out
@@ -210,12 +211,17 @@ class TableLowerer(LowererBase):
                 kcodes.append(c)
         e = self.tmp("e")
         key = "(" + ", ".join(kcodes) + ("," if len(kcodes) == 1 else "") + ")"
-        # The matcher's lookup plus the table's (mutable in place) default entry: one
-        # Python frame less than Table.apply.
-        o.line(f"{e} = {ti.py}_lookup({key}) or {ti.py}_default")
-        hit = self.tmp("hit")
-        o.line(f"{hit} = not {e}.is_default")
         info = ti.info
+        if not kcodes and not info.get("support_timeout"):
+            # A keyless table holds no entries (EmptyKeyMatcher): always its default.
+            o.line(f"{e} = {ti.py}_default")
+        else:
+            # The matcher's lookup plus the table's (mutable in place) default entry: one
+            # Python frame less than Table.apply.
+            o.line(f"{e} = {ti.py}_lookup({key}) or {ti.py}_default")
+        hit = self.tmp("hit")
+        if want_hit or info.get("counter_py") or info.get("meter_py"):
+            o.line(f"{hit} = not {e}.is_default")
         if info.get("counter_py"):
             o.line(f"if {hit}: {e}.counter.count(_ps.length)")
         if info.get("meter_py"):
@@ -277,7 +283,7 @@ class TableLowerer(LowererBase):
             if not isinstance(call, A.Call):
                 raise unsupported(s, "switch expression")
             ti = self.table_of(call, ctx)
-            _hit, an = self.apply_table(ti)
+            _hit, an = self.apply_table(ti, want_hit=False)
             key = an
         else:
             key = self.simple(self.value(s.expr, ctx))

@@ -6,6 +6,7 @@ externs (emu.p4.target.switch builds the switch from them)."""
 from __future__ import annotations
 
 import random
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -99,9 +100,12 @@ def _match_input(m: Any) -> Any:
 
 def _hash_fn(algo: str, rng: random.Random) -> Callable[[bytes], int]:
     # crc16: the two-bytes-per-step version in runtime (same values, faster); every
-    # deterministic algorithm is memoised per input (packets of a flow hash alike).
+    # other deterministic algorithm is memoised per input (packets of a flow hash alike),
+    # but crc32, which zlib computes faster than a Python-level memo lookup.
     if algo == "random":
         return hash_function(algo, rng=rng)
+    if algo == "crc32":
+        return zlib.crc32
     return runtime.cached(runtime.crc16 if algo == "crc16" else hash_function(algo))
 
 

@@ -439,7 +439,12 @@ class V1ModelSwitch:
             if data is None or ps.recirc is not None:
                 self._after_egress_special(port, ps, data)
                 return
-            self._output(port, data, ps.sm)
+            # _output inlined for its common case (frame handlers only): once per hop.
+            if port == self.cpu_port or self.output_handlers:
+                self._output(port, data, ps.sm)
+                return
+            for f in self.frame_handlers:
+                f(port, data)
         except Exception as exc:  # a bug or an unexecutable construct: drop, count
             self._packet_error(port, exc)
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import zlib
 
+import pytest
+
 from emu.p4.api import P4Switch
 from emu.p4.target import runtime
 from emu.p4.target.program import compile_source
-from emu.p4.v1model.hashes import crc16
+from emu.p4.v1model.hashes import crc16, identity
 
 SKELETON = """
 #include <core.p4>
@@ -144,6 +146,63 @@ def test_fields_wider_than_eight_bytes_extract_emit_and_hash() -> None:
     a1 = (int.from_bytes(a, "big") + 1).to_bytes(16, "big")
     assert out[:16] == a1
     assert int.from_bytes(out[16:], "big") == zlib.crc32(a1) % 0xFFFFFFFF
+
+
+@pytest.mark.parametrize("fields, data", [
+    ("bit<16> a; bit<8> b; bit<40> r;", bytes([0xAB, 0xCD, 0x7E]) + bytes(5)),  # inline
+    ("bit<4> a; bit<4> b; bit<56> r;", bytes([0x9C]) + bytes(7)),  # two nibbles: inline
+    ("bit<60> a; bit<8> b; bit<60> r;",  # 68 bits: bytes, then the first 8 of them
+     bytes(range(0xF1, 0xF9)) + bytes(8)),
+    ("bit<12> a; bit<8> b; bit<44> r;", bytes([0x12, 0x34, 0x56]) + bytes(5)),  # 20 bits
+])
+def test_identity_hash_equals_the_reference_function(fields: str, data: bytes) -> None:
+    """The identity hash of a whole-byte list of up to 8 bytes is computed without
+    building bytes; every shape must give what hashes.identity gives on the packed list."""
+    wa, wb, wr = (int(f.split(">")[0].split("<")[1]) for f in fields.split(";")[:3])
+    # Locals, not header fields: a header's fields are packed only while it is valid.
+    body = (f"bit<{wa}> x = hdr.h.a; bit<{wb}> y = hdr.h.b; hdr.h.r = 0; "
+            "hash(hdr.h.r, HashAlgorithm.identity, 8w3, { x, y }, 64w0xFFFFFFFFFFF1); "
+            "hdr.h.a = 0; hdr.h.b = 0;")
+    out = run(fields, body, data)
+    va = int.from_bytes(data, "big") >> (len(data) * 8 - wa)
+    vb = (int.from_bytes(data, "big") >> (len(data) * 8 - wa - wb)) & ((1 << wb) - 1)
+    pad = -(wa + wb) % 8  # BMv2 packs a field list MSB first, zero-padded at its end
+    packed = (((va << wb) | vb) << pad).to_bytes((wa + wb + pad) // 8, "big")
+    want = (3 + identity(packed) % 0xFFFFFFFFFFF1) & ((1 << wr) - 1)
+    assert int.from_bytes(out, "big") & ((1 << wr) - 1) == want
+
+
+def test_keyless_table_runs_its_current_default_and_always_misses() -> None:
+    """A keyless table's code reads its default entry without a lookup: a default set
+    by the control plane after the switch was built applies, and apply().hit is false."""
+    decls = """action put(bit<8> v) { hdr.h.a = v; }
+        table t { actions = { put; NoAction; } default_action = put(1); }"""
+    body = "if (t.apply().hit) { hdr.h.b = 1; } else { hdr.h.b = 2; }"
+    prog = compile_source(SKELETON.format(fields="bit<8> a; bit<8> b;", body=body,
+                                          decls=decls), "t.p4")
+    sw = P4Switch(prog)
+    sw.inject(0, bytes(2))
+    sw.run_until_idle()
+    sw.table_set_default("t", "put", [7])
+    sw.inject(0, bytes(2))
+    sw.run_until_idle()
+    assert [o.data for o in sw.outputs()] == [bytes([1, 2]), bytes([7, 2])]
+
+
+def test_counter_and_register_indices_out_of_range_are_ignored() -> None:
+    """Inlined counter.count and register.write ignore an index past the end of the
+    array (an unsigned index is checked with one comparison)."""
+    decls = "counter(4, CounterType.packets) c; register<bit<8>>(4) r; bit<8> v;"
+    body = ("c.count((bit<32>) hdr.h.a); r.write((bit<32>) hdr.h.a, hdr.h.b); "
+            "r.read(v, 3); hdr.h.a = v;")
+    prog = compile_source(SKELETON.format(fields="bit<8> a; bit<8> b;", body=body,
+                                          decls=decls), "t.p4")
+    sw = P4Switch(prog)
+    for a, b in ((3, 9), (4, 5), (200, 7), (255, 6)):
+        sw.inject(0, bytes([a, b]))
+    sw.run_until_idle()
+    assert [o.data[0] for o in sw.outputs()] == [9, 9, 9, 9]
+    assert [sw.counter_read("c", i)[0] for i in range(4)] == [0, 0, 0, 1]
 
 
 def test_lvalue_index_is_evaluated_before_the_right_hand_side() -> None:
