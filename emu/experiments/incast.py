@@ -75,6 +75,7 @@ class IncastSpec:
     window_rtts: int = 10
     sample_ns: int = 1_000  # modelled time between queue samples
     max_modelled_ns: int = 1_000_000_000
+    seed: int = 1  # the run's seed: the switches' random draws (SimFabric.switch_seed)
 
 
 @dataclass
@@ -153,7 +154,7 @@ def plan_incast(spec: IncastSpec) -> tuple[RunPlan, IncastRecord]:
                                             message_bytes=-(-spec.flow_bytes // _messages(spec)),
                                             iterations=_messages(spec),
                                             incast_senders=spec.senders,
-                                            incast_target=receiver),
+                                            incast_target=receiver, seed=spec.seed),
                     dcqcn_profile=spec.profile, ecn_kmin_pkts=kmin, ecn_kmax_pkts=kmax,
                     ecn_pmax=pmax, ecn_mark_at=ps.mark_at, mtu_bytes=spec.mtu_bytes,
                     start_delay_s=0.0,
@@ -172,7 +173,8 @@ def run_incast(spec: IncastSpec) -> IncastRecord:
     plan, rec = plan_incast(spec)
     d = Dilation(spec.dilation)
     cfg = plan.config
-    sim = SimFabric(plan.fabric, lb=plan.lb_settings(), ecn=plan.ecn_settings(), qos=_qos(cfg))
+    sim = SimFabric(plan.fabric, lb=plan.lb_settings(), ecn=plan.ecn_settings(), qos=_qos(cfg),
+                    seed=cfg.workload.seed)
     clock = sim.clock
     receiver = cfg.workload.incast_target
     senders = [h.name for h in plan.fabric.hosts if h.name != receiver]

@@ -48,7 +48,7 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
     sim = SimFabric(plan.fabric, lb=plan.lb_settings(),
                     pcap_dir=run_dir / "pcap" if run_dir is not None and cfg.pcap else None,
                     ecn=plan.ecn_settings(), qos=pfc.qos(cfg),
-                    flow_control=pfc.flow_control(plan))
+                    flow_control=pfc.flow_control(plan), seed=cfg.workload.seed)
     if cfg.lb is LbMode.TE:
         sim.controller.place_te(plan.te_flows())
     clock = sim.clock

@@ -73,12 +73,20 @@ class SimHost:
         return self.send(self.udp_to(dst, sport, dport, **kw))
 
 
+def switch_seed(run_seed: int, device_id: int) -> int:
+    """The seed of a switch's random draws (v1model `random`: ECN marking, spraying) in a
+    run: its device id perturbed by the run's seed, so that runs with other seeds see
+    other marking draws (experiments' error bars over seeds include them); seed 1, the
+    default, keeps the device id."""
+    return device_id ^ (((run_seed - 1) * 0x9E3779B1) & 0xFFFF_FFFF)
+
+
 class SimFabric:
     def __init__(self, fabric: Fabric, *, lb: LbSettings | None = None,
                  ecn: EcnSettings | None = None, qos: QosSettings | None = None,
                  clock: VirtualClock | None = None, program: Any = None,
                  program_switches: bool = True, pcap_dir: Path | None = None,
-                 flow_control: Any = None) -> None:
+                 flow_control: Any = None, seed: int = 1) -> None:
         from emu.p4.api import P4Switch
 
         self.fabric = fabric
@@ -88,7 +96,8 @@ class SimFabric:
         self.switches: dict[str, Any] = {}
         for sw in fabric.switches:
             p4 = P4Switch(self.program, clock=self.clock, priority_queues=nq, capture=False,
-                          seed=sw.device_id, wire_overhead_bytes=WIRE_OVERHEAD_BYTES)
+                          seed=switch_seed(seed, sw.device_id),
+                          wire_overhead_bytes=WIRE_OVERHEAD_BYTES)
             for port in sw.ports:
                 p4.set_queue_depth(port.depth_pkts, port.number)
                 p4.set_queue_rate(port.number, rate_bps=port.rate_bps)

@@ -92,24 +92,15 @@ _UNFAIR = {
                  if (p, n) in _UNFAIR else [])
     for p in PROFILES for n in (2, 8)])
 def test_incast_converges_to_the_fair_share(profile: str, senders: int) -> None:
-    """The criteria of the module docstring. Expected to fail at 8:1 (see _UNFAIR):
+    """The criteria of the module docstring. `nvidia` 8:1 is expected to fail (see
+    _UNFAIR): CNPs every 2 us per QP and a decrease every 4 us make the first ~15 ms CNP
+    storms, and afterwards rates even out only at the decreases, with a time constant of
+    ~40 ms at 8 flows (R over the additive-increase speed; the staggered test's
+    derivation) against 64 ms of steady state (docs/dcqcn-profiles.md)."""
+    check_criteria(incast(spec(senders, profile)), senders)
 
-    - `paper`: the queue sits at the top of the marking band (99% of samples >= 25
-      packets, Kmax 30), so most marks are the q >= Kmax ones that every flow in the
-      queue gets, and with the 50 us CNP pacing each flow gets ~3 CNPs/ms whether it
-      runs at 2.5 or 3.4 Gb/s. With Rt clamped at each CNP and 5 fast-recovery steps,
-      a cut's lasting share is small and only R_AI (40 Mb/s per 55 us) moves flows
-      towards each other: they hold their levels for tens of ms. The same with other
-      switch RNG seeds, +-2% jitter on the timers and a 320 ms transfer (just out);
-      with the 1 KB packets of the paper's simulator the run passes (measured after
-      the fact, so the scenario is not changed: docs/dcqcn-profiles.md).
-    - `nvidia`: CNPs every 2 us per QP and a decrease every 4 us take flows to a few
-      Mb/s while the queue of marked packets drains; 300 us later the timer and the
-      32 KB byte counter bring them back towards a target rate never clamped below the
-      rate before the storm. Some runs hold the queue near the band with two flows at
-      4-7 Gb/s, others (other marking seeds) fill the buffer and drop.
-    """
-    rec = incast(spec(senders, profile))
+
+def check_criteria(rec: IncastRecord, senders: int) -> None:
     assert rec.delivered_ok
     rates = steady_rates(rec)
     fair = rec.fair_share_bps
@@ -119,6 +110,20 @@ def test_incast_converges_to_the_fair_share(profile: str, senders: int) -> None:
     assert sum(rates.values()) >= UTILISATION[senders] * LINK_BPS, report
     assert jain(list(rates.values())) >= 0.95, report
     assert steady_queue_p90(rec) <= 1.1 * rec.kmax_pkts, (steady_queue_p90(rec), rec.kmax_pkts)
+
+
+@pytest.mark.parametrize("profile,seed", [
+    ("hpcc", 2), ("hpcc", 3), ("paper", 2),
+    pytest.param("paper", 3, marks=pytest.mark.xfail(strict=True, reason=(
+        "steady means 2.88-3.53 Gb/s against 3.125 (Jain 0.996, 100% utilised, queue p90 "
+        "110 pkts, Kmax 113): a flow 13% over the fair share"))),
+])
+def test_the_8_to_1_criteria_with_other_marking_seeds(profile: str, seed: int) -> None:
+    """The 8:1 run with other seeds for the switches' random draws (ECN marking): the
+    per-flow 10% band is close to the run-to-run spread of 64 ms means under `paper`
+    (one flow 13% over with seed 3), so passing at the default seed alone would
+    overstate how robustly DCQCN meets it. `hpcc` meets it with these seeds too."""
+    check_criteria(incast(spec(8, profile, seed=seed)), 8)
 
 
 def test_dcqcn_cuts_drops_without_losing_utilisation() -> None:
