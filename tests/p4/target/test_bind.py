@@ -7,17 +7,9 @@ from __future__ import annotations
 from emu.p4.api import P4Switch
 from emu.p4.target.program import compile_source
 
-PROGRAM = """
-#include <core.p4>
-#include <v1model.p4>
-header h_t { bit<8> a; bit<8> b; }
-struct H { h_t h; }
-struct M { }
-parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
-    state start { pk.extract(hdr.h); transition accept; }
-}
-control VC(inout H hdr, inout M m) { apply { } }
-control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+from .skeleton import one_ingress_program
+
+PROGRAM = one_ingress_program("""
     counter(4, CounterType.packets_and_bytes) seen;
     register<bit<8>>(4) last;
     apply {
@@ -25,12 +17,7 @@ control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
         last.write((bit<32>) hdr.h.a, hdr.h.b);
         sm.egress_spec = 1;
     }
-}
-control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }
-control CC(inout H hdr, inout M m) { apply { } }
-control D(packet_out pk, in H hdr) { apply { pk.emit(hdr); } }
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+""")
 
 
 def test_switches_of_one_program_share_code_but_not_state() -> None:

@@ -11,31 +11,18 @@ import pytest
 from emu.p4.api import P4Switch
 from emu.p4.target.program import compile_source
 
+from .skeleton import one_ingress_program
+
 # Every construct the front end accepts executes; to prove the safety net anyway, a fault
 # is injected into the runtime under a register read (the register array raises for one
 # index), so the exception escapes from inside generated code, as a target bug would.
-PROGRAM = """
-#include <core.p4>
-#include <v1model.p4>
-header h_t { bit<8> a; bit<8> b; }
-struct H { h_t h; }
-struct M { }
-parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
-    state start { pk.extract(hdr.h); transition accept; }
-}
-control VC(inout H hdr, inout M m) { apply { } }
-control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+PROGRAM = one_ingress_program("""
     register<bit<8>>(4) r;
     apply {
         sm.egress_spec = 1;
         r.read(hdr.h.b, (bit<32>) hdr.h.a);
     }
-}
-control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }
-control CC(inout H hdr, inout M m) { apply { } }
-control D(packet_out pk, in H hdr) { apply { pk.emit(hdr); } }
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+""")
 
 
 class _Faulty:

@@ -17,6 +17,8 @@ from emu.p4.tables import Exact, Lpm
 from emu.p4.target.program import CompiledProgram, compile_file, compile_source
 from emu.p4.v1model.hashes import csum16
 
+from .skeleton import one_ingress_program
+
 PROGRAMS = Path(__file__).resolve().parents[1] / "stf_programs"
 
 
@@ -111,25 +113,10 @@ def test_compiled_program_round_trip(ecmp_program: CompiledProgram) -> None:
 
 
 def test_unsupported_construct_names_position() -> None:
-    src = """
-#include <core.p4>
-#include <v1model.p4>
-header h_t { bit<8> a; }
-struct H { h_t h; }
-struct M { }
-parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
-    state start { pk.extract(hdr.h); transition accept; }
-}
-control VC(inout H hdr, inout M m) { apply { } }
-control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    src = one_ingress_program("""
     Checksum16() ck;
     apply { hdr.h.a = (bit<8>)ck.get({hdr.h.a}); }
-}
-control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }
-control CC(inout H hdr, inout M m) { apply { } }
-control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); } }
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+""")
     with pytest.raises(P4Error) as ei:
         compile_source(src, "unsupported.p4")
     assert "unsupported.p4:12:" in str(ei.value)
