@@ -307,15 +307,21 @@ def _update_progress(state: ProgressState, first: Snapshot, snap: Snapshot,
     state.phase = "running" if ready == len(agents) else f"agents {ready}/{len(agents)}"
 
 
+AGENT_STOP_GRACE_S = 10.0  # for every agent together to write partial results and exit
+
+
 def _stop_agents(agents: dict[str, AgentProc]) -> None:
     """Normally all have exited; on an error or Ctrl-C, stop the rest now (they write
     partial results on SIGTERM) rather than wait for their workload."""
     for a in agents.values():
         if not a.finished():
             a.popen.send_signal(signal.SIGTERM)
+    # One grace period for all of them, not one each: waiting 10 s per agent in turn
+    # kept an interrupted 8-host run alive for minutes when agents were slow to exit.
+    deadline = time.monotonic() + AGENT_STOP_GRACE_S
     for a in agents.values():
         try:
-            a.popen.wait(timeout=10)
+            a.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             a.popen.kill()
             a.popen.wait(timeout=5)
