@@ -138,6 +138,11 @@ def plan_incast(spec: IncastSpec) -> tuple[RunPlan, IncastRecord]:
     if not 0 < spec.max_message_bytes < 1 << 31:
         raise ValueError(f"max_message_bytes must be in 1 .. 2^31 - 1 (a RoCE message's "
                          f"length), got {spec.max_message_bytes}")
+    sizes, starts = spec.flow_bytes_each, spec.start_ns_each
+    if sizes is not None and (len(sizes) != spec.senders or min(sizes) <= 0):
+        raise ValueError(f"flow_bytes_each needs {spec.senders} positive sizes, got {sizes}")
+    if starts is not None and (len(starts) != spec.senders or min(starts) < 0):
+        raise ValueError(f"start_ns_each needs {spec.senders} times >= 0, got {starts}")
     frame = spec.mtu_bytes + FRAME_OVERHEAD_BYTES
     ps = dcqcn.profile_spec(spec.profile, spec.link_rate_bps)
     kmin_b = ps.kmin_bytes if spec.kmin_bytes is None else spec.kmin_bytes
@@ -180,10 +185,6 @@ def run_incast(spec: IncastSpec) -> IncastRecord:
     senders = [h.name for h in plan.fabric.hosts if h.name != receiver]
     index = {str(plan.fabric.host(h).ip): i for i, h in enumerate(senders)}
     sizes, starts = spec.flow_bytes_each, spec.start_ns_each
-    if sizes is not None and (len(sizes) != len(senders) or min(sizes) <= 0):
-        raise ValueError(f"flow_bytes_each needs {len(senders)} positive sizes, got {sizes}")
-    if starts is not None and (len(starts) != len(senders) or min(starts) < 0):
-        raise ValueError(f"start_ns_each needs {len(senders)} times >= 0, got {starts}")
     for i, h in enumerate(senders):  # staggered starts, on the wire clock
         for f in plan.agents[h].flows:
             start = i * spec.stagger_ns if starts is None else starts[i]

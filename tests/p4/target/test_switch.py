@@ -152,29 +152,12 @@ def test_random_bytes_through_ipv4_program(ecmp_program: CompiledProgram, data: 
 
 
 def test_assert_failure_drops_packet() -> None:
-    src = """
-#include <core.p4>
-#include <v1model.p4>
-header h_t { bit<8> a; }
-struct H { h_t h; }
-struct M { }
-parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
-    state start { pk.extract(hdr.h); transition accept; }
-}
-control VC(inout H hdr, inout M m) { apply { } }
-control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
-    apply { sm.egress_spec = 1; assert(hdr.h.a != 0); }
-}
-control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }
-control CC(inout H hdr, inout M m) { apply { } }
-control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); } }
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+    src = one_ingress_program("    apply { sm.egress_spec = 1; assert(hdr.h.a != 0); }")
     sw = P4Switch(compile_source(src, "assert.p4"))
-    sw.inject(0, b"\x01")
-    sw.inject(0, b"\x00")
+    sw.inject(0, b"\x01\x07")
+    sw.inject(0, b"\x00\x07")
     sw.run_until_idle()
-    assert [p.data for p in sw.outputs()] == [b"\x01"]
+    assert [p.data for p in sw.outputs()] == [b"\x01\x07"]
     assert sw.sw.assert_failures == 1
 
 
