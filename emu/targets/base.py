@@ -150,6 +150,11 @@ class SwitchSpec:
         """Raise SpecError for a spec no target can run (targets check their own limits)."""
         validate_spec(self)
 
+    @property
+    def priority_queues(self) -> int:
+        """Strict-priority queues per port, fixed when the switch starts."""
+        return max((q.priority_queues for q in self.queues.values()), default=1)
+
 
 MAX_PORT = 510  # v1model: 9-bit ports, 511 is the drop port
 IFNAMSIZ = 15  # Linux interface names: at most 15 characters
@@ -220,6 +225,20 @@ class SwitchProcess(ABC):
     @abstractmethod
     def set_queue(self, port: int | None, config: PortQueueConfig) -> None:
         """Change an egress queue at run time (port None: every port)."""
+
+    def check_queue_change(self, port: int | None, config: PortQueueConfig) -> None:
+        """What every target refuses in `set_queue`: a bad config (SpecError), a port the
+        switch does not have (SpecError), another number of priority queues than at
+        start (Unsupported; 1 leaves it as it is)."""
+        problems = queue_problems(config)
+        if problems:
+            raise SpecError("; ".join(problems))
+        if port is not None and port not in self.spec.ports:
+            raise SpecError(f"switch {self.spec.name} has no port {port}")
+        nq = self.spec.priority_queues
+        if config.priority_queues not in (1, nq):
+            raise Unsupported(f"switch {self.spec.name}: the number of priority queues is "
+                              f"fixed at start (--priority-queues {nq})")
 
     @abstractmethod
     def alive(self) -> bool: ...

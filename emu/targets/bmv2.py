@@ -154,16 +154,11 @@ def switch_command(spec: SwitchSpec, thrift_port: int, *, switch: str = SWITCH,
     cmd += ["--", "--grpc-server-addr", spec.grpc_addr]
     if spec.cpu_port is not None:
         cmd += ["--cpu-port", str(spec.cpu_port)]
-    nq = priority_queues(spec)
-    if nq > 1:
-        cmd += ["--priority-queues", str(nq)]
+    if spec.priority_queues > 1:
+        cmd += ["--priority-queues", str(spec.priority_queues)]
     if spec.netns:
         cmd = ["ip", "netns", "exec", spec.netns, *cmd]
     return cmd
-
-
-def priority_queues(spec: SwitchSpec) -> int:
-    return max((q.priority_queues for q in spec.queues.values()), default=1)
 
 
 def queue_cli_commands(port: int | None, config: PortQueueConfig,
@@ -411,11 +406,7 @@ class Bmv2Process(proc.SpawnedSwitch, SwitchProcess):
         return output
 
     def set_queue(self, port: int | None, config: PortQueueConfig) -> None:
-        if port is not None and port not in self.spec.ports:
-            raise SpecError(f"switch {self.spec.name} has no port {port}")
-        if config.priority_queues != priority_queues(self.spec) and config.priority_queues != 1:
-            raise Unsupported("BMv2 fixes the number of priority queues at start "
-                              f"(--priority-queues {priority_queues(self.spec)})")
+        self.check_queue_change(port, config)
         ports = list(self.spec.ports) if port is None else [port]
         if config.delay_ns:
             problem = self.target.netem_problem()

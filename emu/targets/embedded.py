@@ -35,12 +35,9 @@ from .base import (
     Capabilities,
     CompiledPipeline,
     PortQueueConfig,
-    SpecError,
     SwitchProcess,
     SwitchSpec,
     SwitchTarget,
-    Unsupported,
-    queue_problems,
 )
 
 CAPABILITIES = Capabilities(
@@ -86,9 +83,8 @@ def daemon_command(spec: SwitchSpec, *, python: str = sys.executable,
         cmd += ["--log-console"]
     if spec.netns:
         cmd += ["--port-netns", spec.netns]
-    nq = max((q.priority_queues for q in spec.queues.values()), default=1)
-    if nq > 1:
-        cmd += ["--priority-queues", str(nq)]
+    if spec.priority_queues > 1:
+        cmd += ["--priority-queues", str(spec.priority_queues)]
     if spec.timer_spin_us is not None:
         cmd += ["--timer-spin-us", f"{spec.timer_spin_us:g}"]
     if admin_socket:
@@ -258,15 +254,7 @@ class EmbeddedProcess(proc.SpawnedSwitch, SwitchProcess):
         return self._admin.call(cmd, **args)
 
     def set_queue(self, port: int | None, config: PortQueueConfig) -> None:
-        problems = queue_problems(config)
-        if problems:
-            raise SpecError("; ".join(problems))
-        if port is not None and port not in self.spec.ports:
-            raise SpecError(f"switch {self.spec.name} has no port {port}")
-        nq = max((q.priority_queues for q in self.spec.queues.values()), default=1)
-        if config.priority_queues not in (1, nq):
-            raise Unsupported("the number of priority queues is fixed at start "
-                              f"(--priority-queues {nq})")
+        self.check_queue_change(port, config)
         self.admin_call("set_queue_rate", port=port, rate_bps=config.rate_bps)
         self.admin_call("set_queue_depth", port=port, depth_pkts=config.depth_pkts)
         self.admin_call("set_link_delay", port=port, delay_us=config.delay_ns / 1000)

@@ -99,6 +99,11 @@ def test_start_wait_ready_queues_registers_stop(fake, tmp_path, monkeypatch):
             p.set_queue(1, PortQueueConfig(delay_ns=1))
         with pytest.raises(SpecError, match="no port 5"):
             p.set_queue(5, PortQueueConfig())
+        with pytest.raises(SpecError, match="depth_pkts 0"):
+            p.set_queue(1, PortQueueConfig(depth_pkts=0))
+        with pytest.raises(Unsupported, match="fixed at start"):
+            p.set_queue(1, PortQueueConfig(priority_queues=4))
+        assert len(fake.calls("simple_switch_CLI")) == 3  # nothing sent for the refused ones
         assert p.read_register("Ing.rx_packets", 3) == 42
         with pytest.raises(RuntimeError, match="Invalid register name"):
             p.read_register("nosuch", 0)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from emu.core import netns
-from emu.targets import PortQueueConfig, SwitchSpec, Unsupported
+from emu.targets import PortQueueConfig, SpecError, SwitchSpec, Unsupported
 from emu.targets.base import load_p4info
 
 from ..conftest import needs_root
@@ -149,6 +149,11 @@ def test_switch_forwards_reads_registers_and_stops(target, switches, veth_pair, 
         assert checksum(got[14:34]) == 0  # header checksum recomputed
         assert got[34:len(sent)] == sent[34:]
         assert p.read_register("Ing.rx_packets", 1) >= 1
+        # Every target refuses the same changes before touching the switch.
+        with pytest.raises(SpecError, match="has no port 7"):
+            p.set_queue(7, PortQueueConfig())
+        with pytest.raises(Unsupported, match="fixed at start"):
+            p.set_queue(1, PortQueueConfig(priority_queues=4))
         if target.capabilities["link_delay"] and target.name == "embedded":
             p.set_queue(1, PortQueueConfig(rate_bps=10_000_000, depth_pkts=16, delay_ns=3000))
             cfg = p.port_config(1)  # type: ignore[attr-defined]

@@ -49,17 +49,36 @@ def parse_number(text: str) -> int:
     raise ValueError(f"not a number: {text!r}")
 
 
-def _digit_form(s: str) -> tuple[str, str] | None:
-    """('x'|'b'|'o', digits) for a prefixed literal, else None."""
-    if len(s) > 2 and s[0] == "0" and s[1].lower() in _BITS_PER_DIGIT:
-        return s[1].lower(), s[2:].lower()
-    return None
+def _masked_digits(s: str) -> tuple[int, int] | None:
+    """(value, mask) of a 0x/0b/0o literal whose `*` digits are don't-care: the value
+    with them read as 0, the mask over the other digits; None for any other form."""
+    if not (len(s) > 2 and s[0] == "0" and s[1].lower() in _BITS_PER_DIGIT):
+        return None
+    base = s[1].lower()
+    nbits = _BITS_PER_DIGIT[base]
+    allowed = _DIGITS[base]
+    value = mask = 0
+    for d in s[2:].lower():
+        value <<= nbits
+        mask <<= nbits
+        if d == "*":
+            continue
+        if d not in allowed:
+            raise ValueError(f"bad digit {d!r} in {s!r}")
+        value |= allowed.index(d)
+        mask |= (1 << nbits) - 1
+    return value, mask
 
 
-def _full(width: int | None, what: str) -> int:
+def _value_mask(s: str, width: int | None, what: str) -> tuple[int, int]:
+    """A digit form's (value, mask); any other number is exact: the whole field's mask."""
+    masked = _masked_digits(s)
+    if masked is not None:
+        return masked
+    value = parse_number(s)
     if width is None:
-        raise ValueError(f"{what} needs the key's width")
-    return (1 << width) - 1
+        raise ValueError(f"{what} {s!r} needs the key's width")
+    return value, (1 << width) - 1
 
 
 def parse_ternary(text: str, width: int | None = None) -> tuple[int, int]:
@@ -69,24 +88,7 @@ def parse_ternary(text: str, width: int | None = None) -> tuple[int, int]:
         v, m = s.split("&&&", 1)
         value, mask = parse_number(v), parse_number(m)
     else:
-        form = _digit_form(s)
-        if form is None:
-            value = parse_number(s)
-            mask = _full(width, f"ternary value {s!r}")
-        else:
-            base, digits = form
-            nbits = _BITS_PER_DIGIT[base]
-            allowed = _DIGITS[base]
-            value = mask = 0
-            for d in digits:
-                value <<= nbits
-                mask <<= nbits
-                if d == "*":
-                    continue
-                if d not in allowed:
-                    raise ValueError(f"bad digit {d!r} in {text!r}")
-                value |= allowed.index(d)
-                mask |= (1 << nbits) - 1
+        value, mask = _value_mask(s, width, "ternary value")
     if width is not None:
         mask &= (1 << width) - 1
     return value & mask, mask
@@ -99,18 +101,10 @@ def parse_lpm(text: str, width: int | None = None) -> tuple[int, int]:
         v, plen = s.split("/", 1)
         value, prefix = parse_number(v), int(plen)
     else:
-        form = _digit_form(s)
-        if form is not None:
-            # bmv2stf.py: the value with `*` digits zeroed, over (non-`*` digits x bits
-            # per digit); the literal is a number, so short literals sit at the bottom.
-            base, digits = form
-            prefix = sum(1 for d in digits if d != "*") * _BITS_PER_DIGIT[base]
-            value = parse_number("0" + base + digits.replace("*", "0"))
-            if width is not None:
-                prefix = min(prefix, width)
-        else:
-            value = parse_number(s)
-            prefix = _full(width, f"lpm value {s!r}").bit_length()
+        # bmv2stf.py: the value with `*` digits zeroed, over (non-`*` digits x bits
+        # per digit); the literal is a number, so short literals sit at the bottom.
+        value, mask = _value_mask(s, width, "lpm value")
+        prefix = mask.bit_count() if width is None else min(mask.bit_count(), width)
     if width is not None:
         if not 0 <= prefix <= width:
             raise ValueError(f"prefix length {prefix} out of range for {width} bits")

@@ -12,29 +12,18 @@ from emu.p4.target import runtime
 from emu.p4.target.program import compile_source
 from emu.p4.v1model.hashes import crc16, identity
 
-SKELETON = """
-#include <core.p4>
-#include <v1model.p4>
-header h_t {{ {fields} }}
-struct H {{ h_t h; }}
-struct M {{ }}
-parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {{
-    state start {{ pk.extract(hdr.h); transition accept; }}
-}}
-control VC(inout H hdr, inout M m) {{ apply {{ }} }}
-control I(inout H hdr, inout M m, inout standard_metadata_t sm) {{
-    {decls}
-    apply {{ sm.egress_spec = 1; {body} }}
-}}
-control E(inout H hdr, inout M m, inout standard_metadata_t sm) {{ apply {{ }} }}
-control CC(inout H hdr, inout M m) {{ apply {{ }} }}
-control D(packet_out pk, in H hdr) {{ apply {{ pk.emit(hdr.h); }} }}
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+from ..programs import ingress_apply, v1model_program
+
+
+def program(fields: str, body: str, decls: str = "", headers: str = "") -> str:
+    """One header h_t of `fields` (after `headers`), control I's `decls` and, after egress
+    port 1, its `body`."""
+    return v1model_program(ingress_apply(body, decls), headers=f"{headers}header h_t {{ {fields} }}",
+                           deparse="pk.emit(hdr.h);")
 
 
 def run(fields: str, body: str, data: bytes, decls: str = "") -> bytes:
-    prog = compile_source(SKELETON.format(fields=fields, body=body, decls=decls), "t.p4")
+    prog = compile_source(program(fields, body, decls), "t.p4")
     sw = P4Switch(prog)
     sw.inject(0, data)
     sw.run_until_idle()
@@ -43,7 +32,7 @@ def run(fields: str, body: str, data: bytes, decls: str = "") -> bytes:
 
 
 def test_one_module_no_ast_walk() -> None:
-    prog = compile_source(SKELETON.format(fields="bit<8> a;", body="hdr.h.a = 1;", decls=""))
+    prog = compile_source(program("bit<8> a;", "hdr.h.a = 1;"))
     src = prog.source
     for fn in ("def parse(", "def verify(", "def ingress(", "def egress(", "def compute(",
                "def deparse("):
@@ -178,8 +167,7 @@ def test_keyless_table_runs_its_current_default_and_always_misses() -> None:
     decls = """action put(bit<8> v) { hdr.h.a = v; }
         table t { actions = { put; NoAction; } default_action = put(1); }"""
     body = "if (t.apply().hit) { hdr.h.b = 1; } else { hdr.h.b = 2; }"
-    prog = compile_source(SKELETON.format(fields="bit<8> a; bit<8> b;", body=body,
-                                          decls=decls), "t.p4")
+    prog = compile_source(program("bit<8> a; bit<8> b;", body, decls), "t.p4")
     sw = P4Switch(prog)
     sw.inject(0, bytes(2))
     sw.run_until_idle()
@@ -195,8 +183,7 @@ def test_counter_and_register_indices_out_of_range_are_ignored() -> None:
     decls = "counter(4, CounterType.packets) c; register<bit<8>>(4) r; bit<8> v;"
     body = ("c.count((bit<32>) hdr.h.a); r.write((bit<32>) hdr.h.a, hdr.h.b); "
             "r.read(v, 3); hdr.h.a = v;")
-    prog = compile_source(SKELETON.format(fields="bit<8> a; bit<8> b;", body=body,
-                                          decls=decls), "t.p4")
+    prog = compile_source(program("bit<8> a; bit<8> b;", body, decls), "t.p4")
     sw = P4Switch(prog)
     for a, b in ((3, 9), (4, 5), (200, 7), (255, 6)):
         sw.inject(0, bytes([a, b]))
@@ -209,10 +196,9 @@ def test_lvalue_index_is_evaluated_before_the_right_hand_side() -> None:
     # p4c orders the left side's index first (gauntlet_index_7-bmv2): f() resets i after
     decls = "bit<8> f(inout bit<8> i) { i = 0; return 9; }"
     fields = "bit<8> i; bit<8> x0; bit<8> x1;"
-    skeleton = SKELETON.replace("struct H {{ h_t h; }}", "header e_t {{ bit<8> v; }}\nstruct H {{ h_t h; }}")
     body = ("e_t[2] st; st[0].setValid(); st[1].setValid(); st[0].v = 0; st[1].v = 0; "
             "st[hdr.h.i].v = f(hdr.h.i); hdr.h.x0 = st[0].v; hdr.h.x1 = st[1].v;")
-    prog = compile_source(skeleton.format(fields=fields, body=body, decls=decls), "t.p4")
+    prog = compile_source(program(fields, body, decls, headers="header e_t { bit<8> v; }\n"), "t.p4")
     sw = P4Switch(prog)
     sw.inject(0, bytes([1, 0, 0]))
     sw.run_until_idle()
@@ -220,29 +206,14 @@ def test_lvalue_index_is_evaluated_before_the_right_hand_side() -> None:
     assert o.data == bytes([0, 0, 9])
 
 
-VARBIT = """
-#include <core.p4>
-#include <v1model.p4>
-header l_t { bit<8> len; bit<8> err; }
-header v_t { varbit<16> opt; }
-struct H { l_t l; v_t v; }
-struct M { }
-parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
-    state start { pk.extract(hdr.l); pk.extract(hdr.v, (bit<32>)hdr.l.len); transition accept; }
-}
-control VC(inout H hdr, inout M m) { apply { } }
-control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+VARBIT = v1model_program("""
     apply {
         sm.egress_spec = 1;
         if (sm.parser_error == error.ParserInvalidArgument) { hdr.l.err = 6; }
         else if (sm.parser_error == error.HeaderTooShort) { hdr.l.err = 4; }
-    }
-}
-control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }
-control CC(inout H hdr, inout M m) { apply { } }
-control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.l); } }
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+    }""", headers="header l_t { bit<8> len; bit<8> err; }\nheader v_t { varbit<16> opt; }",
+    fields="l_t l; v_t v;", parse="pk.extract(hdr.l); pk.extract(hdr.v, (bit<32>)hdr.l.len);",
+    deparse="pk.emit(hdr.l);")
 
 
 def test_varbit_extract_of_a_fractional_byte_length_is_an_invalid_argument() -> None:
@@ -255,16 +226,12 @@ def test_varbit_extract_of_a_fractional_byte_length_is_an_invalid_argument() -> 
         assert o.data[:2] == bytes([n, err])
 
 
-CTOR_BLOCK = """
-#include <core.p4>
-#include <v1model.p4>
-header h_t { bit<16> x; }
-struct H { h_t h; }
-struct M { }
-parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
-    state start { pk.extract(hdr.h); transition accept; }
-}
-control VC(inout H hdr, inout M m) { apply { } }
+CTOR_BLOCK = v1model_program("""
+    Inc() inc;
+    Twice(inc) a;
+    Twice(inc) b;
+    apply { sm.egress_spec = 1; a.apply(hdr.h.x); b.apply(hdr.h.x); }""",
+    headers="header h_t { bit<16> x; }", deparse="pk.emit(hdr.h);", decls="""
 control step_t(inout bit<16> x);
 control Inc(inout bit<16> x) {
     counter(32w4, CounterType.packets) hits;
@@ -272,18 +239,7 @@ control Inc(inout bit<16> x) {
 }
 control Twice(inout bit<16> x)(step_t s) {
     apply { x = x << 1; s.apply(x); }
-}
-control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
-    Inc() inc;
-    Twice(inc) a;
-    Twice(inc) b;
-    apply { sm.egress_spec = 1; a.apply(hdr.h.x); b.apply(hdr.h.x); }
-}
-control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }
-control CC(inout H hdr, inout M m) { apply { } }
-control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); } }
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+}""")
 
 
 def test_control_instance_passed_as_constructor_argument() -> None:
@@ -387,8 +343,7 @@ def test_lowering_keeps_no_state_between_compilations() -> None:
     from emu.p4.codegen import lower
     from emu.p4.frontend import check_source
 
-    exits = SKELETON.format(fields="bit<8> a;", decls="action a1() { exit; }",
-                            body="if (hdr.h.a == 1) { a1(); }")
+    exits = program("bit<8> a;", "if (hdr.h.a == 1) { a1(); }", "action a1() { exit; }")
     alone = lower(check_source(exits, "t.p4"))[0]
     lower(check_source(NAMING))  # something else first, then the same program again
     before = _module_state()

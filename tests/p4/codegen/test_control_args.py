@@ -6,30 +6,13 @@ from __future__ import annotations
 from emu.p4.api import P4Switch
 from emu.p4.target.program import compile_source
 
-PROGRAM = """
-#include <core.p4>
-#include <v1model.p4>
-header h_t {{ bit<8> a; bit<8> b; }}
-struct H {{ h_t h; }}
-struct M {{ bit<8> x; }}
-parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {{
-    state start {{ pk.extract(hdr.h); transition accept; }}
-}}
-control VC(inout H hdr, inout M m) {{ apply {{ }} }}
-{subs}
-control I(inout H hdr, inout M m, inout standard_metadata_t sm) {{
-    {insts}
-    apply {{ sm.egress_spec = 1; {body} }}
-}}
-control E(inout H hdr, inout M m, inout standard_metadata_t sm) {{ apply {{ }} }}
-control CC(inout H hdr, inout M m) {{ apply {{ }} }}
-control D(packet_out pk, in H hdr) {{ apply {{ pk.emit(hdr.h); }} }}
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+from ..programs import ingress_apply, v1model_program
 
 
 def _run(subs: str, insts: str, body: str, data: bytes) -> tuple[bytes | None, str]:
-    prog = compile_source(PROGRAM.format(subs=subs, insts=insts, body=body), "t.p4")
+    src = v1model_program(ingress_apply(body, insts), meta="bit<8> x;", decls=subs,
+                          deparse="pk.emit(hdr.h);")
+    prog = compile_source(src, "t.p4")
     sw = P4Switch(prog)
     sw.inject(0, data)
     sw.run_until_idle()

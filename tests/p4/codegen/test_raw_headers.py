@@ -8,33 +8,18 @@ import pytest
 from emu.p4.api import P4Switch
 from emu.p4.target.program import compile_source
 
-PROGRAM = """
-#include <core.p4>
-#include <v1model.p4>
-header a_t {{ bit<8> x; int<8> s; bool f; bit<7> y; }}
-header b_t {{ bit<16> v; }}
-struct H {{ a_t a; b_t b; }}
-struct M {{ bit<8> m; }}
-parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {{
-    state start {{ pk.extract(hdr.a); pk.extract(hdr.b); transition accept; }}
-}}
-control VC(inout H hdr, inout M m) {{ apply {{ }} }}
-{subs}
-control I(inout H hdr, inout M m, inout standard_metadata_t sm) {{
-    {decls}
-    apply {{ sm.egress_spec = 1; {body} }}
-}}
-control E(inout H hdr, inout M m, inout standard_metadata_t sm) {{ apply {{ }} }}
-control CC(inout H hdr, inout M m) {{ apply {{ }} }}
-control D(packet_out pk, in H hdr) {{ apply {{ pk.emit(hdr.a); pk.emit(hdr.b); }} }}
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+from ..programs import ingress_apply, v1model_program
+
 FRAME = bytes([0x11, 0xF0, 0x85, 0xAB, 0xCD]) + b"payload"
 
 
 def _run(body: str, decls: str = "", subs: str = "", tables: list[tuple[str, str]] = (),
          ) -> tuple[bytes, str]:
-    prog = compile_source(PROGRAM.format(body=body, decls=decls, subs=subs), "t.p4")
+    src = v1model_program(
+        ingress_apply(body, decls), decls=subs, meta="bit<8> m;", fields="a_t a; b_t b;",
+        headers="header a_t { bit<8> x; int<8> s; bool f; bit<7> y; }\nheader b_t { bit<16> v; }",
+        parse="pk.extract(hdr.a); pk.extract(hdr.b);", deparse="pk.emit(hdr.a); pk.emit(hdr.b);")
+    prog = compile_source(src, "t.p4")
     sw = P4Switch(prog)
     for table, action in tables:
         sw.table_set_default(table, action, [])

@@ -55,8 +55,14 @@ def test_parse_lpm() -> None:
     assert parse_lpm("0x0A000001", 32) == (0x0A000001, 32)
     assert parse_lpm("0x0A00****", 32) == (0x0A000000, 16)
     assert parse_lpm("7", 16) == (7, 16)
+    # Digit forms count their non-`*` digits, as ternary masks cover them.
+    assert parse_lpm("0o7**") == (0o700, 3)
+    assert parse_lpm("0B10**", 4) == (0b1000, 2)
+    assert parse_lpm("0x0A**", 16) == (0x0A00, 8)
     with pytest.raises(ValueError):
         parse_lpm("1/33", 32)
+    with pytest.raises(ValueError, match="bad digit 'g'"):
+        parse_lpm("0x0g**", 16)
 
 
 def test_parse_key() -> None:

@@ -7,9 +7,9 @@ from __future__ import annotations
 from emu.p4.api import P4Switch
 from emu.p4.target.program import compile_source
 
-from .skeleton import one_ingress_program
+from ..programs import v1model_program
 
-PROGRAM = one_ingress_program("""
+PROGRAM = v1model_program("""
     counter(4, CounterType.packets_and_bytes) seen;
     register<bit<8>>(4) last;
     apply {

@@ -6,21 +6,9 @@ from emu.core.clock import VirtualClock
 from emu.p4.api import P4Switch
 from emu.p4.target.program import compile_source
 
-_PROGRAM = """
-#include <core.p4>
-#include <v1model.p4>
-header h_t { bit<8> a; bit<8> b; bit<8> c; bit<8> d; }
-struct headers { h_t h; }
-struct metadata { }
-bit<8> bump(inout bit<8> x) {
-    x = 10;
-    return 1;
-}
-parser P(packet_in pk, out headers hdr, inout metadata meta, inout standard_metadata_t sm) {
-    state start { pk.extract(hdr.h); transition accept; }
-}
-control VC(inout headers hdr, inout metadata meta) { apply { } }
-control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+from ..programs import v1model_program
+
+_PROGRAM = v1model_program("""
     apply {
         sm.egress_spec = 1;
         // Left to right: the left operand is read before the call writes it.
@@ -28,13 +16,11 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
         // A bool from comparing with a negative int literal: -1 is 8w255 here.
         hdr.h.c = (8w255 == -1) ? 8w1 : 8w0;
         hdr.h.d = (hdr.h.d != -2) ? 8w1 : 8w0;
-    }
-}
-control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) { apply { } }
-control CC(inout headers hdr, inout metadata meta) { apply { } }
-control D(packet_out pk, in headers hdr) { apply { pk.emit(hdr); } }
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+    }""", headers="header h_t { bit<8> a; bit<8> b; bit<8> c; bit<8> d; }", decls="""
+bit<8> bump(inout bit<8> x) {
+    x = 10;
+    return 1;
+}""")
 
 
 def _run(frame: bytes) -> bytes:

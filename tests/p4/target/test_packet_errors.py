@@ -11,12 +11,12 @@ import pytest
 from emu.p4.api import P4Switch
 from emu.p4.target.program import compile_source
 
-from .skeleton import one_ingress_program
+from ..programs import v1model_program
 
 # Every construct the front end accepts executes; to prove the safety net anyway, a fault
 # is injected into the runtime under a register read (the register array raises for one
 # index), so the exception escapes from inside generated code, as a target bug would.
-PROGRAM = one_ingress_program("""
+PROGRAM = v1model_program("""
     register<bit<8>>(4) r;
     apply {
         sm.egress_spec = 1;

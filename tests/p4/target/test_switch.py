@@ -17,7 +17,7 @@ from emu.p4.tables import Exact, Lpm
 from emu.p4.target.program import CompiledProgram, compile_file, compile_source
 from emu.p4.v1model.hashes import csum16
 
-from .skeleton import one_ingress_program
+from ..programs import v1model_program
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "stf_programs"
 
@@ -113,7 +113,7 @@ def test_compiled_program_round_trip(ecmp_program: CompiledProgram) -> None:
 
 
 def test_unsupported_construct_names_position() -> None:
-    src = one_ingress_program("""
+    src = v1model_program("""
     Checksum16() ck;
     apply { hdr.h.a = (bit<8>)ck.get({hdr.h.a}); }
 """)
@@ -152,7 +152,7 @@ def test_random_bytes_through_ipv4_program(ecmp_program: CompiledProgram, data: 
 
 
 def test_assert_failure_drops_packet() -> None:
-    src = one_ingress_program("    apply { sm.egress_spec = 1; assert(hdr.h.a != 0); }")
+    src = v1model_program("    apply { sm.egress_spec = 1; assert(hdr.h.a != 0); }")
     sw = P4Switch(compile_source(src, "assert.p4"))
     sw.inject(0, b"\x01\x07")
     sw.inject(0, b"\x00\x07")
@@ -162,29 +162,13 @@ def test_assert_failure_drops_packet() -> None:
 
 
 def test_digest_and_timestamps() -> None:
-    src = """
-#include <core.p4>
-#include <v1model.p4>
-header h_t { bit<8> a; bit<48> ts; }
-struct H { h_t h; }
-struct M { }
-struct learn_t { bit<8> a; bit<9> port; }
-parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
-    state start { pk.extract(hdr.h); transition accept; }
-}
-control VC(inout H hdr, inout M m) { apply { } }
-control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    src = v1model_program("""
     apply {
         sm.egress_spec = 2;
         digest<learn_t>(1, { hdr.h.a, sm.ingress_port });
         hdr.h.ts = sm.ingress_global_timestamp;
-    }
-}
-control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }
-control CC(inout H hdr, inout M m) { apply { } }
-control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); } }
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+    }""", headers="header h_t { bit<8> a; bit<48> ts; }",
+                          decls="struct learn_t { bit<8> a; bit<9> port; }")
     clock = VirtualClock()
     sw = P4Switch(compile_source(src, "digest.p4"), clock)
     clock.advance(5_000_000)  # 5 ms
@@ -211,17 +195,7 @@ def test_inline_checksum_matches_reference(ecmp_program: CompiledProgram, src: i
         assert csum16(p.data[14:34]) == 0
 
 
-SELECTOR = """
-#include <core.p4>
-#include <v1model.p4>
-header h_t { bit<8> key; bit<16> flow; bit<8> res; }
-struct H { h_t h; }
-struct M { }
-parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
-    state start { pk.extract(hdr.h); transition accept; }
-}
-control VC(inout H hdr, inout M m) { apply { } }
-control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+SELECTOR = v1model_program("""
     action_selector(HashAlgorithm.crc16, 32w64, 32w16) sel;
     action fwd(bit<9> port) { sm.egress_spec = port; hdr.h.res = (bit<8>)port; }
     table t {
@@ -229,13 +203,7 @@ control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
         actions = { fwd; NoAction; }
         implementation = sel;
     }
-    apply { t.apply(); }
-}
-control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }
-control CC(inout H hdr, inout M m) { apply { } }
-control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.h); } }
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+    apply { t.apply(); }""", headers="header h_t { bit<8> key; bit<16> flow; bit<8> res; }")
 
 
 def test_action_selector_spreads_flows_by_hash() -> None:
