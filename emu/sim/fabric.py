@@ -35,10 +35,12 @@ FABRIC_P4 = P4SRC / "fabric.p4"
 
 @functools.lru_cache(maxsize=4)
 def compile_fabric(defines: tuple[tuple[str, str], ...] = ()) -> Any:
-    """fabric.p4 compiled for the embedded target (cached per process)."""
-    from emu.p4 import compile_file
+    """fabric.p4 compiled for the embedded target (cached per process, and on disk across
+    processes: emu.p4.target.compile_cache)."""
+    from emu.p4.target.compile_cache import compile_file_cached
 
-    return compile_file(str(FABRIC_P4), include_dirs=[str(P4SRC)], defines=dict(defines))
+    return compile_file_cached(str(FABRIC_P4), include_dirs=[str(P4SRC)],
+                               defines=dict(defines))
 
 
 @dataclass
