@@ -132,7 +132,7 @@ class _Port:
     """One egress port: its queues, transmitter state and counters."""
 
     __slots__ = (
-        "port", "queues", "depths", "qbytes", "rate_bps", "rate_pps", "pkts", "bytes",
+        "port", "queues", "depths", "qbytes", "rate_bps", "rate_pps", "pkts",
         "busy_until", "scheduled", "due", "carry", "stats", "serve", "unlimited", "direct", "nq",
         "overhead",
     )
@@ -152,13 +152,17 @@ class _Port:
         # Set by the TrafficManager: an idle packet may skip the queue (see enqueue).
         self.direct = False
         self.pkts = 0
-        self.bytes = 0
         self.busy_until = 0  # ns; the transmitter is free from then on
         self.scheduled = False  # a service callback is pending on the clock
         self.due = 0  # ns the pending service callback is scheduled for
         self.carry = 0  # remainder of the last serialisation division, so times don't drift
         self.stats = PortQueueStats()
         self.serve: Callable[[], None] = lambda: None  # bound by the TrafficManager
+
+    @property
+    def bytes(self) -> int:
+        """Bytes queued, all priorities (summed when read: not kept per packet)."""
+        return sum(self.qbytes)
 
     def service_ns(self, size_bytes: int) -> int:
         if self.rate_bps is not None:
@@ -369,7 +373,6 @@ class TrafficManager:
         st.enq_bytes += size_bytes
         q.append((pkt, size_bytes, ts, qdepth, now))
         p.pkts = qdepth + 1
-        p.bytes += size_bytes
         p.qbytes[priority] += size_bytes
         if not p.scheduled:
             p.scheduled = True
@@ -403,7 +406,6 @@ class TrafficManager:
             q = queues[prio]
         pkt, size, ts, qdepth, enq_ns = q.popleft()
         left = p.pkts = p.pkts - 1
-        p.bytes -= size
         p.qbytes[prio] -= size
         st = p.stats
         st.deq_pkts += 1
@@ -444,7 +446,6 @@ class TrafficManager:
                 return
             pkt, size, ts, qdepth, enq_ns = queues[prio].popleft()
             p.pkts -= 1
-            p.bytes -= size
             p.qbytes[prio] -= size
             st.deq_pkts += 1
             st.deq_bytes += size
