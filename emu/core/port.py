@@ -44,6 +44,7 @@ _AUX_SPACE = socket.CMSG_SPACE(_AUX.size)
 # Errors meaning "the interface is gone or down": expected while Mininet tears
 # links down before it stops switches, so they end the port quietly.
 _IFACE_GONE = {errno.ENETDOWN, errno.ENXIO, errno.ENODEV, errno.EBADF}
+_partial = functools.partial
 
 
 @dataclass
@@ -327,6 +328,9 @@ class _MemPort(FramePort):
         super().__init__(name)
         self._link = link
         self._dir = direction
+        # Bound once: send() runs once per frame on every link of a virtual run.
+        self._now_ns = link.clock.now_ns
+        self._schedule_at = link.clock.schedule_at
 
     def send(self, frame: bytes) -> bool:
         # _Direction.transmit inlined: once per frame sent on every link of a virtual run.
@@ -336,7 +340,7 @@ class _MemPort(FramePort):
         if not link.up:
             st.tx_drops += 1
             return False
-        now = link.clock.now_ns()
+        now = self._now_ns()
         depth = link.queue_depth_pkts
         if depth is not None:
             # in_flight is kept only for this check (a link's depth is fixed at creation).
@@ -355,7 +359,7 @@ class _MemPort(FramePort):
         d.busy_until_ns = end
         if depth is not None:
             d.in_flight.append(end)
-        link.clock.schedule_at(end + link.delay_ns, functools.partial(d._arrive, frame))
+        self._schedule_at(end + link.delay_ns, _partial(d.arrive, frame))
         st.tx_frames += 1
         st.tx_bytes += n
         return True
@@ -367,6 +371,7 @@ class _Direction:
 
     def __init__(self, link: MemLink) -> None:
         self.link = link
+        self.arrive = self._arrive  # bound once, not per frame sent
         self.dst: _MemPort | None = None
         self.busy_until_ns = 0
         # End-of-serialisation times of frames not yet fully sent, for the backlog.
@@ -374,9 +379,17 @@ class _Direction:
 
     def _arrive(self, frame: bytes) -> None:
         if self.link.up:
+            # FramePort._deliver inlined: once per frame on every link of a virtual run.
             dst = self.dst
             assert dst is not None
-            dst._deliver(frame)
+            st = dst.stats
+            st.rx_frames += 1
+            st.rx_bytes += len(frame)
+            rcv = dst._receiver
+            if rcv is None:
+                st.rx_drops += 1
+            else:
+                rcv(frame)
 
 
 class MemLink:

@@ -43,7 +43,16 @@ def _plt():  # type: ignore[no-untyped-def]
 
 
 def save(fig: Figure, path: Path) -> Path:
-    fig.savefig(path, dpi=100, bbox_inches="tight")
+    engine = fig.get_layout_engine()
+    if engine is None:  # legends placed outside: the saved area must grow to hold them
+        fig.savefig(path, dpi=100, bbox_inches="tight")
+    else:
+        # A figure with a layout engine (the run's plots: layout="tight") fits its
+        # canvas once laid out: lay it out once and draw it once. Left to savefig, the
+        # engine makes it lay out in a draw of its own before the real one.
+        engine.execute(fig)
+        fig.set_layout_engine(None)
+        fig.savefig(path, dpi=100)
     _plt().close(fig)
     return path
 
@@ -79,11 +88,11 @@ def flow_figure(flows: Sequence[FlowResult], t0: float | None = None) -> Figure 
     apart = len(shown) <= MAX_FLOWS_APART
     notes: list[str] = []
     if apart:
-        fig, ax = plt.subplots(figsize=(10, 4.5))
+        fig, ax = plt.subplots(figsize=(10, 4.5), layout="tight")
         group_by, keys = "flow", [f.id for f in shown]
     else:
         fig, (top, ax) = plt.subplots(2, 1, figsize=(10, 6.5), sharex=True,
-                                      gridspec_kw={"height_ratios": [1, 2]})
+                                      gridspec_kw={"height_ratios": [1, 2]}, layout="tight")
         ts, total = _sum_of_flows(shown, t0)
         top.step(ts, total, where="post", color="k", lw=1.5)
         top.set_ylabel("Mb/s (wire)")
@@ -129,7 +138,6 @@ def flow_figure(flows: Sequence[FlowResult], t0: float | None = None) -> Figure 
     ax.grid(alpha=0.3)
     if notes:
         fig.suptitle("\n".join(notes), fontsize=9)
-    fig.tight_layout()
     return fig
 
 
@@ -163,7 +171,7 @@ def queue_figure(samples: Sequence[tuple[float, str, int, float]],
     if not hottest or not samples:
         return None
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(10, 4))
+    fig, ax = plt.subplots(figsize=(10, 4), layout="tight")
     t0 = min(s[0] for s in samples) if t0 is None else t0
     for q in hottest:
         pts = [(t - t0, d) for t, sw, p, d in samples if sw == q.switch and p == q.port]
@@ -174,7 +182,6 @@ def queue_figure(samples: Sequence[tuple[float, str, int, float]],
     ax.legend(fontsize=8, title="port", title_fontsize=8, loc="upper left",
               bbox_to_anchor=(1.01, 1.0))
     ax.grid(alpha=0.3)
-    fig.tight_layout()
     return fig
 
 
@@ -220,7 +227,7 @@ def uplink_figure(series: PortSeries, uplinks: Mapping[str, Sequence[int]],
     cols = min(4, n)
     rows = -(-n // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.4 * rows + 0.6),
-                             squeeze=False, sharey=True)
+                             squeeze=False, sharey=True, layout="tight")
     t0 = min(s[0][0] for s in series.values() if s) if t0 is None else t0
     peak = 1.0
     windows: set[float] = set()
@@ -248,7 +255,6 @@ def uplink_figure(series: PortSeries, uplinks: Mapping[str, Sequence[int]],
     if frame_bytes and max(windows, default=0) > 0:
         fig.suptitle(f"averaged over windows of at least {UTIL_WINDOW_FRAMES} frames "
                      f"({max(windows) * 1e3:.0f} ms at the slowest uplink)", fontsize=9)
-    fig.tight_layout()
     return fig
 
 

@@ -56,7 +56,7 @@ class _FlowState:
     qp: QueuePair
     posted_ns: int | None = None
     done_ns: int | None = None
-    sha256: str = ""
+    data: LazyPayload | None = None
     wr: WorkRequest | None = None
     base: dict[str, int] = field(default_factory=dict)
     end: dict[str, int] = field(default_factory=dict)
@@ -118,7 +118,9 @@ class Agent:
     def _post(self, fs: _FlowState, now: int) -> None:
         f = fs.cfg
         data = lazy_flow_payload(f.id, f.size_bytes)
-        fs.sha256 = data.sha256()
+        # Its SHA-256 is taken with the results: by then the sending has made (and
+        # hashed) the blocks, which a digest now would make a first time in advance.
+        fs.data = data
         fs.posted_ns = now
         fs.base = self._qp_counters(fs.qp)
 
@@ -195,7 +197,7 @@ class Agent:
                 "fct_ns": fct, "fct_nominal_ns": None if fct is None else d.modelled_ns(fct),
                 "goodput_bps": None if not fct else f.size_bytes * 8e9 / fct,
                 "goodput_nominal_bps": None if not fct else d.modelled_rate_bps(f.size_bytes * 8e9 / fct),
-                "sha256": fs.sha256 or None, **delta,
+                "sha256": fs.data.sha256() if fs.data is not None else None, **delta,
                 "rate_samples": [] if fs.posted_ns is None
                 else self._rate_samples(fs.qp, fs.posted_ns, fs.done_ns or now),
             }

@@ -16,9 +16,12 @@ _MAX = 1 << 31  # the RETH DMA length is 32 bits; the requester refuses >= 2 GiB
 
 
 class LazyPayload:
-    """`size` bytes addressed like a bytes object by slices (`p[off:off + n]`)."""
+    """`size` bytes addressed like a bytes object by slices (`p[off:off + n]`).
 
-    __slots__ = ("key", "size", "_blk", "_blk_i")
+    The SHA-256 is folded in as blocks are first made in order (a sender reads forwards),
+    so `sha256()` after a send generates no block a second time."""
+
+    __slots__ = ("key", "size", "_blk", "_blk_i", "_sha", "_sha_next")
 
     def __init__(self, key: bytes, size: int) -> None:
         if size < 0:
@@ -29,15 +32,28 @@ class LazyPayload:
         self.size = size
         self._blk = b""
         self._blk_i = -1
+        self._sha = hashlib.sha256()  # of blocks 0 .. _sha_next - 1
+        self._sha_next = 0
 
     def __len__(self) -> int:
         return self.size
 
     def _block(self, i: int) -> bytes:
         if i != self._blk_i:  # a sender reads forwards: one cached block serves ~4 packets
-            self._blk = hashlib.shake_128(self.key + i.to_bytes(8, "big")).digest(BLOCK)
+            self._blk = blk = self._make(i)
             self._blk_i = i
+            if i == self._sha_next:
+                self._fold(i, blk)
         return self._blk
+
+    def _make(self, i: int) -> bytes:
+        return hashlib.shake_128(self.key + i.to_bytes(8, "big")).digest(BLOCK)
+
+    def _fold(self, i: int, blk: bytes) -> None:
+        """Block i (the next one the running hash lacks) into the hash."""
+        end = self.size - i * BLOCK
+        self._sha.update(blk if end >= BLOCK else blk[:end])
+        self._sha_next = i + 1
 
     def read(self, off: int, n: int) -> bytes:
         """Bytes [off, off + n), clipped to the payload."""
@@ -62,13 +78,11 @@ class LazyPayload:
         return self.read(start, stop - start)
 
     def sha256(self) -> str:
-        """The whole payload's SHA-256 (hex), streamed block by block."""
-        h = hashlib.sha256()
-        nblocks = -(-self.size // BLOCK)
-        for i in range(nblocks):
-            blk = hashlib.shake_128(self.key + i.to_bytes(8, "big")).digest(BLOCK)
-            h.update(blk if i < nblocks - 1 else blk[:self.size - i * BLOCK])
-        return h.hexdigest()
+        """The whole payload's SHA-256 (hex): the running hash, completed with the blocks
+        not made yet (which then need not be hashed again)."""
+        for i in range(self._sha_next, -(-self.size // BLOCK)):
+            self._fold(i, self._make(i))
+        return self._sha.hexdigest()
 
     def tobytes(self) -> bytes:
         return self.read(0, self.size)

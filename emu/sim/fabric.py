@@ -35,10 +35,12 @@ FABRIC_P4 = P4SRC / "fabric.p4"
 
 @functools.lru_cache(maxsize=4)
 def compile_fabric(defines: tuple[tuple[str, str], ...] = ()) -> Any:
-    """fabric.p4 compiled for the embedded target (cached per process)."""
-    from emu.p4 import compile_file
+    """fabric.p4 compiled for the embedded target (cached per process, and on disk across
+    processes: emu.p4.target.compile_cache)."""
+    from emu.p4.target.compile_cache import compile_file_cached
 
-    return compile_file(str(FABRIC_P4), include_dirs=[str(P4SRC)], defines=dict(defines))
+    return compile_file_cached(str(FABRIC_P4), include_dirs=[str(P4SRC)],
+                               defines=dict(defines))
 
 
 @dataclass
@@ -125,8 +127,11 @@ class SimFabric:
                 inject = functools.partial(p4.sw.receive, port.number)
                 pcaps = self._pcaps.get((name, port.number))
                 fp.set_receiver(inject if pcaps is None else self._captured(pcaps[0], inject))
-            # A frame handler (port, frame): no OutputPacket built per packet-hop.
-            p4.sw.frame_handlers.append(self._switch_sender(name))
+            if self._pcaps:
+                p4.sw.frame_handlers.append(functools.partial(self._switch_out, name))
+            else:  # each port's frames straight to its link: no handler per packet-hop
+                p4.sw.port_outputs.update(
+                    {port: fp.send for (node, port), fp in self._ports.items() if node == name})
         self.hosts = {h.name: SimHost(h, self._ports[(h.name, h.port)], self.clock, self)
                       for h in fabric.hosts}
         handles = {n: InProcessSwitchHandle(n, sw) for n, sw in self.switches.items()}
@@ -199,21 +204,6 @@ class SimFabric:
         for pin, pout in self._pcaps.values():
             pin.close()
             pout.close()
-
-    def _switch_sender(self, switch: str) -> Callable[[int, bytes], None]:
-        """The output of `switch`: each port's send looked up by port number alone, or
-        through _switch_out when pcaps are written."""
-        if self._pcaps:
-            return functools.partial(self._switch_out, switch)
-        sends = {port: fp.send for (node, port), fp in self._ports.items() if node == switch}
-        get = sends.get
-
-        def out(port: int, frame: bytes) -> None:
-            send = get(port)
-            if send is not None:
-                send(frame)
-
-        return out
 
     def _switch_out(self, switch: str, port: int, frame: bytes) -> None:
         fp = self._ports.get((switch, port))

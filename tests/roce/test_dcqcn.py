@@ -163,8 +163,9 @@ def test_cnp_per_qp_at_most_once_per_interval_end_to_end():
     """All data CE-marked on the link: B sends one CNP per interval, A slows down."""
     clk, a, b, qa, qb, link = pair(rate_bps=10_000_000_000,
                                    nic_kw={"dcqcn": dcqcn.profile("nvidia", 10e9)})
-    # mark every data frame CE on the way A -> B by wrapping the link delivery
-    orig = link.b._deliver
+    # mark every data frame CE on the way A -> B by a tap on B's receiver
+    orig = link.b.receiver
+    assert orig is not None
 
     def deliver(frame: bytes) -> None:
         if len(frame) > 42 and frame[42] < 0x11:
@@ -173,7 +174,7 @@ def test_cnp_per_qp_at_most_once_per_interval_end_to_end():
             frame = bytes(f)
         orig(frame)
 
-    link.b._deliver = deliver  # type: ignore[method-assign]
+    link.b.set_receiver(deliver)
     data = bytes(2_000_000)
     wr = qa.post_send(data)
     clk.run_until_idle()

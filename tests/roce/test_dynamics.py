@@ -11,7 +11,8 @@ from tests.roce.helpers import pair
 
 
 def _mark_all_ce(link) -> None:
-    orig = link.b._deliver
+    # A tap on B's receiver (the NIC's on_frame): frames are marked before B sees them.
+    orig = link.b.receiver
 
     def deliver(frame: bytes) -> None:
         if len(frame) > 42 and frame[42] < 0x11:
@@ -20,7 +21,7 @@ def _mark_all_ce(link) -> None:
             frame = bytes(f)
         orig(frame)
 
-    link.b._deliver = deliver
+    link.b.set_receiver(deliver)
 
 
 def test_pacing_at_line_rate_without_dcqcn():

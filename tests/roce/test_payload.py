@@ -28,6 +28,31 @@ def test_slices_match_the_materialised_bytes_across_blocks():
     assert flow_payload("f", 5000) == lazy_flow_payload("f", 5000).tobytes()
 
 
+@pytest.mark.parametrize("reads", [
+    [],                                              # never read: all made by sha256()
+    [(0, 10 ** 9)],                                  # everything, forwards
+    [(0, 1000), (5000, 1000)],                       # block 0, then 1 (within one read)
+    [(0, 5000), (100, 10), (2 * BLOCK, 50)],         # a re-read back, then on
+    [(3 * BLOCK, 9), (0, 3)],                        # a jump ahead first: hashed later
+    [(2 * BLOCK, BLOCK), (0, 3 * BLOCK + 77)],       # ahead, then everything
+    [(BLOCK, 3 * BLOCK), (3 * BLOCK + 70, 7)],       # block 0 never read
+])
+def test_sha256_is_that_of_the_bytes_whatever_was_read_before(reads):
+    """The running hash folds in blocks as they are first made in order; whatever the
+    reads before (forwards, backwards, ahead, none), the digest is the bytes' one, and
+    asking twice gives it twice."""
+    whole = LazyPayload(b"k", 3 * BLOCK + 77).tobytes()
+    p = LazyPayload(b"k", 3 * BLOCK + 77)
+    for off, n in reads:
+        assert p[off:off + n] == whole[off:off + n]
+    want = hashlib.sha256(whole).hexdigest()
+    assert p.sha256() == want and p.sha256() == want
+    assert p[0:5] == whole[0:5] and p.sha256() == want  # reads after it change nothing
+    assert LazyPayload(b"k", 0).sha256() == hashlib.sha256(b"").hexdigest()
+    assert LazyPayload(b"k", 2 * BLOCK).sha256() == \
+        hashlib.sha256(LazyPayload(b"k", 2 * BLOCK).tobytes()).hexdigest()
+
+
 def test_bad_sizes_are_refused():
     with pytest.raises(ValueError, match="too large"):
         LazyPayload(b"k", 1 << 31)

@@ -117,6 +117,9 @@ class V1ModelSwitch:
         self.output_handlers: list[Callable[[OutputPacket], None]] = []
         # Consumers that need only (port, frame): no OutputPacket is built for them.
         self.frame_handlers: list[Callable[[int, bytes], None]] = []
+        # A port's own consumer of its frames (an in-memory link's send), called before
+        # the frame handlers: no handler call and port lookup of its own per packet.
+        self.port_outputs: dict[int, Callable[[bytes], object]] = {}
         self.packet_in_handler: Callable[[bytes], None] | None = None
         self.field_lists = program.info.field_lists
         self.flow_control: Any = None
@@ -443,6 +446,9 @@ class V1ModelSwitch:
             if port == self.cpu_port or self.output_handlers:
                 self._output(port, data, ps.sm)
                 return
+            out = self.port_outputs.get(port)
+            if out is not None:
+                out(data)
             for f in self.frame_handlers:
                 f(port, data)
         except Exception as exc:  # a bug or an unexecutable construct: drop, count
@@ -514,6 +520,9 @@ class V1ModelSwitch:
             cps.trunc = sess.packet_length_bytes
 
     def _output(self, port: int, data: bytes, sm: Any) -> None:
+        out = self.port_outputs.get(port)
+        if out is not None:
+            out(data)
         for f in self.frame_handlers:
             f(port, data)
         if port == self.cpu_port and self.packet_in_handler is not None:

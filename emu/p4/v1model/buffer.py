@@ -320,7 +320,6 @@ class SwitchFlowControl(LosslessControl):
         while q:
             _pkt, size, _ts, _qd, _enq, key = q.popleft()  # type: ignore[misc]
             p.pkts -= 1
-            p.bytes -= size
             p.qbytes[prio] -= size
             if key >= 0:
                 self._release(key, size)

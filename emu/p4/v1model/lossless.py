@@ -84,7 +84,6 @@ class LosslessControl:
         st.enq_bytes += size
         q.append((pkt, size, ts, qdepth, now, key))
         p.pkts += 1
-        p.bytes += size
         p.qbytes[priority] += size
         if not p.scheduled:
             self._schedule(p, max(p.busy_until, now))
@@ -106,7 +105,6 @@ class LosslessControl:
         item = p.queues[prio].popleft()
         size = item[1]  # type: ignore[index]
         p.pkts -= 1
-        p.bytes -= size
         p.qbytes[prio] -= size
         st = p.stats
         st.deq_pkts += 1

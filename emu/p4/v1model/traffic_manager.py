@@ -132,7 +132,7 @@ class _Port:
     """One egress port: its queues, transmitter state and counters."""
 
     __slots__ = (
-        "port", "queues", "depths", "qbytes", "rate_bps", "rate_pps", "pkts", "bytes",
+        "port", "queues", "depths", "qbytes", "rate_bps", "rate_pps", "pkts",
         "busy_until", "scheduled", "due", "carry", "stats", "serve", "unlimited", "direct", "nq",
         "overhead",
     )
@@ -152,13 +152,17 @@ class _Port:
         # Set by the TrafficManager: an idle packet may skip the queue (see enqueue).
         self.direct = False
         self.pkts = 0
-        self.bytes = 0
         self.busy_until = 0  # ns; the transmitter is free from then on
         self.scheduled = False  # a service callback is pending on the clock
         self.due = 0  # ns the pending service callback is scheduled for
         self.carry = 0  # remainder of the last serialisation division, so times don't drift
         self.stats = PortQueueStats()
         self.serve: Callable[[], None] = lambda: None  # bound by the TrafficManager
+
+    @property
+    def bytes(self) -> int:
+        """Bytes queued, all priorities (summed when read: not kept per packet)."""
+        return sum(self.qbytes)
 
     def service_ns(self, size_bytes: int) -> int:
         if self.rate_bps is not None:
@@ -354,46 +358,84 @@ class TrafficManager:
             finally:
                 self._in_dequeue = False
             return _tuple_new(EnqueueResult, (ts, 0, priority))
-        queues = p.queues
-        if not 0 <= priority < len(queues):
+        if not 0 <= priority < p.nq:
             self.drops.count(port, DropReason.PRIORITY_OUT_OF_RANGE)
             return None
-        q = queues[priority]
+        q = p.queues[priority]
         if len(q) >= p.depths[priority]:
             self.drops.count(port, DropReason.TAIL_DROP)
             return None
-        clock = self._clock
-        now = clock.now_ns()
+        now = self._now_ns()
         ts = now // 1000
         qdepth = p.pkts
         st = p.stats
         st.enq_pkts += 1
         st.enq_bytes += size_bytes
         q.append((pkt, size_bytes, ts, qdepth, now))
-        p.pkts += 1
-        p.bytes += size_bytes
+        p.pkts = qdepth + 1
         p.qbytes[priority] += size_bytes
         if not p.scheduled:
             p.scheduled = True
-            due = p.busy_until if p.busy_until > now else now
-            p.due = due
-            clock.schedule_at(due, p.serve)
+            busy = p.busy_until
+            due = p.due = busy if busy > now else now
+            self._clock.schedule_at(due, p.serve)
         return _tuple_new(EnqueueResult, (ts, qdepth, priority))
 
     def _serve(self, p: _Port) -> None:
-        # An unlimited port sends everything queued now in one clock turn (one timer
-        # per burst instead of one per packet); a rate-limited port sends one packet
-        # and comes back when its transmitter is free.
+        # A rate-limited port sends one packet and comes back when its transmitter is
+        # free: that one-packet turn is written out here (once per packet-hop of a
+        # virtual run); an unlimited port sends its whole backlog (_serve_all).
+        now = self._clock.now_ns()
+        # How late this service turn runs against its schedule: on a real clock, a
+        # busy process shows here first (the fidelity signal "TM lag").
+        late = now - p.due
+        if late > self._max_lag_ns:
+            self._max_lag_ns = late
+        rate = p.rate_bps
+        if rate is None:
+            self._serve_all(p, now)
+            return
+        queues = p.queues
+        prio = p.nq - 1
+        q = queues[prio]
+        while not q:
+            if not prio:  # the port was reconfigured or emptied meanwhile
+                p.scheduled = False
+                return
+            prio -= 1
+            q = queues[prio]
+        pkt, size, ts, qdepth, enq_ns = q.popleft()
+        left = p.pkts = p.pkts - 1
+        p.qbytes[prio] -= size
+        st = p.stats
+        st.deq_pkts += 1
+        st.deq_bytes += size
+        start = p.busy_until
+        if start < enq_ns:
+            start = enq_ns  # the transmitter was idle when this packet arrived
+        floor = now - self._max_catchup_ns
+        if start < floor:
+            start = floor
+        ns, p.carry = divmod((size + p.overhead) * 8_000_000_000 + p.carry, rate)
+        busy = p.busy_until = start + ns
+        if left:
+            due = p.due = busy if busy > now else now
+            self._clock.schedule_at(due, p.serve)
+        else:
+            p.scheduled = False
+        # State is settled before the callback, which may enqueue again.
+        self._on_dequeue(p.port, pkt,
+                         _tuple_new(DequeueInfo, (ts, qdepth, now // 1000 - ts, left, prio)))
+
+    def _serve_all(self, p: _Port, now: int) -> None:
+        """A service turn of a port without a bit rate: everything queued now in one
+        clock turn (one timer per burst instead of one per packet) when unlimited, one
+        packet when paced in packets per second."""
         budget = p.pkts if p.unlimited else 1
         queues = p.queues
         clock = self._clock
         on_dequeue = self._on_dequeue
         st = p.stats
-        now = clock.now_ns()
-        # How late this service turn runs against its schedule: on a real clock, a
-        # busy process shows here first (the fidelity signal "TM lag").
-        if now - p.due > self._max_lag_ns:
-            self._max_lag_ns = now - p.due
         while budget > 0:
             budget -= 1
             prio = len(queues) - 1
@@ -404,7 +446,6 @@ class TrafficManager:
                 return
             pkt, size, ts, qdepth, enq_ns = queues[prio].popleft()
             p.pkts -= 1
-            p.bytes -= size
             p.qbytes[prio] -= size
             st.deq_pkts += 1
             st.deq_bytes += size
@@ -413,12 +454,7 @@ class TrafficManager:
                 start = enq_ns  # the transmitter was idle when this packet arrived
             if start < now - self._max_catchup_ns:
                 start = now - self._max_catchup_ns
-            rate = p.rate_bps
-            if rate is not None:  # service_ns inlined for the common bits-per-second case
-                ns, p.carry = divmod((size + p.overhead) * 8_000_000_000 + p.carry, rate)
-                p.busy_until = start + ns
-            else:
-                p.busy_until = start + p.service_ns(size)
+            p.busy_until = start + p.service_ns(size)
             if budget == 0:
                 if p.pkts:
                     due = p.busy_until if p.busy_until > now else now

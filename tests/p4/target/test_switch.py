@@ -235,3 +235,26 @@ def test_packet_in_hook_on_cpu_port() -> None:
     sw.inject(3, b"\x01\x00\x02\x00")
     sw.run_until_idle()
     assert seen == [b"\x01\x00\x02\x00"]
+
+
+def test_port_outputs_take_their_ports_frames_before_frame_handlers(
+        ecmp_program: CompiledProgram) -> None:
+    """A port's own output (an in-memory link's send) gets every frame leaving that port,
+    on the fast path and the general one (output handlers attached), then the frame
+    handlers see it too; other ports' frames do not reach it."""
+    sw = P4Switch(ecmp_program, VirtualClock(), capture=False)  # no output handler yet
+    sw.table_add("ipv4_lpm", [Lpm(0x0A800000, 9)], "set_ecmp", [0, 1])
+    sw.table_add("MyIngress.ecmp_nhop", [Exact(0)], "MyIngress.set_nhop", [0x0200000000A0, 3])
+    seen: list[tuple[str, int, bytes]] = []
+    sw.sw.port_outputs[3] = lambda f: seen.append(("out3", 3, f))
+    sw.sw.port_outputs[4] = lambda f: seen.append(("out4", 4, f))
+    sw.sw.frame_handlers.append(lambda p, f: seen.append(("handler", p, f)))
+    sw.inject(0, udp_frame(0x0A000001, 0x0A800001, sport=1))
+    sw.run_until_idle()
+    sw.on_output(lambda pkt: seen.append(("output", pkt.port, pkt.data)))
+    sw.inject(0, udp_frame(0x0A000001, 0x0A800001, sport=2))
+    sw.run_until_idle()
+    assert [(who, port) for who, port, _ in seen] == [
+        ("out3", 3), ("handler", 3), ("out3", 3), ("handler", 3), ("output", 3)]
+    assert seen[0][2] == seen[1][2] and seen[2][2] == seen[3][2] == seen[4][2]
+    assert seen[0][2] != seen[2][2]  # the two packets, each once per consumer
