@@ -96,3 +96,20 @@ def _store(entry: Path, data: bytes) -> None:
         os.replace(tmp, entry)
     except OSError:
         Path(tmp).unlink(missing_ok=True)  # a full disk: no entry, no debris
+        return
+    _prune(entry.parent, keep=entry)
+
+
+MAX_ENTRIES = 16  # each compiler or program edit makes a new entry; old ones are dead
+
+
+def _prune(directory: Path, keep: Path) -> None:
+    """Remove all but the MAX_ENTRIES most recently written entries (never `keep`)."""
+    try:
+        entries = sorted(directory.glob("*.json"), key=lambda f: f.stat().st_mtime,
+                         reverse=True)
+        for old in entries[MAX_ENTRIES:]:
+            if old != keep:
+                old.unlink(missing_ok=True)
+    except OSError:
+        pass  # another run pruned the same entry first

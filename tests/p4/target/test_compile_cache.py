@@ -10,7 +10,7 @@ import pytest
 from emu.p4.target.compile_cache import cache_dir, compile_file_cached
 from emu.p4.target.program import compile_file
 
-from .skeleton import one_ingress_program
+from ..programs import v1model_program
 
 
 def _program(tmp_path: Path, port: int) -> Path:
@@ -20,7 +20,7 @@ def _program(tmp_path: Path, port: int) -> Path:
     (src / "port.p4").write_text(f"const bit<9> OUT = {port};\n")
     main = src / "main.p4"
     main.write_text('#include "port.p4"\n'
-                    + one_ingress_program("apply { sm.egress_spec = OUT; }"))
+                    + v1model_program("apply { sm.egress_spec = OUT; }"))
     return main
 
 
@@ -76,3 +76,19 @@ def test_cache_location_from_the_environment() -> None:
 @pytest.fixture(autouse=True)
 def _no_user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EMU_P4_CACHE", str(tmp_path / "default-cache"))
+
+
+def test_the_cache_keeps_only_the_most_recent_entries(tmp_path: Path) -> None:
+    import os
+
+    from emu.p4.target import compile_cache
+
+    main = _program(tmp_path, 3)
+    cache = tmp_path / "cache"
+    compile_file_cached(str(main), directory=cache)
+    (first,) = cache.iterdir()
+    os.utime(first, (1, 1))  # the oldest entry
+    for i in range(compile_cache.MAX_ENTRIES):
+        compile_file_cached(str(main), defines={"N": str(i)}, directory=cache)
+    entries = list(cache.iterdir())
+    assert len(entries) == compile_cache.MAX_ENTRIES and first not in entries
