@@ -27,14 +27,13 @@ SUITE    ?= lb-modes
 JOBS     ?=
 RAY      ?=
 
-.PHONY: setup run experiments test test-long lint bench stop clean help
+.PHONY: setup run experiments test lint bench stop clean help
 
 help:
 	@echo "make setup                 install Debian packages, .venv and Python dependencies"
 	@echo "make run TOPO=clos4        run the emulated fabric (LB= CC= RECOVERY= WORKLOAD= TARGET= CLI=1 LINK_DELAY=0 FC=none|pfc|credit PFC_WATCHDOG=off|forward|drop|alert)"
 	@echo "make experiments SUITE=lb-modes   run experiments/SUITE.yaml and report (JOBS=N RAY=ADDRESS|local)"
 	@echo "make test                  run the test suite (as root for namespace/Mininet tests)"
-	@echo "make test-long             the long validation cases (hours of simulation)"
 	@echo "make lint                  ruff, mypy, the layer contracts (import-linter) and size limits"
 	@echo "make bench                 print performance figures"
 	@echo "make stop                  remove what a killed run left behind"
@@ -57,9 +56,6 @@ experiments: setup
 
 test: setup
 	@$(PY) -m pytest $(PYTEST_ARGS)
-
-test-long: setup
-	@$(PY) -m pytest --run-long -m long $(PYTEST_ARGS)
 
 lint: setup
 	@$(VENV)/bin/ruff check emu tests bench scripts

@@ -49,18 +49,3 @@ def veth_pair() -> Iterator[Callable[[], tuple[str, str, str, str]]]:
     finally:
         for ns in made:
             netns.delete(ns)
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--run-long", action="store_true", default=False,
-                     help="also run tests marked long (up to hours of simulation)")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--run-long"):
-        return
-    skip = pytest.mark.skip(reason="long: up to hours of simulation; run with --run-long "
-                                   "(make test-long)")
-    for item in items:
-        if "long" in item.keywords:
-            item.add_marker(skip)

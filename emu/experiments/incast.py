@@ -307,7 +307,7 @@ def plot_incast(records: dict[str, IncastRecord], path: Path) -> Path:
         t0 = min(rec.start_ns.values())
         for i in sorted(rec.window_bytes):
             rates = rec.rates_bps(i)
-            ts = [(w + 0.5) * rec.window_ns / 1e3 - t0 / 1e3 for w in range(len(rates))]
+            ts = [((w + 0.5) * rec.window_ns - t0) / 1e6 for w in range(len(rates))]
             ax.plot(ts, [r / 1e9 for r in rates], lw=1, label=f"flow {i + 1}")
         ax.axhline(rec.fair_share_bps / 1e9, color="k", ls="--", lw=0.8, label="fair share")
         ax.set_title(f"{name}: {rec.spec.senders}:1 incast at "
@@ -316,12 +316,12 @@ def plot_incast(records: dict[str, IncastRecord], path: Path) -> Path:
         ax.set_ylim(bottom=0)
         if col == 0:
             ax.legend(fontsize=7, ncol=2, loc="upper right")
-        tq = [k * rec.spec.sample_ns / 1e3 - t0 / 1e3 for k in range(1, len(rec.queue_pkts) + 1)]
+        tq = [(k * rec.spec.sample_ns - t0) / 1e6 for k in range(1, len(rec.queue_pkts) + 1)]
         aq.plot(tq, rec.queue_pkts, lw=0.8, color="C3")
         aq.axhline(rec.kmin_pkts, color="k", ls=":", lw=0.8, label=f"Kmin {rec.kmin_pkts}")
         aq.axhline(rec.kmax_pkts, color="k", ls="--", lw=0.8, label=f"Kmax {rec.kmax_pkts}")
         aq.set_ylabel("bottleneck queue (packets)")
-        aq.set_xlabel("modelled time (us)")
+        aq.set_xlabel("modelled time (ms)")
         aq.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -356,7 +356,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "a plot of rates over time and the bottleneck queue.")
     p.add_argument("--senders", type=int, default=8, help="N (default %(default)s)")
     p.add_argument("--rate", default="25Gbps", help="modelled link rate (default %(default)s)")
-    p.add_argument("--ms", type=float, default=80.0,
+    p.add_argument("--ms", type=float, default=320.0,
                    help="each flow carries this many ms of its fair share (default %(default)s)")
     p.add_argument("--mtu", type=int, default=None,
                    help="RoCE MTU (default: each profile's source's, profile_spec().mtu_bytes)")
