@@ -6,7 +6,7 @@ time on in-memory links (`VirtualClock`, `MemLink`).
 
 Beside them, what every layer above needs from one place: `units` (time dilation),
 `wire` (EtherTypes, the RoCEv2 port, DSCPs, BTH opcodes), `netns` and `runstate` (the
-run record and lock that `emu stop` works from).
+run record and lock that `emu stop` works from), `cachedir` (files kept between runs).
 
 Imports: nothing else of emu. Layer 1 (bottom) of the package layers that
 pyproject.toml's import-linter contracts enforce; nothing above it.

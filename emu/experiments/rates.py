@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from emu.core.cachedir import user_cache_path
+
 from .jsontypes import JsonDict
 
 if TYPE_CHECKING:
@@ -46,11 +48,7 @@ class RateChoice:
 
 
 def calibration_path(env: Mapping[str, str] | None = None) -> Path:
-    e = os.environ if env is None else env
-    if e.get("EMU_CALIBRATION"):
-        return Path(e["EMU_CALIBRATION"])
-    cache = Path(e["XDG_CACHE_HOME"]) if e.get("XDG_CACHE_HOME") else Path.home() / ".cache"
-    return cache / "emu" / "calibration.json"
+    return user_cache_path("calibration.json", "EMU_CALIBRATION", env)
 
 
 def _key(topo: str, target: str) -> str:

@@ -21,6 +21,8 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from emu.core.cachedir import user_cache_path
+
 from .program import FORMAT_VERSION, CompiledProgram, compile_checked
 
 _P4 = Path(__file__).resolve().parents[1]  # emu/p4
@@ -29,11 +31,7 @@ _COMPILER = (_P4 / "frontend", _P4 / "codegen", _P4 / "include", _P4 / "target" 
 
 
 def cache_dir(env: Mapping[str, str] | None = None) -> Path:
-    e = os.environ if env is None else env
-    if e.get("EMU_P4_CACHE"):
-        return Path(e["EMU_P4_CACHE"])
-    base = Path(e["XDG_CACHE_HOME"]) if e.get("XDG_CACHE_HOME") else Path.home() / ".cache"
-    return base / "emu" / "p4"
+    return user_cache_path("p4", "EMU_P4_CACHE", env)
 
 
 @functools.lru_cache(maxsize=1)
