@@ -122,25 +122,46 @@ def _rewritten_headers(prog: A.Program) -> set[int]:
     extracted from: written anywhere (assignment, out/inout argument of an extern,
     setValid, stack operations) or built from an expression. A header of any other
     type can be deparsed as the bytes it was extracted from (ClassTable `raw`)."""
-    out: set[int] = set()
+    return set(_header_writes(prog))
+
+
+def _header_writes(prog: A.Program) -> dict[int, set[str] | None]:
+    """Per header type id that anything may write (see _rewritten_headers): the names
+    of its fields written one by one, or None when a whole value may be written (or
+    made valid) at once. A field of no type in here keeps its extracted value."""
+    out: dict[int, set[str] | None] = {}
 
     def written(e: A.Expr) -> None:
-        _headers_in(e.type, out)
+        held: set[int] = set()
+        _headers_in(e.type, held)
+        for h in held:
+            out[h] = None
         while isinstance(e, A.Member | A.Index | A.Slice):
-            e = e.expr
-            b = bt(e.type)
+            inner = e.expr
+            b = bt(inner.type)
             if isinstance(b, HeaderType):
-                out.add(id(b))
+                fields = out.setdefault(id(b), set())
+                if fields is not None and isinstance(e, A.Member):
+                    fields.add(e.name)
+                elif fields is not None:
+                    out[id(b)] = None
+            e = inner
+
+    def whole(t: object) -> None:
+        held: set[int] = set()
+        _headers_in(t, held)
+        for h in held:
+            out[h] = None
 
     for n in _walk(prog):
         if isinstance(n, A.Assign):
             written(n.lhs)
         elif isinstance(n, A.VarDecl) and n.init is not None:
-            _headers_in(n.type, out)
+            whole(n.type)
         elif isinstance(n, A.ActionRef) and n.args and n.decl is not None:
             _copied_out(n.decl.params, n.args, written)
         elif isinstance(n, A.StructExpr | A.ListExpr | A.DefaultExpr):
-            _headers_in(n.type, out)
+            whole(n.type)
         elif isinstance(n, A.Call):
             t = n.target
             f = n.func

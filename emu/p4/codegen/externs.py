@@ -201,7 +201,7 @@ class ExternLowerer(LowererBase):
                     sh = off % 16
                     terms.append(f"({lc} << {sh})" if sh else lc)
                 t = self.tmp("cs")
-                fast_code = (f"{t} = {' + '.join(terms)}; {t}r = {t} % 0xffff; "
+                fast_code = (f"{self.csum_sum(t, terms, name, data, ctx)}; {t}r = {t} % 0xffff; "
                              f"{t} = ~({t}r if {t}r or not {t} else 0xffff) & 0xffff")
                 if valids:
                     o.line(f"if {' and '.join(valids)}:")
@@ -227,6 +227,42 @@ class ExternLowerer(LowererBase):
                 self.assign(cks, val, ctx)
             if isinstance(cks, A.Member) and isinstance(bt(cks.expr.type), HeaderType):
                 o.level -= 1
+
+    def csum_sum(self, t: str, terms: list[str], name: str, data: A.Expr, ctx: Ctx) -> str:
+        """`t = <sum of terms>`. When every term is a field of one header and some of
+        those fields are never written after parsing (analysis._header_writes), verify
+        keeps their partial sum on the header (`_cspN`) and update adds only the other
+        terms to it: the same integer, so the same checksum, with fewer field loads.
+        A header that verify did not see (None) sums every term."""
+        items = data.items if isinstance(data, A.ListExpr) else (
+            [v for _, v in data.fields] if isinstance(data, A.StructExpr) else [])
+        full = f"{t} = {' + '.join(terms)}"
+        if (len(items) != len(terms) or not all(
+                isinstance(it, A.Member) and isinstance(bt(it.expr.type), HeaderType) for it in items)):
+            return full
+        mems = [it for it in items if isinstance(it, A.Member)]
+        h = bt(mems[0].expr.type)
+        code = self.value(mems[0].expr, ctx)
+        written = self.header_writes.get(id(h), set())
+        if written is None or any(self.value(m.expr, ctx) != code for m in mems):
+            return full
+        stable = [tm for m, tm in zip(mems, terms, strict=True) if m.name not in written]
+        rest = [tm for m, tm in zip(mems, terms, strict=True) if m.name in written]
+        if not stable:
+            return full
+        assert isinstance(h, HeaderType)
+        key = (id(h), tuple(terms))
+        if name.startswith("verify"):
+            if key not in self.csum_partial:
+                self.csum_partial[key] = len(self.csum_partial)
+                self.top.line(f"{self.cls.name(h)}._csp{self.csum_partial[key]} = None")
+            attr = f"{code}._csp{self.csum_partial[key]}"
+            return f"{attr} = {t} = {' + '.join(stable)}" + (f"; {t} += {' + '.join(rest)}" if rest else "")
+        got = self.csum_partial.get(key)
+        if got is None:
+            return full
+        more = f" + {' + '.join(rest)}" if rest else ""
+        return f"{t} = {code}._csp{got}; {t} = {' + '.join(terms)} if {t} is None else {t}{more}"
 
     def extern_method(self, e: A.Call, ctx: Ctx) -> str | None:
         o = self.out
