@@ -154,6 +154,7 @@ class LowererBase:
     hdr_t: StructLikeType
     meta_t: StructLikeType
     sm_t: StructLikeType
+    parser_decl: A.ParserDecl
     main_inst: dict[str | None, A.Expr]
 
     def __init__(self, cp: CheckedProgram) -> None:

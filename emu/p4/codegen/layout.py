@@ -19,6 +19,7 @@ from emu.p4.frontend.types import (
 )
 
 from .analysis import (
+    _parse_len_is_cursor,
     _unpadded,
     _walk,
 )
@@ -233,7 +234,9 @@ class LayoutLowerer(LowererBase):
                 seg[0] = seg[0].replace("pk = Pkt(data)", "_pb = data; _pn = len(data); _po = 0")
                 o.lines[mark:] = seg
             o.line("ps.payload = data[o:] if o else data")
-            o.line("ps.base_len = o" if static else f"ps.base_len = {self.hdr_len_expr()}")
+            # (the headers' bytes right after parsing)
+            o.line("ps.base_len = o" if static or _parse_len_is_cursor(self.parser_decl)
+                   else f"ps.base_len = {self.hdr_len_expr()}")
             if not self.empty_blocks.get("verify", False):
                 self.splice("verify", "verify(hdr, meta, ps)", o.level)
             self.splice("ingress", "ingress(hdr, meta, sm, ps)", o.level)

@@ -93,6 +93,7 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
                 and isinstance(sm_t, StructLikeType)):
             raise unsupported(p, "parser parameters must be structs")
         self.hdr_t, self.meta_t, self.sm_t = hdr_t, meta_t, sm_t
+        self.parser_decl = p
         self.info.hdr_class = self.cls.name(hdr_t)
         self.info.meta_class = self.cls.name(meta_t)
         self.info.sm_class = self.cls.name(sm_t)
