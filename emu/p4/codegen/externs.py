@@ -310,7 +310,12 @@ class ExternLowerer(LowererBase):
                 # index ignored, the value truncated to the width.
                 size, mask = max(1, inst.info["size"]), (1 << inst.info["width"]) - 1
                 o.line(f"_ri = {self.value(idx, ctx)}; _rv = {v}")
-                o.line(f"if {_in_range('_ri', idx, size)}: {py}_c[_ri] = _rv & {mask:#x}")
+                wt = bt(wv.type)
+                if not (isinstance(wt, BitType) and not wt.signed and wt.width <= inst.info["width"]):
+                    v = f"_rv & {mask:#x}"  # else already in range
+                else:
+                    v = "_rv"
+                o.line(_guarded(_in_range("_ri", idx, size), f"{py}_c[_ri] = {v}"))
                 return None
         if ename == "counter" and m.name == "count":
             # CounterArray.count inlined on its lists (<py>_p, <py>_b, bound by the switch).
@@ -318,7 +323,7 @@ class ExternLowerer(LowererBase):
             idx = args[0]
             assert idx is not None
             o.line(f"_ci = {self.value(idx, ctx)}")
-            o.line(f"if {_in_range('_ci', idx, size)}: {py}_p[_ci] += 1; {py}_b[_ci] += _ps.length")
+            o.line(_guarded(_in_range("_ci", idx, size), f"{py}_p[_ci] += 1; {py}_b[_ci] += _ps.length"))
             return None
         if ename == "direct_counter" and m.name == "count":
             return None  # BMv2 counts direct counters on every table hit
@@ -393,11 +398,19 @@ class ExternLowerer(LowererBase):
         return None
 
 
-def _in_range(var: str, idx: A.Expr, size: int) -> str:
+def _in_range(var: str, idx: A.Expr, size: int) -> str | None:
     """The index check of an inlined counter/register access: the value of an unsigned
     bit<W> expression is never negative (the generated code keeps every bit<W> value in
-    [0, 2**W)), so one comparison does."""
+    [0, 2**W)), so one comparison does, and none when 2**W <= size."""
     t = bt(idx.type)
     if isinstance(t, BitType) and not t.signed:
-        return f"{var} < {size}"
+        w = t.width
+        # a widening cast of an unsigned value keeps its range
+        if isinstance(idx, A.Cast) and isinstance(it := bt(idx.expr.type), BitType) and not it.signed:
+            w = min(w, it.width)
+        return None if (1 << w) <= size else f"{var} < {size}"
     return f"0 <= {var} < {size}"
+
+
+def _guarded(cond: str | None, stmt: str) -> str:
+    return stmt if cond is None else f"if {cond}: {stmt}"
