@@ -166,14 +166,21 @@ class ExternLowerer(LowererBase):
         if mx is not None and mx.const is not None and base is not None and base.const is not None:
             mc, bc = int(mx.const) & ((1 << 64) - 1), int(base.const)
             if mc:
-                code = f"(({bc} + {hcall} % {mc}) & {mask(rw)})"
+                # a hash is >= 0: base + hash % max needs no mask when it stays in range
+                inner = f"{hcall} % {mc}" if bc == 0 else f"{bc} + {hcall} % {mc}"
+                fits = 0 <= bc and bc + mc - 1 <= (1 << rw) - 1
+                code = f"({inner})" if fits else f"(({inner}) & {mask(rw)})"
             else:
                 code = f"({bc} & {mask(rw)})"
         else:
             hv = self.tmp("h")
             mv = self.simple(m)
             self.out.line(f"{hv} = {hcall}")
-            code = f"(({b}) + ({hv} % {mv} if {mv} else 0)) & {mask(rw)}"
+            mt = bt(mx.type) if mx is not None else None
+            if (base is None or base.const == 0) and isinstance(mt, BitType) and not mt.signed and mt.width <= rw:
+                code = f"({hv} % {mv} if {mv} else 0)"  # below max, which fits the result
+            else:
+                code = f"(({b}) + ({hv} % {mv} if {mv} else 0)) & {mask(rw)}"
         self.assign(res, code, ctx)
 
     def checksum(self, name: str, a: dict[str, A.Expr | None], ctx: Ctx, e: A.Call) -> None:
