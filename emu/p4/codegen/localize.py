@@ -102,10 +102,16 @@ def localize(lines: list[str], spec: StructLocals) -> list[str]:
         return lines
     reads, writes = scanned
     used = reads | writes
+    straight = _straight_writes(lines, var, at + 1)
+    if not spec.fresh:
+        # Loading a field into a local costs more than the accesses it saves when the
+        # object does not hold it yet (the load falls back to the class default):
+        # only fields the function sets first thing become locals.
+        used &= straight
     if not used:
         return lines
-    back = sorted(writes if spec.writeback is None else writes & set(spec.writeback))
-    init = sorted((reads | set(back)) - _straight_writes(lines, var, at + 1))
+    back = sorted((writes if spec.writeback is None else writes & set(spec.writeback)) & used)
+    init = sorted(((reads & used) | set(back)) - straight)
     pat = re.compile(_TOKEN.format(var=re.escape(var)))
 
     def repl(m: re.Match[str]) -> str:
