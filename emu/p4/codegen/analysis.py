@@ -122,25 +122,46 @@ def _rewritten_headers(prog: A.Program) -> set[int]:
     extracted from: written anywhere (assignment, out/inout argument of an extern,
     setValid, stack operations) or built from an expression. A header of any other
     type can be deparsed as the bytes it was extracted from (ClassTable `raw`)."""
-    out: set[int] = set()
+    return set(_header_writes(prog))
+
+
+def _header_writes(prog: A.Program) -> dict[int, set[str] | None]:
+    """Per header type id that anything may write (see _rewritten_headers): the names
+    of its fields written one by one, or None when a whole value may be written (or
+    made valid) at once. A field of no type in here keeps its extracted value."""
+    out: dict[int, set[str] | None] = {}
 
     def written(e: A.Expr) -> None:
-        _headers_in(e.type, out)
+        held: set[int] = set()
+        _headers_in(e.type, held)
+        for h in held:
+            out[h] = None
         while isinstance(e, A.Member | A.Index | A.Slice):
-            e = e.expr
-            b = bt(e.type)
+            inner = e.expr
+            b = bt(inner.type)
             if isinstance(b, HeaderType):
-                out.add(id(b))
+                fields = out.setdefault(id(b), set())
+                if fields is not None and isinstance(e, A.Member):
+                    fields.add(e.name)
+                elif fields is not None:
+                    out[id(b)] = None
+            e = inner
+
+    def whole(t: object) -> None:
+        held: set[int] = set()
+        _headers_in(t, held)
+        for h in held:
+            out[h] = None
 
     for n in _walk(prog):
         if isinstance(n, A.Assign):
             written(n.lhs)
         elif isinstance(n, A.VarDecl) and n.init is not None:
-            _headers_in(n.type, out)
+            whole(n.type)
         elif isinstance(n, A.ActionRef) and n.args and n.decl is not None:
             _copied_out(n.decl.params, n.args, written)
         elif isinstance(n, A.StructExpr | A.ListExpr | A.DefaultExpr):
-            _headers_in(n.type, out)
+            whole(n.type)
         elif isinstance(n, A.Call):
             t = n.target
             f = n.func
@@ -205,3 +226,68 @@ def _read_headers(prog: A.Program) -> set[int]:
                 continue
         out |= held
     return out
+
+
+def _parse_len_is_cursor(p: A.ParserDecl) -> bool:
+    """True when, right after the parser ran on fresh (invalid) headers, the bytes of
+    the valid headers are the bytes its cursor advanced, so the packet path needs no
+    sum over the headers: it only extracts (no advance, sub-parser, validity change
+    or header assignment), each into a header of its `hdr` struct or an element of a
+    stack there (no union member, no local), no header twice (distinct extract
+    statements, no state loop)."""
+    hdr = p.params[1] if len(p.params) > 1 else None
+    seen: set[str] = set()
+    for n in _walk(p):
+        if isinstance(n, A.Assign):
+            held: set[int] = set()
+            _headers_in(n.lhs.type, held)
+            if held:
+                return False
+        elif isinstance(n, A.Call):
+            f = n.func
+            if isinstance(f, A.Member) and str(bt(f.expr.type)) == "packet_in":
+                if f.name == "lookahead":
+                    continue
+                key = _extract_key(n.args[0].value, hdr) if f.name == "extract" and n.args else None
+                if key is None or (key in seen and not key.endswith(".next")):
+                    return False
+                seen.add(key)
+            elif n.kind in ("function", "action", "apply") or n.kind == "builtin" and n.target in (
+                    "setValid", "setInvalid", "push_front", "pop_front"):
+                return False  # a body this walk does not see, or a validity change
+    graph = {s.name: _targets(s) for s in p.states}
+    state: dict[str, int] = {}  # 1 on the DFS stack, 2 done
+
+    def loops(s: str) -> bool:
+        if state.get(s) == 1:
+            return True
+        if state.get(s) == 2 or s not in graph:
+            return False
+        state[s] = 1
+        if any(loops(t) for t in graph[s]):
+            return True
+        state[s] = 2
+        return False
+
+    return not loops("start")
+
+
+def _extract_key(e: A.Expr, hdr: A.Param | None) -> str | None:
+    """`f`, `s.next` or `s[i]` for a header `hdr.f` or an element of a stack `hdr.s`
+    (a header type's, not a union's), else None."""
+    def is_hdr(x: A.Expr) -> bool:
+        return isinstance(x, A.NameRef) and x.ref is not None and x.ref.decl is hdr
+
+    if isinstance(e, A.Member) and is_hdr(e.expr) and isinstance(bt(e.type), HeaderType):
+        return e.name
+    stack = e.expr if isinstance(e, A.Member | A.Index) else None
+    if not (isinstance(stack, A.Member) and is_hdr(stack.expr)):
+        return None
+    st = bt(stack.type)
+    if not (isinstance(st, HeaderStackType) and isinstance(bt(st.elem), HeaderType)):
+        return None
+    if isinstance(e, A.Member) and e.name == "next":
+        return stack.name + ".next"
+    if isinstance(e, A.Index) and e.index.const is not None:
+        return f"{stack.name}[{e.index.const}]"
+    return None

@@ -154,6 +154,7 @@ class LowererBase:
     hdr_t: StructLikeType
     meta_t: StructLikeType
     sm_t: StructLikeType
+    parser_decl: A.ParserDecl
     main_inst: dict[str | None, A.Expr]
 
     def __init__(self, cp: CheckedProgram) -> None:
@@ -170,6 +171,11 @@ class LowererBase:
         self.empty_blocks: dict[str, bool] = {}
         self.bodies: dict[str, list[str]] = {}
         self.globals_inst: dict[int, Any] = {}
+        # header type id -> its fields written after parsing, None: written whole
+        # (analysis._header_writes; Lowerer.run), and the checksum partial sums verify
+        # keeps on a header for update (ExternLowerer.csum_sum): (type id, terms) -> n
+        self.header_writes: dict[int, set[str] | None] = {}
+        self.csum_partial: dict[tuple[int, tuple[str, ...]], int] = {}
         # expressions already evaluated into a temp (an lvalue's index, see StmtLowerer)
         self.pinned: dict[int, str] = {}
         # parameters bound to their caller's aggregate in place (StmtLowerer.inline_body)

@@ -397,7 +397,18 @@ def field_groups(fields: list[tuple[str, int]]) -> list[tuple[int, list[tuple[st
             cur, bits = [], 0
     if cur:
         groups.append((bits, cur))
-    return groups
+    # A group no single struct code holds (3, 5, 6 or 7 bytes: two or three codes and
+    # the shifts between them) joins the next one when together they fill one code
+    # (Ethernet: a 6-byte address and the 2-byte EtherType as one "Q").
+    out: list[tuple[int, list[tuple[str, int]]]] = []
+    for gw, members in groups:
+        if (out and out[-1][0] % 8 == 0 and gw % 8 == 0 and out[-1][0] // 8 not in _CODES
+                and (out[-1][0] + gw) // 8 in _CODES):
+            pw, pm = out.pop()
+            out.append((pw + gw, pm + members))
+        else:
+            out.append((gw, members))
+    return out
 
 
 def struct_format(groups: list[tuple[int, list[tuple[str, int]]]]) -> tuple[str, int]:

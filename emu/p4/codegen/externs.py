@@ -166,14 +166,21 @@ class ExternLowerer(LowererBase):
         if mx is not None and mx.const is not None and base is not None and base.const is not None:
             mc, bc = int(mx.const) & ((1 << 64) - 1), int(base.const)
             if mc:
-                code = f"(({bc} + {hcall} % {mc}) & {mask(rw)})"
+                # a hash is >= 0: base + hash % max needs no mask when it stays in range
+                inner = f"{hcall} % {mc}" if bc == 0 else f"{bc} + {hcall} % {mc}"
+                fits = 0 <= bc and bc + mc - 1 <= (1 << rw) - 1
+                code = f"({inner})" if fits else f"(({inner}) & {mask(rw)})"
             else:
                 code = f"({bc} & {mask(rw)})"
         else:
             hv = self.tmp("h")
             mv = self.simple(m)
             self.out.line(f"{hv} = {hcall}")
-            code = f"(({b}) + ({hv} % {mv} if {mv} else 0)) & {mask(rw)}"
+            mt = bt(mx.type) if mx is not None else None
+            if (base is None or base.const == 0) and isinstance(mt, BitType) and not mt.signed and mt.width <= rw:
+                code = f"({hv} % {mv} if {mv} else 0)"  # below max, which fits the result
+            else:
+                code = f"(({b}) + ({hv} % {mv} if {mv} else 0)) & {mask(rw)}"
         self.assign(res, code, ctx)
 
     def checksum(self, name: str, a: dict[str, A.Expr | None], ctx: Ctx, e: A.Call) -> None:
@@ -201,7 +208,7 @@ class ExternLowerer(LowererBase):
                     sh = off % 16
                     terms.append(f"({lc} << {sh})" if sh else lc)
                 t = self.tmp("cs")
-                fast_code = (f"{t} = {' + '.join(terms)}; {t}r = {t} % 0xffff; "
+                fast_code = (f"{self.csum_sum(t, terms, name, data, ctx)}; {t}r = {t} % 0xffff; "
                              f"{t} = ~({t}r if {t}r or not {t} else 0xffff) & 0xffff")
                 if valids:
                     o.line(f"if {' and '.join(valids)}:")
@@ -227,6 +234,42 @@ class ExternLowerer(LowererBase):
                 self.assign(cks, val, ctx)
             if isinstance(cks, A.Member) and isinstance(bt(cks.expr.type), HeaderType):
                 o.level -= 1
+
+    def csum_sum(self, t: str, terms: list[str], name: str, data: A.Expr, ctx: Ctx) -> str:
+        """`t = <sum of terms>`. When every term is a field of one header and some of
+        those fields are never written after parsing (analysis._header_writes), verify
+        keeps their partial sum on the header (`_cspN`) and update adds only the other
+        terms to it: the same integer, so the same checksum, with fewer field loads.
+        A header that verify did not see (None) sums every term."""
+        items = data.items if isinstance(data, A.ListExpr) else (
+            [v for _, v in data.fields] if isinstance(data, A.StructExpr) else [])
+        full = f"{t} = {' + '.join(terms)}"
+        if (len(items) != len(terms) or not all(
+                isinstance(it, A.Member) and isinstance(bt(it.expr.type), HeaderType) for it in items)):
+            return full
+        mems = [it for it in items if isinstance(it, A.Member)]
+        h = bt(mems[0].expr.type)
+        code = self.value(mems[0].expr, ctx)
+        written = self.header_writes.get(id(h), set())
+        if written is None or any(self.value(m.expr, ctx) != code for m in mems):
+            return full
+        stable = [tm for m, tm in zip(mems, terms, strict=True) if m.name not in written]
+        rest = [tm for m, tm in zip(mems, terms, strict=True) if m.name in written]
+        if not stable:
+            return full
+        assert isinstance(h, HeaderType)
+        key = (id(h), tuple(terms))
+        if name.startswith("verify"):
+            if key not in self.csum_partial:
+                self.csum_partial[key] = len(self.csum_partial)
+                self.top.line(f"{self.cls.name(h)}._csp{self.csum_partial[key]} = None")
+            attr = f"{code}._csp{self.csum_partial[key]}"
+            return f"{attr} = {t} = {' + '.join(stable)}" + (f"; {t} += {' + '.join(rest)}" if rest else "")
+        got = self.csum_partial.get(key)
+        if got is None:
+            return full
+        more = f" + {' + '.join(rest)}" if rest else ""
+        return f"{t} = {code}._csp{got}; {t} = {' + '.join(terms)} if {t} is None else {t}{more}"
 
     def extern_method(self, e: A.Call, ctx: Ctx) -> str | None:
         o = self.out
@@ -274,7 +317,12 @@ class ExternLowerer(LowererBase):
                 # index ignored, the value truncated to the width.
                 size, mask = max(1, inst.info["size"]), (1 << inst.info["width"]) - 1
                 o.line(f"_ri = {self.value(idx, ctx)}; _rv = {v}")
-                o.line(f"if {_in_range('_ri', idx, size)}: {py}_c[_ri] = _rv & {mask:#x}")
+                wt = bt(wv.type)
+                if not (isinstance(wt, BitType) and not wt.signed and wt.width <= inst.info["width"]):
+                    v = f"_rv & {mask:#x}"  # else already in range
+                else:
+                    v = "_rv"
+                o.line(_guarded(_in_range("_ri", idx, size), f"{py}_c[_ri] = {v}"))
                 return None
         if ename == "counter" and m.name == "count":
             # CounterArray.count inlined on its lists (<py>_p, <py>_b, bound by the switch).
@@ -282,7 +330,7 @@ class ExternLowerer(LowererBase):
             idx = args[0]
             assert idx is not None
             o.line(f"_ci = {self.value(idx, ctx)}")
-            o.line(f"if {_in_range('_ci', idx, size)}: {py}_p[_ci] += 1; {py}_b[_ci] += _ps.length")
+            o.line(_guarded(_in_range("_ci", idx, size), f"{py}_p[_ci] += 1; {py}_b[_ci] += _ps.length"))
             return None
         if ename == "direct_counter" and m.name == "count":
             return None  # BMv2 counts direct counters on every table hit
@@ -357,11 +405,19 @@ class ExternLowerer(LowererBase):
         return None
 
 
-def _in_range(var: str, idx: A.Expr, size: int) -> str:
+def _in_range(var: str, idx: A.Expr, size: int) -> str | None:
     """The index check of an inlined counter/register access: the value of an unsigned
     bit<W> expression is never negative (the generated code keeps every bit<W> value in
-    [0, 2**W)), so one comparison does."""
+    [0, 2**W)), so one comparison does, and none when 2**W <= size."""
     t = bt(idx.type)
     if isinstance(t, BitType) and not t.signed:
-        return f"{var} < {size}"
+        w = t.width
+        # a widening cast of an unsigned value keeps its range
+        if isinstance(idx, A.Cast) and isinstance(it := bt(idx.expr.type), BitType) and not it.signed:
+            w = min(w, it.width)
+        return None if (1 << w) <= size else f"{var} < {size}"
     return f"0 <= {var} < {size}"
+
+
+def _guarded(cond: str | None, stmt: str) -> str:
+    return stmt if cond is None else f"if {cond}: {stmt}"

@@ -19,6 +19,7 @@ from emu.p4.frontend.types import (
 )
 
 from .analysis import (
+    _parse_len_is_cursor,
     _unpadded,
     _walk,
 )
@@ -29,6 +30,7 @@ from .base import (
     mask,
 )
 from .classes import _parts, field_groups, fld, pack_expr, scalar_width, struct_format
+from .localize import StructLocals, localize
 
 
 def _fixed_nbytes(t: HeaderType) -> int | None:
@@ -204,7 +206,8 @@ class LayoutLowerer(LowererBase):
             o.line("_ps = ps")
             # mcast_grp and priority are read by the switch after ingress: set here
             # (a read that falls back to the class default is several times slower).
-            o.line(f"sm = {self.info.sm_class}(); ps.sm = sm; sm.mcast_grp = 0; sm.priority = 0")
+            o.line(f"sm = {self.info.sm_class}(); ps.sm = sm")
+            o.line("sm.mcast_grp = 0; sm.priority = 0")
             used = _sm_fields_read(self.cp.program, self.sm_t)
 
             def sets(*pairs: tuple[str, str]) -> str:
@@ -231,7 +234,9 @@ class LayoutLowerer(LowererBase):
                 seg[0] = seg[0].replace("pk = Pkt(data)", "_pb = data; _pn = len(data); _po = 0")
                 o.lines[mark:] = seg
             o.line("ps.payload = data[o:] if o else data")
-            o.line("ps.base_len = o" if static else f"ps.base_len = {self.hdr_len_expr()}")
+            # (the headers' bytes right after parsing)
+            o.line("ps.base_len = o" if static or _parse_len_is_cursor(self.parser_decl)
+                   else f"ps.base_len = {self.hdr_len_expr()}")
             if not self.empty_blocks.get("verify", False):
                 self.splice("verify", "verify(hdr, meta, ps)", o.level)
             self.splice("ingress", "ingress(hdr, meta, sm, ps)", o.level)
@@ -258,7 +263,36 @@ class LayoutLowerer(LowererBase):
             o.line("_out.append(ps.payload)")
             o.line("return b''.join(_out)")
         o.line("")
-        o.lines[start:] = self.alias_headers(o.lines[start:])
+        o.lines[start:] = self.localize_structs(self.alias_headers(o.lines[start:]))
+
+    def localize_structs(self, lines: list[str]) -> list[str]:
+        """run_ingress and run_egress with their scalar metadata fields in locals
+        (localize.py). What ingress assigns to user metadata goes back into the struct
+        when egress or a field list (clone, resubmit, recirculate) may read it; what
+        egress assigns, when a field list may; standard_metadata, all of it (the switch
+        reads it)."""
+        def fields(t: StructLikeType, var: str, prefix: str, fresh: bool,
+                   writeback: set[str] | None) -> StructLocals:
+            scal = {fld(f): self.cls.default(ft) for f, ft in t.fields
+                    if scalar_width(ft) is not None and not isinstance(bt(ft), VarbitType)}
+            others = {fld(f) for f, _ in t.fields} - set(scal)
+            others |= {f + "__w" for f in others}  # a varbit field's width
+            return StructLocals(var, prefix, scal, others, fresh, writeback)
+
+        listed = {p[0].split(".")[1] for v in self.info.field_lists.values() for p in v
+                  if p[0].startswith("meta.")}
+        later = "\n".join(ln for k in ("egress", "compute", "deparse") for ln in self.bodies.get(k, []))
+        acc = re.findall(r"(?<![\w.])meta\b(?:\s*\.\s*(\w+))?", later)
+        after_ingress: set[str] | None = None if "" in acc else set(acc) | listed
+        split = next(i for i, ln in enumerate(lines) if ln.startswith("def run_egress("))
+        ing = [ln.replace("_ps.sm.", "sm.") for ln in lines[:split]]
+        eg = [ln.replace("_ps.sm.", "sm.") for ln in lines[split:]]
+        meta_t, sm_t = self.meta_t, self.sm_t
+        ing = localize(ing, fields(sm_t, "sm", "_s_", True, None))
+        ing = localize(ing, fields(meta_t, "meta", "_m_", True, after_ingress))
+        eg = localize(eg, fields(sm_t, "sm", "_s_", False, None))
+        eg = localize(eg, fields(meta_t, "meta", "_m_", False, listed))
+        return ing + eg
 
     def alias_headers(self, lines: list[str]) -> list[str]:
         """Replace `hdr.<field>` by a local bound once per function (one attribute load

@@ -43,8 +43,8 @@ from emu.p4.frontend.types import (
 from emu.p4.names import qualify
 
 from .analysis import (
+    _header_writes,
     _read_headers,
-    _rewritten_headers,
     _static_length,
 )
 from .base import (
@@ -77,7 +77,8 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
 
     # ------------------------------------------------------------------ entry
     def run(self) -> tuple[str, ProgramInfo]:
-        self.cls.rewritten = _rewritten_headers(self.cp.program)
+        self.header_writes = _header_writes(self.cp.program)
+        self.cls.rewritten = set(self.header_writes)
         self.cls.read = _read_headers(self.cp.program)
         pipeline = self.pipeline()
         for k in PIPELINE_PARAMS:
@@ -92,6 +93,7 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
                 and isinstance(sm_t, StructLikeType)):
             raise unsupported(p, "parser parameters must be structs")
         self.hdr_t, self.meta_t, self.sm_t = hdr_t, meta_t, sm_t
+        self.parser_decl = p
         self.info.hdr_class = self.cls.name(hdr_t)
         self.info.meta_class = self.cls.name(meta_t)
         self.info.sm_class = self.cls.name(sm_t)

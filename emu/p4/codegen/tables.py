@@ -214,12 +214,18 @@ class TableLowerer(LowererBase):
         info = ti.info
         if not kcodes and not info.get("support_timeout"):
             # A keyless table holds no entries (EmptyKeyMatcher): always its default.
-            o.line(f"{e} = {ti.py}_default")
+            entry = f"{ti.py}_default"
         else:
             # The matcher's lookup plus the table's (mutable in place) default entry: one
             # Python frame less than Table.apply.
-            o.line(f"{e} = {ti.py}_lookup({key}) or {ti.py}_default")
+            entry = f"({ti.py}_lookup({key}) or {ti.py}_default)"
         hit = self.tmp("hit")
+        c = self.tmp("c")
+        entry_used = want_hit or info.get("counter_py") or info.get("meter_py") or info.get("impl_py")
+        if entry_used:
+            o.line(f"{e} = {entry}")
+        else:
+            o.line(f"{c} = {entry}.action")  # only its action is needed: no local for it
         if want_hit or info.get("counter_py") or info.get("meter_py"):
             o.line(f"{hit} = not {e}.is_default")
         if info.get("counter_py"):
@@ -227,7 +233,6 @@ class TableLowerer(LowererBase):
         if info.get("meter_py"):
             # BMv2 runs a direct meter on a hit only; on a miss read() leaves its target as is.
             o.line(f"{info['meter_py']}.color = {info['meter_py']}.execute_entry({e}, _ps.length) if {hit} else None")
-        c = self.tmp("c")
         if info.get("impl_py"):
             ap = info["impl_py"]
             o.line(f"if {e}.is_default: {c} = {e}.action")
@@ -239,12 +244,13 @@ class TableLowerer(LowererBase):
                 else:
                     o.line(f"_m = {ap}.select({e}.group_id, 0)")
                 o.line(f"{c} = _m.action if _m is not None else {ti.py}.default_entry.action")
-        else:
+        elif entry_used:
             o.line(f"{c} = {e}.action")
         an = self.tmp("an")
         o.line(f"{an} = {c}.action")
         ap_ = d.prop("actions")
         first = True
+        chain = len(o.lines)
         for ar in (ap_.actions if ap_ else []):
             ad = ar.action
             aqn = self.register_action(ad, ctx.scope)
@@ -265,6 +271,10 @@ class TableLowerer(LowererBase):
                 # Directional parameters bound in the actions list (rare).
                 bound = bind_args([p for p in ad.params if p.direction != ""], ar.args or [])
                 self.inline_body(ad.body, actx, [(p, a) for p, a in bound], ctx)
+        # A last branch that does nothing (NoAction) need not be tested for.
+        while (len(o.lines) - chain >= 2 and o.lines[-1].strip() == "pass"
+               and o.lines[-2].lstrip().startswith(f"elif {an} == ")):
+            del o.lines[-2:]
         return hit, an
 
     def table_of(self, call: A.Call, ctx: Ctx) -> TableInst:
