@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from emu.control.params import LbMode
+from emu.core import signals
 
 from .model import (
     DEFAULT_PROGRAM,
@@ -200,9 +201,11 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
         else:
             packets = generate_packets(args.generate or 200, setup.ports, args.seed, setup.hosts)
         registers = [r for r in args.registers.split(",") if r]
-        rep = crosscheck(args.program, includes, setup, packets, against=args.against,
-                         build_dir=args.build_dir, registers=registers,
-                         settle_s=args.settle_ms / 1000)
+        # killed (SIGTERM/SIGHUP): unwind, so the namespace and the switch are removed
+        with signals.unwinding_on_termination():
+            rep = crosscheck(args.program, includes, setup, packets, against=args.against,
+                             build_dir=args.build_dir, registers=registers,
+                             settle_s=args.settle_ms / 1000)
     except (ValueError, OSError, RuntimeError, TimeoutError, KeyError, P4Error,
             subprocess.CalledProcessError) as exc:
         print(f"crosscheck: {exc}", file=sys.stderr)

@@ -23,9 +23,11 @@ Imports: emu.targets and every layer below it. Layer 9 of the package layers tha
 pyproject.toml's import-linter contracts enforce; nothing above it.
 """
 
+from emu.core.signals import Interrupted
+
 from .errors import NetError
 from .hosts import RoceHost
-from .network import EmuNet, Interrupted
+from .network import EmuNet
 from .preflight import check_environment
 from .reach import check_reachability
 from .switch_node import Bmv2SwitchNode, EmbeddedSwitchNode, P4SwitchNode, switch_class

@@ -23,11 +23,12 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import TracebackType
 from typing import Any
 
 from mininet.net import Mininet
 
+from emu.core import signals
 from emu.core.pfc import FlowControl
 from emu.core.runstate import (
     RunState,
@@ -51,10 +52,6 @@ from .switch_node import P4SwitchNode, queue_configs, switch_class
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_P4 = REPO / "p4src" / "fabric.p4"
 GRPC_BASE_PORT = 50051
-
-
-class Interrupted(KeyboardInterrupt):
-    """SIGTERM/SIGHUP while the network is up: unwinds like Ctrl-C, so teardown runs."""
 
 
 def _root_links() -> dict[str, str]:
@@ -130,19 +127,11 @@ class EmuNet:
             self._restore_signal_handlers()
 
     def _install_signal_handlers(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-
-        def interrupted(signum: int, _frame: FrameType | None) -> None:
-            raise Interrupted(f"signal {signal.Signals(signum).name}")
-
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            self._old_handlers[sig] = signal.signal(sig, interrupted)
+        # SIGTERM/SIGHUP while the network is up unwind like Ctrl-C, so teardown runs.
+        self._old_handlers = signals.arm()
 
     def _restore_signal_handlers(self) -> None:
-        for sig, handler in self._old_handlers.items():
-            signal.signal(sig, handler)
-        self._old_handlers.clear()
+        signals.disarm(self._old_handlers)
 
     # -- bring-up -----------------------------------------------------------------------
 

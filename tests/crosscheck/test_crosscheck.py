@@ -188,3 +188,40 @@ def test_fabric_p4_every_lb_mode_with_ecn_and_a_failed_link(lb, tmp_path):
     assert sum(v[0] for v in tx.values()) > 100
     marks = sum(v[0] for k, v in counters.items() if ".port_ecn_marks[" in k)
     assert marks > 50  # ECT(0)/ECT(1) frames, about two thirds of the IPv4 ones
+
+
+@needs_root
+def test_a_killed_crosscheck_removes_its_namespace_and_switch(tmp_path):
+    """SIGTERM (a CI timeout, `kill`) unwinds like Ctrl-C: the namespace with the veth
+    pairs and the switch process go with the command (they used to stay behind)."""
+    import os
+    import signal
+    import sys
+    import time
+
+    def ours() -> set[str]:
+        out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        return {line.split()[0] for line in out.splitlines() if line.startswith("emuxc-")}
+
+    before = ours()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "emu", "crosscheck", "--against", "embedded", "--generate",
+         "2000", "--build-dir", str(tmp_path / "build")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(X.ROOT)})
+    try:
+        deadline = time.monotonic() + 120
+        while not ours() - before:  # its namespace exists: the switch is being set up
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0
+    assert "Traceback" not in err, err
+    assert ours() - before == set()
+    left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
+    assert left.stdout == "", left.stdout

@@ -9,7 +9,7 @@ import pytest
 
 from emu.p4.api import P4Switch
 from emu.p4.target.program import compile_source
-from tests.p4.target.skeleton import one_ingress_program
+from tests.p4.programs import v1model_program
 
 INGRESS = """
     counter(32w{size}, CounterType.packets) c;
@@ -28,7 +28,7 @@ INGRESS = """
     (4, 2, True),  # a bit<3> index may be out of 4 cells
 ])
 def test_index_and_value_checks(size: int, hi: int, checked: bool) -> None:
-    prog = compile_source(one_ingress_program(INGRESS.format(size=size, hi=hi)), "t.p4")
+    prog = compile_source(v1model_program(INGRESS.format(size=size, hi=hi)), "t.p4")
     ing = prog.source[prog.source.index("def run_ingress("):]
     assert ("if _ci < " in ing) is checked and ("if _ri < " in ing) is checked
     assert "_rv &" not in ing
