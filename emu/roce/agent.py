@@ -309,6 +309,20 @@ def _start_from_stdin(agent: Agent, clock: RealClock, fail: Callable[[str], None
     clock.add_reader(fd, on_read)
 
 
+def _host_flow_control(cfg: AgentConfig, pfc: str) -> HostPfcParams | HostCreditParams:
+    """The NIC's PFC or credit parameters from --pfc's JSON (ValueError if bad)."""
+    from emu.roce.pfc import host_pfc_params
+
+    # Quanta last 512 bit times of the wire (no pacing: the modelled 100 Gb/s).
+    rate = (cfg.nic.line_rate_bps or 100e9) / cfg.nic.time_dilation
+    settings = json.loads(pfc)
+    if settings.get("mode") == "credit":
+        from emu.roce.credit import host_credit_params
+
+        return host_credit_params(settings, cfg.host.mac, rate)
+    return host_pfc_params(settings, cfg.host.mac, rate)
+
+
 def run(iface: str, config: str, results: str | None = None, status_file: str | None = None,
         linger_s: float = 0.3, progress_s: float = 0.0, pfc: str | None = None,
         start_on_stdin: bool = False) -> int:
@@ -331,18 +345,8 @@ def run(iface: str, config: str, results: str | None = None, status_file: str | 
         return 1
     host_pfc: HostPfcParams | HostCreditParams | None = None
     if pfc:
-        from emu.roce.pfc import host_pfc_params
-
         try:
-            # Quanta last 512 bit times of the wire (no pacing: the modelled 100 Gb/s).
-            rate = (cfg.nic.line_rate_bps or 100e9) / cfg.nic.time_dilation
-            settings = json.loads(pfc)
-            if settings.get("mode") == "credit":
-                from emu.roce.credit import host_credit_params
-
-                host_pfc = host_credit_params(settings, cfg.host.mac, rate)
-            else:
-                host_pfc = host_pfc_params(settings, cfg.host.mac, rate)
+            host_pfc = _host_flow_control(cfg, pfc)
         except ValueError as exc:  # json.JSONDecodeError is one
             print(f"error: --pfc: {exc}", file=sys.stderr)
             status("error")
