@@ -49,8 +49,9 @@ def test_realtime_incast_agrees_with_virtual_time(tmp_path: Path, dilation: floa
     spec = IncastSpec(senders=2, flow_bytes=8_000_000, profile="hpcc",
                       link_rate_bps=25_000_000_000, mtu_bytes=4096, dilation=dilation)
     virt_plan, _rec = plan_incast(spec)
+    # On a shared machine another run may hold the run lock for a while: wait for it.
     cfg = dataclasses.replace(virt_plan.config, results_root=tmp_path, start_delay_s=0.3,
-                              timeout_s=300.0)
+                              timeout_s=300.0, lock_wait_s=600.0)
     virtual = run_virtual(plan_run(cfg, virt_plan.model), write=False)
     real_cfg = dataclasses.replace(cfg, virtual=False)
     real = run_experiment(real_cfg, plan=plan_run(real_cfg, virt_plan.model), console=_Quiet())
@@ -60,8 +61,12 @@ def test_realtime_incast_agrees_with_virtual_time(tmp_path: Path, dilation: floa
     assert not real.fidelity.cpu_bound, real.fidelity.reasons
     for key in ("utilisation", "jain"):
         assert abs(r[key] - v[key]) <= 0.10 * v[key], (key, r, v)
-    # CNP counts are not asserted: hpcc sends one per marked packet, and the count
-    # follows the phase of DCQCN's oscillation, which real-time jitter shifts (measured:
-    # 140 virtual against 100 and 182 real; virtual itself gives 140 and 141 at the two
-    # dilations). The 10% on CNPs is open.
+    # CNP counts are not asserted (the 10% on CNPs is open). Here hpcc sends one
+    # per marked packet and the count is the size of ~4 episodes of ~50 CNPs, set by the
+    # switch's random marking draws: virtual time alone gives 126 to 193 over eight
+    # seeds, and real time (which consumes the draws in another order) 151 and 207
+    # against 182 and 176. Deterministic marking (a step at 25 frames) removes the
+    # draws, but real time still marks fewer packets than virtual time in every profile
+    # tried (hpcc 248, 271 against 300; paper 44, 45 against 48 and 62, 70 against 75
+    # with 16 and 24 MB; nvidia 1116, 1164 against 1256), for a cause not found yet.
     assert r["cnps"] > 0 and v["cnps"] > 0
