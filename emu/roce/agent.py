@@ -329,6 +329,7 @@ def run(iface: str, config: str, results: str | None = None, status_file: str | 
     """Entry point of `python -m emu.roce agent` (see the module docstring)."""
     from emu.core.clock import RealClock
     from emu.core.port import AfPacketPort, DelayedPort
+    from emu.core.wire import WIRE_OVERHEAD_BYTES
     from emu.roce.config import ConfigError, load
 
     def status(s: str) -> None:
@@ -353,8 +354,13 @@ def run(iface: str, config: str, results: str | None = None, status_file: str | 
             return 1
     clock = RealClock()
     port: FramePort = AfPacketPort(iface, clock)
-    if cfg.nic.host_link_delay_ns:
-        port = DelayedPort(clock, port, cfg.nic.host_link_delay_ns)
+    # The host link: its propagation delay and each frame's serialisation at the wire
+    # rate (a veth has neither; virtual time's MemLink both).
+    wire_bps = (cfg.nic.line_rate_bps / cfg.nic.time_dilation if cfg.nic.line_rate_bps
+                else None)
+    if cfg.nic.host_link_delay_ns or wire_bps:
+        port = DelayedPort(clock, port, cfg.nic.host_link_delay_ns, wire_bps,
+                           WIRE_OVERHEAD_BYTES)
     agent = Agent(cfg, clock, port, pfc=host_pfc)
     stopped = False
     start_error: str | None = None
