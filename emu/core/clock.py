@@ -204,6 +204,11 @@ class RealClock(Clock):
     def now_ns(self) -> int:
         return time.monotonic_ns() - self._t0
 
+    def from_monotonic_ns(self, t: int) -> int:
+        """This clock's time at the instant `time.monotonic_ns()` reads `t` (CLOCK_MONOTONIC
+        is one clock for every process on the machine, network namespaces included)."""
+        return t - self._t0
+
     def add_reader(self, fd: int, cb: Callback) -> None:
         self._sel.register(fd, selectors.EVENT_READ, cb)
 

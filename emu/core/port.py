@@ -297,18 +297,33 @@ def _with_vlan_tag(frame: bytes, anc: list[tuple[int, int, bytes]]) -> bytes:
 class DelayedPort(FramePort):
     """A port whose transmissions reach the wire `delay_ns` later: a link's propagation
     delay in the one direction nothing else emulates (a Mininet host's link towards its
-    switch: the switch daemon delays only what it sends). Reception is unchanged."""
+    switch: the switch daemon delays only what it sends). Reception is unchanged.
 
-    def __init__(self, clock: Clock, lower: FramePort, delay_ns: int) -> None:
+    With `rate_bps`, a frame also takes its serialisation time (frame + overhead_bytes
+    at that rate, one frame after another) before it is all on the wire, as on a
+    MemLink: a veth hands it over at once, so without this every frame would reach the
+    switch a frame time earlier in real time than in virtual time."""
+
+    def __init__(self, clock: Clock, lower: FramePort, delay_ns: int,
+                 rate_bps: float | None = None, overhead_bytes: int = 0) -> None:
         super().__init__(lower.name)
         self.lower = lower
         self.delay_ns = delay_ns
         self.stats = lower.stats  # what the wire saw
-        self._call_later = clock.call_later
+        self._clock = clock
+        self._ns_per_byte = 8e9 / rate_bps if rate_bps else 0.0
+        self._overhead = overhead_bytes
+        self._free_ns = 0  # when the transmitter has sent the last frame's last bit
         lower.set_receiver(self._deliver)
 
     def send(self, frame: bytes) -> bool:
-        self._call_later(self.delay_ns, functools.partial(self._send_now, frame))
+        now = self._clock.now_ns()
+        done = now
+        if self._ns_per_byte:
+            done = max(now, self._free_ns) + int((len(frame) + self._overhead)
+                                                 * self._ns_per_byte)
+            self._free_ns = done
+        self._clock.call_at(done + self.delay_ns, functools.partial(self._send_now, frame))
         return True
 
     def _send_now(self, frame: bytes) -> None:

@@ -56,7 +56,7 @@ class AgentSettings:
     # ACK/NAK class (emu.roce NicConfig.ack_class): "qp" = the data class, as RC NICs do;
     # "cnp" = the CNP class, so ACKs too skip the data queues.
     ack_class: Literal["qp", "cnp"] = "qp"
-    start_delay_us: float = 0.0  # flows without dependencies start this long after READY
+    start_delay_us: float = 0.0  # flows without dependencies start this long after START
     timeout_s: float | None = None
     plb: bool = False
 
@@ -156,7 +156,7 @@ def rto_wire_ms(fabric: Fabric, src: str, dst: str, settings: AgentSettings) -> 
 
 
 def _start_us(f: FlowSpec, settings: AgentSettings, dilation: Dilation) -> float:
-    """The agent's start time (clock us after READY): a flow with dependencies starts
+    """The agent's start time (clock us after its epoch: START, or READY alone): a flow with dependencies starts
     when they are met; one with a modelled start time (Poisson arrivals) that long,
     stretched onto the wire, after the common start delay."""
     if f.after and not f.start_ns:

@@ -1,8 +1,9 @@
 """Metrics from a run's raw records: agent result lines, port counters, queue samples.
 
 Everything here is pure (records in, typed results out), so it is tested on real
-agent output without a network. Times: each agent reports ns since its own READY;
-`offsets_s` (host -> READY time on the run's timeline) put them on one timeline.
+agent output without a network. Times: each agent reports ns since its epoch (the
+run's START instant, one for all agents); `offsets_s` (host -> that instant on the run's
+timeline) put them on one timeline.
 Sizes and rates are wire values unless the name says `nominal` (x dilation).
 """
 

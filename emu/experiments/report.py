@@ -32,7 +32,7 @@ class RunRecords:
     """Everything measured during one run."""
 
     rows_by_host: Mapping[str, Sequence[Row]]  # host -> its agent's result lines
-    offsets_s: dict[str, float]  # host -> its agent's READY on the run timeline
+    offsets_s: dict[str, float]  # host -> its agent's epoch (START) on the run timeline
     snapshots: list[Snapshot]  # first: before traffic, last: after
     duration_s: float
     bringup_s: dict[str, float] = field(default_factory=dict)

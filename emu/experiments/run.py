@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from emu.control.params import LbMode
+from emu.roce.agent import START
 
 from . import pfc
 from .config import RunConfig
@@ -76,6 +77,7 @@ class AgentProc:
     results_path: Path
     log_path: Path
     ready_s: float | None = None  # on the run timeline
+    epoch_s: float | None = None  # the START instant its times count from, on the timeline
     done_s: float | None = None
     lines: list[str] = field(default_factory=list)
     progress: Row = field(default_factory=dict)  # the agent's latest counters
@@ -162,19 +164,41 @@ class Experiment:
             cmd = [sys.executable, "-m", "emu.roce", "agent", "--iface",
                    plan.fabric.host(host).intf, "--config", str(cfg_path), "--results",
                    str(res), "--status-file", str(status),
-                   "--progress-s", f"{self.plan.config.agent_progress_s:g}"]
+                   "--progress-s", f"{self.plan.config.agent_progress_s:g}",
+                   "--start-on-stdin"]
             host_pfc = pfc.host_pfc_json(plan.config)
             if host_pfc is not None:  # the NIC honours its leaf's PAUSE frames
                 cmd += ["--pfc", json.dumps(host_pfc)]
             log_path = adir / f"{host}{tag}.log"
             # stderr to a file: an unread pipe would block a chatty agent.
             with log_path.open("w") as err:
-                p = self.net.popen(host, cmd, stdout=subprocess.PIPE, stderr=err, text=True,
-                                   cwd=str(REPO), env={**os.environ, "PYTHONPATH": str(REPO)})
+                p = self.net.popen(host, cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=err, text=True, cwd=str(REPO),
+                                   env={**os.environ, "PYTHONPATH": str(REPO)})
             ap = AgentProc(host, p, res, log_path)
             ap.start_reader(self.t0)
             procs[host] = ap
         return procs
+
+    def start_agents(self, agents: dict[str, AgentProc], deadline: float) -> None:
+        """Once every agent is READY (or has exited, or the deadline passed), send each
+        the same START instant: the flows of all hosts then start start_delay_s after
+        it together, as they do in virtual time, not each after its own READY (agents
+        come up tens of ms apart on a loaded machine: several modelled frame times)."""
+        while time.monotonic() < deadline and not all(
+                a.ready_s is not None or a.finished() for a in agents.values()):
+            time.sleep(0.01)
+        go = time.monotonic_ns()
+        for a in agents.values():
+            stdin = a.popen.stdin
+            if stdin is None:
+                continue
+            try:
+                stdin.write(f"{START} {go}\n")
+                stdin.close()
+                a.epoch_s = go / 1e9 - self.t0
+            except OSError:  # exited meanwhile (BrokenPipeError): its exit is reported
+                pass
 
     def run_workload(self, plan: RunPlan, *, view: LiveView | None = None,
                      tag: str = "") -> RunRecords:
@@ -196,6 +220,7 @@ class Experiment:
         prev_t, prev_moved = first.t_s, 0
         interrupted = False
         try:
+            self.start_agents(agents, deadline)
             while True:
                 time.sleep(cfg.sample_interval_s)
                 p4_due = time.monotonic() - t_p4 >= P4_SAMPLE_S
@@ -260,7 +285,7 @@ class Experiment:
             rc = a.popen.returncode
             if rc not in (0, 2):
                 notes.append(f"agent {h} exited {rc}: {a.stderr_tail() or 'no message'}")
-        offsets = {h: a.ready_s for h, a in agents.items() if a.ready_s is not None}
+        offsets = {h: a.epoch_s for h, a in agents.items() if a.epoch_s is not None}
         return RunRecords(rows, offsets, snaps, duration, notes=notes, events=events,
                           bringup_s={f"workload_{k}": v for k, v in sampling.items()},
                           interrupted=interrupted)

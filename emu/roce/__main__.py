@@ -1,5 +1,5 @@
 """`python -m emu.roce agent --iface IFACE --config FILE [--results FILE] [--status-file F]
-[--progress-s S]`."""
+[--progress-s S] [--start-on-stdin]`."""
 
 from __future__ import annotations
 
@@ -23,11 +23,16 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--pfc", metavar="JSON", default=None,
                    help='honour PFC PAUSE from the leaf: {"lossless": [3], '
                         '"dscp_priority": {"26": 3, "48": 7}} (default: no flow control)')
+    a.add_argument("--start-on-stdin", action="store_true",
+                   help="after READY, wait for a line `START <ns>` on stdin and count the "
+                        "workload's time (flows' start_us, reported times) from the instant "
+                        "time.monotonic_ns() reads ns: agents of one run share one epoch")
     args = ap.parse_args(argv)
     from emu.roce.agent import run
 
     return run(args.iface, args.config, args.results, args.status_file, args.linger_s,
-               progress_s=args.progress_s, pfc=args.pfc)
+               progress_s=args.progress_s, pfc=args.pfc,
+               start_on_stdin=args.start_on_stdin)
 
 
 if __name__ == "__main__":

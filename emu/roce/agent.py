@@ -3,7 +3,10 @@
 Protocol with an orchestrator:
 - stdout line `READY` once the port is open and QPs exist (also `ready` in --status-file);
 - flows start at `start_us` after READY, or when every flow in `after` has completed
-  locally (sent and acknowledged) or has been received (ring all-reduce steps);
+  locally (sent and acknowledged) or has been received (ring all-reduce steps); with
+  --start-on-stdin the clock starts instead at the instant of the orchestrator's stdin
+  line `START <time.monotonic_ns()>`, the same for every agent of a run (a bad line or
+  stdin closed first: exit 1);
 - results are JSON lines (one per flow, then one `summary` line) on --results or stdout;
 - exit status 0 when all local flows completed and all `expect`ed flows arrived, 2 when
   stopped early (SIGTERM/SIGINT or timeout_s: partial results are still written),
@@ -16,6 +19,7 @@ imm = CRC-32 of the flow id, so receivers need no out-of-band knowledge of the o
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import zlib
@@ -23,7 +27,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from emu.core.clock import Clock
 from emu.core.port import FramePort
@@ -33,6 +37,9 @@ from emu.roce.nic import Nic
 from emu.roce.payload import LazyPayload
 from emu.roce.pfc import HostMac, HostPfcParams
 from emu.roce.qp import Message, QueuePair, WorkRequest
+
+if TYPE_CHECKING:
+    from emu.core.clock import RealClock
 
 
 def flow_imm(flow_id: str) -> int:
@@ -96,8 +103,10 @@ class Agent:
         self.on_change: Callable[[], None] | None = None
 
     # -- workload -----------------------------------------------------------------------
-    def start(self) -> None:
-        self.t0 = self.clock.now_ns()
+    def start(self, at_ns: int | None = None) -> None:
+        """Start the workload clock at `at_ns` (clock time; default now): flows start
+        `start_us` after it and every reported time counts from it."""
+        self.t0 = self.clock.now_ns() if at_ns is None else at_ns
         for fs in self.flows.values():
             self.clock.call_at(self.t0 + int(fs.cfg.start_us * 1000), self._maybe_start_all)
 
@@ -264,11 +273,65 @@ def write_results(rows: list[dict[str, Any]], out: IO[str]) -> None:
     out.flush()
 
 
+START = "START"  # the orchestrator's line on stdin: `START <time.monotonic_ns()>`
+
+
+def parse_start(line: str) -> int:
+    """The instant of a `START <monotonic ns>` line; ValueError naming what is wrong."""
+    parts = line.split()
+    if len(parts) != 2 or parts[0] != START or not parts[1].isdigit():
+        raise ValueError(f"expected '{START} <time.monotonic_ns()>' on stdin, got {line.strip()!r}")
+    return int(parts[1])
+
+
+def _start_from_stdin(agent: Agent, clock: RealClock, fail: Callable[[str], None]) -> None:
+    """Start the agent when the orchestrator's START line arrives on stdin, at the instant
+    it names: every agent of a run then counts from one epoch, however long each took to
+    become READY. The clock's loop keeps running meanwhile (signals still stop it)."""
+    fd = sys.stdin.fileno()
+    buf = bytearray()
+
+    def on_read() -> None:
+        data = os.read(fd, 4096)
+        buf.extend(data)
+        if b"\n" not in buf and data:
+            return
+        clock.remove_reader(fd)
+        line = bytes(buf).decode(errors="replace")
+        if not data and not line.strip():
+            fail(f"stdin closed before the {START} line")
+            return
+        try:
+            at = parse_start(line.splitlines()[0] if line.strip() else line)
+        except ValueError as exc:
+            fail(str(exc))
+            return
+        agent.start(clock.from_monotonic_ns(at))
+
+    clock.add_reader(fd, on_read)
+
+
+def _host_flow_control(cfg: AgentConfig, pfc: str) -> HostPfcParams | HostCreditParams:
+    """The NIC's PFC or credit parameters from --pfc's JSON (ValueError if bad)."""
+    from emu.roce.pfc import host_pfc_params
+
+    # Quanta last 512 bit times of the wire (no pacing: the modelled 100 Gb/s).
+    rate = (cfg.nic.line_rate_bps or 100e9) / cfg.nic.time_dilation
+    settings = json.loads(pfc)
+    if settings.get("mode") == "credit":
+        from emu.roce.credit import host_credit_params
+
+        return host_credit_params(settings, cfg.host.mac, rate)
+    return host_pfc_params(settings, cfg.host.mac, rate)
+
+
 def run(iface: str, config: str, results: str | None = None, status_file: str | None = None,
-        linger_s: float = 0.3, progress_s: float = 0.0, pfc: str | None = None) -> int:
+        linger_s: float = 0.3, progress_s: float = 0.0, pfc: str | None = None,
+        start_on_stdin: bool = False) -> int:
     """Entry point of `python -m emu.roce agent` (see the module docstring)."""
     from emu.core.clock import RealClock
     from emu.core.port import AfPacketPort, DelayedPort
+    from emu.core.wire import WIRE_OVERHEAD_BYTES
     from emu.roce.config import ConfigError, load
 
     def status(s: str) -> None:
@@ -285,31 +348,33 @@ def run(iface: str, config: str, results: str | None = None, status_file: str | 
         return 1
     host_pfc: HostPfcParams | HostCreditParams | None = None
     if pfc:
-        from emu.roce.pfc import host_pfc_params
-
         try:
-            # Quanta last 512 bit times of the wire (no pacing: the modelled 100 Gb/s).
-            rate = (cfg.nic.line_rate_bps or 100e9) / cfg.nic.time_dilation
-            settings = json.loads(pfc)
-            if settings.get("mode") == "credit":
-                from emu.roce.credit import host_credit_params
-
-                host_pfc = host_credit_params(settings, cfg.host.mac, rate)
-            else:
-                host_pfc = host_pfc_params(settings, cfg.host.mac, rate)
+            host_pfc = _host_flow_control(cfg, pfc)
         except ValueError as exc:  # json.JSONDecodeError is one
             print(f"error: --pfc: {exc}", file=sys.stderr)
             status("error")
             return 1
     clock = RealClock()
     port: FramePort = AfPacketPort(iface, clock)
-    if cfg.nic.host_link_delay_ns:
-        port = DelayedPort(clock, port, cfg.nic.host_link_delay_ns)
+    # The host link: its propagation delay and each frame's serialisation at the wire
+    # rate (a veth has neither; virtual time's MemLink both).
+    wire_bps = (cfg.nic.line_rate_bps / cfg.nic.time_dilation if cfg.nic.line_rate_bps
+                else None)
+    if cfg.nic.host_link_delay_ns or wire_bps:
+        port = DelayedPort(clock, port, cfg.nic.host_link_delay_ns, wire_bps,
+                           WIRE_OVERHEAD_BYTES)
     agent = Agent(cfg, clock, port, pfc=host_pfc)
     stopped = False
+    start_error: str | None = None
 
     def on_signal(signum: int, _frame: object) -> None:
         nonlocal stopped
+        stopped = True
+        clock.stop()
+
+    def start_failed(why: str) -> None:
+        nonlocal stopped, start_error
+        start_error = why
         stopped = True
         clock.stop()
 
@@ -317,7 +382,10 @@ def run(iface: str, config: str, results: str | None = None, status_file: str | 
     try:
         status("ready")
         print("READY", flush=True)
-        agent.start()
+        if start_on_stdin:
+            _start_from_stdin(agent, clock, start_failed)
+        else:
+            agent.start()
         if progress_s > 0:
             period = int(progress_s * 1e9)
 
@@ -346,6 +414,11 @@ def run(iface: str, config: str, results: str | None = None, status_file: str | 
             write_results(rows, sys.stdout)
         port.close()
         clock.close()
-        status("done" if ok else "partial")
-        print("DONE" if ok else "PARTIAL", flush=True)
+        if start_error is None:
+            status("done" if ok else "partial")
+            print("DONE" if ok else "PARTIAL", flush=True)
+    if start_error is not None:
+        print(f"error: {start_error}", file=sys.stderr)
+        status("error")
+        return 1
     return 0 if ok else 2

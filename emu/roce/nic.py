@@ -160,14 +160,11 @@ class Nic:
         clock = self.clock
         now = clock.now_ns()
         when = self._tx_when
+        late = 0 if when is None or now <= when else now - when
         if when is not None:
-            late = now - when
-            if late > 0:
-                self.tx_lag.add(late / 1000)
-                if late > self.tx_lag_max_ns:
-                    self.tx_lag_max_ns = late
-            else:
-                self.tx_lag.add(0)
+            self.tx_lag.add(late / 1000)
+            if late > self.tx_lag_max_ns:
+                self.tx_lag_max_ns = late
         self._tx_handle = None
         self._tx_when = None
         send = self.port.send
@@ -221,8 +218,8 @@ class Nic:
                 continue
             if paced:
                 n = len(frame)
-                qp.pacer.on_send(n, now)
-                line.on_send(n, now)
+                qp.pacer.on_send(n, now, late)
+                line.on_send(n, now, late)
             active.append(qp)
             budget -= 1
             if not send(frame):

@@ -46,7 +46,8 @@ class Dilation(_Dilation):
 
 
 class Pacer:
-    """Next-send-time scheduling at a rate; a late wakeup may catch up by `burst_ns`.
+    """Next-send-time scheduling at a rate; a late wakeup catches up by its lateness and
+    `burst_ns` more.
 
     `set_rate` applies from the next packet on (the gap after the last one keeps the old
     rate, as the DCQCN models of the HPCC and DCQCN authors' simulators do); `retime`
@@ -78,10 +79,14 @@ class Pacer:
             # a re-timed slot already past is due now, not credit for a catch-up burst
             self.next_ns = max(t, now_ns)
 
-    def on_send(self, nbytes: int, now_ns: int) -> None:
+    def on_send(self, nbytes: int, now_ns: int, late_ns: int = 0) -> None:
+        """A packet sent at `now_ns` by a transmit turn `late_ns` behind its timer: the
+        slot may start up to that lateness plus `burst_ns` back, so the frames a late
+        wakeup held up go at once and the rate over time stays the set one (a slot lost
+        to each late turn would lower it by as much as the clock lags)."""
         if self._ns_per_byte:
             t = self.next_ns
-            floor = now_ns - self.burst_ns
+            floor = now_ns - self.burst_ns - late_ns
             if t < floor:
                 t = floor
             self._slot_ns = t

@@ -67,6 +67,7 @@ def set_queue_rate(sw: Switch, req: Request) -> Any:
         dp.set_queue_rate(port, rate_bps=bps, rate_pps=pps)
     for s in sw.settings_for_update(port):
         s.rate_bps, s.rate_pps = bps, pps
+    sw.reset_senders()  # egress serialises frames at the port's rate
     return None
 
 

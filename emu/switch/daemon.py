@@ -39,6 +39,7 @@ from typing import Any
 
 from emu.core import netns
 from emu.core.port import AfPacketPort
+from emu.core.wire import WIRE_OVERHEAD_BYTES
 from emu.runtime.admin import AdminServer
 from emu.runtime.dataplane import Dataplane
 from emu.runtime.device import LocalDevice
@@ -255,6 +256,10 @@ class SwitchDaemon:
         psend = port.send
         delay = self.delay_ns.get(num, 0)
         call_later = self.clock.call_later
+        # A frame is all on the wire a serialisation time after the traffic manager
+        # starts it (as on virtual time's MemLink); the veth delivers it at once.
+        rate = self.settings(num).rate_bps
+        ns_per_byte = 8e9 / rate if rate else 0.0
 
         send_failed = self.device.send_failed
 
@@ -264,11 +269,12 @@ class SwitchDaemon:
             if not psend(frame):
                 send_failed(num, port.last_failure)
 
-        if not delay:
+        if not delay and not ns_per_byte:
             fn: Any = send_now
         else:
             def fn(frame: bytes) -> None:
-                call_later(delay, lambda: send_now(frame))
+                wait = delay + int((len(frame) + WIRE_OVERHEAD_BYTES) * ns_per_byte)
+                call_later(wait, lambda: send_now(frame))
         self._senders[num] = fn
         return fn
 

@@ -103,3 +103,29 @@ def test_delayed_port_sends_later_and_receives_at_once() -> None:
     clock.run_until_idle()
     assert got_host == [5_000]  # received the moment it arrived
     assert host.stats is link.a.stats and host.stats.tx_frames == 1
+
+
+def test_delayed_port_with_a_rate_serialises_like_a_memlink() -> None:
+    """With the link's rate, a frame reaches the wire after its serialisation and the
+    delay, one frame after another, when a MemLink of that rate would deliver it: a
+    Mininet host's frames used to arrive a frame time early, which shortened DCQCN's
+    feedback loop in real time (fewer ECN marks and CNPs than in virtual time)."""
+    from emu.core.port import DelayedPort
+
+    def arrivals(make: str) -> list[int]:
+        clock = VirtualClock()
+        if make == "memlink":
+            link = MemLink(clock, rate_bps=8_000_000, delay_ns=5_000, overhead_bytes=24)
+            port = link.a
+        else:
+            link = MemLink(clock, rate_bps=None, delay_ns=0)
+            port = DelayedPort(clock, link.a, 5_000, rate_bps=8_000_000, overhead_bytes=24)
+        got: list[int] = []
+        link.b.set_receiver(lambda f: got.append(clock.now_ns()))
+        for size in (976, 40, 976):  # a full frame, an ACK right behind it, another
+            assert port.send(b"x" * size)
+        clock.run_until_idle()
+        return got
+
+    # 1000 wire bytes at 8 Mb/s: 1 ms; 64 bytes: 64 us
+    assert arrivals("delayed") == arrivals("memlink") == [1_005_000, 1_069_000, 2_069_000]

@@ -22,29 +22,38 @@ from emu.experiments.workloads import WorkloadParams
 
 pytestmark = pytest.mark.timeout(120)
 
-# Prints READY, sleeps, writes one summary line to --results, prints DONE; on SIGTERM
-# writes a partial summary and exits 2 (the agent's protocol).
+# Takes READY_DELAYS[host] s to come up, prints READY, with --start-on-stdin reads the
+# START line, sleeps, writes one summary line (with when it was READY and its START line)
+# to --results, prints DONE; on SIGTERM writes a partial summary and exits 2 (the agent's
+# protocol).
 STANDIN = """
 import json, signal, sys, time
-args = sys.argv[1:]
+args = sys.argv[2:]
 res = args[args.index("--results") + 1]
 host = args[args.index("--iface") + 1].split("-")[0]
 sleep_s = float(sys.argv[1])
+start = None
 def finish(done):
     with open(res, "w") as f:
-        f.write(json.dumps({"type": "summary", "host": host, "done": done}) + "\\n")
+        f.write(json.dumps({"type": "summary", "host": host, "done": done, "ready_ns": ready,
+                            "start": start}) + "\\n")
     print("DONE" if done else "PARTIAL", flush=True)
     sys.exit(0 if done else 2)
 signal.signal(signal.SIGTERM, lambda *_: finish(False))
+time.sleep(json.loads(sys.argv[2]).get(host, 0.0))
+ready = time.monotonic_ns()
 print("READY", flush=True)
+if "--start-on-stdin" in args:
+    start = sys.stdin.readline().strip()
 time.sleep(sleep_s)
 finish(True)
 """
 
 
 class FakeNet:
-    def __init__(self, sleep_s: float) -> None:
+    def __init__(self, sleep_s: float, ready_delays: dict[str, float] | None = None) -> None:
         self.sleep_s = sleep_s
+        self.ready_delays = ready_delays or {}
         self.switches: dict[str, Any] = {}
         self.procs: list[subprocess.Popen[str]] = []
 
@@ -52,16 +61,18 @@ class FakeNet:
         agent_args = cmd[cmd.index("agent") + 1:]
         kw.pop("cwd", None)
         p: subprocess.Popen[str] = subprocess.Popen(
-            [sys.executable, "-c", STANDIN, str(self.sleep_s), *agent_args], **kw)
+            [sys.executable, "-c", STANDIN, str(self.sleep_s), json.dumps(self.ready_delays),
+             *agent_args], **kw)
         self.procs.append(p)
         return p
 
 
-def experiment(tmp_path: Path, sleep_s: float, **cfg: Any) -> tuple[Experiment, FakeNet, Any]:
+def experiment(tmp_path: Path, sleep_s: float, ready_delays: dict[str, float] | None = None,
+               **cfg: Any) -> tuple[Experiment, FakeNet, Any]:
     plan = plan_run(RunConfig(workload=WorkloadParams("incast", message_bytes=1000,
                                                       incast_senders=2),
                               sample_interval_s=0.05, **cfg))
-    net = FakeNet(sleep_s)
+    net = FakeNet(sleep_s, ready_delays)
     return Experiment(plan, net, None, tmp_path, lambda _m: None), net, plan
 
 
@@ -75,6 +86,22 @@ def test_agents_run_and_report(tmp_path: Path) -> None:
     assert len(rec.snapshots) >= 2 and not rec.notes
     cfg = json.loads((tmp_path / "agents" / "h1.json").read_text())
     assert cfg["host"]["name"] == "h1"
+
+
+def test_agents_start_together_however_late_each_is_ready(tmp_path: Path) -> None:
+    """Virtual time starts every sender at once; in real time each agent used to count
+    start_delay_s from its own READY, so the flows of agents that came up apart started
+    apart (30 ms of wire time in a 2:1 incast at dilation 5000: five modelled frames),
+    and the incast's first queue build-up and CNPs differed from virtual time's."""
+    exp, _net, plan = experiment(tmp_path, 0.1, ready_delays={"h1": 0.6, "h8": 0.3})
+    rec = exp.run_workload(plan)
+    rows = {h: rows[0] for h, rows in rec.rows_by_host.items()}
+    starts = {r["start"] for r in rows.values()}
+    assert len(starts) == 1 and None not in starts, starts  # one START line for all
+    word, at = starts.pop().split()
+    assert word == "START" and int(at) > max(r["ready_ns"] for r in rows.values())
+    # every agent's times count from that instant: one offset onto the run timeline
+    assert len(set(rec.offsets_s.values())) == 1 and set(rec.offsets_s) == set(rows)
 
 
 def test_timeout_stops_agents_with_partial_results(tmp_path: Path) -> None:

@@ -261,3 +261,76 @@ def test_agent_bad_config_exit_code(tmp_path):
     r = subprocess.run([sys.executable, "-m", "emu.roce", "agent", "--iface", "lo", "--config",
                         str(cf)], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "host: missing required key 'ip'" in r.stderr
+
+
+def _agent_cmd(ns: str, iface: str, cf: Path, res: Path, st: Path) -> list[str]:
+    return ["ip", "netns", "exec", ns, sys.executable, "-m", "emu.roce", "agent", "--iface",
+            iface, "--config", str(cf), "--results", str(res), "--status-file", str(st),
+            "--start-on-stdin"]
+
+
+@needs_root
+@pytest.mark.root
+def test_agents_count_from_the_start_instant_on_stdin(netns_pair, tmp_path):
+    """Both agents wait after READY for the START line and count from the instant it
+    names (one epoch for a run's agents): a flow at start_us 0 is posted at that instant,
+    not at READY, and the message still arrives."""
+    import time
+
+    ns, veth, macs, ips = netns_pair
+    cfgs = [host_cfg("h1", ips[0], macs[0], ips[1], macs[1], 5, 6,
+                     [{"id": "f", "qpn": 5, "size_bytes": 100_000}], []),
+            host_cfg("h2", ips[1], macs[1], ips[0], macs[0], 6, 5, [], ["f"])]
+    procs = []
+    try:
+        for i, c in enumerate(cfgs):
+            c["dcqcn"] = {"enabled": False}
+            c["timeout_s"] = 60
+            cf = tmp_path / f"h{i + 1}.json"
+            cf.write_text(json.dumps(c))
+            procs.append(subprocess.Popen(
+                _agent_cmd(ns[i], veth[i], cf, tmp_path / f"h{i + 1}.jsonl",
+                           tmp_path / f"h{i + 1}.st"),
+                cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True))
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline().strip() == "READY"
+        at = time.monotonic_ns() + 1_000_000_000  # a second after both are READY
+        outs = [p.communicate(f"START {at}\n", timeout=90) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+        assert out.splitlines()[-1] == "DONE"
+    sent = next(json.loads(x) for x in (tmp_path / "h1.jsonl").read_text().splitlines()
+                if '"sender"' in x)
+    assert sent["completed"] and 0 <= sent["start_ns"] < 1_000_000_000
+
+
+@needs_root
+@pytest.mark.root
+@pytest.mark.parametrize("line, why", [
+    ("GO\n", "expected 'START <time.monotonic_ns()>' on stdin, got 'GO'"),
+    ("START soon\n", "got 'START soon'"),
+    ("", "stdin closed before the START line"),
+])
+def test_a_bad_start_line_is_a_clear_error(netns_pair, tmp_path, line, why):
+    ns, veth, macs, ips = netns_pair
+    cf = tmp_path / "h1.json"
+    cf.write_text(json.dumps(host_cfg("h1", ips[0], macs[0], ips[1], macs[1], 5, 6,
+                                      [{"id": "f", "qpn": 5, "size_bytes": 1000}], [])))
+    st = tmp_path / "h1.st"
+    p = subprocess.Popen(_agent_cmd(ns[0], veth[0], cf, tmp_path / "r.jsonl", st), cwd=ROOT,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        out, err = p.communicate(line, timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 1 and why in err and "Traceback" not in err
+    assert st.read_text().strip() == "error"

@@ -85,3 +85,18 @@ def test_agent_progress_line_counts_so_far() -> None:
         assert key in after
     summary = a1.results()[-1]
     assert summary["tx_lag"]["turns"] > 0
+
+
+def test_a_late_sender_keeps_its_paced_rate() -> None:
+    """Transmit turns 300 us late (more than the 0 burst allowance of the helper's NICs,
+    several frame times at 100 Mb/s): the frames they held up go at once, so the message
+    takes as long as on time plus one lateness, not a lost slot per late turn (real-time
+    senders on a busy CPU used to send below their rate, and an incast's queue then grew
+    slower than in virtual time)."""
+    size = 200_000
+    _, on_time = send(None, size)
+    _, late = send(LateClock(300_000), size)
+    t_on = on_time[0].completed_ns - on_time[0].first_ns  # type: ignore[attr-defined]
+    t_late = late[0].completed_ns - late[0].first_ns  # type: ignore[attr-defined]
+    frame_ns = 1100 * 8 * 1000 / 100  # one ~1 KB frame at 100 Mb/s
+    assert t_late <= t_on + 300_000 + 2 * frame_ns, (t_on, t_late)

@@ -205,6 +205,16 @@ def test_queues_rate_depth_ecn_and_delay(topo) -> None:  # type: ignore[no-untyp
         h1.send(ipv4_udp("10.0.1.1", "10.0.2.2", 5002, 4791))
         got = h2.recv(1, 3)
         assert got and 0.019 < got[0][0] - t0 < 0.2
+        # A frame is all on the wire its serialisation time after the port starts it,
+        # as on virtual time's links (1000 bytes at 80 kb/s: 0.1 s); the veth alone
+        # delivered it at once, a frame time early at every hop of a real-time run.
+        admin.set_link_delay(2, 0)
+        admin.set_queue_rate(2, rate_bps=80_000)
+        h2.drain()
+        t0 = time.time()
+        h1.send(ipv4_udp("10.0.1.1", "10.0.2.2", 5003, 4791, size=1000))
+        got = h2.recv(1, 3)
+        assert got and got[0][0] - t0 > 0.1, got and got[0][0] - t0
         # admin errors are replies, not crashes
         with pytest.raises(AdminError):
             admin.set_queue_depth(2, -1)

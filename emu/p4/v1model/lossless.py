@@ -125,8 +125,9 @@ class LosslessControl:
             self._idle.discard(p.port)
             if start < now:
                 start = now
-        if start < now - tm._max_catchup_ns:
-            start = now - tm._max_catchup_ns
+        floor = (p.due if p.due < now else now) - tm._max_catchup_ns  # as TrafficManager
+        if start < floor:
+            start = floor
         p.busy_until = start + p.service_ns(size)
         if budget == 0:
             if p.pkts:

@@ -211,7 +211,8 @@ class TrafficManager:
         # On a real clock the service timer fires late; a backlogged port then starts
         # its next packet at the scheduled time, not at the late wake-up, so the
         # configured rate holds. Catch-up is bounded so a long stall is not followed
-        # by an unbounded burst.
+        # by an unbounded burst: max_catchup_ns before the turn's scheduled time (the
+        # late turn's own packet keeps its slot, however late the wake-up was).
         self._max_catchup_ns = max_catchup_ns
         # immediate=False defers even an idle unlimited port's dequeue to the next
         # clock turn, so packets injected together queue up behind each other.
@@ -413,7 +414,10 @@ class TrafficManager:
         start = p.busy_until
         if start < enq_ns:
             start = enq_ns  # the transmitter was idle when this packet arrived
-        floor = now - self._max_catchup_ns
+        # The catch-up bound counts from when this turn was due: a turn that woke up
+        # late (by more than the bound: several ms at high dilations, a good part of a
+        # packet time) would otherwise lose that time from the link's capacity.
+        floor = (p.due if late > 0 else now) - self._max_catchup_ns
         if start < floor:
             start = floor
         ns, p.carry = divmod((size + p.overhead) * 8_000_000_000 + p.carry, rate)
@@ -452,8 +456,10 @@ class TrafficManager:
             start = p.busy_until
             if start < enq_ns:
                 start = enq_ns  # the transmitter was idle when this packet arrived
-            if start < now - self._max_catchup_ns:
-                start = now - self._max_catchup_ns
+            # The bound counts from when this turn was due (see _serve).
+            floor = (p.due if p.due < now else now) - self._max_catchup_ns
+            if start < floor:
+                start = floor
             p.busy_until = start + p.service_ns(size)
             if budget == 0:
                 if p.pkts:

@@ -262,6 +262,25 @@ def test_late_wakeups_do_not_lower_the_configured_rate() -> None:
     assert times[-1] - times[0] <= 100 * MS
 
 
+def test_wakeups_later_than_the_catch_up_bound_keep_the_rate() -> None:
+    """Turns 3 ms late, beyond the 1 ms catch-up bound, on a port sending a packet every
+    10 ms (a 2.5 Mb/s wire at dilation 10000 sends a 4 KB frame every 13 ms, and a busy
+    switch daemon wakes up several ms late): each turn used to lose the 2 ms past the
+    bound, so the link ran 20% below its rate and a real-time incast's bottleneck was
+    slower than in virtual time."""
+    clock = LateClock(late_ns=3 * MS)
+    sink = Sink(clock)
+    tm = TrafficManager(clock, sink, max_catchup_ns=1 * MS)
+    tm.configure_port(1, rate_pps=100, depth_pkts=200)
+    for i in range(20):
+        tm.enqueue(1, i, 100)
+    clock.run_until_idle()
+    times = sink.times()
+    assert sink.pkts() == list(range(20))
+    # 19 gaps of 10 ms: 190 ms (228 ms when each late turn lost 2 ms)
+    assert times[-1] - times[0] <= 190 * MS
+
+
 def test_catch_up_after_a_stall_is_bounded() -> None:
     clock = LateClock(late_ns=0)
     sink = Sink(clock)
@@ -275,10 +294,11 @@ def test_catch_up_after_a_stall_is_bounded() -> None:
     clock.run_until_idle()
     times = sink.times()
     assert times[:2] == [0, 20 * MS]
-    # Only 2 ms of the 19 ms backlog is caught up: 3 packets leave at 20 ms, then
-    # the port is back to one packet per ms.
-    assert sum(1 for t in times if t == 20 * MS) == 3
-    assert times[4] - times[3] == 1 * MS
+    # The late turn's packet keeps its slot (1 ms) and only 2 ms more of the 19 ms
+    # backlog is caught up: 4 packets leave at 20 ms, then the port is back to one
+    # packet per ms.
+    assert sum(1 for t in times if t == 20 * MS) == 4
+    assert times[5] - times[4] == 1 * MS
 
 
 class _LateClock(VirtualClock):
