@@ -10,6 +10,8 @@ from emu.p4.api import P4Switch
 from emu.p4.codegen.classes import field_groups, struct_format
 from emu.p4.target.program import compile_source
 
+from ..programs import v1model_program
+
 
 def test_groups_join_into_one_code() -> None:
     g = field_groups([("d", 48), ("s", 48), ("t", 16)])
@@ -22,29 +24,14 @@ def test_groups_join_into_one_code() -> None:
     assert field_groups([("x", 4), ("y", 4), ("z", 16)]) == [(8, [("x", 4), ("y", 4)]), (16, [("z", 16)])]
 
 
-PROGRAM = """
-#include <core.p4>
-#include <v1model.p4>
-header e_t { bit<48> d; bit<48> s; bit<16> t; }
-struct H { e_t e; }
-struct M { bit<32> h; }
-parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
-    state start { pk.extract(hdr.e); transition accept; }
-}
-control VC(inout H hdr, inout M m) { apply { } }
-control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+PROGRAM = v1model_program("""
     apply {
         sm.egress_spec = (bit<9>)hdr.e.t[3:0];
         hash(m.h, HashAlgorithm.identity, 32w0, { hdr.e.s[15:0], hdr.e.t }, 33w0x100000000);
         hdr.e.d = hdr.e.s + 1;
         hdr.e.s = (bit<48>)m.h;
-    }
-}
-control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }
-control CC(inout H hdr, inout M m) { apply { } }
-control D(packet_out pk, in H hdr) { apply { pk.emit(hdr.e); } }
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+    }""", headers="header e_t { bit<48> d; bit<48> s; bit<16> t; }", fields="e_t e;",
+    meta="bit<32> h;", parse="pk.extract(hdr.e);", deparse="pk.emit(hdr.e);")
 
 
 def test_a_joined_group_extracts_deparses_and_hashes_each_field() -> None:
