@@ -125,7 +125,7 @@ class LosslessControl:
             self._idle.discard(p.port)
             if start < now:
                 start = now
-        floor = (p.due if p.due < now else now) - tm._max_catchup_ns  # as TrafficManager
+        floor = p.catchup_floor(now, tm._max_catchup_ns)
         if start < floor:
             start = floor
         p.busy_until = start + p.service_ns(size)

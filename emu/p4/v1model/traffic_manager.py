@@ -159,6 +159,14 @@ class _Port:
         self.stats = PortQueueStats()
         self.serve: Callable[[], None] = lambda: None  # bound by the TrafficManager
 
+    def catchup_floor(self, now: int, max_catchup_ns: int) -> int:
+        """The earliest start a service turn running at `now` may give its packet:
+        `max_catchup_ns` before the turn was due (now, if it is on time). Counting from
+        when it was due, a turn that woke up late (by more than the bound: several ms at
+        high dilations, a good part of a packet time) does not lose that time from the
+        link's capacity."""
+        return (self.due if self.due < now else now) - max_catchup_ns
+
     @property
     def bytes(self) -> int:
         """Bytes queued, all priorities (summed when read: not kept per packet)."""
@@ -414,9 +422,7 @@ class TrafficManager:
         start = p.busy_until
         if start < enq_ns:
             start = enq_ns  # the transmitter was idle when this packet arrived
-        # The catch-up bound counts from when this turn was due: a turn that woke up
-        # late (by more than the bound: several ms at high dilations, a good part of a
-        # packet time) would otherwise lose that time from the link's capacity.
+        # _Port.catchup_floor, inlined (once per packet-hop of a virtual run)
         floor = (p.due if late > 0 else now) - self._max_catchup_ns
         if start < floor:
             start = floor
@@ -456,8 +462,7 @@ class TrafficManager:
             start = p.busy_until
             if start < enq_ns:
                 start = enq_ns  # the transmitter was idle when this packet arrived
-            # The bound counts from when this turn was due (see _serve).
-            floor = (p.due if p.due < now else now) - self._max_catchup_ns
+            floor = p.catchup_floor(now, self._max_catchup_ns)
             if start < floor:
                 start = floor
             p.busy_until = start + p.service_ns(size)
