@@ -3,13 +3,16 @@ network namespaces exchanging a multi-megabyte message over a veth pair."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -185,25 +188,8 @@ def test_two_agents_in_namespaces_move_multi_megabyte_message(netns_pair, tmp_pa
                  [{"id": "back", "qpn": 6, "size_bytes": 1000, "after": ["big"]}], ["big"],
                  recovery, nic),
     ]
-    for c in cfgs:
-        c["dcqcn"] = {"enabled": False}
-        c["timeout_s"] = 60
-    procs = []
-    try:
-        for i in range(2):
-            cf = tmp_path / f"h{i + 1}.json"
-            cf.write_text(json.dumps(cfgs[i]))
-            procs.append(subprocess.Popen(
-                ["ip", "netns", "exec", ns[i], sys.executable, "-m", "emu.roce", "agent",
-                 "--iface", veth[i], "--config", str(cf), "--results",
-                 str(tmp_path / f"h{i + 1}.jsonl"), "--status-file", str(tmp_path / f"h{i + 1}.st")],
-                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    with _agents(ns, veth, cfgs, tmp_path) as procs:
         outs = [p.communicate(timeout=90) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
     for p, (out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err
         assert out.splitlines()[0] == "READY" and out.splitlines()[-1] == "DONE"
@@ -263,10 +249,36 @@ def test_agent_bad_config_exit_code(tmp_path):
     assert r.returncode == 1 and "host: missing required key 'ip'" in r.stderr
 
 
-def _agent_cmd(ns: str, iface: str, cf: Path, res: Path, st: Path) -> list[str]:
+def _agent_cmd(ns: str, iface: str, cf: Path, res: Path, st: Path,
+               start_on_stdin: bool = True) -> list[str]:
     return ["ip", "netns", "exec", ns, sys.executable, "-m", "emu.roce", "agent", "--iface",
             iface, "--config", str(cf), "--results", str(res), "--status-file", str(st),
-            "--start-on-stdin"]
+            *(["--start-on-stdin"] if start_on_stdin else [])]
+
+
+@contextlib.contextmanager
+def _agents(ns: list[str], veth: list[str], cfgs: list[dict[str, Any]], tmp_path: Path,
+            start_on_stdin: bool = False) -> Iterator[list[subprocess.Popen[str]]]:
+    """One agent per host config (DCQCN off, 60 s timeout) in its namespace, results in
+    h<i>.jsonl; killed on the way out if still running."""
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        for i, c in enumerate(cfgs):
+            c["dcqcn"] = {"enabled": False}
+            c["timeout_s"] = 60
+            cf = tmp_path / f"h{i + 1}.json"
+            cf.write_text(json.dumps(c))
+            procs.append(subprocess.Popen(
+                _agent_cmd(ns[i], veth[i], cf, tmp_path / f"h{i + 1}.jsonl",
+                           tmp_path / f"h{i + 1}.st", start_on_stdin),
+                cwd=ROOT, stdin=subprocess.PIPE if start_on_stdin else None,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        yield procs
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
 
 
 @needs_root
@@ -281,27 +293,11 @@ def test_agents_count_from_the_start_instant_on_stdin(netns_pair, tmp_path):
     cfgs = [host_cfg("h1", ips[0], macs[0], ips[1], macs[1], 5, 6,
                      [{"id": "f", "qpn": 5, "size_bytes": 100_000}], []),
             host_cfg("h2", ips[1], macs[1], ips[0], macs[0], 6, 5, [], ["f"])]
-    procs = []
-    try:
-        for i, c in enumerate(cfgs):
-            c["dcqcn"] = {"enabled": False}
-            c["timeout_s"] = 60
-            cf = tmp_path / f"h{i + 1}.json"
-            cf.write_text(json.dumps(c))
-            procs.append(subprocess.Popen(
-                _agent_cmd(ns[i], veth[i], cf, tmp_path / f"h{i + 1}.jsonl",
-                           tmp_path / f"h{i + 1}.st"),
-                cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, text=True))
+    with _agents(ns, veth, cfgs, tmp_path, start_on_stdin=True) as procs:
         for p in procs:
             assert p.stdout is not None and p.stdout.readline().strip() == "READY"
         at = time.monotonic_ns() + 1_000_000_000  # a second after both are READY
         outs = [p.communicate(f"START {at}\n", timeout=90) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
     for p, (out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err
         assert out.splitlines()[-1] == "DONE"
