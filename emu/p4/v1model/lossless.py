@@ -118,20 +118,15 @@ class LosslessControl:
         the traffic manager's bound), the next turn is scheduled when this was the last
         of the turn's budget, and the packet goes to egress."""
         tm = self.tm
-        start = p.busy_until
-        if start < enq_ns:
-            start = enq_ns
+        not_before = enq_ns
         if self._idle and p.port in self._idle:
             self._idle.discard(p.port)
-            if start < now:
-                start = now
-        floor = p.catchup_floor(now, tm._max_catchup_ns)
-        if start < floor:
-            start = floor
-        p.busy_until = start + p.service_ns(size)
+            if not_before < now:
+                not_before = now
+        busy = p.transmit(size, not_before, now, tm._max_catchup_ns)
         if budget == 0:
             if p.pkts:
-                self._schedule(p, p.busy_until if p.busy_until > now else now)
+                self._schedule(p, busy if busy > now else now)
             else:
                 p.scheduled = False
         tm._on_dequeue(p.port, pkt,

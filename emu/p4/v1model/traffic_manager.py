@@ -159,13 +159,24 @@ class _Port:
         self.stats = PortQueueStats()
         self.serve: Callable[[], None] = lambda: None  # bound by the TrafficManager
 
-    def catchup_floor(self, now: int, max_catchup_ns: int) -> int:
-        """The earliest start a service turn running at `now` may give its packet:
-        `max_catchup_ns` before the turn was due (now, if it is on time). Counting from
-        when it was due, a turn that woke up late (by more than the bound: several ms at
-        high dilations, a good part of a packet time) does not lose that time from the
-        link's capacity."""
-        return (self.due if self.due < now else now) - max_catchup_ns
+    def transmit(self, size_bytes: int, not_before: int, now: int, max_catchup_ns: int) -> int:
+        """Put a packet of `size_bytes` on the transmitter in a service turn running at
+        `now`; returns (and sets) `busy_until`, when the transmitter is free again.
+
+        The packet starts when the transmitter is free, not before `not_before` (when it
+        was queued: an idle transmitter does not send in the past) and not before the
+        catch-up floor, `max_catchup_ns` before the turn was due (now, if it is on time).
+        Counting from when it was due, a turn that woke up late (by more than the bound:
+        several ms at high dilations, a good part of a packet time) does not lose that
+        time from the link's capacity."""
+        start = self.busy_until
+        if start < not_before:
+            start = not_before
+        floor = (self.due if self.due < now else now) - max_catchup_ns
+        if start < floor:
+            start = floor
+        busy = self.busy_until = start + self.service_ns(size_bytes)
+        return busy
 
     @property
     def bytes(self) -> int:
@@ -419,10 +430,10 @@ class TrafficManager:
         st = p.stats
         st.deq_pkts += 1
         st.deq_bytes += size
+        # _Port.transmit, inlined (once per packet-hop of a virtual run)
         start = p.busy_until
         if start < enq_ns:
             start = enq_ns  # the transmitter was idle when this packet arrived
-        # _Port.catchup_floor, inlined (once per packet-hop of a virtual run)
         floor = (p.due if late > 0 else now) - self._max_catchup_ns
         if start < floor:
             start = floor
@@ -459,16 +470,10 @@ class TrafficManager:
             p.qbytes[prio] -= size
             st.deq_pkts += 1
             st.deq_bytes += size
-            start = p.busy_until
-            if start < enq_ns:
-                start = enq_ns  # the transmitter was idle when this packet arrived
-            floor = p.catchup_floor(now, self._max_catchup_ns)
-            if start < floor:
-                start = floor
-            p.busy_until = start + p.service_ns(size)
+            busy = p.transmit(size, enq_ns, now, self._max_catchup_ns)
             if budget == 0:
                 if p.pkts:
-                    due = p.busy_until if p.busy_until > now else now
+                    due = busy if busy > now else now
                     p.due = due
                     clock.schedule_at(due, p.serve)
                 else:
