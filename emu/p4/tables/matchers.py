@@ -113,7 +113,7 @@ class _Memo(dict[Key, "TableEntry | None"]):
     while it moved is dropped again. Bounded: full, it starts over."""
 
     __slots__ = ("_find", "version")
-    MAX_KEYS = 1 << 16
+    MAX_KEYS = 4096  # a few hundred kB per table at most
 
     def __init__(self, find: LookupFn) -> None:
         super().__init__()
