@@ -138,3 +138,40 @@ def test_a_subclass_call_at_applies_to_handle_less_timers() -> None:
     clock.schedule_at(10, lambda: seen.append(clock.now_ns()))
     clock.run_until_idle()
     assert seen == [15]
+
+
+def test_timers_due_now_keep_the_time_and_insertion_order() -> None:
+    # Timers asked for at the current time take a FIFO lane instead of the heap: they
+    # must still fire after the heap's timers due by then (scheduled earlier), after a
+    # timer put in the past, and in the order asked, handles or not.
+    clock = VirtualClock()
+    seen: list[str] = []
+
+    def first() -> None:
+        seen.append("first")
+        clock.schedule_at(10, lambda: seen.append("now-1"))
+        h = clock.call_at(10, lambda: seen.append("cancelled"))
+        clock.call_at(10, lambda: (seen.append("now-2"),
+                                   clock.schedule_at(10, lambda: seen.append("now-3"))))
+        h.cancel()
+        clock.schedule_at(5, lambda: seen.append(f"past@{clock.now_ns()}"))
+        assert clock.next_deadline() == 5
+        assert clock.pending() == 5
+
+    clock.schedule_at(10, first)
+    clock.schedule_at(10, lambda: seen.append("heap"))
+    clock.schedule_at(11, lambda: seen.append("later"))
+    assert clock.run_until_idle() == 7
+    assert seen == ["first", "past@10", "heap", "now-1", "now-2", "now-3", "later"]
+    assert clock.now_ns() == 11
+
+
+def test_timers_due_now_wait_for_their_turn_outside_a_run() -> None:
+    clock = VirtualClock()
+    clock.advance_to(20)
+    seen: list[int] = []
+    clock.call_soon(lambda: seen.append(clock.now_ns()))
+    assert clock.next_deadline() == 20 and clock.pending() == 1 and seen == []
+    assert clock.run_until_idle(max_ns=19) == 0  # not due before 19
+    assert clock.advance(0) == 1 and seen == [20]
+    assert clock.next_deadline() is None

@@ -4,7 +4,9 @@ Each matcher indexes `TableEntry`s by their canonical match and exposes
 `lookup(key) -> TableEntry | None`, where `key` is the tuple of the packet's
 values of the matched fields, in key order. `lookup` is a closure over the
 matcher's containers (mutated in place by add/remove), so a call costs one
-Python function call plus the dict probes, without attribute lookups.
+Python function call plus the dict probes, without attribute lookups; an lpm
+table's results are also kept by key until the next write (_Memo), so the
+packets of a flow after the first cost one dict probe.
 
 Semantics follow BMv2 (src/bm_sim/lookup_structures.cpp, match_units.cpp):
 - exact: one hash lookup.
@@ -102,6 +104,38 @@ class ExactMatcher(Matcher):
         self._map.clear()
 
 
+class _Memo(dict[Key, "TableEntry | None"]):
+    """Results of a slower lookup by key, kept until the table changes: a repeated key
+    (every packet of a flow) costs one C-level dict probe, no Python frame.
+
+    A lookup racing a write from another thread must not keep a result computed
+    from the old contents: `version` moves after each write, and a result stored
+    while it moved is dropped again. Bounded: full, it starts over."""
+
+    __slots__ = ("_find", "version")
+    MAX_KEYS = 4096  # a few hundred kB per table at most
+
+    def __init__(self, find: LookupFn) -> None:
+        super().__init__()
+        self._find = find
+        self.version = 0
+
+    def __missing__(self, key: Key) -> TableEntry | None:
+        v = self.version
+        e = self._find(key)
+        if len(self) >= self.MAX_KEYS:
+            self.clear()
+        self[key] = e
+        if self.version != v:
+            self.pop(key, None)
+        return e
+
+    def invalidate(self) -> None:
+        """After a write (the write itself is complete)."""
+        self.version += 1
+        self.clear()
+
+
 class _LpmLevels:
     """Prefixes of one bucket, one dict per prefix length."""
 
@@ -189,7 +223,8 @@ class LpmMatcher(Matcher):
                         return e
                 return None
 
-        self.lookup = lookup
+        self._memo = _Memo(lookup)
+        self.lookup = self._memo.__getitem__
 
     def _exact_key(self, entry: TableEntry) -> Any:
         if not self._exact_idx:
@@ -224,6 +259,7 @@ class LpmMatcher(Matcher):
             ls.rebuild()
         else:
             level[1][m.value] = entry
+        self._memo.invalidate()
 
     def remove(self, entry: TableEntry) -> None:
         m = entry.match[self._lpm_idx]
@@ -240,6 +276,7 @@ class LpmMatcher(Matcher):
                 del s.buckets[top]
             if self._exact_idx and s.empty():
                 del self._by_exact[ek]
+        self._memo.invalidate()
 
     def clear(self) -> None:
         for s in self._by_exact.values():
@@ -248,6 +285,7 @@ class LpmMatcher(Matcher):
             s.short.rebuild()
         if self._exact_idx:
             self._by_exact.clear()
+        self._memo.invalidate()
 
 
 # A bucket item: (entry, range checks that can fail [(field index, low, high)]).

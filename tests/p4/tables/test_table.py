@@ -136,6 +136,36 @@ def test_lpm_longest_prefix_wins() -> None:
     assert not t.apply((ip("11.2.3.4"),)).hit
 
 
+def test_lpm_results_follow_every_write_after_a_lookup() -> None:
+    # An lpm table keeps its results by key until the next write: each kind of write
+    # after a lookup of the same key must show in the next lookup.
+    t = lpm_table()
+    key = (ip("10.1.2.3"),)
+    assert not t.apply(key).hit
+    t.insert([Lpm(ip("10.0.0.0"), 8)], fwd(8))
+    assert t.apply(key).action == fwd(8)
+    t.insert([Lpm(ip("10.1.2.0"), 24)], fwd(24))  # longer: wins from now on
+    assert t.apply(key).action == fwd(24)
+    t.modify([Lpm(ip("10.1.2.0"), 24)], action=fwd(25))
+    assert t.apply(key).action == fwd(25)
+    t.delete([Lpm(ip("10.1.2.0"), 24)])
+    assert t.apply(key).action == fwd(8)
+    t.clear()
+    assert not t.apply(key).hit
+
+
+def test_lpm_kept_results_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from emu.p4.tables import matchers
+
+    monkeypatch.setattr(matchers._Memo, "MAX_KEYS", 4)
+    t = lpm_table()
+    t.insert([Lpm(ip("10.0.0.0"), 8)], fwd(8))
+    for i in range(10):
+        assert t.apply((ip("10.0.0.0") + i,)).action == fwd(8)
+        assert not t.apply((ip("11.0.0.0") + i,)).hit
+    assert len(t._matcher._memo) <= 4  # type: ignore[attr-defined]
+
+
 def test_lpm_duplicate_after_canonicalisation() -> None:
     t = lpm_table()
     t.insert([Lpm(ip("10.1.2.3"), 8)], fwd(1))
