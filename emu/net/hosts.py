@@ -19,6 +19,9 @@ from .errors import NetError
 from .links import htb_commands, offload_commands
 from .sh import last_line, script
 
+# net.ipv4.icmp_ratelimit's largest value (ms): see RoceHost.__init__.
+ICMP_RATELIMIT_MS = 2**31 - 1
+
 
 class RoceHost(Host):  # type: ignore[misc]
     """A fabric host. `model` is its emu.topo Host; `rate_bps` its link's rate."""
@@ -33,8 +36,15 @@ class RoceHost(Host):  # type: ignore[misc]
         super().__init__(name, **params)
         # Before any interface exists here: interfaces inherit "default", so none of
         # them ever gets an IPv6 link-local address or sends router solicitations.
+        # The agent reads RoCE frames through AF_PACKET, no socket has their UDP port, so
+        # the kernel would answer ACKs, CNPs and data with ICMP port unreachables (about
+        # one a second per peer): frames the modelled network does not have, which queue
+        # in front of the RoCE frames and raise the switch's queue depth in packets (ECN
+        # marking) above virtual time's. The longest rate-limit interval (24.8 days) lets
+        # no ICMP error out; echo replies, which are not rate-limited, still answer pings.
         self.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 "
-                 "net.ipv6.conf.default.disable_ipv6=1 2>/dev/null")
+                 "net.ipv6.conf.default.disable_ipv6=1 "
+                 f"net.ipv4.icmp_ratelimit={ICMP_RATELIMIT_MS} 2>/dev/null")
 
     @property
     def intf_name(self) -> str:

@@ -37,6 +37,7 @@ from emu.core.runstate import (
     pids_in_netns,
     proc_start_time,
 )
+from emu.core.seeds import switch_seed
 from emu.targets import get_target
 from emu.targets.base import CompiledPipeline, SwitchTarget
 from emu.topo import Fabric
@@ -77,7 +78,7 @@ class EmuNet:
                  grpc_base_port: int = GRPC_BASE_PORT, pcap: bool = False,
                  ready_timeout_s: float = 60.0, lock_wait_s: float = 0.0,
                  log: Callable[[str], None] | None = None, priority_queues: int = 1,
-                 flow_control: FlowControl | None = None) -> None:
+                 flow_control: FlowControl | None = None, seed: int = 1) -> None:
         if grpc not in ("tcp", "unix"):
             raise ValueError("grpc must be 'tcp' or 'unix'")
         self.fabric = fabric
@@ -98,6 +99,7 @@ class EmuNet:
         self.flow_control = flow_control if flow_control is not None and \
             flow_control.enabled else None
         self.log = log or (lambda _msg: None)
+        self.seed = seed  # the run's: each switch draws from switch_seed(seed, device id)
         self.mininet: Mininet | None = None
         self.hosts: dict[str, RoceHost] = {}
         self.switches: dict[str, P4SwitchNode] = {}
@@ -231,7 +233,8 @@ class EmuNet:
                 s.name, cls=sw_cls, model=s, target=self.target, pipeline=self.pipeline,
                 grpc_addr=addr, thrift_port=thrift, queues=queue_configs(s, delays[s.name], self.priority_queues),
                 log_path=self.run_dir / "logs" / f"{s.name}.log", pcap_dir=pcap_dir,
-                ready_timeout_s=self.ready_timeout_s, flow_control=self._switch_pfc(s.name))
+                ready_timeout_s=self.ready_timeout_s, flow_control=self._switch_pfc(s.name),
+                seed=switch_seed(self.seed, s.device_id))
             self.switches[s.name] = node
             state.add_process(node.pid, "switch-shell", s.name, group=True)
 

@@ -49,7 +49,8 @@ class P4SwitchNode(Switch):  # type: ignore[misc]
                  grpc_addr: str = "", queues: dict[int, PortQueueConfig] | None = None,
                  log_path: Path | None = None, pcap_dir: Path | None = None,
                  thrift_port: int | None = None, ready_timeout_s: float = 60.0,
-                 flow_control: dict[str, Any] | None = None, **params: Any) -> None:
+                 flow_control: dict[str, Any] | None = None, seed: int | None = None,
+                 **params: Any) -> None:
         if model is None or target is None or pipeline is None:
             raise NetError(f"switch {name}: needs model, target and pipeline")
         self.model = model
@@ -59,7 +60,7 @@ class P4SwitchNode(Switch):  # type: ignore[misc]
             name=name, device_id=model.device_id,
             ports={p.number: p.intf for p in model.ports}, grpc_addr=grpc_addr,
             cpu_port=CPU_PORT, queues=dict(queues or {}), netns=None, pcap_dir=pcap_dir,
-            log_path=log_path, thrift_port=thrift_port, flow_control=flow_control)
+            log_path=log_path, thrift_port=thrift_port, flow_control=flow_control, seed=seed)
         self.ready_timeout_s = ready_timeout_s
         self.process: SwitchProcess | None = None
         # dpid from the device id: Mininet would otherwise parse digits from the name.

@@ -77,10 +77,11 @@ def parse(device_config: bytes) -> dict[str, Any]:
 
 
 def load_dataplane(index: P4InfoIndex, device_config: bytes, clock: Clock, *,
-                   allow_python: bool = False, priority_queues: int = 1) -> Any:
+                   allow_python: bool = False, priority_queues: int = 1, seed: int = 0) -> Any:
     """Build (but do not start) the Dataplane a device config describes.
 
-    `priority_queues` (per egress port) applies to compiled programs.
+    `priority_queues` (per egress port) and `seed` (the random draws) apply to
+    compiled programs.
     """
     cfg = parse(device_config)
     fmt = cfg.get("format")
@@ -109,12 +110,12 @@ def load_dataplane(index: P4InfoIndex, device_config: bytes, clock: Clock, *,
             blob = base64.b64decode(cfg["compiled"], validate=True)
         except (KeyError, TypeError, ValueError):
             raise invalid("emu-compiled-v1: 'compiled' must be base64") from None
-        return _from_compiled(index, blob, clock, priority_queues)
+        return _from_compiled(index, blob, clock, priority_queues, seed)
     if fmt == "p4-source":
-        return _from_source(index, cfg, clock, priority_queues)
+        return _from_source(index, cfg, clock, priority_queues, seed)
     # Anything else may be the compiler's artefact as written (`<prog>.emu.json`,
     # CompiledProgram.to_bytes()), which users pass straight to FwdPipeConfig.
-    return _from_compiled(index, device_config, clock, priority_queues)
+    return _from_compiled(index, device_config, clock, priority_queues, seed)
 
 
 def _api() -> Any:
@@ -124,17 +125,18 @@ def _api() -> Any:
         raise unimplemented(f"this build has no P4 compiler/switch yet ({exc})") from None
 
 
-def _from_compiled(index: P4InfoIndex, blob: bytes, clock: Clock, priority_queues: int) -> Any:
+def _from_compiled(index: P4InfoIndex, blob: bytes, clock: Clock, priority_queues: int,
+                   seed: int) -> Any:
     api = _api()
     try:
         prog = api.CompiledProgram.from_bytes(blob)
     except Exception as exc:
         raise invalid(f"emu-compiled-v1: cannot load the compiled program: {exc}") from None
-    return P4SwitchDataplane(prog, index, clock, priority_queues=priority_queues)
+    return P4SwitchDataplane(prog, index, clock, priority_queues=priority_queues, seed=seed)
 
 
 def _from_source(index: P4InfoIndex, cfg: dict[str, Any], clock: Clock,
-                 priority_queues: int) -> Any:
+                 priority_queues: int, seed: int) -> Any:
     files = cfg.get("files")
     main = cfg.get("main")
     if not isinstance(files, dict) or not isinstance(main, str) or main not in files:
@@ -155,4 +157,4 @@ def _from_source(index: P4InfoIndex, cfg: dict[str, Any], clock: Clock,
             prog = api.compile_file(os.path.join(root, main), incs, defines)
         except Exception as exc:
             raise invalid(f"p4-source: compilation failed: {exc}") from None
-    return P4SwitchDataplane(prog, index, clock, priority_queues=priority_queues)
+    return P4SwitchDataplane(prog, index, clock, priority_queues=priority_queues, seed=seed)

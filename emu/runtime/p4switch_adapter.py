@@ -33,13 +33,13 @@ class _DigestTap(list):  # type: ignore[type-arg]
 
 class P4SwitchDataplane:
     def __init__(self, program: Any, index: P4InfoIndex, clock: Clock, *,
-                 priority_queues: int = 1) -> None:
+                 priority_queues: int = 1, seed: int = 0) -> None:
         from emu.p4.api import P4Switch
 
         # cpu_port=None: every output goes through the output handler; the device
         # routes the CPU port's frames to PacketIn.
         self.switch = P4Switch(program, clock=clock, capture=False,
-                               priority_queues=priority_queues,
+                               priority_queues=priority_queues, seed=seed,
                                wire_overhead_bytes=WIRE_OVERHEAD_BYTES)
         self.sw = self.switch.sw
         # The switch's own dicts: what the server writes is what the pipeline reads.

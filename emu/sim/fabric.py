@@ -24,6 +24,7 @@ from emu.control import EcnSettings, FabricController, LbSettings, QosSettings
 from emu.control.inprocess import InProcessSwitchHandle
 from emu.core import MemLink, VirtualClock
 from emu.core.port import FramePort
+from emu.core.seeds import switch_seed
 from emu.core.wire import ROCEV2_UDP_PORT, WIRE_OVERHEAD_BYTES
 from emu.topo import Fabric, Host, Link
 
@@ -73,14 +74,6 @@ class SimHost:
 
     def send_udp(self, dst: str, sport: int, dport: int = ROCEV2_UDP_PORT, **kw: Any) -> bool:
         return self.send(self.udp_to(dst, sport, dport, **kw))
-
-
-def switch_seed(run_seed: int, device_id: int) -> int:
-    """The seed of a switch's random draws (v1model `random`: ECN marking, spraying) in a
-    run: its device id perturbed by the run's seed, so that runs with other seeds see
-    other marking draws (experiments' error bars over seeds include them); seed 1, the
-    default, keeps the device id."""
-    return device_id ^ (((run_seed - 1) * 0x9E3779B1) & 0xFFFF_FFFF)
 
 
 class SimFabric:

@@ -51,7 +51,7 @@ def _port_arg(req: Request) -> int | None:
 def ping(sw: Switch, req: Request) -> Any:
     return {"device_id": sw.opts.device_id, "pid": os.getpid(),
             "ports": {str(k): v for k, v in sw.opts.interfaces.items()},
-            "pipeline": sw.device.dataplane is not None}
+            "pipeline": sw.device.dataplane is not None, "seed": sw.opts.seed}
 
 
 def set_queue_rate(sw: Switch, req: Request) -> Any:

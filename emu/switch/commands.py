@@ -49,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port-netns", metavar="NAME",
                    help="open the ports inside this network namespace")
     p.add_argument("--priority-queues", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the pipeline's random draws (v1model `random`: ECN "
+                        "marking, spraying); a run gives each switch its own")
     p.add_argument("--queue-depth", action="append", default=[], metavar="[PORT=]PKTS")
     p.add_argument("--queue-rate-bps", action="append", default=[], metavar="[PORT=]BPS")
     p.add_argument("--queue-rate-pps", action="append", default=[], metavar="[PORT=]PPS")
@@ -117,7 +120,7 @@ def options_from_args(args: argparse.Namespace) -> SwitchOptions:
         ready_file=args.ready_file, ready_fd=args.ready_fd, port_netns=args.port_netns,
         allow_python=args.allow_python_pipelines, priority_queues=args.priority_queues,
         default_port=default, ports=ports, pdeathsig=not args.no_pdeathsig,
-        parent_pid=args.parent_pid,
+        parent_pid=args.parent_pid, seed=args.seed,
         timer_spin_ns=int(max(0.0, args.timer_spin_us) * 1000))
 
 

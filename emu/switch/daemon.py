@@ -75,7 +75,7 @@ class SwitchDaemon:
         self.device = LocalDevice(opts.device_id, self.clock, cpu_port=opts.cpu_port,
                                   output=self._output, allow_python=opts.allow_python,
                                   on_commit=self._apply_settings,
-                                  priority_queues=opts.priority_queues)
+                                  priority_queues=opts.priority_queues, seed=opts.seed)
         self.server = P4RuntimeServer(self.device)
         self.admin: AdminServer | None = None
         self.grpc_port = 0

@@ -34,6 +34,7 @@ class SwitchOptions:
     port_netns: str | None = None
     allow_python: bool = False
     priority_queues: int = 1
+    seed: int = 0  # the pipeline's random draws (v1model `random`)
     default_port: PortSettings = field(default_factory=PortSettings)
     ports: dict[int, PortSettings] = field(default_factory=dict)
     pdeathsig: bool = True

@@ -145,6 +145,10 @@ class SwitchSpec:
     # Priority flow control (emu.core.pfc.FlowControl.to_dict() plus "links"): embedded
     # only; BMv2 has none.
     flow_control: dict[str, Any] | None = None
+    # Embedded only: the seed of the switch's random draws (v1model `random`: ECN marking,
+    # spraying); a run passes emu.core.seeds.switch_seed(run seed, device id), as virtual
+    # time does. None: the daemon's default (0).
+    seed: int | None = None
 
     def validate(self) -> None:
         """Raise SpecError for a spec no target can run (targets check their own limits)."""

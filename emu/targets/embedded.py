@@ -2,7 +2,7 @@
 
     python -m emu.switch --no-p4 --device-id N -i 1@IFACE ... --grpc-addr ADDR
         [--cpu-port 255] [--pcap DIR] [--log-file F] [--port-netns NS]
-        [--admin-socket PATH] [--ready-fd FD] [--port-config FILE.json]
+        [--admin-socket PATH] [--ready-fd FD] [--port-config FILE.json] [--seed S]
 
 The daemon mirrors simple_switch_grpc's command line and adds what BMv2 lacks:
 bit-rate queues, per-port link delay and P4Runtime register access. Queue and
@@ -91,6 +91,8 @@ def daemon_command(spec: SwitchSpec, *, python: str = sys.executable,
         cmd += ["--admin-socket", admin_socket]
     if ready_fd is not None:
         cmd += ["--ready-fd", str(ready_fd)]
+    if spec.seed is not None:
+        cmd += ["--seed", str(spec.seed)]
     if spec.flow_control is not None:
         cmd += ["--pfc-config", json.dumps(spec.flow_control, separators=(",", ":"))]
     return cmd + queue_flags(spec)

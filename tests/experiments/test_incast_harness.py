@@ -38,7 +38,7 @@ def test_the_run_seed_reaches_the_switches_random_draws() -> None:
     marking) were seeded by its device id alone, so runs of one incast with other seeds
     were identical and an experiment's error bars over seeds left marking out. Seed 1,
     the default, keeps the device ids; the same seed gives the same run."""
-    from emu.sim.fabric import switch_seed
+    from emu.core.seeds import switch_seed
 
     assert switch_seed(1, 7) == 7 and switch_seed(2, 7) != 7
 

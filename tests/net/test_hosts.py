@@ -176,3 +176,51 @@ def test_host_processes_are_recorded_and_ended(net: EmuNet) -> None:
     # it runs in h1's namespace
     assert in_host(net, "h1", "readlink", f"/proc/{proc.pid}/ns/net") == \
         in_host(net, "h1", "readlink", "/proc/self/ns/net")
+
+
+def test_hosts_answer_roce_frames_with_no_icmp(net: EmuNet) -> None:
+    """The agent reads RoCE frames through AF_PACKET and no socket has their UDP port:
+    the host's kernel must not answer them with ICMP port unreachables, frames the
+    modelled network does not have (they queued at the switch before RoCE frames and
+    raised its queue depth, so real time marked other packets than virtual time)."""
+    import socket
+    import struct
+    import time
+
+    from emu.core.wire import ROCEV2_UDP_PORT
+    from emu.p4.v1model.hashes import csum16
+    from emu.sim.frames import ipv4_header, udp_frame
+
+    h1, h2 = FABRIC.hosts[0], FABRIC.hosts[1]
+    link = next(li for li in FABRIC.links if li.index == h1.link)
+    sw_end = link.b if link.a.node == h1.name else link.a
+    sw_intf = next(p.intf for s in FABRIC.switches for p in s.ports
+                   if s.name == sw_end.node and p.number == sw_end.port)
+    sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+    try:
+        sock.bind((sw_intf, 0))
+        sock.settimeout(0.1)
+        # An ACK-sized RoCE frame from h2, as the switch delivers it (gateway MAC as
+        # source); the kernel's rate limit lets a burst of ICMP errors out at first, so
+        # a few are enough. Then a ping, which must still be answered.
+        for psn in range(3):
+            sock.send(udp_frame(h1.gateway_mac, h1.mac, str(h2.ip), str(h1.ip), 49152,
+                                ROCEV2_UDP_PORT, psn=psn))
+        echo = struct.pack("!BBHHH", 8, 0, 0, 7, 1) + bytes(32)
+        echo = echo[:2] + struct.pack("!H", csum16(echo)) + echo[4:]
+        sock.send(udp_frame(h1.gateway_mac, h1.mac, str(h2.ip), str(h1.ip), 1, 1)[:14]
+                  + ipv4_header(str(h2.ip), str(h1.ip), 1, len(echo)) + echo)
+        answers = []
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            try:
+                frame, addr = sock.recvfrom(65535)
+            except TimeoutError:
+                continue
+            if addr[2] == socket.PACKET_OUTGOING or frame[12:14] != b"\x08\x00":
+                continue
+            if frame[23] == 1:  # IPv4 protocol ICMP
+                answers.append(frame[34])  # its type (3: destination unreachable)
+    finally:
+        sock.close()
+    assert answers == [0]  # the echo reply alone
