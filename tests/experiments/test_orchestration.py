@@ -115,6 +115,7 @@ def test_timeout_stops_agents_with_partial_results(tmp_path: Path) -> None:
     assert all(rows[0]["done"] is False for rows in rec.rows_by_host.values() if rows)
 
 
+@pytest.mark.usefixtures("ctrl_c")
 def test_interrupt_stops_agents_now_and_keeps_partial_results(tmp_path: Path) -> None:
     exp, net, plan = experiment(tmp_path, 60)
     main = threading.main_thread().ident

@@ -169,6 +169,7 @@ def test_results_record_the_effective_values(tmp_path: Path) -> None:
     assert link["wire_rate_bps"] * 2000 == link["modelled_rate_bps"]
 
 
+@pytest.mark.usefixtures("ctrl_c")
 def test_results_path_is_printed_last_and_an_interrupted_run_writes_partial_results(
         tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     import json
