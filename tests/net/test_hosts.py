@@ -184,12 +184,13 @@ def test_hosts_answer_roce_frames_with_no_icmp(net: EmuNet) -> None:
     modelled network does not have (they queued at the switch before RoCE frames and
     raised its queue depth, so real time marked other packets than virtual time)."""
     import socket
-    import struct
     import time
 
+    from scapy.layers.inet import ICMP, IP
+    from scapy.layers.l2 import Ether
+
     from emu.core.wire import ROCEV2_UDP_PORT
-    from emu.p4.v1model.hashes import csum16
-    from emu.sim.frames import ipv4_header, udp_frame
+    from emu.sim.frames import udp_frame
 
     h1, h2 = FABRIC.hosts[0], FABRIC.hosts[1]
     link = next(li for li in FABRIC.links if li.index == h1.link)
@@ -206,10 +207,8 @@ def test_hosts_answer_roce_frames_with_no_icmp(net: EmuNet) -> None:
         for psn in range(3):
             sock.send(udp_frame(h1.gateway_mac, h1.mac, str(h2.ip), str(h1.ip), 49152,
                                 ROCEV2_UDP_PORT, psn=psn))
-        echo = struct.pack("!BBHHH", 8, 0, 0, 7, 1) + bytes(32)
-        echo = echo[:2] + struct.pack("!H", csum16(echo)) + echo[4:]
-        sock.send(udp_frame(h1.gateway_mac, h1.mac, str(h2.ip), str(h1.ip), 1, 1)[:14]
-                  + ipv4_header(str(h2.ip), str(h1.ip), 1, len(echo)) + echo)
+        sock.send(bytes(Ether(src=h1.gateway_mac, dst=h1.mac)
+                        / IP(src=str(h2.ip), dst=str(h1.ip)) / ICMP(id=7, seq=1) / bytes(32)))
         answers = []
         deadline = time.monotonic() + 1.0
         while time.monotonic() < deadline:
@@ -217,10 +216,11 @@ def test_hosts_answer_roce_frames_with_no_icmp(net: EmuNet) -> None:
                 frame, addr = sock.recvfrom(65535)
             except TimeoutError:
                 continue
-            if addr[2] == socket.PACKET_OUTGOING or frame[12:14] != b"\x08\x00":
+            if addr[2] == socket.PACKET_OUTGOING:
                 continue
-            if frame[23] == 1:  # IPv4 protocol ICMP
-                answers.append(frame[34])  # its type (3: destination unreachable)
+            pkt = Ether(frame)
+            if ICMP in pkt:
+                answers.append(pkt[ICMP].type)  # 3: destination unreachable, 0: echo reply
     finally:
         sock.close()
     assert answers == [0]  # the echo reply alone
