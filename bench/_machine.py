@@ -17,5 +17,8 @@ def describe() -> str:
                     break
     except OSError:
         pass
+    from emu.core.accel import status
+
     return (f"{platform.python_implementation()} {platform.python_version()} "
-            f"({sys.executable}) on {cpu}, {os.cpu_count()} cores, {platform.machine()}")
+            f"({sys.executable}) on {cpu}, {os.cpu_count()} cores, {platform.machine()}; "
+            f"per-packet modules: {status()}")

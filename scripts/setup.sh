@@ -72,4 +72,9 @@ if [[ ! -f $STAMP || $(cat "$STAMP") != "$WANT" ]]; then
     $VENV/bin/python scripts/regen_p4runtime.py
     echo "$WANT" > "$STAMP"
 fi
+# The per-packet modules compiled with mypyc (emu.core.accel): a build per version of
+# their sources, so this is quick when nothing changed. Without one, they run as Python.
+if ! $VENV/bin/python -m emu.core.accel_build; then
+    say "WARNING: running the per-packet modules as plain Python (slower, same results)"
+fi
 say "ready: $($VENV/bin/python --version), $VENV"

@@ -18,6 +18,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 Callback = Callable[[], None]
 _NEVER = 1 << 63  # ns (292 years): later than any timer, for "fire them all"
 
@@ -41,6 +43,8 @@ class TimerHandle:
             self._fn()
 
 
+# Compiled (emu.core.accel) but subclassed by Python code (tests, emu.switch, emu.roce).
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Clock(ABC):
     """Time source plus one-shot timers. Callbacks run on the clock's own thread."""
 
@@ -100,6 +104,7 @@ class Clock(ABC):
         return ran
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class VirtualClock(Clock):
     """A clock that moves only when told to; timers fire in (time, insertion) order."""
 
@@ -112,10 +117,9 @@ class VirtualClock(Clock):
         # (those were scheduled earlier: smaller sequence numbers), so firing the heap's
         # due timers first and then this lane is the heap's own (time, sequence) order.
         self._lane: collections.deque[Any] = collections.deque()
-        if type(self).call_at is not VirtualClock.call_at:
-            # A subclass that changes call_at (say, timers firing late) gets its
-            # call_at for the handle-less timers too.
-            self.schedule_at = self.call_at  # type: ignore[method-assign,assignment]
+        # A subclass that changes call_at (say, timers firing late) gets its call_at
+        # for the handle-less timers too.
+        self._own_call_at = type(self).call_at is not VirtualClock.call_at
 
     def now_ns(self) -> int:
         return self._now
@@ -132,7 +136,9 @@ class VirtualClock(Clock):
     def schedule_at(self, when_ns: int, fn: Callback) -> None:
         # The heap entry holds the callback itself (no TimerHandle): _fire tells the
         # two apart by type. Same sequence counter, so the firing order is unchanged.
-        if when_ns == self._now:
+        if self._own_call_at:
+            self.call_at(when_ns, fn)
+        elif when_ns == self._now:
             self._lane.append(fn)
         else:
             heapq.heappush(self._timers, (when_ns, next(self._seq), fn))
@@ -209,6 +215,7 @@ class VirtualClock(Clock):
         return self._fire(max_ns)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class RealClock(Clock):
     """Monotonic wall clock and a single-threaded reactor (timers + readable fds).
 

@@ -18,6 +18,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from mypy_extensions import mypyc_attr
+
 from emu.core.clock import Clock, RealClock
 from emu.core.wire import ETH_P_8021Q, ETH_P_ALL
 
@@ -59,6 +61,8 @@ class PortStats:
     kernel_drops: int = 0  # AF_PACKET receive-ring drops (PACKET_STATISTICS)
 
 
+# Compiled (emu.core.accel) but subclassed by Python code (emu.roce.pfc, tests).
+@mypyc_attr(allow_interpreted_subclasses=True)
 class FramePort(ABC):
     """A full-duplex Ethernet port carrying whole frames (no FCS)."""
 

@@ -18,6 +18,7 @@ imm = CRC-32 of the flow id, so receivers need no out-of-band knowledge of the o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -256,7 +257,7 @@ class Agent:
                 "dcqcn_clamped": self.nic.clamped, "unexpected_messages": self.unexpected,
                 "cc": "dcqcn" if self.nic.dcqcn.enabled else "none",
                 "duplicate_deliveries": {f: n for f, n in self.deliveries.items() if n > 1},
-                "port": dict(st.__dict__), "qps": qps,
+                "port": dataclasses.asdict(st), "qps": qps,
                 **self._flow_control_counters()}
 
     def _flow_control_counters(self) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import struct
 import subprocess
@@ -215,5 +216,5 @@ def test_parse_general_path_ip_options_and_agreement():
     f = wire.QpWire(path_ab()).data(wire.OP_SEND_ONLY, 9, b"opts", ackreq=True)
     fast, general = wire.parse(f), wire._parse_general(f)
     assert isinstance(fast, wire.Parsed) and isinstance(general, wire.Parsed)
-    assert {k: getattr(fast, k) for k in wire.Parsed.__slots__} == \
-        {k: getattr(general, k) for k in wire.Parsed.__slots__}
+    names = [f.name for f in dataclasses.fields(wire.Parsed)]
+    assert {k: getattr(fast, k) for k in names} == {k: getattr(general, k) for k in names}

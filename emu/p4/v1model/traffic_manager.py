@@ -31,7 +31,7 @@ import functools
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from emu.core.clock import Clock
 
@@ -53,9 +53,9 @@ _NS_PER_S = 1_000_000_000
 class DropReason:
     """Drop reason names used in DropCounters (plain strings so callers can add their own)."""
 
-    TAIL_DROP = "tail_drop"
-    PRIORITY_OUT_OF_RANGE = "priority_out_of_range"
-    PIPELINE_DROP = "pipeline_drop"
+    TAIL_DROP: Final = "tail_drop"
+    PRIORITY_OUT_OF_RANGE: Final = "priority_out_of_range"
+    PIPELINE_DROP: Final = "pipeline_drop"
 
 
 class DropCounters:
@@ -249,12 +249,11 @@ class TrafficManager:
         self.flow_control: Any = None  # emu.p4.v1model.buffer.SwitchFlowControl when on
 
     def attach_flow_control(self, fc: Any) -> None:
-        """Hand enqueue and the service turns to a flow-control layer (buffer.py); the
-        plain path below stays untouched, so flow control off costs nothing."""
+        """Hand enqueue and the service turns to a flow-control layer (buffer.py);
+        `enqueue` then forwards to it (one check of an attribute per packet)."""
         if any(p.pkts for p in self._ports.values()):
             raise RuntimeError("attach flow control before traffic")
         self.flow_control = fc
-        self.enqueue = fc.enqueue  # type: ignore[method-assign]
         for p in self._ports.values():
             self._bind_serve(p)
 
@@ -360,6 +359,9 @@ class TrafficManager:
     def enqueue(self, port: int, pkt: object, size_bytes: int,
                 priority: int = 0) -> EnqueueResult | None:
         """Queue `pkt` for `port`; None when it was dropped (counted in `drops`)."""
+        fc = self.flow_control
+        if fc is not None:
+            return fc.enqueue(port, pkt, size_bytes, priority)  # type: ignore[no-any-return]
         p = self._ports.get(port) or self._port(port)
         if p.direct and not p.pkts and not self._in_dequeue and 0 <= priority < p.nq:
             # An idle port without a rate sends at once, as BMv2's egress thread
