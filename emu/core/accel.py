@@ -34,7 +34,6 @@ from emu.core.cachedir import user_cache_path
 COMPILED_MODULES = (
     "emu.core.clock",
     "emu.core.port",
-    "emu.p4.target.packet",
     "emu.p4.v1model.traffic_manager",
     "emu.roce.nic",
     "emu.roce.payload",
