@@ -194,6 +194,27 @@ def test_pipeline_config_actions(rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None
     assert ei.value.code() is grpc.StatusCode.INVALID_ARGUMENT
 
 
+@pytest.mark.parametrize("fmt", ["emu-python-v1", "nope-v9"])
+def test_unsupported_device_config_formats_are_rejected(
+        rig: Rig, ecmp_p4info: p4info_pb2.P4Info, fmt: str) -> None:
+    """emu-python-v1 (a Python data path named by module:function, once a test hook of
+    the product) is an unknown format like any other: INVALID_ARGUMENT, naming the
+    format and the ones this target takes, and nothing is committed."""
+    import json
+
+    c = rig.client()
+    cfg = json.dumps({"format": fmt,
+                      "factory": "tests.switch.reference_pipeline:ecmp_ecn"}).encode()
+    for action in (SFPC.VERIFY, SFPC.VERIFY_AND_COMMIT):
+        with pytest.raises(grpc.RpcError) as ei:
+            c.set_pipeline(ecmp_p4info, cfg, action=action)
+        assert ei.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+        details = ei.value.details() or ""
+        assert f"format {fmt!r} is not supported" in details, details
+        assert "p4-source" in details and "emu-compiled-v1" in details, details
+    assert not c.get_pipeline().HasField("p4info")
+
+
 def test_p4info_that_does_not_fit_the_program_is_rejected(
         rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
     c = rig.client()
