@@ -51,7 +51,7 @@ class FittedLayout(LayoutEngine):
     _adjust_compatible = True
     _colorbar_gridspec = True
 
-    def execute(self, fig: Figure) -> None:  # type: ignore[override]
+    def execute(self, fig: Figure) -> None:
         axes = [a for a in fig.axes if a.get_visible() and a.get_subplotspec() is not None]
         if not axes:
             return
@@ -77,7 +77,8 @@ class _Metrics:
         key = (text, fontsize)
         if key not in self._sizes:
             prop = FontProperties(size=fontsize)
-            w, _, _ = self.renderer.get_text_width_height_descent(text, prop, ismath=False)
+            math = text.count("$") >= 2  # e.g. a log axis's "$\\mathdefault{10^{3}}$"
+            w, _, _ = self.renderer.get_text_width_height_descent(text, prop, ismath=math)
             # A one-line Text is as tall as "lp" whatever it holds (matplotlib's rule).
             _, h, _ = self.renderer.get_text_width_height_descent("lp", prop, ismath=False)
             self._sizes[key] = (w, h)
