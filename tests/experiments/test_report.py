@@ -13,7 +13,13 @@ import pytest
 from emu.experiments import metrics as M
 from emu.experiments.plan import RunPlan
 from emu.experiments.progress import LiveView, ProgressState, render
-from emu.experiments.report import RunRecords, build_summary, collector_paused, write_results
+from emu.experiments.report import (
+    RunRecords,
+    build_summary,
+    collector_paused,
+    write_plots,
+    write_results,
+)
 from emu.experiments.results import make_run_dir, read_queue_samples, run_dir_name
 from emu.experiments.sampler import Snapshot, from_target_stats, merge_p4
 from emu.experiments.summary import fmt_bytes, fmt_rate, fmt_s, render_text
@@ -52,7 +58,6 @@ def test_summary_and_results_folder(allreduce_run: Run, tmp_path: Path) -> None:
         assert needle in text, needle
 
     files = write_results(run_dir, plan, rec, s)
-    assert gc.isenabled()
     names = {p.relative_to(run_dir).as_posix() for p in files}
     for n in ("config.json", "flows.jsonl", "ports.csv", "port_samples.csv", "queues.csv",
               "summary.json", "summary.txt", "agents/h1.json", "plots/flow_throughput.png",
@@ -73,7 +78,12 @@ def test_summary_and_results_folder(allreduce_run: Run, tmp_path: Path) -> None:
     assert read_queue_samples(run_dir / "queues.csv")[-1] == (1.0, "leaf1", 3, 30.0)
 
 
-def test_plotting_pauses_the_cycle_collector_and_restores_it() -> None:
+def test_plotting_pauses_the_cycle_collector_and_restores_it(allreduce_run: Run,
+                                                              tmp_path: Path) -> None:
+    plan, rows = allreduce_run
+    rec = RunRecords(rows, {h: 0.0 for h in rows}, _snapshots(plan), 1.0)
+    summary = build_summary(plan, rec, None)
+    assert len(write_plots(tmp_path, plan, rec, summary)) == 3
     assert gc.isenabled()
     with pytest.raises(RuntimeError), collector_paused():
         assert not gc.isenabled()
