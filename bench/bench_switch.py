@@ -6,9 +6,8 @@ Topology: namespaces h1 -- sw -- h2 joined by veths. The same run measures
   * a direct veth h1 -- h2 (no switch): the latency floor;
   * a trivial Python AF_PACKET bridge in `sw` (recv on one side, send on the other);
   * the switch daemon (`python -m emu.switch`) running ecmp_ecn.p4 (IPv4 LPM ->
-    action selector with crc16 over the 5-tuple -> ECN marking at egress) with the
-    Python reference data path, and with the compiled program when the compiler
-    can build it;
+    action selector with crc16 over the 5-tuple -> ECN marking at egress), compiled
+    by the switch from its source;
   * where p4c and BMv2 are on PATH, BMv2's simple_switch_grpc running the same
     ecmp_ecn.p4 (compiled by p4c) with the same entries and frames, and the ratio
     of the embedded daemon's rate to BMv2's.
@@ -47,7 +46,7 @@ from bench._machine import describe  # noqa: E402
 from emu.core import netns  # noqa: E402
 from emu.runtime.admin import AdminClient  # noqa: E402
 from emu.runtime.client import P4RuntimeClient  # noqa: E402
-from emu.runtime.devconfig import make_python_config, make_source_config  # noqa: E402
+from emu.runtime.devconfig import make_source_config  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 P4 = REPO / "tests" / "switch" / "p4" / "ecmp_ecn.p4"
@@ -327,7 +326,7 @@ def bench_switch(t: Topo, tmp: str, size: int, config: bytes,
                           "-i", f"1@{t.s1}", "-i", f"2@{t.s2}", "--port-netns", t.sw,
                           "--grpc-addr", grpc_addr, "--admin-socket", admin_path,
                           "--ready-file", str(ready), "--cpu-port", "255",
-                          "--allow-python-pipelines", "--no-p4"], cwd=REPO,
+                          "--no-p4"], cwd=REPO,
                          stdout=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
@@ -436,10 +435,6 @@ def main() -> int:
             finally:
                 bridge.kill()
                 bridge.wait(5)
-            results["switch_reference"] = bench_switch(
-                t, tmp, args.size,
-                make_python_config("tests.switch.reference_pipeline:ecmp_ecn"),
-                "switch (reference datapath)")
             results["switch_compiled"] = bench_switch(
                 t, tmp, args.size,
                 make_source_config(P4.name, {P4.name: P4.read_text()}),
@@ -448,7 +443,7 @@ def main() -> int:
     finally:
         t.close()
     floor = float(results["direct_lat_p50_us"])  # type: ignore[arg-type]
-    for key in ("bridge", "switch_reference", "switch_compiled"):
+    for key in ("bridge", "switch_compiled"):
         r = results.get(key)
         if isinstance(r, dict):
             print(f"added latency at low load, {key}: {r['lat_low_p50_us'] - floor:.0f} us (p50)")

@@ -212,10 +212,10 @@ def paused_figure(series: PfcSeries, t0: float = 0.0, top: int = 8,
     totals = {k: v[-1][1] for k, v in per_port.items() if v and v[-1][1] > 0}
     if not totals:
         return None
-    from .plots import _plt
+    from .plots import TITLE_Y, new_figure
 
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(9, 4))
+    fig = new_figure((9, 4))
+    ax = fig.subplots()
     times = sorted({t for t, _ in series})
     span = times[-1] - times[0] if len(times) > 1 else 1.0
     win = window_s or max(span / 50, 1e-9)
@@ -236,7 +236,7 @@ def paused_figure(series: PfcSeries, t0: float = 0.0, top: int = 8,
     ax.set_xlabel("time (s, wire)")
     ax.set_ylabel("paused (% of time)")
     ax.set_ylim(-2, 102)
-    ax.set_title("PFC: paused time per port")
+    ax.set_title("PFC: paused time per port", y=TITLE_Y)
     ax.legend(fontsize="small", loc="upper right")
     ax.grid(alpha=0.3)
     return fig

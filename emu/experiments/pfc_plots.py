@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .pfc_results import DcqcnResult, DeadlockResult, StormResult, VictimResult
-from .plots import _plt, save
+from .plots import new_figure, save
 
 __all__ = ["scenario_figure"]
 
@@ -23,8 +23,8 @@ def _series(ax: object, series: dict[str, list[tuple[float, float]]], smooth: in
 
 
 def victim_figure(r: VictimResult) -> object:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(8, 3.6))
+    fig = new_figure((8, 3.6), fitted=False)
+    ax = fig.subplots()
     _series(ax, r.series, smooth=5, styles={"alone": {"ls": "--", "lw": 2.5, "zorder": 3}})
     ax.set_xlabel("time (ms)")
     ax.set_ylabel("victim goodput (Gb/s, 1 ms average)")
@@ -37,8 +37,8 @@ def victim_figure(r: VictimResult) -> object:
 
 
 def dcqcn_figure(r: DcqcnResult) -> object:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(5, 3.4))
+    fig = new_figure((5, 3.4), fitted=False)
+    ax = fig.subplots()
     bars = ax.bar(["PFC, no CC", "PFC + DCQCN"], [r.pauses_off, r.pauses_on],
                   color=["tab:red", "tab:green"])
     ax.bar_label(bars)
@@ -49,8 +49,8 @@ def dcqcn_figure(r: DcqcnResult) -> object:
 
 
 def storm_figure(r: StormResult) -> object:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(8, 3.6))
+    fig = new_figure((8, 3.6), fitted=False)
+    ax = fig.subplots()
     _series(ax, r.series, smooth=4)
     ax.axvspan(r.storm_start_ns / 1e6, r.storm_end_ns / 1e6, color="tab:red", alpha=0.08,
                label="h3 sends PAUSE")
@@ -68,8 +68,8 @@ def storm_figure(r: StormResult) -> object:
 
 
 def deadlock_figure(r: DeadlockResult) -> object:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(8, 3.6))
+    fig = new_figure((8, 3.6), fitted=False)
+    ax = fig.subplots()
     _series(ax, r.series, styles={"PFC": {"lw": 3, "zorder": 3, "color": "black"}})
     if r.deadlocked_at_ns:
         ax.axvline(r.deadlocked_at_ns / 1e6, color="tab:red", ls="--",

@@ -17,6 +17,10 @@ from .metrics import FlowResult, PortKey, QueueStats
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+TITLE_Y = 1.0
+"""Axes titles sit on the axes' top edge (plus the usual pad). Given, not left to the
+draw to find: nothing is drawn above the axes, and finding it measures every tick label."""
+
 PortSeries = Mapping[PortKey, Sequence[tuple[float, int]]]  # (t_s, cumulative tx_bytes)
 
 MAX_FLOWS_APART = 12
@@ -33,13 +37,23 @@ TIME_JITTER = 0.1
 `utilization`): a few milliseconds on windows of about 100 ms."""
 
 
-def _plt():  # type: ignore[no-untyped-def]
-    import matplotlib
+def new_figure(figsize: tuple[float, float], fitted: bool = True) -> Figure:
+    """An empty figure drawn by the Agg canvas (no display needed). `fitted`: laid out
+    by `plot_layout.FittedLayout` when saved; else `save` fits the saved area to it.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    Not through pyplot: nothing is shown, so its figure manager would only keep every
+    figure alive until told to forget it."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    return plt
+    layout = None
+    if fitted:
+        from .plot_layout import FittedLayout
+
+        layout = FittedLayout()
+    fig = Figure(figsize=figsize, layout=layout)
+    FigureCanvasAgg(fig)
+    return fig
 
 
 def save(fig: Figure, path: Path) -> Path:
@@ -47,13 +61,11 @@ def save(fig: Figure, path: Path) -> Path:
     if engine is None:  # legends placed outside: the saved area must grow to hold them
         fig.savefig(path, dpi=100, bbox_inches="tight")
     else:
-        # A figure with a layout engine (the run's plots: layout="tight") fits its
-        # canvas once laid out: lay it out once and draw it once. Left to savefig, the
-        # engine makes it lay out in a draw of its own before the real one.
+        # Lay it out once and draw it once: left to savefig, some engines (tight
+        # layout) lay the figure out in a draw of their own before the real one.
         engine.execute(fig)
         fig.set_layout_engine(None)
         fig.savefig(path, dpi=100)
-    _plt().close(fig)
     return path
 
 
@@ -84,19 +96,20 @@ def flow_figure(flows: Sequence[FlowResult], t0: float | None = None) -> Figure 
     if not shown:
         return None
     t0 = time_origin(shown) if t0 is None else t0
-    plt = _plt()
     apart = len(shown) <= MAX_FLOWS_APART
     notes: list[str] = []
     if apart:
-        fig, ax = plt.subplots(figsize=(10, 4.5), layout="tight")
+        fig = new_figure((10, 4.5))
+        ax = fig.subplots()
         group_by, keys = "flow", [f.id for f in shown]
     else:
-        fig, (top, ax) = plt.subplots(2, 1, figsize=(10, 6.5), sharex=True,
-                                      gridspec_kw={"height_ratios": [1, 2]}, layout="tight")
+        fig = new_figure((10, 6.5))
+        top, ax = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [1, 2]})
         ts, total = _sum_of_flows(shown, t0)
         top.step(ts, total, where="post", color="k", lw=1.5)
         top.set_ylabel("Mb/s (wire)")
-        top.set_title(f"All {len(shown)} flows: sum of their average goodputs", fontsize=10)
+        top.set_title(f"All {len(shown)} flows: sum of their average goodputs", fontsize=10,
+                      y=TITLE_Y)
         top.set_ylim(0, None)
         top.grid(alpha=0.3)
         group_by, keys = _groups(shown)
@@ -130,7 +143,7 @@ def flow_figure(flows: Sequence[FlowResult], t0: float | None = None) -> Figure 
     ax.set_xlabel("time since the first flow started (s)")
     ax.set_ylabel("Mb/s (wire)")
     ax.set_title("Per-flow average goodput" + (" and DCQCN sending rate" if rate_drawn else ""),
-                 fontsize=10)
+                 fontsize=10, y=TITLE_Y)
     ax.set_ylim(0, None)
     handles, labels = ax.get_legend_handles_labels()
     ax.legend(handles, labels, title=group_by or None, fontsize=8, title_fontsize=8,
@@ -170,15 +183,15 @@ def queue_figure(samples: Sequence[tuple[float, str, int, float]],
                  hottest: Sequence[QueueStats], t0: float | None = None) -> Figure | None:
     if not hottest or not samples:
         return None
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(10, 4), layout="tight")
+    fig = new_figure((10, 4))
+    ax = fig.subplots()
     t0 = min(s[0] for s in samples) if t0 is None else t0
     for q in hottest:
         pts = [(t - t0, d) for t, sw, p, d in samples if sw == q.switch and p == q.port]
         ax.plot([t for t, _ in pts], [d for _, d in pts], lw=1, label=f"{q.switch}:{q.port}")
     ax.set_xlabel("time since the first flow started (s)")
     ax.set_ylabel("queue depth (packets)")
-    ax.set_title("Egress queue depth at the hottest ports")
+    ax.set_title("Egress queue depth at the hottest ports", y=TITLE_Y)
     ax.legend(fontsize=8, title="port", title_fontsize=8, loc="upper left",
               bbox_to_anchor=(1.01, 1.0))
     ax.grid(alpha=0.3)
@@ -222,12 +235,11 @@ def uplink_figure(series: PortSeries, uplinks: Mapping[str, Sequence[int]],
     switches = [s for s in uplinks if any(len(series.get((s, p), ())) > 1 for p in uplinks[s])]
     if not switches:
         return None
-    plt = _plt()
     n = len(switches)
     cols = min(4, n)
     rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.4 * rows + 0.6),
-                             squeeze=False, sharey=True, layout="tight")
+    fig = new_figure((3.2 * cols, 2.4 * rows + 0.6))
+    axes = fig.subplots(rows, cols, squeeze=False, sharey=True)
     t0 = min(s[0][0] for s in series.values() if s) if t0 is None else t0
     peak = 1.0
     windows: set[float] = set()
@@ -242,12 +254,12 @@ def uplink_figure(series: PortSeries, uplinks: Mapping[str, Sequence[int]],
             ax.step([t - t0 for t, _ in u], [x * 100 for _, x in u], where="pre", lw=1,
                     label=f"port {p}")
         ax.axhline(100, color="0.5", lw=0.6, ls="--")
-        ax.set_title(sw, fontsize=9)
+        ax.set_title(sw, fontsize=9, y=TITLE_Y)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper left")
-    # Never cut the curves off: a reading above 100% is shown, not hidden.
-    for ax in [a for row in axes for a in row]:
-        ax.set_ylim(0, max(110.0, peak * 105))
+    # Never cut the curves off: a reading above 100% is shown, not hidden. Set once: the
+    # panels share the y axis (setting each would set all of them each time).
+    axes[0][0].set_ylim(0, max(110.0, peak * 105))
     for ax in [a for row in axes for a in row][n:]:
         ax.set_visible(False)
     fig.supxlabel("time since the first flow started (s)")

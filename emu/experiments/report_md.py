@@ -131,10 +131,10 @@ def _bars(ax: Axes, groups: Sequence[str], series: dict[str, list[tuple[float, f
 
 
 def _figure(n: int) -> tuple[Figure, Sequence[Axes]]:
-    from .plots import _plt
+    from .plots import new_figure
 
-    plt = _plt()
-    fig, axes = plt.subplots(1, n, figsize=(5.5 * n, 3.8), squeeze=False)
+    fig = new_figure((5.5 * n, 3.8), fitted=False)  # its legend goes below: saved to fit
+    axes = fig.subplots(1, n, squeeze=False)
     return fig, list(axes[0])
 
 

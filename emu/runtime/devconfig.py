@@ -10,12 +10,10 @@ BMv2 takes its JSON there; we take a UTF-8 JSON object with a `format` key:
   compiles too, so a bad program is rejected before COMMIT). `make_source_config()`.
 - `{"format": "emu-null-v1"}` -- control plane only: every object the P4Info
   names exists, every packet is dropped. For control-plane tests.
-- `{"format": "emu-python-v1", "factory": "package.module:function"}` -- a Python
-  pipeline `function(index: P4InfoIndex, clock) -> Dataplane`; only accepted by a
-  switch started with `--allow-python-pipelines` (it imports code).
 
-Any other JSON is handed to `CompiledProgram.from_bytes` as is, so the compiler's
-artefact (`python -m emu.p4 compile` -> `<prog>.emu.json`) works unwrapped too.
+The compiler's artefact (`python -m emu.p4 compile` -> `<prog>.emu.json`, format
+`emu-p4-compiled`) is taken unwrapped too: it, and JSON without a `format`, go to
+`CompiledProgram.from_bytes` as is. Any other `format` is rejected by name.
 A BMv2 JSON (an object with "header_types") is rejected with a message that says so.
 Errors are INVALID_ARGUMENT (the P4Runtime code for a config the target cannot use).
 """
@@ -32,13 +30,16 @@ from typing import Any
 
 from emu.core.clock import Clock
 
-from .errors import P4RTError, invalid, unimplemented
+from .errors import invalid, unimplemented
 from .infoplane import NullDataplane
 from .p4switch_adapter import P4SwitchDataplane
 from .translate import P4InfoIndex
 
 __all__ = ["load_dataplane", "make_compiled_config", "make_source_config",
-           "make_null_config", "make_python_config"]
+           "make_null_config"]
+
+# The compiler's artefact names itself so (CompiledProgram.to_bytes).
+_ARTEFACT = "emu-p4-compiled"
 
 
 def make_compiled_config(compiled_bytes: bytes) -> bytes:
@@ -58,10 +59,6 @@ def make_null_config() -> bytes:
     return b'{"format": "emu-null-v1"}'
 
 
-def make_python_config(factory: str) -> bytes:
-    return json.dumps({"format": "emu-python-v1", "factory": factory}).encode()
-
-
 def parse(device_config: bytes) -> dict[str, Any]:
     try:
         obj = json.loads(device_config.decode("utf-8"))
@@ -77,7 +74,7 @@ def parse(device_config: bytes) -> dict[str, Any]:
 
 
 def load_dataplane(index: P4InfoIndex, device_config: bytes, clock: Clock, *,
-                   allow_python: bool = False, priority_queues: int = 1, seed: int = 0) -> Any:
+                   priority_queues: int = 1, seed: int = 0) -> Any:
     """Build (but do not start) the Dataplane a device config describes.
 
     `priority_queues` (per egress port) and `seed` (the random draws) apply to
@@ -87,24 +84,6 @@ def load_dataplane(index: P4InfoIndex, device_config: bytes, clock: Clock, *,
     fmt = cfg.get("format")
     if fmt == "emu-null-v1":
         return NullDataplane(index, clock)
-    if fmt == "emu-python-v1":
-        if not allow_python:
-            raise invalid("emu-python-v1 configs need a switch started with "
-                          "--allow-python-pipelines")
-        spec = cfg.get("factory")
-        if not isinstance(spec, str) or ":" not in spec:
-            raise invalid("emu-python-v1: 'factory' must be 'module:function'")
-        mod_name, fn_name = spec.split(":", 1)
-        try:
-            fn = getattr(importlib.import_module(mod_name), fn_name)
-        except (ImportError, AttributeError) as exc:
-            raise invalid(f"emu-python-v1: cannot load {spec}: {exc}") from None
-        try:
-            return fn(index, clock)
-        except P4RTError:
-            raise
-        except Exception as exc:
-            raise invalid(f"emu-python-v1: {spec} failed: {exc}") from None
     if fmt == "emu-compiled-v1":
         try:
             blob = base64.b64decode(cfg["compiled"], validate=True)
@@ -113,8 +92,12 @@ def load_dataplane(index: P4InfoIndex, device_config: bytes, clock: Clock, *,
         return _from_compiled(index, blob, clock, priority_queues, seed)
     if fmt == "p4-source":
         return _from_source(index, cfg, clock, priority_queues, seed)
-    # Anything else may be the compiler's artefact as written (`<prog>.emu.json`,
-    # CompiledProgram.to_bytes()), which users pass straight to FwdPipeConfig.
+    if fmt is not None and fmt != _ARTEFACT:
+        raise invalid(f"p4_device_config format {fmt!r} is not supported; this target "
+                      f"takes emu-compiled-v1, p4-source, emu-null-v1 or the compiler's "
+                      f"{_ARTEFACT} artefact (see emu.runtime.devconfig)")
+    # The compiler's artefact as written (`<prog>.emu.json`), which users pass
+    # straight to SetForwardingPipelineConfig.
     return _from_compiled(index, device_config, clock, priority_queues, seed)
 
 

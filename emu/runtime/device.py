@@ -79,14 +79,13 @@ class LocalDevice:
     """
 
     def __init__(self, device_id: int, clock: Clock, *, cpu_port: int | None = 255,
-                 output: OutputFn | None = None, allow_python: bool = False,
+                 output: OutputFn | None = None,
                  on_commit: Callable[[Dataplane], None] | None = None,
                  priority_queues: int = 1, seed: int = 0) -> None:
         self.device_id = device_id
         self.seed = seed  # of each pipeline's random draws, re-seeded at every commit
         self.cpu_port = cpu_port
         self.clock = clock
-        self.allow_python = allow_python
         self.priority_queues = priority_queues
         self.dataplane: Dataplane | None = None
         self._output = output
@@ -100,7 +99,7 @@ class LocalDevice:
     # -- Device -------------------------------------------------------------
 
     def prepare(self, index: P4InfoIndex, device_config: bytes) -> object:
-        dp = load_dataplane(index, device_config, self.clock, allow_python=self.allow_python,
+        dp = load_dataplane(index, device_config, self.clock,
                             priority_queues=self.priority_queues, seed=self.seed)
         _check_consistent(index, dp.control)
         return _Prepared(index, device_config, dp)

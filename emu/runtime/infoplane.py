@@ -2,7 +2,7 @@
 
 `InfoControlPlane` backs the `emu-null-v1` device config (`NullDataplane`:
 control plane only, every packet dropped), which lets the server be tested
-without a compiled program, and the Python pipelines tests load.
+without a compiled program; hand-written test data paths build on it too.
 """
 
 from __future__ import annotations

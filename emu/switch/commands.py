@@ -63,8 +63,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="priority flow control (emu.core.pfc.FlowControl.to_dict), plus "
                         '"links": {"PORT": [rate_bps, delay_ns, mtu]} for the headroom each '
                         "port needs (default: no flow control)")
-    p.add_argument("--allow-python-pipelines", action="store_true",
-                   help="accept emu-python-v1 device configs (they import Python code)")
     p.add_argument("--timer-spin-us", type=float, default=100.0, metavar="US",
                    help="busy-wait up to this long for a paced departure (precise rates on a "
                         "core of its own; 0 when many switches share the CPUs)")
@@ -118,7 +116,7 @@ def options_from_args(args: argparse.Namespace) -> SwitchOptions:
         cpu_port=args.cpu_port, pcap_dir=args.pcap, program=args.program,
         include_dirs=tuple(args.include_dirs), admin_socket=args.admin_socket,
         ready_file=args.ready_file, ready_fd=args.ready_fd, port_netns=args.port_netns,
-        allow_python=args.allow_python_pipelines, priority_queues=args.priority_queues,
+        priority_queues=args.priority_queues,
         default_port=default, ports=ports, pdeathsig=not args.no_pdeathsig,
         parent_pid=args.parent_pid, seed=args.seed,
         timer_spin_ns=int(max(0.0, args.timer_spin_us) * 1000))

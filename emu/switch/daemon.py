@@ -73,7 +73,7 @@ class SwitchDaemon:
         self.pipeline_errors: dict[int, int] = {}
         self._errors_logged: set[str] = set()
         self.device = LocalDevice(opts.device_id, self.clock, cpu_port=opts.cpu_port,
-                                  output=self._output, allow_python=opts.allow_python,
+                                  output=self._output,
                                   on_commit=self._apply_settings,
                                   priority_queues=opts.priority_queues, seed=opts.seed)
         self.server = P4RuntimeServer(self.device)

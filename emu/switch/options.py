@@ -32,7 +32,6 @@ class SwitchOptions:
     ready_file: str | None = None
     ready_fd: int | None = None
     port_netns: str | None = None
-    allow_python: bool = False
     priority_queues: int = 1
     seed: int = 0  # the pipeline's random draws (v1model `random`)
     default_port: PortSettings = field(default_factory=PortSettings)

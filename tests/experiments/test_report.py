@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,13 @@ import pytest
 from emu.experiments import metrics as M
 from emu.experiments.plan import RunPlan
 from emu.experiments.progress import LiveView, ProgressState, render
-from emu.experiments.report import RunRecords, build_summary, write_results
+from emu.experiments.report import (
+    RunRecords,
+    build_summary,
+    collector_paused,
+    write_plots,
+    write_results,
+)
 from emu.experiments.results import make_run_dir, read_queue_samples, run_dir_name
 from emu.experiments.sampler import Snapshot, from_target_stats, merge_p4
 from emu.experiments.summary import fmt_bytes, fmt_rate, fmt_s, render_text
@@ -69,6 +76,26 @@ def test_summary_and_results_folder(allreduce_run: Run, tmp_path: Path) -> None:
         ports = list(csv.DictReader(fh))
     assert {r["uplink"] for r in ports if r["switch"] == "leaf1"} == {"True"}
     assert read_queue_samples(run_dir / "queues.csv")[-1] == (1.0, "leaf1", 3, 30.0)
+
+
+def test_plotting_pauses_the_cycle_collector_and_restores_it(allreduce_run: Run,
+                                                              tmp_path: Path) -> None:
+    plan, rows = allreduce_run
+    rec = RunRecords(rows, {h: 0.0 for h in rows}, _snapshots(plan), 1.0)
+    summary = build_summary(plan, rec, None)
+    assert len(write_plots(tmp_path, plan, rec, summary)) == 3
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        assert not gc.isenabled()
+        raise RuntimeError("a plot failed")
+    assert gc.isenabled()  # back on after a failure too
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # left as the caller had it
+    finally:
+        gc.enable()
 
 
 def test_incomplete_and_cpu_bound_runs_say_so(incast_run: Run) -> None:

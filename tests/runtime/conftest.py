@@ -77,7 +77,7 @@ def _rig(tcp: bool) -> Iterator[Rig]:
     clock = VirtualClock()
     outputs: list[tuple[int, bytes]] = []
     device = LocalDevice(DEVICE_ID, clock, cpu_port=255,
-                         output=lambda p, f: outputs.append((p, f)), allow_python=True)
+                         output=lambda p, f: outputs.append((p, f)))
     server = P4RuntimeServer(device)
     if tcp:
         port = server.start("127.0.0.1:0")

@@ -14,16 +14,15 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from emu.runtime.client import P4RuntimeClient, WriteError
-from emu.runtime.devconfig import make_null_config, make_python_config
+from emu.runtime.devconfig import make_null_config
 from emu.runtime.errors import STATUS_DETAILS_KEY
 from emu.runtime.server import MAX_STREAMS
 
-from .conftest import DEVICE_ID, Rig
+from .conftest import DEVICE_ID, ECMP_P4, Rig, compiled_config
 
 U = p4runtime_pb2.Update
 SFPC = p4runtime_pb2.SetForwardingPipelineConfigRequest
 OK, INVALID, NOT_FOUND, OUT_OF_RANGE = 0, 3, 5, 11
-REF = "tests.switch.reference_pipeline:ecmp_ecn"
 
 
 def _primary(rig: Rig, p4info: p4info_pb2.P4Info) -> P4RuntimeClient:
@@ -168,8 +167,8 @@ def test_commit_errors_and_writes_between_save_and_commit(
     with pytest.raises(grpc.RpcError) as ei:
         c.set_pipeline(p4info_pb2.P4Info(), b"", action=SFPC.COMMIT)
     assert ei.value.code() is grpc.StatusCode.NOT_FOUND  # nothing saved
-    # the running pipeline (ecmp reference) forwards with its entries
-    c.set_pipeline(ecmp_p4info, make_python_config(REF))
+    # the running pipeline (ecmp_ecn.p4) forwards with its entries
+    c.set_pipeline(ecmp_p4info, compiled_config(ECMP_P4))
     c.insert_member("MyIngress.ecmp_selector", 1, "MyIngress.set_nhop",
                     {"dmac": 0x020000000002, "port": 2})
     c.insert_entry("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": (0x0A000200, 24)}, member_id=1)

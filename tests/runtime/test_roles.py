@@ -16,10 +16,10 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from emu.runtime.client import P4RuntimeClient, WriteError
-from emu.runtime.devconfig import make_null_config, make_python_config
+from emu.runtime.devconfig import make_null_config
 from emu.runtime.roles import make_role_config
 
-from .conftest import CP_P4, DEVICE_ID, HERE, Rig, compiled_config, wait_for
+from .conftest import CP_P4, DEVICE_ID, ECMP_P4, HERE, Rig, compiled_config, wait_for
 
 U = p4runtime_pb2.Update
 OK, INVALID, NOT_FOUND, PERM = 0, 3, 5, 7
@@ -178,7 +178,7 @@ def test_packet_in_follows_role_config(rig: Rig, ecmp_p4info: p4info_pb2.P4Info)
     from emu.p4.v1model.hashes import csum16
 
     a = rig.client((0, 1))
-    a.set_pipeline(ecmp_p4info, make_python_config("tests.switch.reference_pipeline:ecmp_ecn"))
+    a.set_pipeline(ecmp_p4info, compiled_config(ECMP_P4))
     pin = next(c for c in ecmp_p4info.controller_packet_metadata
                if c.preamble.name == "packet_in")
     port_md = next(m.id for m in pin.metadata if m.name == "ingress_port")

@@ -15,7 +15,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from emu.runtime.client import P4RuntimeClient, WriteError
-from emu.runtime.devconfig import make_null_config, make_python_config
+from emu.runtime.devconfig import make_null_config
 from emu.runtime.translate import encode_uint
 
 from .conftest import CP_P4, DEVICE_ID, ECMP_P4, Rig, compiled_config, wait_for
@@ -24,7 +24,6 @@ U = p4runtime_pb2.Update
 SFPC = p4runtime_pb2.SetForwardingPipelineConfigRequest
 GFPC = p4runtime_pb2.GetForwardingPipelineConfigRequest
 OK, INVALID, NOT_FOUND, EXISTS, PERM, FAILED, RANGE, UNIMPL = 0, 3, 5, 6, 7, 9, 11, 12
-REF = "tests.switch.reference_pipeline:ecmp_ecn"
 
 
 def _codes(e: WriteError) -> list[int]:
@@ -51,11 +50,9 @@ def cpc(request: pytest.FixtureRequest, rig: Rig, cp_p4info: p4info_pb2.P4Info
     return cp_client(rig, cp_p4info, cfg)
 
 
-@pytest.fixture(params=["reference", "compiled"])
-def ecmp_cfg(request: pytest.FixtureRequest) -> bytes:
-    """ecmp_ecn.p4 as the Python reference data path or compiled from source."""
-    if request.param == "reference":
-        return make_python_config(REF)
+@pytest.fixture
+def ecmp_cfg() -> bytes:
+    """ecmp_ecn.p4 compiled from source."""
     return _compiled_config(ECMP_P4)
 
 
@@ -185,7 +182,7 @@ def test_pipeline_config_actions(rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None
     assert len(c.read([c.table_entry("MyIngress.fwd")])) == 1
     assert c.get_pipeline(GFPC.COOKIE_ONLY).cookie.cookie == 12
     with pytest.raises(grpc.RpcError) as ei:
-        c.set_pipeline(cp_p4info, make_python_config(REF),
+        c.set_pipeline(cp_p4info, _compiled_config(ECMP_P4),
                        action=SFPC.RECONCILE_AND_COMMIT)
     assert ei.value.code() is grpc.StatusCode.INVALID_ARGUMENT  # a config that cannot work
     assert len(c.read([c.table_entry("MyIngress.fwd")])) == 1
@@ -197,11 +194,32 @@ def test_pipeline_config_actions(rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None
     assert ei.value.code() is grpc.StatusCode.INVALID_ARGUMENT
 
 
+@pytest.mark.parametrize("fmt", ["emu-python-v1", "nope-v9"])
+def test_unsupported_device_config_formats_are_rejected(
+        rig: Rig, ecmp_p4info: p4info_pb2.P4Info, fmt: str) -> None:
+    """emu-python-v1 (a Python data path named by module:function, once a test hook of
+    the product) is an unknown format like any other: INVALID_ARGUMENT, naming the
+    format and the ones this target takes, and nothing is committed."""
+    import json
+
+    c = rig.client()
+    cfg = json.dumps({"format": fmt,
+                      "factory": "tests.switch.reference_pipeline:ecmp_ecn"}).encode()
+    for action in (SFPC.VERIFY, SFPC.VERIFY_AND_COMMIT):
+        with pytest.raises(grpc.RpcError) as ei:
+            c.set_pipeline(ecmp_p4info, cfg, action=action)
+        assert ei.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+        details = ei.value.details() or ""
+        assert f"format {fmt!r} is not supported" in details, details
+        assert "p4-source" in details and "emu-compiled-v1" in details, details
+    assert not c.get_pipeline().HasField("p4info")
+
+
 def test_p4info_that_does_not_fit_the_program_is_rejected(
         rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
     c = rig.client()
     with pytest.raises(grpc.RpcError) as ei:
-        c.set_pipeline(cp_p4info, make_python_config(REF))
+        c.set_pipeline(cp_p4info, _compiled_config(ECMP_P4))
     assert ei.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     broken = p4info_pb2.P4Info()
     broken.CopyFrom(cp_p4info)

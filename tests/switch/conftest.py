@@ -29,7 +29,6 @@ from emu.core import netns
 REPO = Path(__file__).resolve().parents[2]
 P4DIR = Path(__file__).parent / "p4"
 ECMP_P4INFO = P4DIR / "ecmp_ecn.p4info.txtpb"
-REF_FACTORY = "tests.switch.reference_pipeline:ecmp_ecn"
 PY = sys.executable
 ETH_P_ALL = 0x0003
 SO_TIMESTAMPNS = 35
@@ -129,7 +128,7 @@ class Topo:
         args = [PY, "-m", "emu.switch", "--device-id", str(device_id),
                 "--port-netns", self.sw_ns, "--grpc-addr", self.grpc_addr,
                 "--admin-socket", self.admin_path, "--ready-file", str(ready),
-                "--cpu-port", "255", "--allow-python-pipelines",
+                "--cpu-port", "255",
                 "--log-file", str(self.tmp / "switch.log")]
         for num, iface in sorted(self.sw_ifaces.items()):
             if ports is None or num in ports:

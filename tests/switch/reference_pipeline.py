@@ -2,13 +2,10 @@
 
 It runs that program's semantics on the real engines (tables and action
 selector built from the P4Info, the v1model TrafficManager, BMv2's crc16 and
-csum16), so the switch daemon, the P4Runtime server and the benchmark can be
-exercised end to end independently of the compiler. It also serves as an
-oracle for the compiled program. Load it with the device config
-`{"format": "emu-python-v1", "factory": "tests.switch.reference_pipeline:ecmp_ecn"}`
-(daemon flag --allow-python-pipelines). A test fixture, not part of emu: it is
-importable when the repository root is on sys.path (pytest; a daemon started
-from the root).
+csum16), written independently of the compiler, and serves as an oracle for the
+compiled program: test_reference.py feeds both the same entries and frames in
+process. A test fixture, not part of emu: no device config loads it (the switch
+daemon and the P4Runtime server run compiled programs only).
 """
 
 from __future__ import annotations
@@ -196,8 +193,3 @@ class EcmpEcnDataplane:
             out(port, bytes(((ingress >> 1) & 0xFF, (ingress & 1) << 7)) + bytes(buf))
             return
         out(port, bytes(buf))
-
-
-def ecmp_ecn(index: P4InfoIndex, clock: Clock) -> EcmpEcnDataplane:
-    """emu-python-v1 factory."""
-    return EcmpEcnDataplane(index, clock)

@@ -19,11 +19,11 @@ from p4.config.v1 import p4info_pb2
 from emu.p4.v1model.hashes import csum16
 from emu.runtime.admin import AdminClient, AdminError
 from emu.runtime.client import P4RuntimeClient
-from emu.runtime.devconfig import make_python_config, make_source_config
+from emu.runtime.devconfig import make_source_config
 from emu.switch.pcap import read_pcap
 from tests.conftest import needs_root
 
-from .conftest import ECMP_P4INFO, PY, REF_FACTORY, REPO, Topo, ipv4_udp
+from .conftest import ECMP_P4INFO, PY, REPO, Topo, ipv4_udp
 
 pytestmark = [needs_root, pytest.mark.root, pytest.mark.timeout(180)]
 
@@ -66,16 +66,21 @@ def _no_traceback(err: str) -> None:
 
 
 def _program(client: P4RuntimeClient, port: int = 2) -> None:
-    client.set_pipeline(_p4info(), make_python_config(REF_FACTORY))
+    client.set_pipeline(_p4info(), _device_config())
     client.insert_member("MyIngress.ecmp_selector", 1, "MyIngress.set_nhop",
                          {"dmac": 0x020000000002, "port": port})
     client.insert_entry("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": (0x0A000200, 24)},
                         member_id=1)
 
 
-def _device_config(kind: str) -> bytes:
-    if kind == "reference":
-        return make_python_config(REF_FACTORY)
+_config: list[bytes] = []
+
+
+def _device_config() -> bytes:
+    """ecmp_ecn.p4 as a p4-source config (the switch compiles it); checked to compile
+    once per session."""
+    if _config:
+        return _config[0]
     from emu.core.clock import VirtualClock
     from emu.runtime.device import LocalDevice
     from emu.runtime.translate import P4InfoIndex
@@ -86,12 +91,12 @@ def _device_config(kind: str) -> bytes:
         LocalDevice(0, VirtualClock()).prepare(P4InfoIndex.build(_p4info()), cfg)
     except Exception as exc:  # the compiler is another team's moving part
         pytest.skip(f"the compiler cannot build ecmp_ecn.p4 now: {exc}")
+    _config.append(cfg)
     return cfg
 
 
-@pytest.mark.parametrize("kind", ["reference", "compiled"])
-def test_p4runtime_shell_end_to_end(topo, kind: str) -> None:  # type: ignore[no-untyped-def]
-    cfg = _device_config(kind)
+def test_p4runtime_shell_end_to_end(topo) -> None:  # type: ignore[no-untyped-def]
+    cfg = _device_config()
     t: Topo = topo(2)
     sw = t.start_switch("--pcap", str(t.tmp / "pcap"))
     h1, h2 = t.host(1), t.host(2)
@@ -377,7 +382,7 @@ def test_fuzz_ports_and_grpc(topo) -> None:  # type: ignore[no-untyped-def]
 
 def test_program_given_at_start(topo) -> None:  # type: ignore[no-untyped-def]
     """`switch PROG.p4`: compiled at start; P4Runtime serves its P4Info and source bundle."""
-    _device_config("compiled")  # skips when the compiler cannot build the program
+    _device_config()  # skips when the compiler cannot build the program
     t: Topo = topo(2)
     sw = t.start_switch(str(ECMP_P4INFO.with_name("ecmp_ecn.p4")), no_p4=False, timeout=60)
     h1, h2 = t.host(1), t.host(2)

@@ -16,18 +16,17 @@ import pytest
 from emu.core import netns
 from emu.runtime.admin import AdminClient
 from emu.runtime.client import P4RuntimeClient
-from emu.runtime.devconfig import make_python_config
 from emu.switch.pcap import read_pcap
 from tests.conftest import needs_root
 
-from .conftest import H1_MAC, PY, REF_FACTORY, REPO, SW_MAC, Topo, _veth, ipv4_udp
-from .test_daemon import _p4info
+from .conftest import H1_MAC, PY, REPO, SW_MAC, Topo, _veth, ipv4_udp
+from .test_daemon import _device_config, _p4info
 
 pytestmark = [needs_root, pytest.mark.root, pytest.mark.timeout(180)]
 
 
 def _program(c: P4RuntimeClient) -> None:
-    c.set_pipeline(_p4info(), make_python_config(REF_FACTORY))
+    c.set_pipeline(_p4info(), _device_config())
     c.insert_member("MyIngress.ecmp_selector", 1, "MyIngress.set_nhop",
                     {"dmac": 0x020000000002, "port": 2})
     c.insert_entry("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": (0x0A000200, 24)}, member_id=1)
