@@ -104,6 +104,8 @@ def choose(env: Mapping[str, str] | None = None) -> tuple[Choice, dict[str, Path
         root = build_dir(e)
     except OSError as exc:  # a source unreadable: the import of it will say more
         return Choice(False, f"sources unreadable ({exc})"), {}
+    except RuntimeError as exc:  # no home directory to find the cache in (Path.home)
+        return Choice(False, f"no cache directory ({exc})"), {}
     files = extension_files(root, COMPILED_MODULES)
     if not all(f.is_file() for f in files.values()):
         return Choice(False, "no build of these sources (make setup builds one)"), {}

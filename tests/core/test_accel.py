@@ -58,6 +58,16 @@ def test_without_a_matching_build_the_sources_run(tmp_path: Path) -> None:
     assert file.endswith("nic.py") and status.startswith("pure Python (no build")
 
 
+def test_no_home_directory_means_the_sources_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", no_home)
+    choice, files = accel.choose({})  # no XDG_CACHE_HOME, no EMU_ACCEL_DIR
+    assert not choice.compiled and files == {}
+    assert choice.reason.startswith("no cache directory")
+
+
 def test_emu_accel_0_runs_the_sources() -> None:
     assert accel.choose({"EMU_ACCEL": "0"})[0].reason == "EMU_ACCEL=0"
     code = "import emu.core.clock as m, emu.core.accel as a; print(m.__file__); print(a.status())"
