@@ -1,8 +1,8 @@
 """The per-packet modules, compiled with mypyc when a build of them exists.
 
 The virtual engine spends its time in a few typed modules (`COMPILED_MODULES`: the
-clock, links, the traffic manager, the host NIC and QPs). `python -m emu.core.accel
-build` (run by `make setup`) compiles them with mypyc into the user cache, in a folder
+clock, links, the traffic manager, the host NIC and QPs). `python -m
+emu.core.accel_build` (run by `make setup`) compiles them with mypyc into the user cache, in a folder
 named after the digest of their sources and the interpreter's ABI. `install()` runs
 before any of them is imported (`emu.core` calls it first) and puts a finder at the
 head of `sys.meta_path` that loads the compiled modules from that folder. So a build is
@@ -75,6 +75,11 @@ def extension_files(root: Path, modules: Sequence[str]) -> dict[str, Path]:
     return files
 
 
+def is_built(root: Path) -> bool:
+    """Whether `root` holds every file of a build (a partial one is no build)."""
+    return all(f.is_file() for f in extension_files(root, COMPILED_MODULES).values())
+
+
 class CompiledFinder(importlib.abc.MetaPathFinder):
     """Finds the compiled build of exactly the modules it was given, nothing else."""
 
@@ -106,10 +111,9 @@ def choose(env: Mapping[str, str] | None = None) -> tuple[Choice, dict[str, Path
         return Choice(False, f"sources unreadable ({exc})"), {}
     except RuntimeError as exc:  # no home directory to find the cache in (Path.home)
         return Choice(False, f"no cache directory ({exc})"), {}
-    files = extension_files(root, COMPILED_MODULES)
-    if not all(f.is_file() for f in files.values()):
+    if not is_built(root):
         return Choice(False, "no build of these sources (make setup builds one)"), {}
-    return Choice(True, str(root)), files
+    return Choice(True, str(root)), extension_files(root, COMPILED_MODULES)
 
 
 def install(env: Mapping[str, str] | None = None) -> Choice:

@@ -20,27 +20,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from emu.core.accel import (
-    COMPILED_MODULES,
-    GROUP,
-    PACKAGE_ROOT,
-    build_dir,
-    extension_files,
-    source_path,
-)
+from emu.core.accel import COMPILED_MODULES, GROUP, PACKAGE_ROOT, build_dir, is_built, source_path
 
 KEEP_BUILDS = 3  # older builds (of earlier sources) are removed beyond this many
 
 
-def built(out: Path) -> bool:
-    return all(f.is_file() for f in extension_files(out, COMPILED_MODULES).values())
-
-
-def build(force: bool = False) -> Path:
-    """The build folder of the current sources, compiled now unless it exists."""
-    out = build_dir()
-    if not force and built(out):
-        return out
+def build(out: Path, force: bool = False) -> None:
+    """Compile the current sources into `out`, their build folder. A complete build
+    already there is kept unless `force` (another `make setup` may have just made it,
+    and running processes may be loading it)."""
     from mypyc.build import mypycify  # the builder alone needs mypy and setuptools
     from setuptools import setup
 
@@ -65,14 +53,13 @@ def build(force: bool = False) -> Path:
         # Into place in one rename (the cache may be on another file system than /tmp).
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=out.parent))
         shutil.copytree(lib, staging, dirs_exist_ok=True)
-        if force:
-            shutil.rmtree(out, ignore_errors=True)
+        if force or not is_built(out):
+            shutil.rmtree(out, ignore_errors=True)  # --force, or a partial build
         try:
             staging.rename(out)
-        except OSError:  # another build of the same sources got there first
+        except OSError:  # a complete build of the same sources is there
             shutil.rmtree(staging, ignore_errors=True)
     _prune(out)
-    return out
 
 
 def _prune(current: Path) -> None:
@@ -96,12 +83,13 @@ def main(argv: list[str] | None = None) -> int:
         c = choose()[0]
         print(f"compiled (mypyc) from {c.reason}" if c.compiled else f"pure Python: {c.reason}")
         return 0
-    if not args.force and built(build_dir()):
-        print(f"emu: the compiled hot-path modules are up to date ({build_dir()})")
+    out = build_dir()
+    if not args.force and is_built(out):
+        print(f"emu: the compiled hot-path modules are up to date ({out})")
         return 0
     t0 = time.monotonic()
     try:
-        out = build(force=args.force)
+        build(out, force=args.force)
     except (RuntimeError, ImportError, OSError) as exc:
         print(f"emu: the hot-path modules stay pure Python: {exc}", file=sys.stderr)
         return 1
