@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from emu.core import accel
+from tests.experiments.experiment_files import metrics_files
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -109,13 +110,6 @@ timeout: 300
 """
 
 
-def _metrics(out: Path) -> dict[str, bytes]:
-    files = {"metrics.csv": (out / "metrics.csv").read_bytes()}
-    for m in sorted((out / "points").glob("*/metrics.json")):
-        files[m.parent.name] = m.read_bytes()
-    return files
-
-
 @needs_build
 def test_compiled_and_pure_modules_write_byte_identical_metrics(tmp_path: Path) -> None:
     f = tmp_path / "parity.yaml"
@@ -125,6 +119,6 @@ def test_compiled_and_pure_modules_write_byte_identical_metrics(tmp_path: Path) 
         subprocess.run([sys.executable, "-m", "emu", "experiment", str(f), "--results",
                         str(tmp_path / name), "--jobs", "2"], cwd=REPO, check=True,
                        capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO), **env})
-        got[name] = _metrics(tmp_path / name / "experiments" / "parity")
+        got[name] = metrics_files(tmp_path / name / "experiments" / "parity")
     assert len(got["pure"]) == 7  # the table and six points, none failed
     assert got["compiled"] == got["pure"]

@@ -15,6 +15,8 @@ from emu.experiments.points import base_rtt_s, bucket_of, ideal_fct_s
 from emu.experiments.sweep import LocalBackend, Sweep
 from emu.topo import load_topology
 
+from .experiment_files import metrics_files
+
 pytestmark = pytest.mark.slow
 
 SMALL = """\
@@ -26,13 +28,6 @@ grid:
 seeds: [1, 2]
 timeout: 120
 """
-
-
-def metrics_files(out: Path) -> dict[str, bytes]:
-    files = {"metrics.csv": (out / "metrics.csv").read_bytes()}
-    for m in sorted((out / "points").glob("*/metrics.json")):
-        files[m.parent.name] = m.read_bytes()
-    return files
 
 
 @pytest.fixture(scope="module")
