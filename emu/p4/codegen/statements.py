@@ -7,15 +7,7 @@ import os
 from collections.abc import Callable
 
 from emu.p4.frontend import ast as A
-from emu.p4.frontend.types import (
-    BitType,
-    BoolType,
-    ExternType,
-    HeaderStackType,
-    HeaderType,
-    HeaderUnionType,
-    StructType,
-)
+from emu.p4.frontend import types as T
 from emu.p4.names import qualify
 
 from .analysis import (
@@ -180,14 +172,14 @@ class StmtLowerer(LowererBase):
                 o.line(f"{code} = {val}")
         elif isinstance(lhs, A.Member):
             base_t = bt(lhs.expr.type)
-            if isinstance(base_t, HeaderStackType):
+            if isinstance(base_t, T.HeaderStackType):
                 if lhs.name == "next" and ctx.in_parser:
                     s = self.value(lhs.expr, ctx)
                     o.line(f"{s}.a[{s}.n] = {val}")
                     return
                 raise unsupported(lhs, f"assignment to stack member '{lhs.name}'")
             base = self.value(lhs.expr, ctx)
-            if isinstance(base_t, HeaderUnionType):
+            if isinstance(base_t, T.HeaderUnionType):
                 # Assigning a member header makes it the (only) valid one.
                 o.line(f"{base}.{fld(lhs.name)}.set({val})")
                 for f, _ in base_t.fields:
@@ -214,7 +206,7 @@ class StmtLowerer(LowererBase):
             inner_t = bt(lhs.expr.type)
             cur = self.value(lhs.expr, ctx)
             new = f"({cur} & {hex(~(m << lo) & ((1 << self.width(inner_t, lhs)) - 1))}) | ((({val}) & {hex(m)}) << {lo})"
-            if isinstance(inner_t, BitType) and inner_t.signed:
+            if isinstance(inner_t, T.BitType) and inner_t.signed:
                 w = inner_t.width
                 new = f"((({new}) + {hex(1 << (w - 1))}) & {mask(w)}) - {hex(1 << (w - 1))}"
             self.assign(lhs.expr, new, ctx)
@@ -244,7 +236,7 @@ class StmtLowerer(LowererBase):
                     o.line(f"{v} = {self.default(p.type)}")
                     ictx.env[id(p)] = v
                     continue
-                if isinstance(bt(p.type), ExternType) or isinstance(bt(a.type), ExternType):
+                if isinstance(bt(p.type), T.ExternType) or isinstance(bt(a.type), T.ExternType):
                     ictx.inst[id(p)] = self.resolve_instance(a, caller)
                     continue
                 if str(p.type) == "packet_in" or str(p.type) == "packet_out":
@@ -322,7 +314,7 @@ class StmtLowerer(LowererBase):
             rt = None if fd.proto.return_type is None else e.type
             ret = self.tmp("r")
             if rt is not None and not isinstance(bt(rt), type(None)):
-                o.line(f"{ret} = {self.default(rt) if self.is_agg(rt) or isinstance(bt(rt), (BitType, BoolType)) else '0'}")
+                o.line(f"{ret} = {self.default(rt) if self.is_agg(rt) or isinstance(bt(rt), (T.BitType, T.BoolType)) else '0'}")
             fctx = Ctx({}, {}, ctx.scope, ctx.in_parser, pk=ctx.pk)
             if id(fd) not in self.global_functions:
                 fctx = ctx.child(inlined=False, ret=None)
@@ -373,7 +365,7 @@ class StmtLowerer(LowererBase):
 def _path_root(e: A.Expr) -> A.NameRef | None:
     """The variable an lvalue `a.b.c` (struct members only) is rooted at, else None."""
     while isinstance(e, A.Member):
-        if not isinstance(bt(e.expr.type), StructType):
+        if not isinstance(bt(e.expr.type), T.StructType):
             return None
         e = e.expr
     return e if isinstance(e, A.NameRef) and e.ref is not None and e.ref.decl is not None else None
@@ -382,7 +374,7 @@ def _path_root(e: A.Expr) -> A.NameRef | None:
 def _ref_ok(a: A.Expr, bound: list[tuple[A.Param, A.Expr | None]]) -> bool:
     """`a` (an inout argument) may be passed by reference: a header or struct lvalue
     whose variable no other argument of the call mentions (no aliasing to observe)."""
-    if not isinstance(bt(a.type), StructType | HeaderType):
+    if not isinstance(bt(a.type), T.StructType | T.HeaderType):
         return False
     r = _path_root(a)
     if r is None:
