@@ -38,7 +38,8 @@ from .translate import P4InfoIndex
 __all__ = ["load_dataplane", "make_compiled_config", "make_source_config",
            "make_null_config"]
 
-# The compiler's artefact names itself so (CompiledProgram.to_bytes).
+# The compiler's artefact names itself so (emu.p4.target.program.FORMAT; a test holds the
+# two equal): spelled here so the compiler is imported only when a program is loaded.
 _ARTEFACT = "emu-p4-compiled"
 
 

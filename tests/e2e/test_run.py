@@ -138,13 +138,16 @@ def _start_run(tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
 def _wait_ready(p: subprocess.Popen[str], timeout_s: float = 600) -> None:
     assert p.stderr is not None
     deadline = time.monotonic() + timeout_s
+    seen: list[str] = []  # the run's own words, for a failure's message
     while time.monotonic() < deadline:
         line = p.stderr.readline()
         if "fabric ready" in line:
             return
+        seen.append(line)
         if not line and p.poll() is not None:
-            pytest.fail(f"run exited {p.returncode} before the fabric was ready")
-    pytest.fail("fabric not ready in time")
+            pytest.fail(f"run exited {p.returncode} before the fabric was ready:\n"
+                        + "".join(seen[-40:]))
+    pytest.fail("fabric not ready in time:\n" + "".join(seen[-40:]))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -215,6 +215,15 @@ def test_unsupported_device_config_formats_are_rejected(
     assert not c.get_pipeline().HasField("p4info")
 
 
+def test_the_runtime_spells_the_compiler_artefact_format_as_the_compiler_does() -> None:
+    """The runtime names the artefact format itself (it loads the compiler lazily, so it
+    can say when a build has none): a contract with the compiler's own constant."""
+    from emu.p4.target.program import FORMAT
+    from emu.runtime import devconfig
+
+    assert devconfig._ARTEFACT == FORMAT
+
+
 def test_p4info_that_does_not_fit_the_program_is_rejected(
         rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
     c = rig.client()

@@ -14,6 +14,7 @@ from typing import Any
 
 from emu.p4.codegen import ProgramInfo, lower
 
+FORMAT = "emu-p4-compiled"  # the artefact's `format` (the P4Runtime device config names it)
 FORMAT_VERSION = 1
 
 
@@ -102,14 +103,14 @@ class CompiledProgram:
         return None
 
     def to_bytes(self) -> bytes:
-        doc = {"format": "emu-p4-compiled", "version": FORMAT_VERSION, "name": self.name,
+        doc = {"format": FORMAT, "version": FORMAT_VERSION, "name": self.name,
                "source": self.source, "info": asdict(self.info)}
         return json.dumps(doc).encode()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> CompiledProgram:
         doc = json.loads(data)
-        if doc.get("format") != "emu-p4-compiled" or doc.get("version") != FORMAT_VERSION:
+        if doc.get("format") != FORMAT or doc.get("version") != FORMAT_VERSION:
             raise ValueError("not a compiled program of this version")
         return cls(doc["source"], ProgramInfo(**doc["info"]), doc.get("name", "program"))
 
