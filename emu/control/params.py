@@ -9,9 +9,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
 from emu.core.wire import DSCP_CNP, DSCP_ROCE_DATA
+from emu.roce.dcqcn import ECN_MARK_POINTS, EcnMarkAt
 
 from .errors import ParamError
 
@@ -105,7 +105,6 @@ class LbSettings:
         }
 
 
-ECN_MARK_POINTS = ("dequeue", "enqueue")
 
 
 @dataclass(frozen=True)
@@ -124,7 +123,7 @@ class EcnSettings:
     kmax_pkts: int = 20
     pmax: float = 0.2
     enabled: bool = True
-    mark_at: Literal["dequeue", "enqueue"] = "dequeue"
+    mark_at: EcnMarkAt = "dequeue"
 
     def __post_init__(self) -> None:
         for name in ("kmin_pkts", "kmax_pkts"):

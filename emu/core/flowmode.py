@@ -8,8 +8,9 @@ module; a run that asks for it before it exists is refused with one line).
 from __future__ import annotations
 
 from enum import Enum
+from typing import Literal, get_args
 
-__all__ = ["FlowControlMode", "WATCHDOG_MODES"]
+__all__ = ["FlowControlMode", "WATCHDOG_MODES", "WatchdogAction", "WatchdogMode"]
 
 
 class FlowControlMode(str, Enum):
@@ -23,5 +24,8 @@ class FlowControlMode(str, Enum):
         return self is not FlowControlMode.NONE
 
 
-# The PFC watchdog's action (emu.core.pfc.WatchdogSettings), or off.
-WATCHDOG_MODES = ("off", "forward", "drop", "alert")
+# What the PFC watchdog does to a queue paused too long (emu.core.pfc.WatchdogSettings).
+WatchdogAction = Literal["forward", "drop", "alert"]
+# A run's watchdog setting: an action, or off.
+WatchdogMode = Literal["off", WatchdogAction]
+WATCHDOG_MODES: tuple[str, ...] = get_args(WatchdogMode)

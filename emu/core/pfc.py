@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from .credit import CreditSettings
+from .flowmode import WatchdogAction
 from .wire import mac_bytes
 
 __all__ = [
@@ -161,9 +162,6 @@ class PfcThresholds:
                              f"xoff={self.xoff_bytes}")
         if self.headroom is not None and self.headroom < 0:
             raise ValueError("PFC headroom must not be negative")
-
-
-WatchdogAction = Literal["forward", "drop", "alert"]
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import zlib
 from dataclasses import dataclass
-from typing import Literal
 
 from emu.core.units import Dilation
 from emu.roce.config import (
@@ -23,9 +22,12 @@ from emu.roce.config import (
     validate,
 )
 from emu.roce.plb import PlbParams
+from emu.roce.recovery import RecoveryMode
+from emu.roce.wire import AckClass
 from emu.topo import Fabric
 from emu.topo.paths import equal_cost_paths
 
+from .config import CcMode
 from .workloads import FlowSpec, Workload
 
 QPN_BASE = 0x100
@@ -36,8 +38,8 @@ SPORT_MIN = 49152
 class AgentSettings:
     """How the host stacks run (nominal units; `dilation` maps them onto the wire)."""
 
-    cc: Literal["dcqcn", "none"] = "dcqcn"
-    recovery: Literal["gbn", "sr"] = "gbn"
+    cc: CcMode = "dcqcn"
+    recovery: RecoveryMode = "gbn"
     dilation: float = 1000.0  # nominal rate = wire rate x dilation (20 Mb/s -> 20 Gb/s)
     dcqcn_profile: str = "hpcc"
     mtu_bytes: int = 1024
@@ -55,7 +57,7 @@ class AgentSettings:
     priority_queues: int = 1  # >1: CNPs (and ACKs with ack_class "cnp") ride a higher queue
     # ACK/NAK class (emu.roce NicConfig.ack_class): "qp" = the data class, as RC NICs do;
     # "cnp" = the CNP class, so ACKs too skip the data queues.
-    ack_class: Literal["qp", "cnp"] = "qp"
+    ack_class: AckClass = "qp"
     start_delay_us: float = 0.0  # flows without dependencies start this long after START
     timeout_s: float | None = None
     plb: bool = False

@@ -19,12 +19,16 @@ from emu.experiments.config import (
     RunConfig,
     RunConfigError,
 )
+from emu.experiments.workloads import WORKLOAD_KINDS, WorkloadParams
+from emu.roce.dcqcn import PROFILES
 
 if TYPE_CHECKING:
     from emu.experiments.plan import RunPlan
 
-WORKLOADS = ("allreduce", "permutation", "incast", "alltoall", "dp", "tp", "pp", "mix",
-             "background")
+# The flags' defaults are the library's: a run from the command line and one built in
+# Python with the same settings are the same run.
+_RUN = RunConfig()
+_WL = _RUN.workload
 
 
 def _size(text: str) -> int:
@@ -61,23 +65,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "summary and write results/<time>-<topo>-<lb>-<cc>/.")
     run.add_argument("topo", metavar="TOPO",
                      help="topology name (in topologies/, e.g. clos4) or path to a YAML file")
-    run.add_argument("--lb", choices=[m.value for m in LbMode], default=LbMode.ECMP.value,
+    run.add_argument("--lb", choices=[m.value for m in LbMode], default=_RUN.lb.value,
                      help="load balancing in the switches: ecmp (per-flow hash), flowlet "
                           "(re-pick a path after an idle gap), adaptive (the path with the "
                           "shortest queue), spray (per packet), te (controller pins each flow) "
                           "(default %(default)s)")
-    run.add_argument("--cc", choices=CC_MODES, default="dcqcn",
+    run.add_argument("--cc", choices=CC_MODES, default=_RUN.cc,
                      help="congestion control of the host agents: dcqcn (ECN marks -> CNPs "
                           "-> rate cuts) or none (line rate) (default %(default)s)")
-    run.add_argument("--recovery", choices=RECOVERY_MODES, default="gbn",
+    run.add_argument("--recovery", choices=RECOVERY_MODES, default=_RUN.recovery,
                      help="loss recovery: gbn (go-back-N) or sr (selective repeat) "
                           "(default %(default)s)")
-    run.add_argument("--workload", choices=WORKLOADS, default="allreduce",
+    run.add_argument("--workload", choices=WORKLOAD_KINDS, default=_WL.kind,
                      help="traffic: allreduce (ring all-reduce over all hosts), permutation "
                           "(each host sends to one host under another leaf), incast (many "
                           "hosts to the last one), alltoall (every host to every other) "
                           "(default %(default)s)")
-    run.add_argument("--target", choices=TARGETS, default="embedded",
+    run.add_argument("--target", choices=TARGETS, default=_RUN.target,
                      help="switch target: embedded (this project's P4 switch) or bmv2 "
                           "(simple_switch_grpc) (default %(default)s)")
     run.add_argument("--cli", action="store_true",
@@ -98,15 +102,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _workload_args(w: argparse._ArgumentGroup) -> None:
     w.add_argument("--size", type=_size, default=None, metavar="BYTES",
                    help="message size: per flow (permutation, incast) or per-rank buffer "
-                        "(allreduce, alltoall); e.g. 4096, 64K, 1M (default 256K)")
-    w.add_argument("--iterations", type=int, default=1, metavar="N",
+                        f"(allreduce, alltoall); e.g. 4096, 64K, 1M (default {_WL.message_bytes // 1024}K)")
+    w.add_argument("--iterations", type=int, default=_WL.iterations, metavar="N",
                    help="repeat the workload N times, each round after the previous "
                         "(default %(default)s)")
-    w.add_argument("--incast-senders", type=int, default=0, metavar="N",
+    w.add_argument("--incast-senders", type=int, default=_WL.incast_senders, metavar="N",
                    help="incast: the first N hosts send to the last host (default: all "
                         "the other hosts)")
     add_training_args(w)
-    w.add_argument("--seed", type=int, default=1,
+    w.add_argument("--seed", type=int, default=_WL.seed,
                    help="seed of the permutation's pairing and of the QPs' UDP source "
                         "ports (ECMP entropy) (default %(default)s)")
 
@@ -118,14 +122,14 @@ def _fabric_args(f: argparse._ArgumentGroup) -> None:
                         "stretched by it (default: the rate `emu calibrate TOPO` saved for "
                         "this machine, else a built-in rate this 2-core class of machine "
                         "sustains)")
-    f.add_argument("--priority-queues", type=int, default=2, metavar="N",
+    f.add_argument("--priority-queues", type=int, default=_RUN.priority_queues, metavar="N",
                    help="strict-priority queues per switch port; with 2 or more, CNPs "
-                        "(DSCP 48) ride the top one (default 2; 1 = one shared queue)")
+                        "(DSCP 48) ride the top one (default %(default)s; 1 = one shared queue)")
     f.add_argument("--dilation", type=float, default=None,
                    help="time dilation instead of --rate: the wire runs the topology's "
                         "modelled network this many times slower (default: the topology's "
                         "fastest rate / the wire rate)")
-    f.add_argument("--dcqcn-profile", choices=("hpcc", "nvidia", "paper"), default="hpcc",
+    f.add_argument("--dcqcn-profile", choices=PROFILES, default=_RUN.dcqcn_profile,
                    help="DCQCN parameters (docs/dcqcn-profiles.md): hpcc (the HPCC "
                         "simulator's, a CNP per marked packet), nvidia (ConnectX defaults), "
                         "paper (the DCQCN paper's values) (default %(default)s)")
@@ -139,27 +143,27 @@ def _fabric_args(f: argparse._ArgumentGroup) -> None:
     f.add_argument("--fail-link", type=_link, default=None, metavar="A:B",
                    help="fail the link between switches A and B during the workload (the "
                         "controller reroutes) (default: none)")
-    f.add_argument("--fail-after", type=float, default=1.0, metavar="S",
+    f.add_argument("--fail-after", type=float, default=_RUN.fail_after_s, metavar="S",
                    help="with --fail-link: fail it S seconds after traffic first reaches "
                         "a host (virtual runs: S seconds of run time) (default %(default)s)")
 
 
 def _output_args(o: argparse._ArgumentGroup) -> None:
-    o.add_argument("--results", default="results", metavar="DIR",
+    o.add_argument("--results", default=str(_RUN.results_root), metavar="DIR",
                    help="write the run's folder under DIR (default %(default)s)")
     o.add_argument("--pcap", action="store_true",
                    help="capture every switch port to pcap files in the results folder "
                         "(default: off)")
-    o.add_argument("--timeout", type=float, default=120.0, metavar="S",
+    o.add_argument("--timeout", type=float, default=_RUN.timeout_s, metavar="S",
                    help="wall-clock budget of the workload; agents still running after it "
                         "are stopped and their partial results kept (default %(default)s)")
-    o.add_argument("--lock-wait", type=float, default=0.0, metavar="S",
+    o.add_argument("--lock-wait", type=float, default=_RUN.lock_wait_s, metavar="S",
                    help="wait up to S seconds for another live run to end instead of "
                         "refusing at once (default %(default)s)")
     o.add_argument("--no-progress", action="store_true",
                    help="no live view while the workload runs (default: a live view when "
                         "stdout is a terminal)")
-    o.add_argument("--sample-interval", type=float, default=0.05, metavar="S",
+    o.add_argument("--sample-interval", type=float, default=_RUN.sample_interval_s, metavar="S",
                    help="sample switch counters and queue depths every S seconds "
                         "(default %(default)s)")
     o.add_argument("--virtual", action="store_true",
@@ -172,39 +176,37 @@ def _output_args(o: argparse._ArgumentGroup) -> None:
 
 def add_training_args(w: argparse._ActionsContainer) -> None:
     """Options of the training workloads and the background traffic (docs/workloads.md)."""
-    w.add_argument("--microbatches", type=int, default=4, metavar="N",
+    w.add_argument("--microbatches", type=int, default=_WL.microbatches, metavar="N",
                    help="pp, mix: microbatches per iteration (default %(default)s)")
-    w.add_argument("--background-load", type=float, default=0.0, metavar="F",
+    w.add_argument("--background-load", type=float, default=_WL.background_load, metavar="F",
                    help="Poisson background flows at this fraction of each host's line "
                         "rate, beside the workload (workload background: alone) "
                         "(default %(default)s)")
-    w.add_argument("--size-dist", default="websearch", metavar="NAME|FILE",
+    w.add_argument("--size-dist", default=_WL.size_dist, metavar="NAME|FILE",
                    help="background flow sizes: websearch, hadoop or a CDF file "
                         "(docs/workloads.md) (default %(default)s)")
-    w.add_argument("--size-scale", type=float, default=1.0, metavar="X",
+    w.add_argument("--size-scale", type=float, default=_WL.size_scale, metavar="X",
                    help="multiply background flow sizes by X (default %(default)s)")
-    w.add_argument("--background-us", type=float, default=100.0, metavar="US",
+    w.add_argument("--background-us", type=float, default=_WL.background_us, metavar="US",
                    help="background arrivals during the first US modelled microseconds "
                         "(default %(default)s)")
 
 
 def _flow_control_args(f: argparse._ArgumentGroup) -> None:
     f.add_argument("--flow-control", choices=[m.value for m in FlowControlMode],
-                   default=FlowControlMode.NONE.value,
+                   default=_RUN.flow_control.value,
                    help="link-level flow control: none (lossy), pfc (802.1Qbb, data lossless; "
-                        "embedded target), credit (InfiniBand-style link credits, docs/credit.md); "
-                        "default: none")
-    f.add_argument("--pfc-watchdog", choices=WATCHDOG_MODES, default="off",
-                   help="PFC watchdog action on a queue paused too long (default: off)")
-    f.add_argument("--pfc-watchdog-ms", type=float, default=200.0, metavar="MS",
+                        "embedded target), credit (InfiniBand-style link credits, docs/credit.md) "
+                        "(default %(default)s)")
+    f.add_argument("--pfc-watchdog", choices=WATCHDOG_MODES, default=_RUN.pfc_watchdog,
+                   help="PFC watchdog action on a queue paused too long (default %(default)s)")
+    f.add_argument("--pfc-watchdog-ms", type=float, default=_RUN.pfc_watchdog_ms, metavar="MS",
                    help="the watchdog's detection and restoration time, modelled "
-                        "(default: 200)")
+                        "(default %(default)s)")
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     from pathlib import Path
-
-    from emu.experiments.workloads import WorkloadParams
 
     wl = WorkloadParams(kind=args.workload, iterations=args.iterations,
                         incast_senders=args.incast_senders, seed=args.seed,

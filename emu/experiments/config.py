@@ -8,19 +8,22 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from emu.control.params import LbMode
-from emu.core.flowmode import WATCHDOG_MODES, FlowControlMode
+from emu.core.flowmode import WATCHDOG_MODES, FlowControlMode, WatchdogMode
 from emu.core.units import Dilation
+from emu.roce.dcqcn import EcnMarkAt
+from emu.roce.recovery import RECOVERY_MODES, RecoveryMode
+from emu.roce.wire import ACK_CLASSES, AckClass
 from emu.topo import Fabric
 
 from .jsontypes import JsonDict
 from .workloads import WorkloadParams
 
-CC_MODES = ("dcqcn", "none")
-RECOVERY_MODES = ("gbn", "sr")
-ACK_CLASSES = ("qp", "cnp")
+# Congestion control of the hosts: DCQCN, or none (every QP at line rate).
+CcMode = Literal["dcqcn", "none"]
+CC_MODES: tuple[str, ...] = get_args(CcMode)
 TARGETS = ("embedded", "bmv2")
 # The wire rate of a run that names neither a rate nor a dilation (library and test use;
 # `emu run` picks a calibrated or built-in rate, emu.experiments.rates).
@@ -35,8 +38,8 @@ class RunConfigError(ValueError):
 class RunConfig:
     topo: str = "clos4"
     lb: LbMode = LbMode.ECMP  # a mode's name is parsed on construction (the library's edge)
-    cc: Literal["dcqcn", "none"] = "dcqcn"
-    recovery: Literal["gbn", "sr"] = "gbn"
+    cc: CcMode = "dcqcn"
+    recovery: RecoveryMode = "gbn"
     target: str = "embedded"
     workload: WorkloadParams = field(default_factory=WorkloadParams)
     # Time dilation (emu.core.units): the topology is the modelled network; the run
@@ -51,7 +54,7 @@ class RunConfig:
     ecn_pmax: float = 0.2
     # Where the marking reads the queue (emu.control.EcnSettings.mark_at): at dequeue,
     # as the HPCC simulator and the DCQCN authors' simulator do, or at enqueue.
-    ecn_mark_at: Literal["dequeue", "enqueue"] = "dequeue"
+    ecn_mark_at: EcnMarkAt = "dequeue"
     # Strict-priority egress queues per switch port; with >1, fabric.p4 puts DSCP 48
     # (CNPs; ACK/NAKs ride with the data unless the agents' ack_class is "cnp") on the
     # top queue, so feedback does not wait behind data (as RoCE fabrics configure it).
@@ -59,7 +62,7 @@ class RunConfig:
     priority_queues: int = 2
     # ACK/NAK class of the host NICs: "qp" (the data class, as RC NICs send them) or
     # "cnp" (DSCP 48 with the CNPs, so the top queue carries them past the data).
-    ack_class: Literal["qp", "cnp"] = "qp"
+    ack_class: AckClass = "qp"
     # Outstanding packets per QP (and the sr reorder window); None: twice each QP's
     # bandwidth-delay product (emu.experiments.agent_configs.window_pkts_for).
     window_pkts: int | None = None
@@ -100,7 +103,7 @@ class RunConfig:
     # the data class lossless (QosSettings.lossless, 8 priority queues). The watchdog
     # acts on a queue paused for `pfc_watchdog_ms` (modelled; restoration the same).
     flow_control: FlowControlMode = FlowControlMode.NONE
-    pfc_watchdog: Literal["off", "forward", "drop", "alert"] = "off"
+    pfc_watchdog: WatchdogMode = "off"
     pfc_watchdog_ms: float = 200.0
 
     def __post_init__(self) -> None:

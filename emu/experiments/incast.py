@@ -21,13 +21,13 @@ import argparse
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from emu.core.units import Dilation
 from emu.roce import dcqcn
 
 from .agent_configs import FRAME_OVERHEAD_BYTES, base_rtt_s
-from .config import RunConfig
+from .config import CcMode, RunConfig
 from .jsontypes import count, sub
 from .plan import RunPlan, plan_run
 from .workloads import WorkloadParams
@@ -50,7 +50,7 @@ class IncastSpec:
     senders: int
     flow_bytes: int
     profile: str = "hpcc"  # emu.roce.dcqcn profile: its DCQCN, marking and buffer values
-    cc: Literal["dcqcn", "none"] = "dcqcn"
+    cc: CcMode = "dcqcn"
     link_rate_bps: int = 25_000_000_000  # modelled, every link
     link_delay_ns: int = 1_000  # modelled, every link
     mtu_bytes: int = 1024

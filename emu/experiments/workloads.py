@@ -13,12 +13,11 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
-WorkloadKind = Literal["permutation", "incast", "allreduce", "alltoall", "dp", "tp", "pp",
+WorkloadKind = Literal["allreduce", "permutation", "incast", "alltoall", "dp", "tp", "pp",
                        "mix", "background"]
-WORKLOAD_KINDS: tuple[str, ...] = ("permutation", "incast", "allreduce", "alltoall", "dp",
-                                   "tp", "pp", "mix", "background")
+WORKLOAD_KINDS: tuple[str, ...] = get_args(WorkloadKind)
 
 
 class WorkloadError(ValueError):

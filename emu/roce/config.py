@@ -38,6 +38,8 @@ from emu.roce.dcqcn import PROFILES, DcqcnParams, profile
 from emu.roce.nic import NicParams
 from emu.roce.plb import PlbParams
 from emu.roce.qp import QpParams
+from emu.roce.recovery import RecoveryMode
+from emu.roce.wire import AckClass
 
 
 class ConfigError(ValueError):
@@ -61,7 +63,7 @@ class NicConfig:
     ctrl_dscp: int = DSCP_CNP  # CNPs; ACK/NAKs too with ack_class "cnp"
     # "qp": ACK/NAKs in the QP's own class (dscp, not ECT), as RC NICs send them;
     # "cnp": in the CNP class (ctrl_dscp), the strict-priority feedback queue.
-    ack_class: Literal["qp", "cnp"] = "qp"
+    ack_class: AckClass = "qp"
     ttl: int = 64
     tx_batch: int = 64
     pacing_burst_ns: int = 500_000  # catch-up after late real-clock wakeups (wire time)
@@ -83,7 +85,7 @@ class QpConfig:
     start_psn: int = 0
     peer_start_psn: int = 0
     udp_sport: int = 49152
-    recovery: Literal["gbn", "sr"] = "gbn"
+    recovery: RecoveryMode = "gbn"
     reorder_window_pkts: int = 256
     max_outstanding_pkts: int = 256
     ack_every_pkts: int = 16

@@ -47,11 +47,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from emu.core.clock import Clock, TimerHandle
 from emu.core.units import Dilation
 from emu.core.wire import DSCP_CNP
+from emu.roce.wire import AckClass
 
 AlphaUpdate = Literal["per_period", "per_cnp"]
 IncreaseStages = Literal["timer_and_bytes", "timer_only"]
@@ -117,7 +118,10 @@ class DcqcnParams:
 
 PROFILES = ("paper", "nvidia", "hpcc")
 
-AckClass = Literal["qp", "cnp"]
+# Where DCQCN's congestion point (the switch) reads the queue it marks on: the packets an
+# arrival finds (enqueue) or those a departure leaves behind (dequeue); emu.control.EcnSettings.
+EcnMarkAt = Literal["dequeue", "enqueue"]
+ECN_MARK_POINTS: tuple[str, ...] = get_args(EcnMarkAt)
 
 
 @dataclass(frozen=True)
@@ -141,7 +145,7 @@ class ProfileSpec:
     # Where the switch reads the queue for marking: every profile's source marks at
     # dequeue (the HPCC simulator's SwitchNotifyDequeue, and the DCQCN authors' ns-3
     # model it extends); see emu.control.EcnSettings.mark_at.
-    mark_at: Literal["dequeue", "enqueue"] = "dequeue"
+    mark_at: EcnMarkAt = "dequeue"
     # The RoCE MTU of the source's runs: marking thresholds and Pmax are per packet, so
     # converting the source's Kmin/Kmax to packets needs its packet size (4 KB packets
     # would get a quarter of the marks per byte below Kmax).

@@ -19,6 +19,11 @@ outstanding PSN not SACKed and opens a new episode.
 from __future__ import annotations
 
 from collections import deque
+from typing import Literal, get_args
+
+# A QP's loss recovery, as configurations and the command line name it.
+RecoveryMode = Literal["gbn", "sr"]
+RECOVERY_MODES: tuple[str, ...] = get_args(RecoveryMode)
 
 
 class GoBackN:

@@ -22,6 +22,7 @@ import ipaddress
 import struct
 from dataclasses import dataclass
 from struct import pack_into, unpack_from
+from typing import Literal, get_args
 from zlib import crc32
 
 from emu.core.wire import (
@@ -39,7 +40,10 @@ from emu.roce.icrc import PREFIX_CRC
 
 PSN_MASK = 0xFFFFFF
 PSN_HALF = 1 << 23
-ACK_CLASSES = ("qp", "cnp")
+# The class a QP's ACK/NAKs ride: "qp", its own (data) class, as RC NICs send them, or
+# "cnp", the CNPs' (strict-priority feedback) class.
+AckClass = Literal["qp", "cnp"]
+ACK_CLASSES: tuple[str, ...] = get_args(AckClass)
 
 # BTH opcodes (RC transport = 0x00 + operation).
 OP_SEND_FIRST = 0x00

@@ -35,6 +35,24 @@ def test_defaults_match_the_issue() -> None:
     assert not cfg.cli
 
 
+def test_flag_defaults_are_the_library_defaults() -> None:
+    """`emu run TOPO` with no flags is the run RunConfig() describes: the flags take their
+    defaults and choices from the library (one spelling), so the two cannot drift."""
+    import dataclasses
+
+    from emu.experiments.workloads import WORKLOAD_KINDS
+    from emu.roce.dcqcn import PROFILES
+
+    cfg = config_from_args(build_parser().parse_args(["run", "clos4", "--virtual"]))
+    lib = RunConfig()
+    differ = {f.name for f in dataclasses.fields(RunConfig)
+              if getattr(cfg, f.name) != getattr(lib, f.name)}
+    assert differ == {"virtual", "rate_reason"}, differ
+    actions = {a.dest: a for a in _run_parser()._actions}
+    assert tuple(actions["workload"].choices) == WORKLOAD_KINDS
+    assert tuple(actions["dcqcn_profile"].choices) == PROFILES
+
+
 def test_no_link_delay_zeroes_every_link_delay() -> None:
     from emu.experiments.plan import plan_run
 
