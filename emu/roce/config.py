@@ -38,7 +38,7 @@ from emu.roce.dcqcn import PROFILES, DcqcnParams, profile
 from emu.roce.nic import NicParams
 from emu.roce.plb import PlbParams
 from emu.roce.qp import QpParams
-from emu.roce.recovery import RecoveryMode
+from emu.roce.verbs import QpTransport
 from emu.roce.wire import AckClass
 
 
@@ -76,22 +76,15 @@ class NicConfig:
 
 
 @dataclass
-class QpConfig:
+class QpConfig(QpTransport):
+    """One QP as a host's configuration names it: its peer, and the transport settings."""
+
     qpn: int
     peer_ip: str
     peer_mac: str
     peer_qpn: int
     peer: str = ""
-    start_psn: int = 0
-    peer_start_psn: int = 0
     udp_sport: int = 49152
-    recovery: RecoveryMode = "gbn"
-    reorder_window_pkts: int = 256
-    max_outstanding_pkts: int = 256
-    ack_every_pkts: int = 16
-    ack_interval_ns: int = 16_000
-    sr_dupthresh: int = 8
-    rto_ns: int = 4_000_000
 
 
 @dataclass
@@ -142,11 +135,7 @@ class AgentConfig:
         path = wire.Path(self.host.mac, q.peer_mac, self.host.ip, q.peer_ip, q.udp_sport,
                          q.peer_qpn, dscp=n.dscp, ctrl_dscp=n.ctrl_dscp, ttl=n.ttl,
                          ack_class=n.ack_class)
-        return QpParams(q.qpn, path, start_psn=q.start_psn, peer_start_psn=q.peer_start_psn,
-                        mtu=n.mtu, recovery=q.recovery, reorder_window_pkts=q.reorder_window_pkts,
-                        max_outstanding_pkts=q.max_outstanding_pkts,
-                        ack_every_pkts=q.ack_every_pkts, ack_interval_ns=q.ack_interval_ns,
-                        sr_dupthresh=q.sr_dupthresh, rto_ns=q.rto_ns, deliver="digest")
+        return QpParams(q.qpn, path, mtu=n.mtu, deliver="digest", **q.transport())
 
 
 def _check(cond: bool, where: str, msg: str) -> None:

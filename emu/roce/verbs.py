@@ -5,8 +5,8 @@ delivers, its parameters, and what each half needs of the QP and NIC it belongs 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass, field, fields
+from typing import Any, Protocol
 
 from emu.core.clock import Clock
 from emu.roce import wire
@@ -14,6 +14,7 @@ from emu.roce.dcqcn import ReactionPoint
 from emu.roce.metrics import DropCounter
 from emu.roce.payload import LazyPayload
 from emu.roce.plb import Plb
+from emu.roce.recovery import RecoveryMode
 
 SEND = "send"
 WRITE = "write"
@@ -59,22 +60,34 @@ class Message:
     ecn_marked: int = 0
 
 
-@dataclass
-class QpParams:
-    """Everything one QP needs, in wire units (see config.QpConfig for the user view)."""
+@dataclass(kw_only=True)
+class QpTransport:
+    """An RC QP's transport settings: what its configuration (config.QpConfig) gives and
+    the NIC runs (QpParams), declared once. Times in ns, as configured; the NIC converts
+    them to its clock when it adds the QP."""
 
-    qpn: int
-    path: wire.Path
     start_psn: int = 0
     peer_start_psn: int = 0
-    mtu: int = 1024
-    recovery: str = "gbn"
+    recovery: RecoveryMode = "gbn"
     reorder_window_pkts: int = 256
     max_outstanding_pkts: int = 256
     ack_every_pkts: int = 16
     ack_interval_ns: int = 16_000  # ACK an in-order packet arriving this long after the last ACK
     sr_dupthresh: int = 8
     rto_ns: int = 4_000_000
+
+    def transport(self) -> dict[str, Any]:
+        """These settings alone, to build the other side's object from."""
+        return {f.name: getattr(self, f.name) for f in fields(QpTransport)}
+
+
+@dataclass
+class QpParams(QpTransport):
+    """Everything one QP needs, in wire units (see config.QpConfig for the user view)."""
+
+    qpn: int
+    path: wire.Path
+    mtu: int = 1024
     rto_max_ns: int = 256_000_000
     deliver: str = "digest"  # "bytes", "digest" or "none"
     extra: dict[str, object] = field(default_factory=dict)
