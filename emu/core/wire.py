@@ -24,6 +24,9 @@ IP_PROTO_UDP = 17
 
 # RoCEv2: the IB transport over UDP to this port.
 ROCEV2_UDP_PORT = 4791
+# The largest message the host stack sends or a run may ask for: under 2 GiB (IBTA's
+# 2^31-byte message limit; a RETH's DMA length is 32 bits).
+MAX_MESSAGE_BYTES = (1 << 31) - 1
 
 # DSCPs: RoCE data (NVIDIA's default class) and the CNPs (the class operators put on
 # the highest-priority queue; ACK/NAKs too when a NIC sends them like CNPs).

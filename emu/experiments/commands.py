@@ -33,12 +33,12 @@ _WL = _RUN.workload
 
 def _size(text: str) -> int:
     """'64K', '1M', '4096' -> bytes (K/M/G are powers of 1024)."""
-    t = text.strip().upper().removesuffix("B").removesuffix("I")
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
+    from emu.topo import UnitError, parse_message_size
+
     try:
-        return int(float(t[:-1] if mult > 1 else t) * mult)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 4096, 64K, 1M)") from None
+        return parse_message_size(text)
+    except UnitError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _rate(text: str) -> int:

@@ -12,6 +12,7 @@ import dataclasses
 import difflib
 import enum
 import itertools
+import math
 import re
 import types
 import typing
@@ -29,6 +30,9 @@ from .workloads import WorkloadError, WorkloadParams
 _T = typing.TypeVar("_T")
 TOP_KEYS = ("name", "description", "base", "grid", "seeds", "timeout")
 DEFAULT_TIMEOUT_S = 600.0
+# More runs than this in one file is a typo (a seed count with extra digits), not a plan:
+# refused before any point is built.
+MAX_POINTS = 10_000
 # RunConfig fields an experiment does not set: the sweep owns them (where results go,
 # virtual or real, the live view) or they make no sense for an unattended point.
 NOT_OPTIONS = frozenset({"workload", "results_root", "virtual", "progress", "cli",
@@ -99,22 +103,12 @@ class Experiment:
 
 
 def _parse_size(v: object) -> int:
-    if isinstance(v, bool):
-        raise OptionError("expected a size in bytes (4096, 64K, 1M)")
-    if isinstance(v, int):
-        n = v
-    elif isinstance(v, str):
-        t = v.strip().upper().removesuffix("B").removesuffix("I")
-        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
-        try:
-            n = int(float(t[:-1] if mult > 1 else t) * mult)
-        except ValueError:
-            raise OptionError(f"not a size: {v!r} (e.g. 4096, 64K, 1M)") from None
-    else:
-        raise OptionError(f"expected a size in bytes (4096, 64K, 1M), got {v!r}")
-    if n < 1:
-        raise OptionError(f"a size must be >= 1 byte, got {v!r}")
-    return n
+    from emu.topo import UnitError, parse_message_size
+
+    try:
+        return parse_message_size(v)
+    except UnitError as exc:
+        raise OptionError(str(exc)) from None
 
 
 def _parse_rate(v: object) -> int:
@@ -353,6 +347,10 @@ def loads_experiment(text: str, file: Path, *, results_root: Path = Path("result
         r.error(doc.value_mark("timeout"), f"timeout must be a positive number of seconds, "
                 f"got {timeout!r}")
         timeout = DEFAULT_TIMEOUT_S
+    runs = len(seeds) * math.prod(len(values) for _, values in axes)
+    if runs > MAX_POINTS:
+        r.error(doc.key_mark("grid") if "grid" in doc else top, f"the grid and seeds make {runs} "
+                f"runs; at most {MAX_POINTS} in one experiment file")
     r.errs.raise_if_any()
     exp = Experiment(str(name), str(description), file, base, tuple(a for a, _ in axes),
                      seeds, float(timeout))
@@ -403,8 +401,8 @@ def _seeds(r: _Reader, doc: YMap) -> tuple[int, ...]:
     seeds = doc.get("seeds", [1])
     mark = doc.value_mark("seeds")
     if isinstance(seeds, int) and not isinstance(seeds, bool):
-        if seeds < 1:
-            r.error(mark, f"seeds: a count must be >= 1, got {seeds}")
+        if not 1 <= seeds <= MAX_POINTS:
+            r.error(mark, f"seeds: a count must be 1..{MAX_POINTS}, got {seeds}")
             return (1,)
         return tuple(range(1, seeds + 1))
     if isinstance(seeds, list) and seeds and all(

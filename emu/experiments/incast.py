@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from emu.core.units import Dilation
+from emu.core.wire import MAX_MESSAGE_BYTES
 from emu.roce import dcqcn
 
 from .agent_configs import FRAME_OVERHEAD_BYTES, base_rtt_s
@@ -135,9 +136,9 @@ def _topology_yaml(spec: IncastSpec, buffer_pkts: int) -> str:
 def plan_incast(spec: IncastSpec) -> tuple[RunPlan, IncastRecord]:
     from emu.topo import loads_topology
 
-    if not 0 < spec.max_message_bytes < 1 << 31:
-        raise ValueError(f"max_message_bytes must be in 1 .. 2^31 - 1 (a RoCE message's "
-                         f"length), got {spec.max_message_bytes}")
+    if not 0 < spec.max_message_bytes <= MAX_MESSAGE_BYTES:
+        raise ValueError(f"max_message_bytes must be in 1 .. {MAX_MESSAGE_BYTES} (a RoCE "
+                         f"message's length), got {spec.max_message_bytes}")
     sizes, starts = spec.flow_bytes_each, spec.start_ns_each
     if sizes is not None and (len(sizes) != spec.senders or min(sizes) <= 0):
         raise ValueError(f"flow_bytes_each needs {spec.senders} positive sizes, got {sizes}")

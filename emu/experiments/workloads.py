@@ -10,10 +10,16 @@ enforce it, so collectives pace themselves without a central coordinator.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, get_args
+
+from emu.core.wire import MAX_MESSAGE_BYTES
+
+# Background flows one plan may draw (their expected number is checked before drawing).
+MAX_BACKGROUND_FLOWS = 200_000
 
 WorkloadKind = Literal["allreduce", "permutation", "incast", "alltoall", "dp", "tp", "pp",
                        "mix", "background"]
@@ -51,8 +57,9 @@ class WorkloadParams:
         if self.kind not in WORKLOAD_KINDS:
             raise WorkloadError(f"workload must be one of {', '.join(WORKLOAD_KINDS)}, "
                                 f"got {self.kind!r}")
-        if self.message_bytes < 1:
-            raise WorkloadError(f"message_bytes must be >= 1, got {self.message_bytes}")
+        if not 1 <= self.message_bytes <= MAX_MESSAGE_BYTES:
+            raise WorkloadError(f"message_bytes must be 1..{MAX_MESSAGE_BYTES} (an RDMA "
+                                f"message is under 2 GiB), got {self.message_bytes}")
         if self.iterations < 1:
             raise WorkloadError(f"iterations must be >= 1, got {self.iterations}")
         if self.incast_senders < 0:
@@ -63,8 +70,8 @@ class WorkloadParams:
             raise WorkloadError(f"background_load must be in [0, 1), got {self.background_load}")
         if self.kind == "background" and self.background_load <= 0:
             raise WorkloadError("workload background needs background_load > 0")
-        if self.size_scale <= 0 or self.background_us <= 0:
-            raise WorkloadError("size_scale and background_us must be positive")
+        if not (0 < self.size_scale < math.inf and 0 < self.background_us < math.inf):
+            raise WorkloadError("size_scale and background_us must be positive and finite")
 
 
 @dataclass(frozen=True)
@@ -345,17 +352,28 @@ def _background(p: WorkloadParams, hosts: list[str],
         raise WorkloadError(str(exc)) from None
     rng = random.Random(f"background:{p.seed}")
     mean_bits = dist.mean() * p.size_scale * 8
+    missing = [h for h in hosts if h not in rate_bps]
+    if missing:
+        raise WorkloadError(f"no line rate for host {missing[0]}")
+    per_s = {src: p.background_load * rate_bps[src] / mean_bits for src in hosts}
+    # Refused before drawing: a long window or a tiny size scale would otherwise draw
+    # flows without end (a plan, not a run, must stay cheap).
+    expected = sum(per_s.values()) * p.background_us * 1e-6
+    if expected > MAX_BACKGROUND_FLOWS:
+        raise WorkloadError(f"background traffic would start about {expected:.3g} flows; at "
+                            f"most {MAX_BACKGROUND_FLOWS}: shorten background_us, lower "
+                            "background_load or raise size_scale")
     arrivals: list[tuple[float, str, str, int]] = []
     for src in hosts:
-        if src not in rate_bps:
-            raise WorkloadError(f"no line rate for host {src}")
-        per_s = p.background_load * rate_bps[src] / mean_bits
-        t = rng.expovariate(per_s)
+        t = rng.expovariate(per_s[src])
         while t < p.background_us * 1e-6:
             dst = rng.choice([h for h in hosts if h != src])
             size = max(1, round(dist.sample(rng) * p.size_scale))
+            if size > MAX_MESSAGE_BYTES:
+                raise WorkloadError(f"size_scale {p.size_scale:g} makes a background flow of "
+                                    f"{size} bytes; an RDMA message is under 2 GiB")
             arrivals.append((t, src, dst, size))
-            t += rng.expovariate(per_s)
+            t += rng.expovariate(per_s[src])
     arrivals.sort()
     return [FlowSpec(f"bg{i}-{src}-{dst}", src, dst, size, start_ns=t * 1e9)
             for i, (t, src, dst, size) in enumerate(arrivals)]

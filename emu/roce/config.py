@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from emu.core.wire import DSCP_CNP, DSCP_ROCE_DATA
+from emu.core.wire import DSCP_CNP, DSCP_ROCE_DATA, MAX_MESSAGE_BYTES
 from emu.roce import wire
 from emu.roce.dcqcn import PROFILES, DcqcnParams, profile
 from emu.roce.nic import NicParams
@@ -292,7 +292,8 @@ def validate(cfg: AgentConfig) -> None:
         _check(f.id not in ids, w, f"duplicate flow id {f.id!r}")
         ids.add(f.id)
         _check(f.qpn in qpns, w, f"qpn {f.qpn} is not one of the configured QPs")
-        _check(f.size_bytes >= 0, w, "size_bytes must be >= 0")
+        _check(0 <= f.size_bytes <= MAX_MESSAGE_BYTES, w,
+               f"size_bytes must be 0..{MAX_MESSAGE_BYTES} (an RDMA message is under 2 GiB)")
         _check(f.start_us >= 0, w, "start_us must be >= 0")
     known = ids | set(cfg.expect)
     for i, f in enumerate(cfg.flows):

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import hashlib
 
+from emu.core.wire import MAX_MESSAGE_BYTES
+
 BLOCK = 4096
-_MAX = 1 << 31  # the RETH DMA length is 32 bits; the requester refuses >= 2 GiB anyway
 
 
 class LazyPayload:
@@ -26,8 +27,8 @@ class LazyPayload:
     def __init__(self, key: bytes, size: int) -> None:
         if size < 0:
             raise ValueError(f"payload size must be >= 0, not {size}")
-        if size >= _MAX:
-            raise ValueError(f"payload too large ({size} bytes; at most {_MAX - 1})")
+        if size > MAX_MESSAGE_BYTES:
+            raise ValueError(f"payload too large ({size} bytes; at most {MAX_MESSAGE_BYTES})")
         self.key = bytes(key)
         self.size = size
         self._blk = b""

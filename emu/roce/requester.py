@@ -13,6 +13,7 @@ from collections.abc import Callable
 from struct import Struct, unpack_from
 
 from emu.core.clock import Clock, TimerHandle
+from emu.core.wire import MAX_MESSAGE_BYTES
 from emu.roce import recovery as rec
 from emu.roce import wire
 from emu.roce.metrics import RequesterStats
@@ -68,8 +69,8 @@ class Requester:
             raise ValueError(f"unknown operation {op!r}")
         mv = data if isinstance(data, LazyPayload) else memoryview(data).cast("B")
         npkts = max(1, -(-len(mv) // self.mtu))
-        if len(mv) >= 1 << 31:
-            raise ValueError("message too large (>= 2 GiB)")
+        if len(mv) > MAX_MESSAGE_BYTES:
+            raise ValueError(f"message too large ({len(mv)} bytes; at most {MAX_MESSAGE_BYTES})")
         self._next_wr_id += 1
         wr = WorkRequest(self._next_wr_id, op, mv, imm, va, rkey, self.tail, npkts,
                          _OPS[(op == WRITE, imm is not None)], self.clock.now_ns(),

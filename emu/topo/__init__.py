@@ -18,7 +18,14 @@ from .errors import Diagnostic, Mark, TopologyError
 from .generators import clos, clos_fabric, fattree, fattree_fabric
 from .loader import available_topologies, load_topology, loads_topology, resolve_topology
 from .model import *  # noqa: F403 - the model, as model.__all__ lists it
-from .units import UnitError, format_delay, format_rate, parse_delay, parse_rate
+from .units import (
+    UnitError,
+    format_delay,
+    format_rate,
+    parse_delay,
+    parse_message_size,
+    parse_rate,
+)
 from .validate import build_fabric
 
 __all__ = [
@@ -41,6 +48,7 @@ __all__ = [
     "load_topology",
     "loads_topology",
     "parse_delay",
+    "parse_message_size",
     "parse_rate",
     "port_mac",
     "resolve_topology",

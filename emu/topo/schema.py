@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -128,8 +129,8 @@ def _str(value: Any) -> str:
 def _ratio(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"expected a number such as 2 or 1.5, got {_kind(value)}")
-    if value <= 0:
-        raise ValueError(f"must be positive, got {value}")
+    if not (math.isfinite(value) and value > 0):  # nan compares false: it passed `<= 0`
+        raise ValueError(f"must be positive and finite, got {value}")
     return float(value)
 
 
@@ -304,7 +305,7 @@ def _generated(
 ) -> FabricSpec | None:
     gen = top["generator"]
     gmark = top.value_mark("generator")
-    if gen not in GENERATOR_PARAMS:
+    if not isinstance(gen, str) or gen not in GENERATOR_PARAMS:
         close = difflib.get_close_matches(str(gen), list(GENERATOR_PARAMS), n=1, cutoff=0.5)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         r.errs.error(

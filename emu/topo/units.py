@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
+from emu.core.wire import MAX_MESSAGE_BYTES
+
 _RATE_UNITS = {"bps": 1, "kbps": 10**3, "mbps": 10**6, "gbps": 10**9, "tbps": 10**12}
 _DELAY_UNITS = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9}
 _QUANTITY = re.compile(r"^\s*(-?[0-9]+(?:\.[0-9]*)?)\s*([A-Za-zµ]*)\s*$")
@@ -110,6 +112,29 @@ def parse_bytes(value: object, mtu: int) -> int:
     if n < 0:
         raise UnitError(f"size {value!r} must not be negative")
     return int(n.to_integral_value())
+
+
+_SIZE_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def parse_message_size(value: object) -> int:
+    """A message size in bytes (`emu run --size`, experiment files): an integer, or a
+    number with K, M or G, powers of 1024 as nccl-tests write them ("64K", "1.5M";
+    "KB" and "KiB" read the same). A fraction of a byte is cut off."""
+    example = "(e.g. 4096, 64K, 1M)"
+    if isinstance(value, int) and not isinstance(value, bool):
+        n = value
+    elif isinstance(value, str) and (parts := _split(value)) is not None:
+        amount, unit = parts[0], parts[1].upper().removesuffix("B").removesuffix("I")
+        if unit not in _SIZE_UNITS:
+            raise UnitError(f"not a size: {value!r} {example}")
+        n = int(amount * _SIZE_UNITS[unit])
+    else:
+        raise UnitError(f"not a size: {value!r} {example}")
+    if not 1 <= n <= MAX_MESSAGE_BYTES:
+        raise UnitError(f"a size must be 1 byte .. 2G - 1 (an RDMA message is under 2 GiB), "
+                        f"got {value!r}")
+    return n
 
 
 def _fmt(amount: int, units: list[tuple[int, str]]) -> str:

@@ -56,10 +56,17 @@ def parse_yaml(text: str, file: str = "<string>", errs: Collector | None = None)
     them with the rest; without `errs` they are raised.
     """
     collect = Collector() if errs is None else errs
-    loader = yaml.SafeLoader(text)
+    try:
+        # The reader checks every character as it is built: a NUL or other control
+        # character fails here, before the first node.
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:
+        raise TopologyError.at(*_reader_error(exc, text, file)) from None
     try:
         node = loader.get_single_node()
         doc = None if node is None else _convert(loader, node, file, collect)
+    except yaml.reader.ReaderError as exc:
+        raise TopologyError.at(*_reader_error(exc, text, file)) from None
     except yaml.MarkedYAMLError as exc:
         raise TopologyError.at(*_syntax_error(exc, file)) from None
     except yaml.YAMLError as exc:
@@ -69,6 +76,16 @@ def parse_yaml(text: str, file: str = "<string>", errs: Collector | None = None)
     if errs is None:
         collect.raise_if_any()
     return doc
+
+
+def _reader_error(exc: yaml.reader.ReaderError, text: str, file: str) -> tuple[Mark, str]:
+    """A character YAML does not allow (NUL, other control characters), at its place."""
+    before = text[:exc.position]
+    line = before.count("\n") + 1
+    column = exc.position - (before.rfind("\n") + 1) + 1
+    ch = exc.character
+    code = ch if isinstance(ch, int) else ord(ch)
+    return Mark(file, line, column), f"YAML syntax error: character U+{code:04X} is not allowed"
 
 
 def _syntax_error(exc: yaml.MarkedYAMLError, file: str) -> tuple[Mark, str]:

@@ -86,6 +86,10 @@ def test_dry_run_shows_the_plan(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize("argv", [["run", "clos4", "--size", "12Q"],
+                                  # inf raised OverflowError through argparse (a traceback)
+                                  ["run", "clos4", "--size", "inf"],
+                                  ["run", "clos4", "--size", "1e400K"],
+                                  ["run", "clos4", "--size", "3G"],
                                   ["run", "clos4", "--fail-link", "leaf1"],
                                   ["run", "clos4", "--lb", "random"]])
 def test_bad_flags_are_rejected(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:

@@ -128,6 +128,20 @@ def test_impossible_points_are_reported_before_anything_runs(tmp_path: Path) -> 
     ]
 
 
+def test_too_many_runs_are_refused_at_their_place(tmp_path: Path) -> None:
+    """A seed count with extra digits raised OverflowError (or would build billions of
+    points); the count and the grid's product are bounded and reported where they are."""
+    from emu.experiments.experiment import MAX_POINTS
+
+    f = str(tmp_path / "exp.yaml")
+    assert errors("seeds: 99999999999999999999\n", tmp_path) == [
+        f"{f}:1:8: seeds: a count must be 1..{MAX_POINTS}, got 99999999999999999999"]
+    assert errors("grid:\n  lb: [ecmp, spray]\nseeds: 6000\n", tmp_path) == [
+        f"{f}:1:1: the grid and seeds make 12000 runs; at most {MAX_POINTS} in one "
+        "experiment file"]
+    assert len(load("grid:\n  lb: [ecmp, spray]\nseeds: 2\n", tmp_path).points) == 4
+
+
 def test_yaml_syntax_error_and_non_mapping(tmp_path: Path) -> None:
     assert errors("base: {lb: ecmp\n", tmp_path)[0].startswith(
         f"{tmp_path / 'exp.yaml'}:2:1: YAML syntax error")

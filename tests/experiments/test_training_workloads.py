@@ -228,3 +228,20 @@ def test_training_workloads_run_to_completion(kind: str) -> None:
     assert s.ok and len(s.flows) == len(plan.workload.flows)
     assert all(c.completed and c.busbw_nominal_Bps for c in s.collectives)
     assert len(s.collectives) == len(plan.workload.collectives)
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    # An infinite window drew arrivals forever (the plan hung); nan passed `<= 0`.
+    ({"background_us": float("inf")}, "positive and finite"),
+    ({"background_us": float("nan")}, "positive and finite"),
+    ({"size_scale": float("nan")}, "positive and finite"),
+    # A finite but huge window drew millions of flows before anything ran.
+    ({"background_us": 1e9}, "would start about .* flows; at most"),
+    ({"size_scale": 1e4, "background_us": 1e7}, "under 2 GiB"),
+])
+def test_background_that_cannot_be_planned_is_refused_at_once(
+        kw: dict[str, float], match: str) -> None:
+    from emu.experiments.workloads import WorkloadError
+
+    with pytest.raises(WorkloadError, match=match):
+        build("background", background_load=0.4, **kw)

@@ -94,6 +94,7 @@ def test_bus_factor_definitions() -> None:
 @pytest.mark.parametrize("params, match", [
     (WorkloadParams("bogus"), "workload must be"),  # type: ignore[arg-type]
     (WorkloadParams(message_bytes=0), "message_bytes"),
+    (WorkloadParams(message_bytes=1 << 31), "message_bytes must be 1..2147483647"),
     (WorkloadParams(iterations=0), "iterations"),
     (WorkloadParams(hosts=("h1",)), "at least 2 hosts"),
     (WorkloadParams(hosts=("h1", "hx")), "unknown host"),

@@ -53,6 +53,8 @@ def test_loads_and_merges_profile(tmp_path):
     (lambda c: c["plb"].update(congested_rounds=0), "plb"),
     (lambda c: c["flows"][0].update(qpn=0, peer="zz"), r"flows\[0\].peer"),
     (lambda c: c["flows"][0].update(qpn=0), "give the sending QP"),
+    # 2 GiB passed and crashed the agent when it posted the message.
+    (lambda c: c["flows"][0].update(size_bytes=1 << 31), r"flows\[0\]: size_bytes must be"),
 ])
 def test_bad_input_names_the_key(mutate, match):
     c = base()

@@ -1,6 +1,13 @@
 import pytest
 
-from emu.topo.units import UnitError, format_delay, format_rate, parse_delay, parse_rate
+from emu.topo.units import (
+    UnitError,
+    format_delay,
+    format_rate,
+    parse_delay,
+    parse_message_size,
+    parse_rate,
+)
 
 
 @pytest.mark.parametrize(
@@ -75,3 +82,18 @@ def test_format_examples() -> None:
     assert format_delay(1_500) == "1.5us"
     for ns in (1, 1_500, 20_000, 10**6, 3 * 10**9):
         assert parse_delay(format_delay(ns)) == ns
+
+
+@pytest.mark.parametrize(("text", "n"), [
+    ("4096", 4096), ("64K", 65536), ("1M", 1 << 20), (" 1.5M ", 3 << 19), ("64KB", 65536),
+    ("64KiB", 65536), ("1G", 1 << 30), (7, 7), ("2047M", 2047 << 20)])
+def test_parse_message_size(text: object, n: int) -> None:
+    assert parse_message_size(text) == n
+
+
+@pytest.mark.parametrize("bad", [
+    # inf and 1e400K raised OverflowError out of `emu run --size` (a traceback).
+    "inf", "nan", "1e400K", "-1", "0", "0.3", "x", "64Q", True, 1.5, "2G", 1 << 31])
+def test_parse_message_size_rejects(bad: object) -> None:
+    with pytest.raises(UnitError):
+        parse_message_size(bad)

@@ -138,6 +138,25 @@ def test_unknown_generator(tmp_path: Path) -> None:
     assert (line, col) == (1, 12) and "did you mean 'fattree'" in msg
 
 
+@pytest.mark.parametrize("value", ["[]", "{a: 1}", "[clos]"])
+def test_generator_that_is_not_a_name(tmp_path: Path, value: str) -> None:
+    # A list or a mapping here raised TypeError (unhashable) out of the loader.
+    line, col, msg = one(tmp_path, f"generator: {value}\nparams: {{k: 4}}\n")
+    assert (line, col) == (1, 12) and "unknown generator" in msg and "valid: clos" in msg
+
+
+@pytest.mark.parametrize(("text", "where", "code"), [
+    ("name: t\n  desc\x00ription: y\n", (2, 7), "U+0000"),
+    ("\x07name: t\n", (1, 1), "U+0007"),
+    (BASE + "# \x1b[31m\n", (8, 3), "U+001B"),
+])
+def test_a_character_yaml_forbids_is_a_located_syntax_error(
+        tmp_path: Path, text: str, where: tuple[int, int], code: str) -> None:
+    # PyYAML's ReaderError (raised while the loader is built) escaped as a traceback.
+    line, col, msg = one(tmp_path, text)
+    assert (line, col) == where and "YAML syntax error" in msg and code in msg, msg
+
+
 def test_generator_with_explicit_nodes(tmp_path: Path) -> None:
     text = "generator: fattree\nparams: {k: 4}\nswitches: []\n"
     line, col, msg = one(tmp_path, text)
@@ -150,6 +169,14 @@ def test_clos_bad_oversubscription(tmp_path: Path) -> None:
     )
     line, col, msg = one(tmp_path, text)
     assert (line, col) == (2, 69) and "must be positive" in msg
+
+
+def test_clos_oversubscription_nan(tmp_path: Path) -> None:
+    # .nan passed the `<= 0` check and failed in Fraction (ValueError out of the loader).
+    text = ("generator: clos\nparams: {leaves: 2, spines: 2, hosts_per_leaf: 1, "
+            "oversubscription: .nan}\n")
+    line, col, msg = one(tmp_path, text)
+    assert (line, col) == (2, 69) and "positive and finite" in msg, msg
 
 
 def test_duplicate_names(tmp_path: Path) -> None:

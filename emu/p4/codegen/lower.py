@@ -118,7 +118,10 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
         """V1Switch arguments by parameter name (the checker pairs named arguments by name)."""
         main = self.cp.main
         if main is None:
-            raise unsupported(None, "program has no 'main' V1Switch instance")
+            # A whole-program error: reported at the start of the program's own file.
+            files = self.cp.program.files
+            at = A.Node(pos=A.Pos(files[0], 1, 1)) if files else None
+            raise unsupported(at, "program has no 'main' V1Switch instance")
         if not (isinstance(main.type, BlockType) and main.type.decl.name == "V1Switch"):
             # valid P4 for another architecture; p4c's simple_switch backend rejects it too
             raise unsupported(main, f"main package '{main.type}' is not V1Switch")

@@ -350,3 +350,13 @@ def test_lowering_keeps_no_state_between_compilations() -> None:
     again = lower(check_source(exits, "t.p4"))[0]
     assert _module_state() == before
     assert again == alone
+
+
+def test_a_program_without_main_is_an_error_at_its_file() -> None:
+    """No `main`: the error named `<builtin>:0:0`; it names the program's file."""
+    from emu.p4.frontend import P4Error
+
+    with pytest.raises(P4Error) as ei:
+        compile_source("#include <core.p4>\nheader h_t { bit<8> a; }\n", "nomain.p4")
+    assert str(ei.value).startswith("nomain.p4:1:1: error: program has no 'main' V1Switch"), \
+        str(ei.value)
