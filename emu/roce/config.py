@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -183,6 +184,7 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
                 pass
         _check(isinstance(value, (int, float)) and not isinstance(value, bool), where,
                f"expected a number, got {value!r}")
+        _check(math.isfinite(value), where, f"expected a finite number, got {value!r}")
         return float(value)
     if tp is str:
         _check(isinstance(value, str), where, f"expected a string, got {value!r}")
@@ -210,14 +212,39 @@ def dcqcn_params(name: str, line_rate: float | None,
                  overrides: dict[str, Any] | None = None) -> DcqcnParams:
     """Profile `name` at the (nominal) line rate, with `overrides` (DcqcnParams fields)."""
     _check(name in PROFILES, "dcqcn.profile", f"must be one of {', '.join(PROFILES)}")
-    base = profile(name, line_rate or 100e9)
+    try:
+        base = profile(name, line_rate or 100e9)
+    except ValueError as exc:  # a line rate the profile's switch model cannot scale to
+        raise ConfigError(f"dcqcn.profile: {exc}") from None
     merged = {**dataclasses.asdict(base), **(overrides or {})}
     params: DcqcnParams = from_dict(DcqcnParams, merged, "dcqcn")
     try:
         params.validate()
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    _check_times(params, "dcqcn")
     return params
+
+
+# Longest time a configuration may set (about 11.6 days): any of them times a dilation
+# stays a finite number of clock nanoseconds.
+MAX_TIME_NS = 10**15
+MAX_DILATION = 1e9
+MAX_LINE_RATE_BPS = 1e15  # 1 Pb/s: far above any NIC, below what overflows the models
+
+
+def _check_line_rate(bps: float | None) -> None:
+    _check(bps is None or 0 < bps <= MAX_LINE_RATE_BPS, "nic.line_rate_bps",
+           f"must be positive and at most {MAX_LINE_RATE_BPS:g} bit/s, got {bps!r}")
+
+
+def _check_times(obj: object, where: str) -> None:
+    """Every `*_ns` field of a config dataclass within 0..MAX_TIME_NS."""
+    for f in dataclasses.fields(obj):  # type: ignore[arg-type]
+        v = getattr(obj, f.name)
+        if f.name.endswith("_ns") and isinstance(v, (int, float)):
+            _check(0 <= v <= MAX_TIME_NS, f"{where}.{f.name}",
+                   f"must be 0..{MAX_TIME_NS} ns, got {v!r}")
 
 
 def _dcqcn(data: Any, line_rate: float | None) -> DcqcnParams:
@@ -232,6 +259,7 @@ def load_dict(data: Any) -> AgentConfig:
     _check(isinstance(data, dict), "config", "expected a mapping at the top level")
     data = dict(data)
     nic = from_dict(NicConfig, data.get("nic", {}), "nic")
+    _check_line_rate(nic.line_rate_bps)  # the DCQCN profile is scaled to it
     dcqcn = _dcqcn(data.pop("dcqcn", None), nic.line_rate_bps)
     cfg: AgentConfig = from_dict(AgentConfig, data)
     cfg.dcqcn = dcqcn
@@ -254,11 +282,28 @@ def load(path: str | Path) -> AgentConfig:
     return load_dict(data)
 
 
+def _check_address(ip: str, mac: str, where: str) -> None:
+    """The IPv4 and MAC addresses as the wire encodes them (a bad one failed later, in
+    the agent, when its first QP was built)."""
+    try:
+        wire.ip_bytes(ip)
+    except ValueError:
+        raise ConfigError(f"{where}: {ip!r} is not an IPv4 address") from None
+    try:
+        wire.mac_bytes(mac)
+    except ValueError:
+        raise ConfigError(f"{where}: {mac!r} is not a MAC address (aa:bb:cc:dd:ee:ff)") from None
+
+
 def validate(cfg: AgentConfig) -> None:
     n = cfg.nic
     _check(256 <= n.mtu <= 4096, "nic.mtu", f"must be in 256..4096 bytes, got {n.mtu}")
-    _check(n.time_dilation > 0, "nic.time_dilation", "must be positive")
-    _check(n.line_rate_bps is None or n.line_rate_bps > 0, "nic.line_rate_bps", "must be positive")
+    _check(0 < n.time_dilation <= MAX_DILATION, "nic.time_dilation",
+           f"must be in (0, {MAX_DILATION:g}]")
+    _check(1 <= n.ttl <= 255, "nic.ttl", f"must be 1..255, got {n.ttl}")
+    _check_times(n, "nic")
+    _check_address(cfg.host.ip, cfg.host.mac, "host")
+    _check_line_rate(n.line_rate_bps)
     _check(0 <= n.dscp < 64 and 0 <= n.ctrl_dscp < 64, "nic.dscp", "DSCP must be 0..63")
     try:
         cfg.plb.validate()
@@ -273,6 +318,8 @@ def validate(cfg: AgentConfig) -> None:
         _check(0 <= q.start_psn < 1 << 24 and 0 <= q.peer_start_psn < 1 << 24, w,
                "PSNs must be 0..2^24-1")
         _check(0 < q.udp_sport < 65536, w, "udp_sport must be 1..65535")
+        _check_address(q.peer_ip, q.peer_mac, w)
+        _check_times(q, w)
         _check(q.max_outstanding_pkts >= 1 and q.ack_every_pkts >= 1, w,
                "max_outstanding_pkts and ack_every_pkts must be >= 1")
         _check(q.max_outstanding_pkts < 1 << 22, w, "max_outstanding_pkts must be < 2^22")

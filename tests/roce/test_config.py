@@ -53,6 +53,19 @@ def test_loads_and_merges_profile(tmp_path):
     (lambda c: c["plb"].update(congested_rounds=0), "plb"),
     (lambda c: c["flows"][0].update(qpn=0, peer="zz"), r"flows\[0\].peer"),
     (lambda c: c["flows"][0].update(qpn=0), "give the sending QP"),
+    # Each of these passed validation, then failed in the agent with a traceback (found by
+    # fuzzing the config): bad addresses, a TTL past a byte, non-finite or overflowing
+    # numbers, a negative line rate raised a plain ValueError.
+    (lambda c: c["host"].update(ip="10.0.0.999"), "host: '10.0.0.999' is not an IPv4"),
+    (lambda c: c["qps"][0].update(peer_mac="02:00:00:00:00"), r"qps\[0\]: .* is not a MAC"),
+    (lambda c: c["qps"][0].update(peer_ip="::1"), r"qps\[0\]: '::1' is not an IPv4"),
+    (lambda c: c["nic"].update(ttl=300), "nic.ttl: must be 1..255"),
+    (lambda c: c["nic"].update(line_rate_bps="nan"), "nic.line_rate_bps: expected a finite"),
+    (lambda c: c["nic"].update(line_rate_bps=1e308), "nic.line_rate_bps: must be positive"),
+    (lambda c: c["nic"].update(line_rate_bps=-1), "nic.line_rate_bps: must be positive"),
+    (lambda c: c["nic"].update(time_dilation="inf"), "nic.time_dilation: expected a finite"),
+    (lambda c: c["dcqcn"].update(rate_reduce_period_ns=1e308), "dcqcn.rate_reduce_period_ns"),
+    (lambda c: c["qps"][0].update(rto_ns=10**18), r"qps\[0\].rto_ns: must be 0.."),
     # 2 GiB passed and crashed the agent when it posted the message.
     (lambda c: c["flows"][0].update(size_bytes=1 << 31), r"flows\[0\]: size_bytes must be"),
 ])
