@@ -1,13 +1,7 @@
 import pytest
 
-from emu.topo.units import (
-    UnitError,
-    format_delay,
-    format_rate,
-    parse_delay,
-    parse_message_size,
-    parse_rate,
-)
+from emu.topo import units
+from emu.topo.units import UnitError, format_delay, format_rate, parse_delay, parse_rate
 
 
 @pytest.mark.parametrize(
@@ -88,7 +82,7 @@ def test_format_examples() -> None:
     ("4096", 4096), ("64K", 65536), ("1M", 1 << 20), (" 1.5M ", 3 << 19), ("64KB", 65536),
     ("64KiB", 65536), ("1G", 1 << 30), (7, 7), ("2047M", 2047 << 20)])
 def test_parse_message_size(text: object, n: int) -> None:
-    assert parse_message_size(text) == n
+    assert units.parse_message_size(text) == n
 
 
 @pytest.mark.parametrize("bad", [
@@ -96,4 +90,4 @@ def test_parse_message_size(text: object, n: int) -> None:
     "inf", "nan", "1e400K", "-1", "0", "0.3", "x", "64Q", True, 1.5, "2G", 1 << 31])
 def test_parse_message_size_rejects(bad: object) -> None:
     with pytest.raises(UnitError):
-        parse_message_size(bad)
+        units.parse_message_size(bad)
