@@ -105,8 +105,6 @@ class LbSettings:
         }
 
 
-
-
 @dataclass(frozen=True)
 class EcnSettings:
     """RED-style ECN marking on an egress queue, thresholds in packets.

@@ -56,13 +56,11 @@ def parse_yaml(text: str, file: str = "<string>", errs: Collector | None = None)
     them with the rest; without `errs` they are raised.
     """
     collect = Collector() if errs is None else errs
+    loader: yaml.SafeLoader | None = None
     try:
-        # The reader checks every character as it is built: a NUL or other control
-        # character fails here, before the first node.
+        # The reader checks every character of the text as it is built: a NUL or other
+        # control character fails here, before the first node.
         loader = yaml.SafeLoader(text)
-    except yaml.reader.ReaderError as exc:
-        raise TopologyError.at(*_reader_error(exc, text, file)) from None
-    try:
         node = loader.get_single_node()
         doc = None if node is None else _convert(loader, node, file, collect)
     except yaml.reader.ReaderError as exc:
@@ -72,7 +70,8 @@ def parse_yaml(text: str, file: str = "<string>", errs: Collector | None = None)
     except yaml.YAMLError as exc:
         raise TopologyError.at(Mark(file), f"YAML error: {exc}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if errs is None:
         collect.raise_if_any()
     return doc
