@@ -14,6 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Bounds of what a configuration or a control command may set. The longest time (about
+# 11.6 days) times any dilation still gives a finite number of clock nanoseconds; 1 Pb/s
+# is far above any NIC or link, yet below what overflows the models' arithmetic.
+MAX_TIME_NS = 10**15
+MAX_LINE_RATE_BPS = 1e15
+
 
 @dataclass(frozen=True)
 class Dilation:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from emu.core.units import MAX_LINE_RATE_BPS, MAX_TIME_NS
 from emu.core.wire import DSCP_CNP, DSCP_ROCE_DATA, MAX_MESSAGE_BYTES
 from emu.roce import wire
 from emu.roce.dcqcn import PROFILES, DcqcnParams, profile
@@ -226,11 +227,7 @@ def dcqcn_params(name: str, line_rate: float | None,
     return params
 
 
-# Longest time a configuration may set (about 11.6 days): any of them times a dilation
-# stays a finite number of clock nanoseconds.
-MAX_TIME_NS = 10**15
 MAX_DILATION = 1e9
-MAX_LINE_RATE_BPS = 1e15  # 1 Pb/s: far above any NIC, below what overflows the models
 
 
 def _check_line_rate(bps: float | None) -> None:

@@ -128,10 +128,15 @@ class AdminServer:
             fn = self.handlers.get(cmd) if isinstance(cmd, str) else None
             if fn is None:
                 raise ValueError(f"unknown command {cmd!r}; known: {sorted(self.handlers)}")
-            reply = {"id": rid, "ok": True, "result": fn(req)}
+            # Strict JSON out (no NaN): a client in another language must parse it.
+            text = json.dumps({"id": rid, "ok": True, "result": fn(req)}, allow_nan=False)
         except Exception as exc:  # reported to the client, never fatal to the switch
-            reply = {"id": rid, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
-        return (json.dumps(reply) + "\n").encode()
+            error = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+            try:
+                text = json.dumps({"id": rid, **error}, allow_nan=False)
+            except ValueError:  # the request's id itself is not strict JSON (NaN)
+                text = json.dumps({"id": None, **error})
+        return (text + "\n").encode()
 
     def close(self) -> None:
         for fd in list(self._conns):

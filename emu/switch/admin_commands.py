@@ -17,7 +17,7 @@ from emu.core.port import AfPacketPort
 from emu.runtime.device import LocalDevice
 from emu.runtime.server import P4RuntimeServer
 
-from .options import PortSettings, SwitchOptions
+from .options import PortSettings, SwitchOptions, check_setting
 
 __all__ = ["COMMANDS", "Switch", "admin_handlers"]
 
@@ -41,11 +41,23 @@ class Switch(Protocol):
     def reset_senders(self) -> None: ...
 
 
-def _port_arg(req: Request) -> int | None:
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)  # JSON true is not a number
+
+
+def _port_arg(sw: Switch, req: Request) -> int | None:
     p = req.get("port")
-    if p is not None and (not isinstance(p, int) or isinstance(p, bool) or p < 0):
+    if p is None:
+        return None
+    if not _is_int(p) or p < 0:
         raise ValueError("port must be a non-negative integer or null")
-    return p
+    # A typo must not configure a queue no frame will ever use.
+    known = set(sw.opts.interfaces)
+    if sw.opts.cpu_port is not None:
+        known.add(sw.opts.cpu_port)
+    if p not in known:
+        raise ValueError(f"no port {p} on this switch (ports: {sorted(known)})")
+    return int(p)
 
 
 def ping(sw: Switch, req: Request) -> Any:
@@ -55,13 +67,11 @@ def ping(sw: Switch, req: Request) -> Any:
 
 
 def set_queue_rate(sw: Switch, req: Request) -> Any:
-    port = _port_arg(req)
-    bps, pps = req.get("rate_bps"), req.get("rate_pps")
+    port = _port_arg(sw, req)
+    bps, pps = check_setting("rate_bps", req.get("rate_bps")), \
+        check_setting("rate_pps", req.get("rate_pps"))
     if bps is not None and pps is not None:
         raise ValueError("give rate_bps or rate_pps, not both")
-    for v in (bps, pps):
-        if v is not None and (not isinstance(v, (int, float)) or v < 0):
-            raise ValueError("rates must be non-negative numbers")
     dp = sw.device.dataplane
     if dp is not None:
         dp.set_queue_rate(port, rate_bps=bps, rate_pps=pps)
@@ -72,11 +82,14 @@ def set_queue_rate(sw: Switch, req: Request) -> Any:
 
 
 def set_queue_depth(sw: Switch, req: Request) -> Any:
-    port = _port_arg(req)
+    port = _port_arg(sw, req)
     depth = req.get("depth_pkts")
     prio = req.get("priority")
-    if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
-        raise ValueError("depth_pkts must be a non-negative integer")
+    if depth is None:
+        raise ValueError("depth_pkts is required")
+    check_setting("depth_pkts", depth)
+    if prio is not None and (not _is_int(prio) or prio < 0):
+        raise ValueError("priority must be a non-negative integer or null")
     dp = sw.device.dataplane
     if dp is not None:
         dp.set_queue_depth(port, depth, priority=prio)
@@ -87,10 +100,9 @@ def set_queue_depth(sw: Switch, req: Request) -> Any:
 
 
 def set_link_delay(sw: Switch, req: Request) -> Any:
-    port = _port_arg(req)
-    delay = req.get("delay_us")
-    if not isinstance(delay, (int, float)) or isinstance(delay, bool) or delay < 0:
-        raise ValueError("delay_us must be a non-negative number")
+    port = _port_arg(sw, req)
+    delay = check_setting("delay_us", req.get("delay_us"))
+    assert delay is not None  # check_setting refuses a missing delay
     for s in sw.settings_for_update(port):
         s.delay_us = float(delay)
     targets = sw.opts.interfaces if port is None else [port]
@@ -101,7 +113,7 @@ def set_link_delay(sw: Switch, req: Request) -> Any:
 
 
 def get_port_config(sw: Switch, req: Request) -> Any:
-    port = _port_arg(req)
+    port = _port_arg(sw, req)
     if port is None:
         raise ValueError("port is required")
     out: dict[str, Any] = {"delay_us": sw.delay_ns.get(port, 0) / 1000}

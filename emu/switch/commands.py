@@ -10,7 +10,7 @@ from typing import Any
 from emu.core.pfc import FlowControl
 
 from .daemon import run_switch, setup_logging
-from .options import PortSettings, SwitchOptions
+from .options import PortSettings, SwitchOptions, check_setting
 
 
 def _port_value(text: str, conv: Any) -> tuple[int | None, Any]:
@@ -89,15 +89,17 @@ def options_from_args(args: argparse.Namespace) -> SwitchOptions:
     default = PortSettings()
     ports: dict[int, PortSettings] = {}
     if args.port_config:
-        with open(args.port_config) as f:
-            cfg = json.load(f)
-        default = PortSettings(**cfg.get("default", {}))
-        for k, v in cfg.get("ports", {}).items():
-            ports[int(k)] = PortSettings(**{**default.__dict__, **v})
+        default, ports = _port_config(args.port_config)
 
     def put(items: list[str], attr: str, conv: Any) -> None:
         for item in items:
-            port, value = _port_value(item, conv)
+            try:
+                port, value = _port_value(item, conv)
+                check_setting(attr, value)
+                if port is not None and port < 0:
+                    raise ValueError("a port number is not negative")
+            except ValueError as exc:
+                raise SystemExit(f"error: bad [PORT=]VALUE {item!r}: {exc}") from None
             if port is None:
                 setattr(default, attr, value)
                 for s in ports.values():
@@ -120,6 +122,24 @@ def options_from_args(args: argparse.Namespace) -> SwitchOptions:
         default_port=default, ports=ports, pdeathsig=not args.no_pdeathsig,
         parent_pid=args.parent_pid, seed=args.seed,
         timer_spin_ns=int(max(0.0, args.timer_spin_us) * 1000))
+
+
+def _port_config(path: str) -> tuple[PortSettings, dict[int, PortSettings]]:
+    """--port-config FILE.json: {"default": {setting: value}, "ports": {"PORT": {...}}}."""
+    try:
+        with open(path) as f:
+            cfg = json.load(f)
+        if not isinstance(cfg, dict):
+            raise ValueError("expected a JSON object")
+        default = PortSettings(**cfg.get("default", {}))
+        default.check()
+        ports = {}
+        for k, v in cfg.get("ports", {}).items():
+            ports[int(k)] = s = PortSettings(**{**default.__dict__, **v})
+            s.check()
+        return default, ports
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        raise SystemExit(f"error: --port-config {path}: {exc}") from None
 
 
 def _pfc_config(text: str | None) -> tuple[FlowControl | None,

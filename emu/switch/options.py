@@ -2,11 +2,38 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, fields
 
 from emu.core.pfc import FlowControl
+from emu.core.units import MAX_LINE_RATE_BPS, MAX_TIME_NS
 
-__all__ = ["PortSettings", "SwitchOptions"]
+__all__ = ["PortSettings", "SwitchOptions", "check_setting"]
+
+# The largest value of each port setting; rates also refuse 0 < r < 1, which the
+# traffic manager would round to 0 ("no limit").
+_LIMITS = {"rate_bps": MAX_LINE_RATE_BPS, "rate_pps": MAX_LINE_RATE_BPS / 512,
+           "depth_pkts": 2**31 - 1, "delay_us": MAX_TIME_NS / 1000}
+
+
+def check_setting(name: str, value: object) -> float | None:
+    """A port setting as given on the command line, in --port-config or on the admin
+    socket: None, or a finite number in range (an integer for depth_pkts); ValueError
+    naming the setting otherwise."""
+    if value is None and name != "delay_us":
+        return None
+    limit = _LIMITS.get(name)
+    if limit is None:
+        raise ValueError(f"unknown port setting {name!r}; known: {sorted(_LIMITS)}")
+    kinds = int if name == "depth_pkts" else (int, float)
+    # bool is an int to Python, but JSON true is no number
+    if not (isinstance(value, kinds) and not isinstance(value, bool)
+            and math.isfinite(value) and 0 <= value <= limit):
+        what, top = ("an integer", f"{limit:.0f}") if kinds is int else ("a number", f"{limit:g}")
+        raise ValueError(f"{name} must be {what} in 0..{top}, got {value!r}")
+    if name.startswith("rate_") and 0 < value < 1:
+        raise ValueError(f"{name} {value!r} is below 1 (0 removes the limit)")
+    return value
 
 
 @dataclass
@@ -17,6 +44,13 @@ class PortSettings:
     rate_pps: float | None = None
     depth_pkts: int | None = None
     delay_us: float = 0.0
+
+    def check(self) -> None:
+        """ValueError naming the first setting out of range."""
+        for f in fields(self):
+            check_setting(f.name, getattr(self, f.name))
+        if self.rate_bps and self.rate_pps:
+            raise ValueError("give rate_bps or rate_pps, not both")
 
 
 @dataclass

@@ -209,3 +209,70 @@ def test_fabric_packet_in_and_out_through_p4runtime_shell(topo) -> None:  # type
     assert cli.wait(10) == 0
     rc, err = t.stop_switch(sw)
     assert rc == 0 and "Traceback" not in err
+
+
+# Each was accepted before, or answered with a bare Python error after changing part of
+# the port's settings: 1e-300 b/s was "no limit" to the traffic manager and an overflow
+# in the port's sender (every later frame lost); priority -1 set the last queue's depth;
+# a NaN delay was stored, then failed; port 999 configured a queue no frame uses.
+_BAD_ADMIN = [
+    ('{"cmd":"set_queue_rate","port":2,"rate_bps":1e-300}', "below 1"),
+    ('{"cmd":"set_queue_rate","port":2,"rate_pps":0.4}', "below 1"),
+    ('{"cmd":"set_queue_rate","port":2,"rate_bps":NaN}', "rate_bps must be a number"),
+    ('{"cmd":"set_queue_rate","port":2,"rate_bps":Infinity}', "rate_bps must be a number"),
+    ('{"cmd":"set_queue_rate","port":2,"rate_bps":true}', "rate_bps must be a number"),
+    ('{"cmd":"set_queue_rate","port":999,"rate_pps":1000}', "no port 999"),
+    ('{"cmd":"set_queue_depth","port":2,"depth_pkts":5,"priority":-1}', "priority"),
+    ('{"cmd":"set_queue_depth","port":2,"depth_pkts":5,"priority":99}', "priority 99"),
+    ('{"cmd":"set_queue_depth","port":2,"depth_pkts":5,"priority":"x"}', "priority"),
+    ('{"cmd":"set_link_delay","port":2,"delay_us":NaN}', "delay_us must be a number"),
+    ('{"cmd":"set_link_delay","port":2,"delay_us":1e300}', "delay_us must be a number"),
+    ('{"cmd":"set_link_delay","port":2}', "delay_us must be a number"),
+    ('{"cmd":"get_port_config","port":999}', "no port 999"),
+]
+
+
+def _admin_line(path: str, line: bytes) -> dict[str, object]:
+    import json
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(path)
+        s.sendall(line + b"\n")
+        buf = b""
+        while not buf.endswith(b"\n"):
+            chunk = s.recv(65536)
+            assert chunk, "the switch closed the admin connection"
+            buf += chunk
+
+    def strict(name: str) -> object:
+        raise AssertionError(f"reply is not strict JSON: {name}")
+    reply: dict[str, object] = json.loads(buf, parse_constant=strict)
+    return reply
+
+
+def test_bad_admin_requests_are_refused_and_change_nothing(topo) -> None:  # type: ignore[no-untyped-def]
+    t: Topo = topo(2)
+    sw = t.start_switch()
+    h1, h2 = t.host(1), t.host(2)
+    c = P4RuntimeClient(t.grpc_addr, 1, (0, 1))
+    try:
+        _program(c)
+        before = _admin_line(t.admin_path, b'{"cmd":"get_port_config","port":2}')["result"]
+        for line, why in _BAD_ADMIN:
+            reply = _admin_line(t.admin_path, line.encode())
+            assert reply["ok"] is False and why in str(reply["error"]), (line, reply)
+        # an id that JSON cannot echo strictly still gets a strict reply
+        assert _admin_line(t.admin_path, b'{"id":NaN,"cmd":"nope"}')["id"] is None
+        after = _admin_line(t.admin_path, b'{"cmd":"get_port_config","port":2}')["result"]
+        assert isinstance(before, dict) and isinstance(after, dict)
+        assert {k: after[k] for k in ("delay_us", "depths_pkts", "rate_bps", "rate_pps")} \
+            == {k: before[k] for k in ("delay_us", "depths_pkts", "rate_bps", "rate_pps")}
+        for i in range(5):
+            h1.send(ipv4_udp("10.0.1.1", "10.0.2.2", 5000, 4791, seq=i))
+        assert len(h2.recv(5, 5)) == 5  # the port forwards as before
+    finally:
+        c.close()
+    rc, err = t.stop_switch(sw)
+    assert rc == 0 and "Traceback" not in err, err

@@ -28,6 +28,7 @@ rate_bps, or 1 / rate_pps) before the next dequeue. Rate changes apply from the 
 from __future__ import annotations
 
 import functools
+import math
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -197,12 +198,20 @@ class _Port:
 def _check_rate(rate_bps: float | None, rate_pps: float | None) -> tuple[int | None, int | None]:
     if rate_bps is not None and rate_pps is not None:
         raise ValueError("give rate_bps or rate_pps, not both")
-    bps = None if rate_bps is None else round(rate_bps)
-    pps = None if rate_pps is None else round(rate_pps)
-    # A rate of 0 means "no limit", as BMv2's set_queue_rate 0 does.
-    if bps is not None and bps < 0 or pps is not None and pps < 0:
-        raise ValueError("rates must not be negative")
-    return (bps or None), (pps or None)
+    return _rate("rate_bps", rate_bps), _rate("rate_pps", rate_pps)
+
+
+def _rate(name: str, value: float | None) -> int | None:
+    if value is None:
+        return None
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    rate = round(value)
+    # A rate of 0 means "no limit", as BMv2's set_queue_rate 0 does; a fraction that
+    # rounds to 0 must not silently mean the same.
+    if value and not rate:
+        raise ValueError(f"{name} {value!r} is below 1 (0 removes the limit)")
+    return rate or None
 
 
 class TrafficManager:
@@ -313,7 +322,13 @@ class TrafficManager:
         """
         if depth_pkts < 0:
             raise ValueError("depth_pkts must not be negative")
-        for p in self._targets(port):
+        targets = list(self._targets(port))
+        if priority is not None:
+            for p in targets:  # all checked first: a refused change changes no port
+                if not 0 <= priority < p.nq:
+                    raise ValueError(f"priority {priority} out of range: port {p.port} has "
+                                     f"{p.nq} priority queue(s)")
+        for p in targets:
             if priority is None:
                 p.depths = [depth_pkts] * len(p.queues)
             else:

@@ -236,6 +236,37 @@ def test_config_errors() -> None:
         tm.configure_port(1)
 
 
+@pytest.mark.parametrize("rates", [
+    {"rate_bps": float("nan")}, {"rate_pps": float("inf")}, {"rate_bps": -1},
+    {"rate_bps": 0.4},  # rounds to 0, which would silently remove the limit
+    {"rate_pps": 1e-300},
+])
+def test_rates_that_are_not_a_rate_are_refused(rates: dict[str, float]) -> None:
+    clock, sink, tm = make()
+    tm.set_queue_rate(1, rate_pps=1000)
+    with pytest.raises(ValueError, match="rate_"):
+        tm.set_queue_rate(1, **rates)
+    with pytest.raises(ValueError, match="rate_"):
+        tm.configure_port(2, **rates)
+    tm.enqueue(1, "a", 100)
+    tm.enqueue(1, "b", 100)
+    clock.run_until_idle()
+    assert sink.times() == [0, MS]  # still paced at 1000 pps: the refusal changed nothing
+
+
+def test_a_priority_beyond_the_ports_queues_is_refused_and_changes_nothing() -> None:
+    _, _, tm = make()
+    tm.configure_port(1, priority_queues=4, depth_pkts=10)
+    tm.configure_port(2, priority_queues=2, depth_pkts=10)
+    for bad in (-1, 2, 99):  # -1 once set the last queue (a Python index)
+        with pytest.raises(ValueError, match="priority"):
+            tm.set_queue_depth(None, 5, priority=bad)
+    assert tm.port_config(1)["depths_pkts"] == [10] * 4
+    assert tm.port_config(2)["depths_pkts"] == [10] * 2
+    tm.set_queue_depth(1, 5, priority=3)
+    assert tm.port_config(1)["depths_pkts"] == [10, 10, 10, 5]
+
+
 class LateClock(VirtualClock):
     """A virtual clock whose timers fire `late_ns` after their time, like a busy reactor."""
 

@@ -1,0 +1,64 @@
+"""The switch daemon's queue and link settings from its command line and --port-config:
+what the traffic manager or the port senders would fail on later (a NaN delay, a rate
+that rounds to "no limit", a port named by a word) is refused at start with one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from emu.switch.commands import build_parser, options_from_args
+from emu.switch.options import PortSettings, check_setting
+
+
+def _options(*argv: str):  # type: ignore[no-untyped-def]
+    return options_from_args(build_parser().parse_args(["--no-p4", *argv]))
+
+
+@pytest.mark.parametrize("argv, why", [
+    (("--queue-depth", "x=5"), "invalid literal"),
+    (("--queue-depth", "2=-3"), "depth_pkts must be an integer"),
+    (("--queue-depth", "2=1.5"), "invalid literal"),
+    (("--queue-rate-bps", "1e-300"), "below 1"),
+    (("--queue-rate-pps", "3=1e300"), "rate_pps must be a number"),
+    (("--link-delay-us", "nan"), "delay_us must be a number"),
+    (("--link-delay-us", "2=inf"), "delay_us must be a number"),
+    (("--queue-depth=-2=5",), "not negative"),
+])
+def test_bad_settings_on_the_command_line_are_one_line_errors(argv: tuple[str, ...],
+                                                               why: str) -> None:
+    with pytest.raises(SystemExit) as ei:
+        _options(*argv)
+    assert str(ei.value).startswith("error: bad [PORT=]VALUE") and why in str(ei.value)
+
+
+@pytest.mark.parametrize("cfg, why", [
+    ({"default": {"rate_bps": "x"}}, "rate_bps must be a number"),
+    ({"default": {"delay_us": -1}}, "delay_us must be a number"),
+    ({"ports": {"2": {"depth_pkts": True}}}, "depth_pkts must be an integer"),
+    ({"ports": {"2": {"rate_bps": 1000, "rate_pps": 10}}}, "not both"),
+    ({"ports": {"2": {"bogus": 1}}}, "bogus"),
+    ({"ports": {"a": {}}}, "invalid literal"),
+    ([1], "expected a JSON object"),
+])
+def test_bad_port_config_files_are_one_line_errors(tmp_path: Path, cfg: object,
+                                                   why: str) -> None:
+    f = tmp_path / "ports.json"
+    f.write_text(json.dumps(cfg))
+    with pytest.raises(SystemExit) as ei:
+        _options("--port-config", str(f))
+    assert str(ei.value).startswith(f"error: --port-config {f}") and why in str(ei.value)
+
+
+def test_good_settings_still_load(tmp_path: Path) -> None:
+    f = tmp_path / "ports.json"
+    f.write_text(json.dumps({"default": {"depth_pkts": 32},
+                             "ports": {"2": {"rate_bps": 8e6, "delay_us": 10}}}))
+    o = _options("--port-config", str(f), "--queue-depth", "3=7")
+    assert o.default_port == PortSettings(depth_pkts=32)
+    assert o.ports[2] == PortSettings(rate_bps=8e6, depth_pkts=32, delay_us=10)
+    assert o.ports[3].depth_pkts == 7
+    assert check_setting("rate_pps", 0) == 0  # 0: no limit
+    assert check_setting("rate_bps", None) is None
