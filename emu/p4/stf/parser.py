@@ -9,6 +9,7 @@ meter_set_rates, pvs_*, set_queue_*) pass through with their CLI arguments.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -81,7 +82,7 @@ def _int(text: str, what: str) -> int:
 
 
 def _port(text: str) -> int:
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):  # "²".isdigit(), but int() refuses it
         raise _Syntax(f"bad port {text!r} (a decimal number)")
     return int(text)
 
@@ -253,16 +254,18 @@ def _command(cls: Callable[..., StfCommand], usage: str, *read: Callable[[str], 
 
 
 def _meter_set_rates(rest: str) -> MeterSetRates:
-    w = _words(rest, 3, 10, "meter_set_rates <meter> <index> <rate>:<burst>...")
+    # v1model meters are two-rate three-colour: the committed and the peak pair
+    w = _words(rest, 4, 4, "meter_set_rates <meter> <index> <cir>:<cburst> <pir>:<pburst>")
     rates = []
     for pair in w[2:]:
         rate, sep, burst = pair.partition(":")
         try:
-            rates.append((float(rate), int(burst)))
+            r, b = float(rate), int(burst)
         except ValueError:
             raise _Syntax(f"bad rate:burst {pair!r}") from None
-        if not sep:
-            raise _Syntax(f"bad rate:burst {pair!r}")
+        if not sep or not (math.isfinite(r) and r >= 0 and b >= 0):
+            raise _Syntax(f"bad rate:burst {pair!r} (a rate per us and a burst, both >= 0)")
+        rates.append((r, b))
     return MeterSetRates(_name(w[0], "meter"), _int(w[1], "index"), tuple(rates))
 
 

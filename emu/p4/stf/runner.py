@@ -24,8 +24,9 @@ from emu.p4.stf import model as M
 from emu.p4.stf.expect import check_outputs
 from emu.p4.stf.parser import parse_stf
 from emu.p4.stf.values import parse_key, parse_number
-from emu.p4.tables import Exact, Lpm, Optional, Range, Table, Ternary
+from emu.p4.tables import Exact, Lpm, Optional, Range, Table, TableError, Ternary
 from emu.p4.target.program import CompiledProgram, compile_file
+from emu.p4.v1model.replication import ReplicationError
 from emu.p4.v1model.stateful import MeterRates
 
 _AUTO_PRIORITY_TOP = 1 << 20
@@ -49,6 +50,7 @@ class StfRunner:
         self.key_info = {t["name"]: t["keys"] for t in program.info.tables}
         self.auto_prio: dict[str, int] = {}
         self.notes: list[str] = []
+        self.failed_checks: list[str] = []
 
     def key_index(self, table: str, name: str) -> int:
         """Index of the key field `name` names, following bmv2stf.py's spellings.
@@ -130,72 +132,80 @@ class StfRunner:
             out.append(parse_number(v) & ((1 << w) - 1))
         return tuple(out)
 
-    def run(self, commands: Sequence[M.StfCommand]) -> StfResult:
-        sw = self.sw
+    def run(self, commands: Sequence[M.StfCommand], filename: str = "<stf>") -> StfResult:
+        """Run the commands; one the switch refuses (no such table, a duplicate entry, an
+        index out of range...) raises StfError at its line, as a syntax error does."""
         outputs: dict[int, list[bytes]] = {}
-        sw.on_output(lambda p: outputs.setdefault(p.port, []).append(p.data))
+        self.sw.on_output(lambda p: outputs.setdefault(p.port, []).append(p.data))
         for cmd in commands:
-            if isinstance(cmd, M.Packet):
-                sw.inject(cmd.port, cmd.data)
-                sw.run_until_idle()
-            elif isinstance(cmd, M.Expect | M.NoPacket | M.Unknown):
-                pass
-            elif isinstance(cmd, M.Add):
-                self.add(cmd)
-            elif isinstance(cmd, M.SetDefault):
-                t = sw.table(cmd.table)
-                action = sw.action_name(t, cmd.action)
-                sw.table_set_default(t.name, action, self.action_params(action, cmd.params))
-            elif isinstance(cmd, M.RemoveAll):
-                sw.table_clear()
-            elif isinstance(cmd, M.Wait):
-                sw.run_until_idle()
-            elif isinstance(cmd, M.McMgrpCreate):
-                sw.mc_mgrp_create(cmd.group)
-            elif isinstance(cmd, M.McNodeCreate):
-                sw.mc_node_create(cmd.rid, cmd.ports)
-            elif isinstance(cmd, M.McNodeAssociate):
-                sw.mc_node_associate(cmd.group, cmd.handle)
-            elif isinstance(cmd, M.McNodeDissociate):
-                sw.sw.pre.mc_node_dissociate(cmd.group, cmd.handle)
-            elif isinstance(cmd, M.McNodeDestroy):
-                sw.sw.pre.mc_node_destroy(cmd.handle)
-            elif isinstance(cmd, M.McMgrpDestroy):
-                sw.sw.pre.mc_mgrp_destroy(cmd.group)
-            elif isinstance(cmd, M.MirroringAdd):
-                sw.mirroring_add(cmd.session, cmd.port)
-            elif isinstance(cmd, M.MirroringDelete):
-                sw.sw.pre.mirroring_delete(cmd.session)
-            elif isinstance(cmd, M.RegisterWrite):
-                sw.register_write(cmd.register, cmd.index, cmd.value)
-            elif isinstance(cmd, M.RegisterRead):
-                self.notes.append(f"{cmd.register}[{cmd.index}] = {sw.register_read(cmd.register, cmd.index)}")
-            elif isinstance(cmd, M.RegisterReset):
-                sw.register_reset(cmd.register)
-            elif isinstance(cmd, M.CounterRead):
-                self.notes.append(f"{cmd.counter}[{cmd.index}] = {sw.counter_read(cmd.counter, cmd.index)}")
-            elif isinstance(cmd, M.CounterWrite):
-                sw.counter_write(cmd.counter, cmd.index, cmd.packets, cmd.bytes)
-            elif isinstance(cmd, M.CounterReset):
-                sw.counter_reset(cmd.counter)
-            elif isinstance(cmd, M.MeterSetRates):
-                self.meter_set_rates(cmd)
-            elif isinstance(cmd, M.PvsAdd | M.PvsRemove | M.PvsClear):
-                self.value_set_command(cmd)
-            elif isinstance(cmd, M.SetQueueDepth):
-                sw.set_queue_depth(cmd.depth_pkts, cmd.port)
-            elif isinstance(cmd, M.SetQueueRate):
-                sw.set_queue_rate(cmd.port, rate_pps=cmd.rate_pps)
-            elif isinstance(cmd, M.CheckCounter):
-                self.check_counter(cmd)
-        sw.run_until_idle()
+            try:
+                self.command(cmd)
+            except (LookupError, ValueError, TableError, ReplicationError) as exc:
+                # KeyError's str() is its argument's repr; the message is the argument
+                text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+                raise M.StfError(filename, cmd.line, str(text)) from None
+        self.sw.run_until_idle()
         expected, named = M.expectations(commands)
         res = check_outputs(expected, outputs, named)
         problems = list(res.problems) + self.failed_checks
         return StfResult(not problems, res.report + ("\n" + "\n".join(self.failed_checks) if self.failed_checks else ""),
                          problems, outputs)
 
-    failed_checks: list[str] = []
+    def command(self, cmd: M.StfCommand) -> None:
+        sw = self.sw
+        if isinstance(cmd, M.Packet):
+            sw.inject(cmd.port, cmd.data)
+            sw.run_until_idle()
+        elif isinstance(cmd, M.Expect | M.NoPacket | M.Unknown):
+            pass
+        elif isinstance(cmd, M.Add):
+            self.add(cmd)
+        elif isinstance(cmd, M.SetDefault):
+            t = sw.table(cmd.table)
+            action = sw.action_name(t, cmd.action)
+            sw.table_set_default(t.name, action, self.action_params(action, cmd.params))
+        elif isinstance(cmd, M.RemoveAll):
+            sw.table_clear()
+        elif isinstance(cmd, M.Wait):
+            sw.run_until_idle()
+        elif isinstance(cmd, M.McMgrpCreate):
+            sw.mc_mgrp_create(cmd.group)
+        elif isinstance(cmd, M.McNodeCreate):
+            sw.mc_node_create(cmd.rid, cmd.ports)
+        elif isinstance(cmd, M.McNodeAssociate):
+            sw.mc_node_associate(cmd.group, cmd.handle)
+        elif isinstance(cmd, M.McNodeDissociate):
+            sw.sw.pre.mc_node_dissociate(cmd.group, cmd.handle)
+        elif isinstance(cmd, M.McNodeDestroy):
+            sw.sw.pre.mc_node_destroy(cmd.handle)
+        elif isinstance(cmd, M.McMgrpDestroy):
+            sw.sw.pre.mc_mgrp_destroy(cmd.group)
+        elif isinstance(cmd, M.MirroringAdd):
+            sw.mirroring_add(cmd.session, cmd.port)
+        elif isinstance(cmd, M.MirroringDelete):
+            sw.sw.pre.mirroring_delete(cmd.session)
+        elif isinstance(cmd, M.RegisterWrite):
+            sw.register_write(cmd.register, cmd.index, cmd.value)
+        elif isinstance(cmd, M.RegisterRead):
+            self.notes.append(f"{cmd.register}[{cmd.index}] = {sw.register_read(cmd.register, cmd.index)}")
+        elif isinstance(cmd, M.RegisterReset):
+            sw.register_reset(cmd.register)
+        elif isinstance(cmd, M.CounterRead):
+            self.notes.append(f"{cmd.counter}[{cmd.index}] = {sw.counter_read(cmd.counter, cmd.index)}")
+        elif isinstance(cmd, M.CounterWrite):
+            sw.counter_write(cmd.counter, cmd.index, cmd.packets, cmd.bytes)
+        elif isinstance(cmd, M.CounterReset):
+            sw.counter_reset(cmd.counter)
+        elif isinstance(cmd, M.MeterSetRates):
+            self.meter_set_rates(cmd)
+        elif isinstance(cmd, M.PvsAdd | M.PvsRemove | M.PvsClear):
+            self.value_set_command(cmd)
+        elif isinstance(cmd, M.SetQueueDepth):
+            sw.set_queue_depth(cmd.depth_pkts, cmd.port)
+        elif isinstance(cmd, M.SetQueueRate):
+            sw.set_queue_rate(cmd.port, rate_pps=cmd.rate_pps)
+        elif isinstance(cmd, M.CheckCounter):
+            self.check_counter(cmd)
 
     def meter_set_rates(self, cmd: M.MeterSetRates) -> None:
         """Indirect meters by index; for a direct meter the index is the entry handle, as
@@ -239,7 +249,7 @@ class StfRunner:
 
     def check_counter(self, cmd: M.CheckCounter) -> None:
         self.sw.run_until_idle()
-        idx = int(cmd.index) if cmd.index.isdigit() else 0
+        idx = int(cmd.index) if cmd.index.isdecimal() else 0
         packets, nbytes = self.sw.counter_read(cmd.counter, idx)
         if cmd.kind is None or cmd.value is None or cmd.op is None:
             return
@@ -247,8 +257,8 @@ class StfRunner:
         ok = {"==": have == cmd.value, "!=": have != cmd.value, "<": have < cmd.value,
               "<=": have <= cmd.value, ">": have > cmd.value, ">=": have >= cmd.value}[cmd.op]
         if not ok:
-            self.failed_checks = self.failed_checks + [
-                f"check_counter {cmd.counter}({cmd.index}): {cmd.kind} {have} {cmd.op} {cmd.value} fails"]
+            self.failed_checks.append(
+                f"check_counter {cmd.counter}({cmd.index}): {cmd.kind} {have} {cmd.op} {cmd.value} fails")
 
 
 def run_stf(p4_path: str | Path, stf_path: str | Path, include_dirs: Sequence[str] = (),
@@ -256,7 +266,7 @@ def run_stf(p4_path: str | Path, stf_path: str | Path, include_dirs: Sequence[st
     """Compile `p4_path`, run the STF test in `stf_path`; `ok` when every expectation holds."""
     program = compile_file(str(p4_path), include_dirs, defines)
     text = Path(stf_path).read_text()
-    return StfRunner(program).run(parse_stf(text, str(stf_path), strict=False))
+    return StfRunner(program).run(parse_stf(text, str(stf_path), strict=False), str(stf_path))
 
 
 __all__ = ["StfResult", "StfRunner", "run_stf"]

@@ -221,7 +221,7 @@ def test_state_and_misc_commands() -> None:
         ("wait now", 1, "unexpected arguments"),
         ("check_counter c", 1, "usage"),
         ("frobnicate 1 2", 1, "unknown command"),
-        ("meter_set_rates m 0 fast", 1, "rate:burst"),
+        ("meter_set_rates m 0 fast 1:1", 1, "rate:burst"),
         ("pvs_add pvs", 1, "usage"),
         ("pvs_add pvs zz", 1, "bad value"),
     ],

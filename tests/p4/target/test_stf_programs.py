@@ -39,3 +39,42 @@ def test_unexpected_packet_on_a_named_port_fails(tmp_path: Path) -> None:
     stf2 = (PROGRAMS / "parser_paths.stf").read_text() + "packet 0 30 00\n"
     extra.write_text(stf2)
     assert not run_stf(PROGRAMS / "parser_paths.p4", extra).ok
+
+
+# Found by fuzzing the STF files: a command the switch refuses ended the run with a bare
+# KeyError / AlreadyExists / ValueError traceback, without the file or line.
+@pytest.mark.parametrize("name, line, why", [
+    ("tables", "add no_such_table h.addr:0x0A000000/8 route(r:1, port:1)", "no table named"),
+    ("tables", "add lpm h.addr:0x0A000000/8 route(r:1, port:1)", "exists"),  # again
+    ("replication", "mc_node_destroy 42", "no multicast node with handle 42"),
+    ("replication", "mc_mgrp_create 7", "already exists"),
+    ("meters", "meter_set_rates by_bytes 999999 0.1:1 0.1:1", "index"),
+    ("value_sets", "pvs_remove etypes 0x4321", "not a member"),
+])
+def test_a_refused_command_is_an_error_at_its_line(tmp_path: Path, name: str, line: str,
+                                                   why: str) -> None:
+    from emu.p4.stf.model import StfError
+
+    lines = (PROGRAMS / f"{name}.stf").read_text().splitlines()
+    at = next(i for i, t in enumerate(lines) if t and not t.startswith("#")) + 2
+    lines.insert(at - 1, line)  # right after the first command
+    bad = tmp_path / "bad.stf"
+    bad.write_text("\n".join(lines) + "\n")
+    with pytest.raises(StfError) as ei:
+        run_stf(PROGRAMS / f"{name}.p4", bad)
+    assert (ei.value.filename, ei.value.line) == (str(bad), at)
+    assert why in ei.value.message
+
+
+@pytest.mark.parametrize("line, why", [
+    ("meter_set_rates by_bytes 0 0.1:1", "usage"),  # a two-rate meter takes two pairs
+    ("meter_set_rates by_bytes 0 nan:1 0.1:1", "bad rate:burst"),
+    ("packet ² 00", "bad port"),  # "²".isdigit() is true, int() refuses it
+])
+def test_malformed_commands_are_syntax_errors(tmp_path: Path, line: str, why: str) -> None:
+    from emu.p4.stf.model import StfError
+    from emu.p4.stf.parser import parse_stf
+
+    with pytest.raises(StfError, match=why) as ei:
+        parse_stf(f"wait\n{line}\n", "t.stf")
+    assert ei.value.line == 2
