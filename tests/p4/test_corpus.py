@@ -20,31 +20,16 @@ CASES = sorted(p.stem for p in Path(SAMPLES).glob("*-bmv2.stf")) if SAMPLES else
 pytestmark = pytest.mark.skipif(not SAMPLES, reason="set P4C_SAMPLES to p4c's p4_16_samples")
 
 
-_STALE = "the stored copy predates p4c#522: today's p4c rejects bit<N> = bit<M> without a cast"
-# Known mismatches that are not emulator bugs (strict: a fix makes them fail loudly).
+# Checked against p4c's samples at commit 34b86e9bac (2026): every case the target supports
+# passes but these (the unsupported ones skip with the reason).
+# Strict: a fix makes them fail loudly, so they leave this list when they pass.
 KNOWN = {
-    "arith-bmv2": _STALE,
-    "arith3-bmv2": _STALE,
-    "arith4-bmv2": _STALE,
-    "arith5-bmv2": _STALE,
-    "stack_complex-bmv2": _STALE + " (and old `table t()` syntax)",
-    # The index returns the same .p4/.stf as the stored copies (the .p4 has one version);
-    # checksum-tcp-bmv2 computes the same expression in its parse_tcp state.
-    "checksum-l4-bmv2": "its TCP/UDP checksums need l4Len = totalLen - 20, i.e. BMv2 left "
-                        "(bit<16>)(ihl*4) unwrapped for a 4-bit ihl of 5 (20, not 4); P4 "
-                        "bit<4> arithmetic wraps to 4, which checksum-tcp-bmv2 expects for "
-                        "the same expression",
-    "runtime-index-bmv2": "expected bytes contradict the program for both packets: vector[0] "
-                          "keeps 01 after `vector[0].e = pool[1].val` (0), and with idx=0 the "
-                          "increment lands on pool[2]; a p4c/BMv2 signed (int<8>) stack-index "
-                          "quirk (p4testgen xfails this program too)",
-    "issue447-bmv2": "stored copy (2017, the index's only version) expects 2 payload bytes "
-                     "lost after a 16-bit varbit extract; issue447-1/2/3-bmv2 expect the same "
-                     "extract to consume exactly 2 bytes, and pass",
+    "bvec-hdr-bmv2": "emulator gap: a header with a struct-typed field (P4_16 allows a "
+                     "struct of bit<N> fields in a header) is not laid out by the code "
+                     "generator",
 }
 
-# Emulator bugs whose fix lies in a file this change did not own (the diff is in the change's
-# report); strict, so applying it makes these fail until they are removed from here.
+
 def _case(name: str) -> object:
     if name in KNOWN:
         return pytest.param(name, marks=pytest.mark.xfail(reason=KNOWN[name], strict=True))

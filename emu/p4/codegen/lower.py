@@ -28,6 +28,7 @@ functions and extern methods) and `layout` (field packing, field lists, packet p
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from emu.p4.frontend import CheckedProgram
@@ -66,6 +67,8 @@ from .statements import StmtLowerer
 from .tables import TableLowerer
 
 __all__ = ["Lowerer", "ProgramInfo", "lower"]
+
+_RETURN = re.compile(r"\s*return\b")  # a block body's own `return` (it returns nothing)
 
 
 # counter and meter externs -> the prefix of their generated Python names
@@ -310,7 +313,8 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
         """Insert a top-level block's body at `level` instead of calling it (saves a Python
         call per block per packet); falls back to the call when the body returns early."""
         body = self.bodies.get(fname, [])
-        if any(ln.strip() == "return" for ln in body):
+        # (a statement line may carry its P4 location as a trailing comment)
+        if any(_RETURN.match(ln) for ln in body):
             self.out.line(call)
             return
         extra = level - 1
