@@ -51,6 +51,8 @@ class _GeneratorBase:
     externs: list[tuple[str, A.Instantiation]]
     value_sets: list[tuple[str, A.ValueSetDecl]]
     digests: dict[str, Type]
+    touches_type_info: bool  # p4c would have written type_info (see generator.py)
+    in_tables: set[int]  # id() of every action a table lists
     profiles: dict[str, _Profile]
     # direct counter/meter name -> (table property, instance, table, unit, position, annotations)
     direct: dict[str, tuple[str, A.Instantiation | None, str, str, A.Pos, list[A.Annotation]]]

@@ -128,6 +128,7 @@ class _Collector(_GeneratorBase):
         for t in tables:
             for a, _ in self.table_actions(t):
                 use(a)
+                self.in_tables.add(id(a))
             use(self.default_action(t)[0])
             entries = t.prop("entries")
             for en in entries.entries if entries else []:
@@ -145,6 +146,8 @@ class _Collector(_GeneratorBase):
         self.externs = []
         self.value_sets = []
         self.digests = {}
+        self.touches_type_info = False
+        self.in_tables = set()
         self.profiles = {}
         self.direct = {}
         action_names: set[str] = set()
@@ -202,6 +205,7 @@ class _Collector(_GeneratorBase):
         for n in _walk(body):
             if not (isinstance(n, A.Call) and n.kind == "extern_function"):
                 continue
+            self.touches_type_info = True
             if not isinstance(n.target, A.MethodDecl) or n.target.name != "digest" or len(n.args) != 2:
                 continue
             t = n.args[1].value.type
@@ -214,6 +218,7 @@ class _Collector(_GeneratorBase):
                 self.symbol(P4IdPrefix.DIGEST, name, annotations)
 
     def add_extern(self, scope: str | None, inst: A.Instantiation) -> None:
+        self.touches_type_info = True
         if _has(inst.annotations, "hidden"):
             return
         t = inst.type

@@ -61,7 +61,12 @@ class _Generator(_Collector, _TableEmitter, _ExternEmitter):
             d = info.digests.add()
             self.preamble(d, P4IdPrefix.DIGEST, name, [])
             self.types.convert(digest_type, d.type_spec)
-        info.type_info.SetInParent()  # p4c always writes type_info, even empty
+        # p4c writes type_info (empty when no type needs it) once any table, action
+        # parameter, controller header field, extern instance or extern function call
+        # has been converted, and leaves it out of a program with none of them.
+        if (self.touches_type_info or info.tables or any(a.params for a in info.actions)
+                or any(h.metadata for h in info.controller_packet_metadata)):
+            info.type_info.SetInParent()
 
     def pkg_info(self, main: A.Instantiation) -> None:
         pkg = self.p4info.pkg_info

@@ -120,7 +120,9 @@ class _TableEmitter(_GeneratorBase):
     def emit_action(self, name: str, a: A.ActionDecl) -> None:
         msg = self.p4info.actions.add()
         self.preamble(msg, P4IdPrefix.ACTION, name, a.annotations)
-        data_params = [p for p in a.params if p.direction == ""]
+        # p4c's RemoveActionParameters binds every parameter of an action that is only
+        # called directly (no table lists it): P4Info shows it without parameters.
+        data_params = [p for p in a.params if p.direction == ""] if id(a) in self.in_tables else []
         ids = _field_ids([(p, p.annotations) for p in data_params])
         for p, pid in zip(data_params, ids, strict=True):
             pm = msg.params.add()

@@ -378,7 +378,34 @@ def test_deterministic_and_text_round_trip() -> None:
     assert text.startswith(TEXT_HEADER)
     parsed = text_format.Parse(text, p4info_pb2.P4Info())
     assert parsed == first
-    assert "type_info {\n}" in p4info_to_text(program())  # always present, as p4c writes it
+
+
+
+# What p4c (1.2.4, and its outputs today) writes, checked against p4c itself: type_info
+# (empty where no type needs it) once a table, action parameter, extern instance or
+# extern call exists, none in a program without any; an action only called directly
+# has its parameters bound by p4c's RemoveActionParameters, so P4Info lists none.
+@pytest.mark.parametrize("locals_, apply, type_info", [
+    ("", "", False),
+    ("register<bit<8>>(4) r;", "", True),
+    ("", "mark_to_drop(sm);", True),
+    ("table t { key = { hdr.h.a : exact; } actions = { NoAction; } }", "t.apply();", True),
+    ("action a(bit<8> x) { hdr.h.a = x; }", "a(1);", False),
+])
+def test_type_info_is_written_when_p4c_writes_it(locals_: str, apply: str,
+                                                 type_info: bool) -> None:
+    info = program(locals_, apply)
+    assert info.HasField("type_info") is type_info
+    assert ("type_info {\n}" in p4info_to_text(info)) is type_info
+
+
+def test_an_action_only_called_directly_has_no_parameters() -> None:
+    info = program("action a(bit<8> x) { hdr.h.a = x; }\n"
+                   "action b(bit<8> y) { hdr.h.a = y; }\n"
+                   "table t { key = { hdr.h.a : exact; } actions = { b; } }",
+                   "a(1); t.apply();")
+    assert [p.name for p in by_name(info.actions, "ingress.a").params] == []
+    assert [p.name for p in by_name(info.actions, "ingress.b").params] == ["y"]
 
 
 @pytest.mark.parametrize("suffix", [".p4info.txtpb", ".txt", ".bin", ".json"])
