@@ -62,3 +62,37 @@ def test_engine_errors_are_not_logged_as_internal_errors(
                 c.read([ent])
             assert ei.value.code() is grpc.StatusCode.NOT_FOUND
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+def _meter(p4info: p4info_pb2.P4Info, cir: int, pir: int, index: int = 3) -> E:
+    m = E()
+    m.meter_entry.meter_id = p4info.meters[0].preamble.id
+    m.meter_entry.index.index = index
+    cfg = m.meter_entry.config
+    cfg.cir, cfg.pir, cfg.cburst, cfg.pburst = cir, pir, 10, INT64_MAX
+    return m
+
+
+def test_meter_rates_read_back_as_written(rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
+    """Rates up to int64's limit are read back exactly (they were kept as a per-µs float:
+    2**63 - 1 read back as 2**63, which the field cannot hold, so the read failed), and
+    an all-or-none batch that modifies such a meter can be rolled back."""
+    c = _primary(rig, cp_p4info)
+    big = _meter(cp_p4info, (1 << 53) + 1, INT64_MAX)
+    c.write_one(U.MODIFY, big)
+    got = c.read([_meter(cp_p4info, 0, 0)])
+    assert [e.meter_entry.config for e in got] == [big.meter_entry.config]
+    # the direct meter of a table entry, the same way
+    ent = c.table_entry("MyIngress.fwd", {"hdr.ethernet.dstAddr": 5}, "MyIngress.drop")
+    ent.table_entry.meter_config.CopyFrom(big.meter_entry.config)
+    c.write_one(U.INSERT, ent)
+    q = c.table_entry("MyIngress.fwd")
+    q.table_entry.meter_config.SetInParent()
+    assert c.read([q])[0].table_entry.meter_config == big.meter_entry.config
+    # ROLLBACK_ON_ERROR reads the meter to undo its MODIFY: it did not roll back (INTERNAL)
+    missing = c.table_entry("MyIngress.fwd", {"hdr.ethernet.dstAddr": 6})
+    with pytest.raises(WriteError) as ei:
+        c.write([U(type=U.MODIFY, entity=_meter(cp_p4info, 5, 7)),
+                 U(type=U.DELETE, entity=missing)], atomicity=WR.ROLLBACK_ON_ERROR)
+    assert _codes(ei.value) == [ABORTED, NOT_FOUND]
+    assert c.read([_meter(cp_p4info, 0, 0)])[0].meter_entry.config == big.meter_entry.config
