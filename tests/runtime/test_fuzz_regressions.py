@@ -96,3 +96,34 @@ def test_meter_rates_read_back_as_written(rig: Rig, cp_p4info: p4info_pb2.P4Info
                  U(type=U.DELETE, entity=missing)], atomicity=WR.ROLLBACK_ON_ERROR)
     assert _codes(ei.value) == [ABORTED, NOT_FOUND]
     assert c.read([_meter(cp_p4info, 0, 0)])[0].meter_entry.config == big.meter_entry.config
+
+
+def test_modify_without_meter_config_resets_it_and_rollback_restores_none(
+        rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
+    """Spec "Direct Resources": a MODIFY with meter_config unset resets the direct meter
+    to its default. The server kept it instead, so the undo of a MODIFY that configured
+    a meter (a MODIFY without one) left the new config behind a failed all-or-none
+    batch."""
+    c = _primary(rig, cp_p4info)
+    ent = c.table_entry("MyIngress.fwd", {"hdr.ethernet.dstAddr": 5}, "MyIngress.drop")
+    c.write_one(U.INSERT, ent)
+    q = c.table_entry("MyIngress.fwd")
+    q.table_entry.meter_config.SetInParent()
+    metered = E()
+    metered.CopyFrom(ent)
+    cfg = metered.table_entry.meter_config
+    cfg.cir, cfg.cburst, cfg.pir, cfg.pburst = 1000, 10, 2000, 20
+    c.write_one(U.MODIFY, metered)
+    assert c.read([q])[0].table_entry.meter_config == cfg
+    c.write_one(U.MODIFY, ent)
+    assert not c.read([q])[0].table_entry.HasField("meter_config")
+    reg = E()
+    reg.register_entry.register_id = cp_p4info.registers[0].preamble.id
+    reg.register_entry.index.index = cp_p4info.registers[0].size  # OUT_OF_RANGE
+    reg.register_entry.data.bitstring = b"\x01"
+    for atomicity in (WR.ROLLBACK_ON_ERROR, WR.DATAPLANE_ATOMIC):
+        with pytest.raises(WriteError) as ei:
+            c.write([U(type=U.MODIFY, entity=metered), U(type=U.MODIFY, entity=reg)],
+                    atomicity=atomicity)
+        assert _codes(ei.value) == [ABORTED, RANGE]
+        assert not c.read([q])[0].table_entry.HasField("meter_config"), atomicity

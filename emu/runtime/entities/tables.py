@@ -139,7 +139,9 @@ def _insert_or_modify(pipe: Pipeline, ti: TableInfo, table: Table, typ: int,
             idle_timeout_ns=te.idle_timeout_ns, metadata=te.metadata,
             controller_metadata=te.controller_metadata,
             counter=counter if counter is not None else KEEP,
-            meter_config=meter if te.HasField("meter_config") else KEEP, strict=True)
+            # Spec "Direct Resources": a MODIFY without meter_config resets the meter to
+            # its default (GREEN); counter_data unset leaves the counts.
+            meter_config=meter, strict=True)
         if retarget:
             old_shot = pipe.oneshots.pop(e, None)
             if old_shot is not None:
