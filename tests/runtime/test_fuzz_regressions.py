@@ -98,6 +98,20 @@ def test_meter_rates_read_back_as_written(rig: Rig, cp_p4info: p4info_pb2.P4Info
     assert c.read([_meter(cp_p4info, 0, 0)])[0].meter_entry.config == big.meter_entry.config
 
 
+@pytest.mark.parametrize("change", [
+    {"include_dirs": None}, {"include_dirs": 5}, {"defines": 5},
+    {"files": {"a.p4": "", "a.p4/b.p4": ""}},
+], ids=["include-null", "include-int", "defines-int", "file-and-folder"])
+def test_malformed_p4_source_config_is_invalid_argument(
+        rig: Rig, cp_p4info: p4info_pb2.P4Info, change: dict[str, object]) -> None:
+    """These crashed the config's reader (TypeError, OSError: INTERNAL)."""
+    c = rig.client()
+    cfg: dict[str, object] = {"format": "p4-source", "main": "a.p4",
+                              "files": {"a.p4": ""}, **change}
+    assert _verify_code(c, cp_p4info, json.dumps(cfg).encode()) is \
+        grpc.StatusCode.INVALID_ARGUMENT
+
+
 def test_modify_without_meter_config_resets_it_and_rollback_restores_none(
         rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
     """Spec "Direct Resources": a MODIFY with meter_config unset resets the direct meter
