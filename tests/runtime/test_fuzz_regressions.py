@@ -112,6 +112,19 @@ def test_malformed_p4_source_config_is_invalid_argument(
         grpc.StatusCode.INVALID_ARGUMENT
 
 
+@pytest.mark.parametrize("kind", ["counters", "meters", "registers"])
+def test_null_config_with_huge_extern_sizes_is_resource_exhausted(
+        rig: Rig, cp_p4info: p4info_pb2.P4Info, kind: str) -> None:
+    """The control-plane-only config allocates every cell the P4Info sizes ask for: a
+    meter of size 2**32 stalled the server for minutes (and the Writes behind it)."""
+    c = rig.client()
+    info = p4info_pb2.P4Info()
+    info.CopyFrom(cp_p4info)
+    getattr(info, kind)[0].size = MAX_CELLS + 1
+    assert _verify_code(c, info, make_null_config()) is grpc.StatusCode.RESOURCE_EXHAUSTED
+    c.set_pipeline(cp_p4info, make_null_config())  # the P4Info's own sizes are fine
+
+
 def test_modify_without_meter_config_resets_it_and_rollback_restores_none(
         rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
     """Spec "Direct Resources": a MODIFY with meter_config unset resets the direct meter
