@@ -125,6 +125,21 @@ def test_null_config_with_huge_extern_sizes_is_resource_exhausted(
     c.set_pipeline(cp_p4info, make_null_config())  # the P4Info's own sizes are fine
 
 
+def test_indirect_table_default_entry_is_const(rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
+    """Spec "Default Entry": an indirect table's default entry is a constant NoAction. It
+    was read without is_const, and writing it back was UNIMPLEMENTED; modifying a const
+    default entry is PERMISSION_DENIED."""
+    c = _primary(rig, cp_p4info)
+    got = c.read([c.table_entry("MyIngress.indirect", default=True)])
+    assert len(got) == 1 and got[0].table_entry.is_const
+    ent = c.table_entry("MyIngress.indirect", action="NoAction", default=True)
+    with pytest.raises(WriteError) as ei:
+        c.write_one(U.MODIFY, ent)
+    assert _codes(ei.value) == [PERM]
+    # a direct table's default entry stays writable and is not flagged
+    assert not c.read([c.table_entry("MyIngress.fwd", default=True)])[0].table_entry.is_const
+
+
 def test_modify_without_meter_config_resets_it_and_rollback_restores_none(
         rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
     """Spec "Direct Resources": a MODIFY with meter_config unset resets the direct meter
