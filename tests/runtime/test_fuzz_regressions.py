@@ -140,6 +140,33 @@ def test_indirect_table_default_entry_is_const(rig: Rig, cp_p4info: p4info_pb2.P
     assert not c.read([c.table_entry("MyIngress.fwd", default=True)])[0].table_entry.is_const
 
 
+def test_replica_port_wider_than_32_bits_is_out_of_range(
+        rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
+    """Reads return a replica's port as egress_port (uint32): a wider `port` was stored,
+    and then every read of the PRE failed."""
+    c = _primary(rig, cp_p4info)
+    mc = E()
+    g = mc.packet_replication_engine_entry.multicast_group_entry
+    g.multicast_group_id = 1
+    g.replicas.add(port=(1 << 32).to_bytes(5, "big"), instance=1)
+    cs = E()
+    s = cs.packet_replication_engine_entry.clone_session_entry
+    s.session_id = 1
+    s.replicas.add(port=b"\x01" + bytes(6), instance=1)
+    for ent in (mc, cs):
+        with pytest.raises(WriteError) as ei:
+            c.write_one(U.INSERT, ent)
+        assert _codes(ei.value) == [RANGE]
+    g.replicas[0].port = ((1 << 32) - 1).to_bytes(4, "big")  # the widest that fits
+    c.write_one(U.INSERT, mc)
+    q = E()
+    q.packet_replication_engine_entry.multicast_group_entry.SetInParent()
+    got = c.read([q])
+    assert [r.egress_port for r in
+            got[0].packet_replication_engine_entry.multicast_group_entry.replicas] == \
+        [(1 << 32) - 1]
+
+
 def test_modify_without_meter_config_resets_it_and_rollback_restores_none(
         rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
     """Spec "Direct Resources": a MODIFY with meter_config unset resets the direct meter
