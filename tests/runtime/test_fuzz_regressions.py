@@ -167,6 +167,19 @@ def test_replica_port_wider_than_32_bits_is_out_of_range(
         [(1 << 32) - 1]
 
 
+def test_value_set_field_count_must_match_the_program(rig: Rig) -> None:
+    """A P4Info giving a value set more match fields than the program has was accepted,
+    and every write of the set's members failed afterwards."""
+    pvs = HERE / "p4" / "pvs.p4"
+    cfg = compiled_config(pvs)
+    info = p4info_of(pvs)
+    vs = next(v for v in info.value_sets if v.preamble.alias == "etypes")
+    vs.match.add(id=2, name="extra", bitwidth=8, match_type=p4info_pb2.MatchField.EXACT)
+    c = rig.client()
+    assert _verify_code(c, info, cfg) is grpc.StatusCode.INVALID_ARGUMENT
+    c.set_pipeline(p4info_of(pvs), cfg)
+
+
 def test_modify_without_meter_config_resets_it_and_rollback_restores_none(
         rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
     """Spec "Direct Resources": a MODIFY with meter_config unset resets the direct meter
