@@ -209,3 +209,32 @@ def test_modify_without_meter_config_resets_it_and_rollback_restores_none(
                     atomicity=atomicity)
         assert _codes(ei.value) == [ABORTED, RANGE]
         assert not c.read([q])[0].table_entry.HasField("meter_config"), atomicity
+
+
+def _ecmp_group(c: P4RuntimeClient, info: p4info_pb2.P4Info, weight: int) -> E:
+    ent = E()
+    g = ent.action_profile_group
+    g.action_profile_id = info.action_profiles[0].preamble.id
+    g.group_id = 1
+    g.members.add(member_id=1, weight=weight)
+    return ent
+
+
+def test_negative_watch_port_is_invalid_argument(
+        rig: Rig, ecmp_p4info: p4info_pb2.P4Info) -> None:
+    """A group member's (deprecated, int32) `watch` of -1 was stored, and every later
+    read of the groups failed INTERNAL (its watch_port bytes cannot be negative)."""
+    c = _primary(rig, ecmp_p4info)
+    c.insert_member("MyIngress.ecmp_selector", 1, "MyIngress.set_nhop",
+                    {"dmac": 2, "port": 2})
+    ent = _ecmp_group(c, ecmp_p4info, 1)
+    ent.action_profile_group.members[0].watch = -1
+    with pytest.raises(WriteError) as ei:
+        c.write_one(U.INSERT, ent)
+    assert _codes(ei.value) == [INVALID]
+    ent.action_profile_group.members[0].watch = 3
+    c.write_one(U.INSERT, ent)
+    q = E()
+    q.action_profile_group.SetInParent()
+    got = c.read([q])
+    assert [m.watch_port for m in got[0].action_profile_group.members] == [b"\x03"]
