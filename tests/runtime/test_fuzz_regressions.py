@@ -1,8 +1,9 @@
 """Requests a fuzzer of the P4Runtime server found mishandled, each with the code the
 P4Runtime spec asks for: engine errors logged as internal errors, meter rates that
-could not be read back, device configs and P4Infos that crashed or stalled
-SetForwardingPipelineConfig, an indirect table's default entry, replica ports wider
-than the field reads return them in."""
+could not be read back, a MODIFY without meter_config (and its rollback), device
+configs and P4Infos that crashed or stalled SetForwardingPipelineConfig, an indirect
+table's default entry, replica ports wider than the field reads return them in,
+negative watch ports and huge selector group weights."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
+from emu.p4.tables.action_profile import MAX_GROUP_WEIGHT
 from emu.runtime.client import P4RuntimeClient, WriteError
 from emu.runtime.devconfig import make_null_config
 from emu.runtime.infoplane import MAX_CELLS
@@ -24,7 +26,7 @@ U = p4runtime_pb2.Update
 E = p4runtime_pb2.Entity
 WR = p4runtime_pb2.WriteRequest
 SFPC = p4runtime_pb2.SetForwardingPipelineConfigRequest
-INVALID, NOT_FOUND, PERM, ABORTED, RANGE = 3, 5, 7, 10, 11
+INVALID, NOT_FOUND, PERM, EXHAUSTED, ABORTED, RANGE = 3, 5, 7, 8, 10, 11
 INT64_MAX = (1 << 63) - 1
 
 
@@ -238,3 +240,24 @@ def test_negative_watch_port_is_invalid_argument(
     q.action_profile_group.SetInParent()
     got = c.read([q])
     assert [m.watch_port for m in got[0].action_profile_group.members] == [b"\x03"]
+
+
+def test_group_weights_beyond_the_maximum_are_resource_exhausted(
+        rig: Rig, ecmp_p4info: p4info_pb2.P4Info) -> None:
+    """A selector group is expanded into one item per unit of weight: a weight of
+    2**31 - 1 took gigabytes (MemoryError, INTERNAL). Weights adding up to more than
+    MAX_GROUP_WEIGHT are RESOURCE_EXHAUSTED, in groups and one-shot action sets alike."""
+    c = _primary(rig, ecmp_p4info)
+    c.insert_member("MyIngress.ecmp_selector", 1, "MyIngress.set_nhop",
+                    {"dmac": 2, "port": 2})
+    with pytest.raises(WriteError) as ei:
+        c.write_one(U.INSERT, _ecmp_group(c, ecmp_p4info, MAX_GROUP_WEIGHT + 1))
+    assert _codes(ei.value) == [EXHAUSTED]
+    ent = c.table_entry("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": (0x0A000000, 8)})
+    act = ent.table_entry.action.action_profile_action_set.action_profile_actions.add(
+        weight=MAX_GROUP_WEIGHT + 1)
+    c._action("MyIngress.set_nhop", {"dmac": 2, "port": 2}, act.action)
+    with pytest.raises(WriteError) as ei:
+        c.write_one(U.INSERT, ent)
+    assert _codes(ei.value) == [EXHAUSTED]
+    c.write_one(U.INSERT, _ecmp_group(c, ecmp_p4info, MAX_GROUP_WEIGHT))
