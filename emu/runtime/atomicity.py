@@ -88,8 +88,7 @@ def _table_entry(typ: int, te: p4runtime_pb2.TableEntry,
         prev.is_const = False
         if typ == U.MODIFY and not te.HasField("counter_data"):
             prev.ClearField("counter_data")  # untouched by the update: keep what packets added
-        if typ == U.MODIFY and not te.is_default_action and not te.HasField("meter_config"):
-            prev.ClearField("meter_config")  # a MODIFY without it keeps it
+        # prev's meter_config stays as read (unset: none): a MODIFY without it resets it
     return _restore(typ, got)
 
 

@@ -125,6 +125,11 @@ def _from_source(index: P4InfoIndex, cfg: dict[str, Any], clock: Clock,
     main = cfg.get("main")
     if not isinstance(files, dict) or not isinstance(main, str) or main not in files:
         raise invalid("p4-source: needs 'files' (path -> text) and 'main' among them")
+    include_dirs = cfg.get("include_dirs", [])
+    if not isinstance(include_dirs, list) or not all(isinstance(d, str) for d in include_dirs):
+        raise invalid("p4-source: 'include_dirs' must be a list of paths")
+    if not isinstance(cfg.get("defines", {}), dict):
+        raise invalid("p4-source: 'defines' must be an object (name -> value)")
     api = _api()
     with tempfile.TemporaryDirectory(prefix="emu-p4src-") as tmp:
         root = os.path.realpath(tmp)
@@ -132,11 +137,14 @@ def _from_source(index: P4InfoIndex, cfg: dict[str, Any], clock: Clock,
             path = os.path.realpath(os.path.join(root, str(rel)))
             if not path.startswith(root + os.sep) or not isinstance(text, str):
                 raise invalid(f"p4-source: bad file entry {rel!r}")
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w") as f:
-                f.write(text)
-        incs = [os.path.join(root, str(d)) for d in cfg.get("include_dirs", [])]
-        defines = {str(k): str(v) for k, v in dict(cfg.get("defines", {})).items()}
+            try:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w") as f:
+                    f.write(text)
+            except (OSError, ValueError) as exc:  # a NUL in the name, a file and a folder
+                raise invalid(f"p4-source: bad file entry {rel!r}: {exc}") from None
+        incs = [os.path.join(root, d) for d in include_dirs]
+        defines = {str(k): str(v) for k, v in cfg.get("defines", {}).items()}
         try:
             prog = api.compile_file(os.path.join(root, main), incs, defines)
         except Exception as exc:

@@ -250,6 +250,11 @@ def _check_consistent(index: P4InfoIndex, cp: ControlPlane) -> None:
         for n in names:
             if n not in objects:
                 raise invalid(f"P4Info {kind} {n!r} is not in the device config's program")
+    for v in index.value_sets.values():  # else every write of its members fails
+        widths = cp.value_sets[v.preamble.name].widths
+        if len(widths) != len(v.match):
+            raise invalid(f"P4Info value set {v.preamble.name!r} has {len(v.match)} match "
+                          f"fields, the device config's program {len(widths)}")
 
 
 def check_device_id(device: Device, device_id: int) -> None:

@@ -25,7 +25,8 @@ from p4.v1 import p4runtime_pb2
 from emu.p4.tables import TableError
 from emu.p4.v1model.replication import DuplicateError, ReplicationError, UnknownEntryError
 
-__all__ = ["P4RTError", "as_p4rt_error", "batch_status", "STATUS_DETAILS_KEY"]
+__all__ = ["P4RTError", "as_p4rt_error", "batch_status", "is_client_error",
+           "STATUS_DETAILS_KEY"]
 
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
 
@@ -104,6 +105,13 @@ def as_p4rt_error(exc: BaseException) -> P4RTError:
     if isinstance(exc, (ReplicationError, IndexError, ValueError)):
         return P4RTError(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
     return P4RTError(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}")
+
+
+def is_client_error(exc: BaseException) -> bool:
+    """An error that names what is wrong with a request, by its type: ours, or the
+    table and replication engines' own. Anything else, even when as_p4rt_error maps
+    it to a client code (ValueError, IndexError), may be a bug: log its traceback."""
+    return isinstance(exc, (P4RTError, TableError, ReplicationError))
 
 
 def _packed(r: P4RTError | None, url: str, msg_limit: int | None) -> any_pb2.Any:

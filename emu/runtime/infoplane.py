@@ -17,15 +17,33 @@ from emu.p4.v1model.stateful import CounterArray, MeterArray, RegisterArray
 from emu.p4.v1model.traffic_manager import DropCounters
 
 from .dataplane import DigestFn, OutputFn
+from .errors import resource_exhausted
 from .translate import P4InfoIndex
 
-__all__ = ["InfoControlPlane", "NullDataplane"]
+__all__ = ["MAX_CELLS", "InfoControlPlane", "NullDataplane"]
+
+# Counter, meter and register cells are allocated up front, as many as the P4Info sizes
+# ask for: beyond this many in all the config is refused (RESOURCE_EXHAUSTED) instead of
+# the server spending minutes and gigabytes on a P4Info's `size: 4294967296`.
+MAX_CELLS = 1 << 20
+
+
+def _check_cells(index: P4InfoIndex) -> None:
+    arrays = [*index.counters.values(), *index.meters.values(), *index.registers.values()]
+    total = sum(max(1, a.size) for a in arrays)
+    if total > MAX_CELLS:
+        big = max(arrays, key=lambda a: a.size)
+        raise resource_exhausted(
+            f"P4Info counters, meters and registers need {total} cells, more than the "
+            f"{MAX_CELLS} this target allocates (the largest: {big.preamble.name}, "
+            f"size {big.size})")
 
 
 class InfoControlPlane:
     """Control-plane objects built from a P4Info alone (no program needed)."""
 
     def __init__(self, index: P4InfoIndex, clock: Clock) -> None:
+        _check_cells(index)
         self.index = index
         self.pre = PacketReplicationEngine()
         self.action_profiles: dict[str, ActionProfile] = {}

@@ -64,6 +64,7 @@ from .errors import (
     as_p4rt_error,
     batch_status,
     invalid,
+    is_client_error,
     not_found,
     permission_denied,
 )
@@ -166,14 +167,23 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _abort(context: grpc.ServicerContext, err: P4RTError) -> None:
         context.abort(err.code, err.message)
 
+    @classmethod
+    def _abort_unexpected(cls, context: grpc.ServicerContext, exc: Exception,
+                          where: str) -> None:
+        """Abort with the code of an exception that is not a P4RTError. The engines'
+        errors (a NOT_FOUND entry, ...) are the client's mistake, not worth a traceback;
+        anything else may be a bug and is logged with it."""
+        if not is_client_error(exc):
+            log.exception("internal error%s", where)
+        cls._abort(context, as_p4rt_error(exc))
+
     def _guard(self, context: grpc.ServicerContext, fn: Callable[[], Any]) -> Any:
         try:
             return fn()
         except P4RTError as e:
             self._abort(context, e)
         except Exception as e:  # never let a bug take the server down
-            log.exception("internal error")
-            self._abort(context, as_p4rt_error(e))
+            self._abort_unexpected(context, e, "")
 
     # ------------------------------------------------------------------ Capabilities
 
@@ -246,8 +256,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         except P4RTError as e:
             self._abort(context, e)
         except Exception as e:
-            log.exception("internal error in Write")
-            self._abort(context, as_p4rt_error(e))
+            self._abort_unexpected(context, e, " in Write")
         if any(r is not None for r in results):
             st = batch_status(results)
             context.set_trailing_metadata(((STATUS_DETAILS_KEY, st.SerializeToString()),))
@@ -281,8 +290,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         except P4RTError as e:
             self._abort(context, e)
         except Exception as e:
-            log.exception("internal error in Read")
-            self._abort(context, as_p4rt_error(e))
+            self._abort_unexpected(context, e, " in Read")
         for i in range(0, max(1, len(entities)), READ_CHUNK):
             yield p4runtime_pb2.ReadResponse(entities=entities[i:i + READ_CHUNK])
 

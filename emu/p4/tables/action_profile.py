@@ -12,6 +12,8 @@ ActionProfileGroup":
   (INVALID_ARGUMENT otherwise); MODIFY may not change max_size (INVALID_ARGUMENT);
   a group whose size (sum of weights, or number of members, per
   selector_size_semantics) exceeds max_size: RESOURCE_EXHAUSTED;
+- a group whose weights add up to more than MAX_GROUP_WEIGHT: RESOURCE_EXHAUSTED
+  (the selection below holds one list item per unit of weight);
 - too many members for the profile's `size`: RESOURCE_EXHAUSTED.
 
 Selection. BMv2's ActionProfile picks member number `hash % n` from the group's
@@ -39,6 +41,10 @@ from .errors import (
     ResourceExhausted,
 )
 from .keys import ActionCall, ActionSpec, action_specs, validate_action
+
+# The most a group's weights may add up to: selection expands a group into that many
+# items (a weight of 2**31 - 1 would take gigabytes).
+MAX_GROUP_WEIGHT = 1 << 16
 
 
 class SizeSemantics(str, enum.Enum):
@@ -190,6 +196,10 @@ class ActionProfile:
         if limit and self._group_size(members) > limit:
             raise ResourceExhausted(
                 f"{self.name}: group size {self._group_size(members)} exceeds {limit}")
+        weight = sum(m.weight for m in members)
+        if weight > MAX_GROUP_WEIGHT:
+            raise ResourceExhausted(f"{self.name}: the group's weights add up to {weight}, "
+                                    f"more than the {MAX_GROUP_WEIGHT} this target supports")
 
     def _expand(self, g: ActionProfileGroup) -> None:
         down = self._down_ports

@@ -315,6 +315,10 @@ class MeterArray(_CellArray):
     def reset_rates(self, index: int | None = None) -> None:
         self._set(None, index)
 
+    def configure(self, rates: MeterRates | None, index: int | None = None) -> None:
+        """Set `rates` as given (get_rates returns this object); None = unconfigured."""
+        self._set(rates, index)
+
     def get_rates(self, index: int) -> MeterRates | None:
         self._check(index)
         return self._meters[index].rates

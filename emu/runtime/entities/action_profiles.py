@@ -29,6 +29,8 @@ def watch_port(m: Any) -> int | None:
     if which == "watch_port":
         return decode_uint(m.watch_port, 0, "watch_port")
     if which == "watch" and m.watch:
+        if m.watch < 0:  # the deprecated int32 field; reads return it as watch_port bytes
+            raise invalid(f"watch port {m.watch} is negative")
         return int(m.watch)
     return None
 

@@ -3,6 +3,7 @@ reads return the configured rates (none for a cell at its default)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from p4.v1 import p4runtime_pb2
@@ -20,6 +21,18 @@ from .common import (
     read_cells,
 )
 
+_INT64_MAX = (1 << 63) - 1
+
+
+@dataclass(frozen=True)
+class WrittenRates(MeterRates):
+    """Rates from a P4Runtime MeterConfig, with its per-second rates as written: reads
+    return those, not the per-microsecond float the meter runs on (which loses digits
+    past 2**53, and rounds 2**63 - 1 up beyond the int64 field)."""
+
+    cir_per_s: int = 0
+    pir_per_s: int = 0
+
 
 def meter_from_proto(msg: Any) -> MeterRates:
     """The rates of a TableEntry's meter_config or a (Direct)MeterEntry's config."""
@@ -28,15 +41,20 @@ def meter_from_proto(msg: Any) -> MeterRates:
         raise invalid("meter config: cir must not exceed pir")
     if min(c.cir, c.pir, c.cburst, c.pburst) < 0:
         raise invalid("meter config: negative rate or burst")
-    return MeterRates.per_second(c.cir, c.cburst, c.pir, c.pburst)
+    r = MeterRates.per_second(c.cir, c.cburst, c.pir, c.pburst)
+    return WrittenRates(r.cir, r.cbs, r.pir, r.pbs, c.cir, c.pir)
 
 
 def meter_to_proto(rates: object, out: p4runtime_pb2.MeterConfig) -> None:
-    if isinstance(rates, MeterRates):
-        out.cir = round(rates.cir * 1e6)
-        out.cburst = rates.cbs
-        out.pir = round(rates.pir * 1e6)
-        out.pburst = rates.pbs
+    if not isinstance(rates, MeterRates):
+        return
+    if isinstance(rates, WrittenRates):
+        out.cir, out.pir = rates.cir_per_s, rates.pir_per_s
+    else:  # set by other means (STF, the switch API)
+        out.cir = min(round(rates.cir * 1e6), _INT64_MAX)
+        out.pir = min(round(rates.pir * 1e6), _INT64_MAX)
+    out.cburst = rates.cbs
+    out.pburst = rates.pbs
 
 
 def write(ctx: EntityContext, typ: int, m: p4runtime_pb2.MeterEntry) -> None:
@@ -44,11 +62,7 @@ def write(ctx: EntityContext, typ: int, m: p4runtime_pb2.MeterEntry) -> None:
     info, arr = array_to_modify(typ, "meter", pipe.index.meters, m.meter_id, pipe.control.meters)
     index = (index_in(m.index.index, arr.size, info.preamble.name)
              if m.HasField("index") else None)
-    if m.HasField("config"):
-        r = meter_from_proto(m)
-        arr.set_rates(r.cir, r.cbs, r.pir, r.pbs, index)
-    else:
-        arr.reset_rates(index)
+    arr.configure(meter_from_proto(m) if m.HasField("config") else None, index)
 
 
 def read(ctx: EntityContext, m: p4runtime_pb2.MeterEntry) -> list[Entity]:

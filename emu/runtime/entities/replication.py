@@ -18,7 +18,8 @@ def _replicas(reps: Iterable[p4runtime_pb2.Replica]) -> list[Replica]:
     out = []
     for r in reps:
         if r.WhichOneof("port_kind") == "port":
-            port = decode_uint(r.port, 0, "replica port")
+            # At most the width of egress_port (uint32), the field reads return it in.
+            port = decode_uint(r.port, 32, "replica port")
         else:
             port = r.egress_port
         out.append(Replica(port, r.instance))

@@ -13,7 +13,7 @@ from p4.v1 import p4runtime_pb2
 
 from emu.p4.tables import KEEP, GroupMember, Table
 
-from ..errors import invalid, unimplemented
+from ..errors import invalid, permission_denied
 from ..pipeline import OneShot, Pipeline
 from ..translate import TableInfo
 from .action_profiles import watch_port
@@ -63,7 +63,11 @@ def _write_default(pipe: Pipeline, ti: TableInfo, table: Table, typ: int,
     if len(te.match) or te.priority:
         raise invalid(f"{where}: the default entry has no match and no priority")
     if ti.profile_id:
-        raise unimplemented(f"{where}: default entries of indirect tables")
+        # Spec "Default Entry": an indirect table's default entry is a constant NoAction,
+        # and modifying a constant default entry is PERMISSION_DENIED (reads flag it
+        # is_const).
+        raise permission_denied(f"{where}: the default entry of an indirect table is a "
+                                "constant NoAction")
     meter = meter_from_proto(te) if te.HasField("meter_config") else None
     if te.HasField("action"):
         if te.action.WhichOneof("type") != "action":
@@ -139,7 +143,9 @@ def _insert_or_modify(pipe: Pipeline, ti: TableInfo, table: Table, typ: int,
             idle_timeout_ns=te.idle_timeout_ns, metadata=te.metadata,
             controller_metadata=te.controller_metadata,
             counter=counter if counter is not None else KEEP,
-            meter_config=meter if te.HasField("meter_config") else KEEP, strict=True)
+            # Spec "Direct Resources": a MODIFY without meter_config resets the meter to
+            # its default (GREEN); counter_data unset leaves the counts.
+            meter_config=meter, strict=True)
         if retarget:
             old_shot = pipe.oneshots.pop(e, None)
             if old_shot is not None:
@@ -214,7 +220,7 @@ def read(ctx: EntityContext, te: p4runtime_pb2.TableEntry) -> list[Entity]:
                 r.table_entry.counter_data.byte_count = e.counter.bytes
             if ti.direct_meter_id and te.HasField("meter_config"):
                 meter_to_proto(e.meter_config, r.table_entry.meter_config)
-            if e.is_const:
+            if e.is_const or (e.is_default and ti.profile_id):  # see _write_default
                 r.table_entry.is_const = True
             if te.HasField("time_since_last_hit") and table.support_timeout:
                 r.table_entry.time_since_last_hit.elapsed_ns = \

@@ -1,0 +1,263 @@
+"""Requests a fuzzer of the P4Runtime server found mishandled, each with the code the
+P4Runtime spec asks for: engine errors logged as internal errors, meter rates that
+could not be read back, a MODIFY without meter_config (and its rollback), device
+configs and P4Infos that crashed or stalled SetForwardingPipelineConfig, an indirect
+table's default entry, replica ports wider than the field reads return them in,
+negative watch ports and huge selector group weights."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import grpc
+import pytest
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2
+
+from emu.p4.tables.action_profile import MAX_GROUP_WEIGHT
+from emu.runtime.client import P4RuntimeClient, WriteError
+from emu.runtime.devconfig import make_null_config
+from emu.runtime.infoplane import MAX_CELLS
+
+from .conftest import HERE, Rig, compiled_config, p4info_of
+
+U = p4runtime_pb2.Update
+E = p4runtime_pb2.Entity
+WR = p4runtime_pb2.WriteRequest
+SFPC = p4runtime_pb2.SetForwardingPipelineConfigRequest
+INVALID, NOT_FOUND, PERM, EXHAUSTED, ABORTED, RANGE = 3, 5, 7, 8, 10, 11
+INT64_MAX = (1 << 63) - 1
+
+
+def _primary(rig: Rig, p4info: p4info_pb2.P4Info) -> P4RuntimeClient:
+    c = rig.client()
+    assert c.is_primary
+    c.set_pipeline(p4info, make_null_config())
+    return c
+
+
+def _codes(e: WriteError) -> list[int]:
+    return [c for c, _ in e.errors]
+
+
+def _verify_code(c: P4RuntimeClient, p4info: p4info_pb2.P4Info, config: bytes
+                 ) -> grpc.StatusCode:
+    with pytest.raises(grpc.RpcError) as ei:
+        c.set_pipeline(p4info, config, action=SFPC.VERIFY)
+    return ei.value.code()  # type: ignore[no-any-return]
+
+
+def test_engine_errors_are_not_logged_as_internal_errors(
+        rig: Rig, cp_p4info: p4info_pb2.P4Info, caplog: pytest.LogCaptureFixture) -> None:
+    """A read of a missing multicast group or entry is the client's mistake: NOT_FOUND,
+    and no 'internal error' traceback in the server's log."""
+    c = _primary(rig, cp_p4info)
+    mc = E()
+    mc.packet_replication_engine_entry.multicast_group_entry.multicast_group_id = 8
+    dc = c.table_entry("MyIngress.fwd", {"hdr.ethernet.dstAddr": 5})
+    dce = E()
+    dce.direct_counter_entry.table_entry.CopyFrom(dc.table_entry)
+    with caplog.at_level(logging.ERROR, logger="emu.runtime"):
+        for ent in (mc, dce):
+            with pytest.raises(grpc.RpcError) as ei:
+                c.read([ent])
+            assert ei.value.code() is grpc.StatusCode.NOT_FOUND
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+def _meter(p4info: p4info_pb2.P4Info, cir: int, pir: int, index: int = 3) -> E:
+    m = E()
+    m.meter_entry.meter_id = p4info.meters[0].preamble.id
+    m.meter_entry.index.index = index
+    cfg = m.meter_entry.config
+    cfg.cir, cfg.pir, cfg.cburst, cfg.pburst = cir, pir, 10, INT64_MAX
+    return m
+
+
+def test_meter_rates_read_back_as_written(rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
+    """Rates up to int64's limit are read back exactly (they were kept as a per-µs float:
+    2**63 - 1 read back as 2**63, which the field cannot hold, so the read failed), and
+    an all-or-none batch that modifies such a meter can be rolled back."""
+    c = _primary(rig, cp_p4info)
+    big = _meter(cp_p4info, (1 << 53) + 1, INT64_MAX)
+    c.write_one(U.MODIFY, big)
+    got = c.read([_meter(cp_p4info, 0, 0)])
+    assert [e.meter_entry.config for e in got] == [big.meter_entry.config]
+    # the direct meter of a table entry, the same way
+    ent = c.table_entry("MyIngress.fwd", {"hdr.ethernet.dstAddr": 5}, "MyIngress.drop")
+    ent.table_entry.meter_config.CopyFrom(big.meter_entry.config)
+    c.write_one(U.INSERT, ent)
+    q = c.table_entry("MyIngress.fwd")
+    q.table_entry.meter_config.SetInParent()
+    assert c.read([q])[0].table_entry.meter_config == big.meter_entry.config
+    # ROLLBACK_ON_ERROR reads the meter to undo its MODIFY: it did not roll back (INTERNAL)
+    missing = c.table_entry("MyIngress.fwd", {"hdr.ethernet.dstAddr": 6})
+    with pytest.raises(WriteError) as ei:
+        c.write([U(type=U.MODIFY, entity=_meter(cp_p4info, 5, 7)),
+                 U(type=U.DELETE, entity=missing)], atomicity=WR.ROLLBACK_ON_ERROR)
+    assert _codes(ei.value) == [ABORTED, NOT_FOUND]
+    assert c.read([_meter(cp_p4info, 0, 0)])[0].meter_entry.config == big.meter_entry.config
+
+
+@pytest.mark.parametrize("change", [
+    {"include_dirs": None}, {"include_dirs": 5}, {"defines": 5},
+    {"files": {"a.p4": "", "a.p4/b.p4": ""}},
+], ids=["include-null", "include-int", "defines-int", "file-and-folder"])
+def test_malformed_p4_source_config_is_invalid_argument(
+        rig: Rig, cp_p4info: p4info_pb2.P4Info, change: dict[str, object]) -> None:
+    """These crashed the config's reader (TypeError, OSError: INTERNAL)."""
+    c = rig.client()
+    cfg: dict[str, object] = {"format": "p4-source", "main": "a.p4",
+                              "files": {"a.p4": ""}, **change}
+    assert _verify_code(c, cp_p4info, json.dumps(cfg).encode()) is \
+        grpc.StatusCode.INVALID_ARGUMENT
+
+
+@pytest.mark.parametrize("kind", ["counters", "meters", "registers"])
+def test_null_config_with_huge_extern_sizes_is_resource_exhausted(
+        rig: Rig, cp_p4info: p4info_pb2.P4Info, kind: str) -> None:
+    """The control-plane-only config allocates every cell the P4Info sizes ask for: a
+    meter of size 2**32 stalled the server for minutes (and the Writes behind it)."""
+    c = rig.client()
+    info = p4info_pb2.P4Info()
+    info.CopyFrom(cp_p4info)
+    getattr(info, kind)[0].size = MAX_CELLS + 1
+    assert _verify_code(c, info, make_null_config()) is grpc.StatusCode.RESOURCE_EXHAUSTED
+    c.set_pipeline(cp_p4info, make_null_config())  # the P4Info's own sizes are fine
+
+
+def test_indirect_table_default_entry_is_const(rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
+    """Spec "Default Entry": an indirect table's default entry is a constant NoAction. It
+    was read without is_const, and writing it back was UNIMPLEMENTED; modifying a const
+    default entry is PERMISSION_DENIED."""
+    c = _primary(rig, cp_p4info)
+    got = c.read([c.table_entry("MyIngress.indirect", default=True)])
+    assert len(got) == 1 and got[0].table_entry.is_const
+    ent = c.table_entry("MyIngress.indirect", action="NoAction", default=True)
+    with pytest.raises(WriteError) as ei:
+        c.write_one(U.MODIFY, ent)
+    assert _codes(ei.value) == [PERM]
+    # a direct table's default entry stays writable and is not flagged
+    assert not c.read([c.table_entry("MyIngress.fwd", default=True)])[0].table_entry.is_const
+
+
+def test_replica_port_wider_than_32_bits_is_out_of_range(
+        rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
+    """Reads return a replica's port as egress_port (uint32): a wider `port` was stored,
+    and then every read of the PRE failed."""
+    c = _primary(rig, cp_p4info)
+    mc = E()
+    g = mc.packet_replication_engine_entry.multicast_group_entry
+    g.multicast_group_id = 1
+    g.replicas.add(port=(1 << 32).to_bytes(5, "big"), instance=1)
+    cs = E()
+    s = cs.packet_replication_engine_entry.clone_session_entry
+    s.session_id = 1
+    s.replicas.add(port=b"\x01" + bytes(6), instance=1)
+    for ent in (mc, cs):
+        with pytest.raises(WriteError) as ei:
+            c.write_one(U.INSERT, ent)
+        assert _codes(ei.value) == [RANGE]
+    g.replicas[0].port = ((1 << 32) - 1).to_bytes(4, "big")  # the widest that fits
+    c.write_one(U.INSERT, mc)
+    q = E()
+    q.packet_replication_engine_entry.multicast_group_entry.SetInParent()
+    got = c.read([q])
+    assert [r.egress_port for r in
+            got[0].packet_replication_engine_entry.multicast_group_entry.replicas] == \
+        [(1 << 32) - 1]
+
+
+def test_value_set_field_count_must_match_the_program(rig: Rig) -> None:
+    """A P4Info giving a value set more match fields than the program has was accepted,
+    and every write of the set's members failed afterwards."""
+    pvs = HERE / "p4" / "pvs.p4"
+    cfg = compiled_config(pvs)
+    info = p4info_of(pvs)
+    vs = next(v for v in info.value_sets if v.preamble.alias == "etypes")
+    vs.match.add(id=2, name="extra", bitwidth=8, match_type=p4info_pb2.MatchField.EXACT)
+    c = rig.client()
+    assert _verify_code(c, info, cfg) is grpc.StatusCode.INVALID_ARGUMENT
+    c.set_pipeline(p4info_of(pvs), cfg)
+
+
+def test_modify_without_meter_config_resets_it_and_rollback_restores_none(
+        rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
+    """Spec "Direct Resources": a MODIFY with meter_config unset resets the direct meter
+    to its default. The server kept it instead, so the undo of a MODIFY that configured
+    a meter (a MODIFY without one) left the new config behind a failed all-or-none
+    batch."""
+    c = _primary(rig, cp_p4info)
+    ent = c.table_entry("MyIngress.fwd", {"hdr.ethernet.dstAddr": 5}, "MyIngress.drop")
+    c.write_one(U.INSERT, ent)
+    q = c.table_entry("MyIngress.fwd")
+    q.table_entry.meter_config.SetInParent()
+    metered = E()
+    metered.CopyFrom(ent)
+    cfg = metered.table_entry.meter_config
+    cfg.cir, cfg.cburst, cfg.pir, cfg.pburst = 1000, 10, 2000, 20
+    c.write_one(U.MODIFY, metered)
+    assert c.read([q])[0].table_entry.meter_config == cfg
+    c.write_one(U.MODIFY, ent)
+    assert not c.read([q])[0].table_entry.HasField("meter_config")
+    reg = E()
+    reg.register_entry.register_id = cp_p4info.registers[0].preamble.id
+    reg.register_entry.index.index = cp_p4info.registers[0].size  # OUT_OF_RANGE
+    reg.register_entry.data.bitstring = b"\x01"
+    for atomicity in (WR.ROLLBACK_ON_ERROR, WR.DATAPLANE_ATOMIC):
+        with pytest.raises(WriteError) as ei:
+            c.write([U(type=U.MODIFY, entity=metered), U(type=U.MODIFY, entity=reg)],
+                    atomicity=atomicity)
+        assert _codes(ei.value) == [ABORTED, RANGE]
+        assert not c.read([q])[0].table_entry.HasField("meter_config"), atomicity
+
+
+def _ecmp_group(c: P4RuntimeClient, info: p4info_pb2.P4Info, weight: int) -> E:
+    ent = E()
+    g = ent.action_profile_group
+    g.action_profile_id = info.action_profiles[0].preamble.id
+    g.group_id = 1
+    g.members.add(member_id=1, weight=weight)
+    return ent
+
+
+def test_negative_watch_port_is_invalid_argument(
+        rig: Rig, ecmp_p4info: p4info_pb2.P4Info) -> None:
+    """A group member's (deprecated, int32) `watch` of -1 was stored, and every later
+    read of the groups failed INTERNAL (its watch_port bytes cannot be negative)."""
+    c = _primary(rig, ecmp_p4info)
+    c.insert_member("MyIngress.ecmp_selector", 1, "MyIngress.set_nhop",
+                    {"dmac": 2, "port": 2})
+    ent = _ecmp_group(c, ecmp_p4info, 1)
+    ent.action_profile_group.members[0].watch = -1
+    with pytest.raises(WriteError) as ei:
+        c.write_one(U.INSERT, ent)
+    assert _codes(ei.value) == [INVALID]
+    ent.action_profile_group.members[0].watch = 3
+    c.write_one(U.INSERT, ent)
+    q = E()
+    q.action_profile_group.SetInParent()
+    got = c.read([q])
+    assert [m.watch_port for m in got[0].action_profile_group.members] == [b"\x03"]
+
+
+def test_group_weights_beyond_the_maximum_are_resource_exhausted(
+        rig: Rig, ecmp_p4info: p4info_pb2.P4Info) -> None:
+    """A selector group is expanded into one item per unit of weight: a weight of
+    2**31 - 1 took gigabytes (MemoryError, INTERNAL). Weights adding up to more than
+    MAX_GROUP_WEIGHT are RESOURCE_EXHAUSTED, in groups and one-shot action sets alike."""
+    c = _primary(rig, ecmp_p4info)
+    c.insert_member("MyIngress.ecmp_selector", 1, "MyIngress.set_nhop",
+                    {"dmac": 2, "port": 2})
+    with pytest.raises(WriteError) as ei:
+        c.write_one(U.INSERT, _ecmp_group(c, ecmp_p4info, MAX_GROUP_WEIGHT + 1))
+    assert _codes(ei.value) == [EXHAUSTED]
+    ent = c.table_entry("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": (0x0A000000, 8)})
+    act = ent.table_entry.action.action_profile_action_set.action_profile_actions.add(
+        weight=MAX_GROUP_WEIGHT + 1)
+    c._action("MyIngress.set_nhop", {"dmac": 2, "port": 2}, act.action)
+    with pytest.raises(WriteError) as ei:
+        c.write_one(U.INSERT, ent)
+    assert _codes(ei.value) == [EXHAUSTED]
+    c.write_one(U.INSERT, _ecmp_group(c, ecmp_p4info, MAX_GROUP_WEIGHT))
