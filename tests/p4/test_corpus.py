@@ -21,13 +21,10 @@ pytestmark = pytest.mark.skipif(not SAMPLES, reason="set P4C_SAMPLES to p4c's p4
 
 
 # Checked against p4c's samples at commit 34b86e9bac (2026): every case the target supports
-# passes but these (the unsupported ones skip with the reason).
+# passes (the unsupported ones skip with the reason). A case that fails for a reason other
+# than an emulator bug goes here with that reason.
 # Strict: a fix makes them fail loudly, so they leave this list when they pass.
-KNOWN = {
-    "bvec-hdr-bmv2": "emulator gap: a header with a struct-typed field (P4_16 allows a "
-                     "struct of bit<N> fields in a header) is not laid out by the code "
-                     "generator",
-}
+KNOWN: dict[str, str] = {}
 
 
 def _case(name: str) -> object:

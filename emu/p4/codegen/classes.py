@@ -44,6 +44,20 @@ def scalar_width(t: Type) -> int | None:
     return None
 
 
+def header_fields(t: StructLikeType) -> list[tuple[str, Type]]:
+    """A header's fields in wire order as (attribute path, type): a struct-typed field
+    (P4_16 allows a struct of bit, int, bool and serializable-enum fields in a header)
+    contributes its own fields, reached through the nested struct (`row.e`)."""
+    out: list[tuple[str, Type]] = []
+    for f, ft in t.fields:
+        b = strip_newtype(ft)
+        if isinstance(b, StructLikeType) and not isinstance(b, HeaderType):
+            out.extend((f"{fld(f)}.{p}", st) for p, st in header_fields(b))
+        else:
+            out.append((fld(f), ft))
+    return out
+
+
 class ClassTable:
     """Assigns class names to aggregate types and emits their definitions once each."""
 
@@ -104,7 +118,7 @@ class ClassTable:
             return 0
         if any(isinstance(ft, VarbitType) for _, ft in t.fields):
             return 0
-        fixed = sum(scalar_width(ft) or 0 for _, ft in t.fields)
+        fixed = sum(scalar_width(ft) or 0 for _, ft in header_fields(t))
         return fixed // 8 if fixed and fixed % 8 == 0 else 0
 
     def _emit(self, t: StructLikeType, n: str) -> None:
@@ -180,7 +194,7 @@ class ClassTable:
         self.out.line("")
 
     def _emit_header_io(self, o: Emitter, t: StructLikeType) -> None:
-        fields = list(t.fields)
+        fields = header_fields(t)
         has_varbit = any(isinstance(ft, VarbitType) for _, ft in fields)
         fixed = sum(scalar_width(ft) or 0 for _, ft in fields if not isinstance(ft, VarbitType))
         pts = self.err.get("PacketTooShort", 1)

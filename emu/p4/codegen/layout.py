@@ -29,14 +29,22 @@ from .base import (
     bt,
     mask,
 )
-from .classes import _parts, field_groups, fld, pack_expr, scalar_width, struct_format
+from .classes import (
+    _parts,
+    field_groups,
+    fld,
+    header_fields,
+    pack_expr,
+    scalar_width,
+    struct_format,
+)
 from .localize import StructLocals, localize
 
 
 def _fixed_nbytes(t: HeaderType) -> int | None:
     """Bytes of a header without varbit fields (as its class's _nbytes returns), else None."""
     total = 0
-    for _, ft in t.fields:
+    for _, ft in header_fields(t):
         w = scalar_width(ft)
         if w is None:
             return None
