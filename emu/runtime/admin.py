@@ -26,23 +26,46 @@ Example: `echo '{"cmd":"set_queue_rate","port":2,"rate_pps":1000}' | socat - UNI
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
+
+from emu.core.clock import TimerHandle
 
 __all__ = ["AdminClient", "AdminError", "AdminServer", "Handler"]
 
 Handler = Callable[[dict[str, Any]], Any]
 MAX_LINE = 1 << 20
+MAX_PENDING = 1 << 20  # reply bytes a client may leave unread before it is dropped
+FLUSH_RETRY_NS = 5_000_000
 
 
 class AdminError(Exception):
     """The switch answered ok=false."""
 
 
+@dataclass
+class _Conn:
+    """One client: its socket, the request bytes not yet a line, and the reply bytes
+    the socket has not taken yet."""
+
+    sock: socket.socket
+    inbuf: bytearray = field(default_factory=bytearray)
+    outbuf: bytearray = field(default_factory=bytearray)
+    retry: TimerHandle | None = None
+
+
 class AdminServer:
-    """Serve the protocol on a RealClock reactor (handlers run on the loop thread)."""
+    """Serve the protocol on a RealClock reactor (handlers run on the loop thread).
+
+    Replies are written without blocking: what a client's socket does not take yet
+    waits in its buffer and is retried every FLUSH_RETRY_NS, so a client that sends
+    requests and does not read its replies never stalls the reactor (which forwards
+    the switch's packets); one that lets more than MAX_PENDING bytes pile up is
+    disconnected."""
 
     def __init__(self, path: str, clock: Any, handlers: dict[str, Handler]) -> None:
         self.path = path
@@ -61,34 +84,37 @@ class AdminServer:
                 raise OSError(f"admin socket {path} is in use") from None
             except (ConnectionRefusedError, FileNotFoundError):
                 probe.close()
-                import os
                 os.unlink(path)
                 self._sock.bind(path)
         self._sock.listen(16)
         self._sock.setblocking(False)
-        self._conns: dict[int, tuple[socket.socket, bytearray]] = {}
+        self._conns: dict[int, _Conn] = {}
         clock.add_reader(self._sock.fileno(), self._accept)
 
     def _accept(self) -> None:
         try:
-            conn, _ = self._sock.accept()
+            sock, _ = self._sock.accept()
         except (BlockingIOError, OSError):
             return
-        conn.setblocking(False)
-        self._conns[conn.fileno()] = (conn, bytearray())
-        fd = conn.fileno()
+        sock.setblocking(False)
+        fd = sock.fileno()
+        self._conns[fd] = _Conn(sock)
         self.clock.add_reader(fd, lambda: self._read(fd))
 
     def _drop(self, fd: int) -> None:
-        item = self._conns.pop(fd, None)
+        conn = self._conns.pop(fd, None)
         self.clock.remove_reader(fd)
-        if item is not None:
-            item[0].close()
+        if conn is not None:
+            if conn.retry is not None:
+                conn.retry.cancel()
+            conn.sock.close()
 
     def _read(self, fd: int) -> None:
-        conn, buf = self._conns[fd]
+        conn = self._conns.get(fd)
+        if conn is None:
+            return
         try:
-            data = conn.recv(65536)
+            data = conn.sock.recv(65536)
         except BlockingIOError:
             return
         except OSError:
@@ -97,25 +123,36 @@ class AdminServer:
         if not data:
             self._drop(fd)
             return
+        buf = conn.inbuf
         buf += data
-        while True:
-            nl = buf.find(b"\n")
-            if nl < 0:
-                if len(buf) > MAX_LINE:
-                    self._drop(fd)
-                return
+        while (nl := buf.find(b"\n")) >= 0:
             line = bytes(buf[:nl])
             del buf[:nl + 1]
             if line.strip():
-                reply = self.handle_line(line)
-                try:
-                    conn.setblocking(True)
-                    conn.settimeout(2.0)
-                    conn.sendall(reply)
-                    conn.setblocking(False)
-                except OSError:
-                    self._drop(fd)
-                    return
+                conn.outbuf += self.handle_line(line)
+        if len(buf) > MAX_LINE:
+            self._drop(fd)
+            return
+        self._flush(fd)
+
+    def _flush(self, fd: int) -> None:
+        conn = self._conns.get(fd)
+        if conn is None:
+            return
+        conn.retry = None
+        out = conn.outbuf
+        try:
+            while out:
+                del out[:conn.sock.send(out)]
+        except BlockingIOError:
+            pass
+        except OSError:
+            self._drop(fd)
+            return
+        if len(out) > MAX_PENDING:
+            self._drop(fd)
+        elif out:
+            conn.retry = self.clock.call_later(FLUSH_RETRY_NS, lambda: self._flush(fd))
 
     def handle_line(self, line: bytes) -> bytes:
         rid: Any = None
@@ -144,7 +181,6 @@ class AdminServer:
         self.clock.remove_reader(self._sock.fileno())
         self._sock.close()
         try:
-            import os
             os.unlink(self.path)
         except OSError:
             pass

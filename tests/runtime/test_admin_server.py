@@ -1,0 +1,89 @@
+"""The admin server's connection handling on a running reactor: a client that does not
+read its replies must neither stall the reactor (which forwards the switch's packets)
+nor lose replies it reads later; one that lets too many pile up is dropped."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from emu.core.clock import RealClock
+from emu.runtime.admin import MAX_PENDING, AdminServer
+
+BIG = 10_000  # characters in one "big" reply
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    clock = RealClock()
+    path = f"/tmp/emu-admin-{uuid.uuid4().hex[:8]}.sock"
+    srv = AdminServer(path, clock, {"ping": lambda req: "pong",
+                                    "big": lambda req: "x" * BIG})
+    loop = threading.Thread(target=clock.run, daemon=True)
+    loop.start()
+    try:
+        yield path
+    finally:
+        clock.stop()
+        loop.join(5)
+        srv.close()
+        clock.close()
+
+
+def _connect(path: str) -> socket.socket:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(path)
+    return s
+
+
+def _replies(s: socket.socket, n: int) -> list[dict[str, object]]:
+    """Read up to n reply lines (fewer if the server closes the connection, which may
+    cut the last line short: only whole lines count)."""
+    buf = b""
+    while buf.count(b"\n") < n:
+        data = s.recv(1 << 16)
+        if not data:
+            break
+        buf += data
+    return [json.loads(ln) for ln in buf.split(b"\n")[:buf.count(b"\n")]]
+
+
+def _ask_many(s: socket.socket, n: int) -> None:
+    s.sendall(b"".join(json.dumps({"id": i, "cmd": "big"}).encode() + b"\n"
+                       for i in range(n)))
+
+
+def test_a_client_that_does_not_read_stalls_nobody_and_loses_nothing(server: str) -> None:
+    n = 60  # 600 kB of replies: more than the socket takes, less than MAX_PENDING
+    assert n * BIG < MAX_PENDING
+    slow = _connect(server)
+    _ask_many(slow, n)
+    other = _connect(server)
+    other.settimeout(1.0)  # the reactor once blocked 2 s writing to `slow`
+    other.sendall(b'{"id": "o", "cmd": "ping"}\n')
+    assert _replies(other, 1) == [{"id": "o", "ok": True, "result": "pong"}]
+    got = _replies(slow, n)
+    assert [r["id"] for r in got] == list(range(n))
+    assert all(r["ok"] and r["result"] == "x" * BIG for r in got)
+    slow.close()
+    other.close()
+
+
+def test_a_client_leaving_too_many_replies_unread_is_dropped(server: str) -> None:
+    n = 3 * MAX_PENDING // BIG
+    slow = _connect(server)
+    _ask_many(slow, n)
+    got = _replies(slow, n)  # what was sent before the server gave up, then EOF
+    assert 0 < len(got) < n
+    assert [r["id"] for r in got] == list(range(len(got)))
+    # the server itself goes on
+    again = _connect(server)
+    again.sendall(b'{"id": 1, "cmd": "ping"}\n')
+    assert _replies(again, 1)[0]["result"] == "pong"
+    again.close()
