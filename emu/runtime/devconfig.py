@@ -146,7 +146,10 @@ def _from_source(index: P4InfoIndex, cfg: dict[str, Any], clock: Clock,
         incs = [os.path.join(root, d) for d in include_dirs]
         defines = {str(k): str(v) for k, v in cfg.get("defines", {}).items()}
         try:
-            prog = api.compile_file(os.path.join(root, main), incs, defines)
+            # Includes stay among the files sent (and the bundled v1model.p4): the
+            # server runs as root, and a diagnostic quotes the lines it read.
+            prog = api.compile_file(os.path.join(root, main), incs, defines,
+                                    include_roots=(root,))
         except Exception as exc:
             raise invalid(f"p4-source: compilation failed: {exc}") from None
     return P4SwitchDataplane(prog, index, clock, priority_queues=priority_queues, seed=seed)

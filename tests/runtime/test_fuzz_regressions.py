@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import grpc
 import pytest
@@ -261,3 +262,24 @@ def test_group_weights_beyond_the_maximum_are_resource_exhausted(
         c.write_one(U.INSERT, ent)
     assert _codes(ei.value) == [EXHAUSTED]
     c.write_one(U.INSERT, _ecmp_group(c, ecmp_p4info, MAX_GROUP_WEIGHT))
+
+
+@pytest.mark.parametrize("how", ["absolute", "dotdot", "include_dirs"])
+def test_p4_source_config_cannot_include_the_servers_files(
+        rig: Rig, cp_p4info: p4info_pb2.P4Info, tmp_path: Path, how: str) -> None:
+    """A p4-source program could #include any file the server (root) can read, and the
+    compile error quoted its lines back to the client."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOPSECRET-LINE\n")
+    target = {"absolute": str(secret), "dotdot": "../" * 12 + str(secret).lstrip("/"),
+              "include_dirs": "secret.txt"}[how]
+    cfg: dict[str, object] = {"format": "p4-source", "main": "a.p4",
+                              "files": {"a.p4": f'#include "{target}"\n'}}
+    if how == "include_dirs":
+        cfg["include_dirs"] = ["../" * 12 + str(tmp_path).lstrip("/")]
+    c = rig.client()
+    with pytest.raises(grpc.RpcError) as ei:
+        c.set_pipeline(cp_p4info, json.dumps(cfg).encode(), action=SFPC.VERIFY)
+    assert ei.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert "outside the program's own files" in str(ei.value.details())
+    assert "TOPSECRET" not in str(ei.value.details())

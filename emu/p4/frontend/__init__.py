@@ -53,10 +53,13 @@ def load_program(
     path: str,
     include_dirs: Sequence[str] = (),
     defines: Mapping[str, str] | None = None,
+    include_roots: Sequence[str] | None = None,
 ) -> CheckedProgram:
-    """Preprocess, parse and check the P4 program in ``path``."""
+    """Preprocess, parse and check the P4 program in ``path``. With `include_roots`, an
+    #include may read only files under those folders (or the bundled v1model.p4)."""
     sink = DiagnosticSink()
-    pp = preprocess_file(str(path), tuple(include_dirs), dict(defines or {}), sink)
+    roots = None if include_roots is None else tuple(include_roots)
+    pp = preprocess_file(str(path), tuple(include_dirs), dict(defines or {}), sink, roots)
     prog = parse_preprocessed(pp, sink)
     return check_program(prog, sink)
 

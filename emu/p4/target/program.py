@@ -163,11 +163,12 @@ def compile_checked(checked: Any, name: str = "program") -> CompiledProgram:
 
 
 def compile_file(path: str, include_dirs: Sequence[str] = (),
-                 defines: Mapping[str, str] | None = None) -> CompiledProgram:
-    """Front end + lowering of the P4 program at `path`."""
+                 defines: Mapping[str, str] | None = None,
+                 include_roots: Sequence[str] | None = None) -> CompiledProgram:
+    """Front end + lowering of the P4 program at `path` (include_roots: load_program)."""
     from emu.p4.frontend import load_program
 
-    checked = load_program(str(path), include_dirs, defines)
+    checked = load_program(str(path), include_dirs, defines, include_roots)
     import os
 
     return compile_checked(checked, os.path.basename(str(path)))

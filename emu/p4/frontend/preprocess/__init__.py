@@ -33,8 +33,9 @@ def preprocess_file(
     include_dirs: tuple[str, ...] | list[str] = (),
     defines: dict[str, str] | None = None,
     sink: DiagnosticSink | None = None,
+    include_roots: tuple[str, ...] | list[str] | None = None,
 ) -> Preprocessed:
-    return Preprocessor(include_dirs, defines, sink).run_file(path)
+    return Preprocessor(include_dirs, defines, sink, include_roots).run_file(path)
 
 
 def preprocess_text(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import os
 
 from ..ast import Pos
 from ..diagnostics import DiagnosticSink
@@ -17,8 +18,13 @@ class PreprocessorBase:
         include_dirs: tuple[str, ...] | list[str] = (),
         defines: dict[str, str] | None = None,
         sink: DiagnosticSink | None = None,
+        include_roots: tuple[str, ...] | list[str] | None = None,
     ) -> None:
         self.include_dirs = [str(d) for d in include_dirs]
+        # When set, the only folders (with the bundled INCLUDE_DIR) an #include may read
+        # from: a program sent by a P4Runtime client must not read the server's files.
+        self.include_roots = (None if include_roots is None else
+                              [os.path.realpath(r) for r in include_roots])
         self.sink = sink or DiagnosticSink()
         self.macros: dict[str, Macro] = {}
         self.once: set[str] = set()

@@ -79,6 +79,13 @@ class DirectiveMixin(PreprocessorBase):
             self.sink.error(d.pos, f"invalid preprocessing directive #{name}")
         return active
 
+    def _may_read(self, path: str) -> bool:
+        if self.include_roots is None:
+            return True
+        real = os.path.realpath(path)
+        return any(real.startswith(r + os.sep)
+                   for r in [*self.include_roots, os.path.realpath(INCLUDE_DIR)])
+
     def _include(self, rest: list[PPToken], at: Pos, filename: str) -> None:
         if rest and rest[0].kind == "id":
             rest = [t for t in self._expand(rest) if t.kind != "ws"]
@@ -98,6 +105,10 @@ class DirectiveMixin(PreprocessorBase):
             cand = os.path.join(d, target)
             if os.path.isfile(cand):
                 path = os.path.normpath(cand)
+                if not self._may_read(path):
+                    self.sink.error(rest[0].pos, f"include file '{target}' is outside the "
+                                    "program's own files")
+                    return
                 if os.path.realpath(path) in self.once:
                     return
                 text = self._read(path, rest[0].pos)
