@@ -17,11 +17,12 @@ from typing import Protocol, TypeVar
 import grpc
 
 from emu.core.clock import Clock, RealClock
+from emu.p4.tables import MatchKind, Table
 
 from .dataplane import ControlPlane, Dataplane, DigestFn, OutputFn
 from .devconfig import load_dataplane
 from .errors import P4RTError, failed_precondition, invalid, not_found
-from .translate import P4InfoIndex
+from .translate import P4InfoIndex, TableInfo
 
 T = TypeVar("T")
 
@@ -250,11 +251,32 @@ def _check_consistent(index: P4InfoIndex, cp: ControlPlane) -> None:
         for n in names:
             if n not in objects:
                 raise invalid(f"P4Info {kind} {n!r} is not in the device config's program")
+    for ti in index.tables.values():
+        _check_table_shape(index, ti, cp.tables[ti.name])
     for v in index.value_sets.values():  # else every write of its members fails
         widths = cp.value_sets[v.preamble.name].widths
         if len(widths) != len(v.match):
             raise invalid(f"P4Info value set {v.preamble.name!r} has {len(v.match)} match "
                           f"fields, the device config's program {len(widths)}")
+
+
+def _check_table_shape(index: P4InfoIndex, ti: TableInfo, table: Table) -> None:
+    """The P4Info's match fields and action parameters must have the program's match
+    kinds and widths: entries are encoded by the one and matched by the other."""
+    ours = [(k.kind, k.bitwidth) for k in ti.key]
+    prog = [(k.kind, k.bitwidth) for k in table.match_fields]
+    if ours != prog:
+        def show(key: list[tuple[MatchKind, int]]) -> str:
+            return ", ".join(f"{kind.value}:{w}" for kind, w in key) or "none"
+        raise invalid(f"P4Info table {ti.name!r} has match fields ({show(ours)}), the device "
+                      f"config's program ({show(prog)})")
+    widths = {a.name: a.param_widths for a in table.actions}
+    for spec in ti.action_specs:
+        want = widths.get(spec.name)
+        if want is not None and want != spec.param_widths:
+            raise invalid(f"P4Info action {spec.name!r} of table {ti.name!r} has parameter "
+                          f"widths {list(spec.param_widths)}, the device config's program "
+                          f"{list(want)}")
 
 
 def check_device_id(device: Device, device_id: int) -> None:

@@ -283,3 +283,29 @@ def test_p4_source_config_cannot_include_the_servers_files(
     assert ei.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     assert "outside the program's own files" in str(ei.value.details())
     assert "TOPSECRET" not in str(ei.value.details())
+
+
+@pytest.mark.parametrize("change", ["key-width", "key-kind", "param-width"])
+def test_p4info_must_match_the_programs_widths_and_kinds(
+        rig: Rig, cp_p4info: p4info_pb2.P4Info, change: str) -> None:
+    """Only the names of a P4Info's objects were checked against the program: a match
+    field or action parameter of another width (or a match kind) was accepted, and
+    entries were then encoded by the one and matched by the other."""
+    info = p4info_pb2.P4Info()
+    info.CopyFrom(cp_p4info)
+    table = next(t for t in info.tables if t.match_fields)
+    if change == "key-width":
+        table.match_fields[0].bitwidth += 1
+    elif change == "key-kind":
+        mf = table.match_fields[0]
+        mf.match_type = (p4info_pb2.MatchField.TERNARY if mf.match_type != mf.TERNARY
+                         else p4info_pb2.MatchField.EXACT)
+    else:
+        action = next(a for a in info.actions if a.params)
+        action.params[0].bitwidth += 1
+    c = rig.client()
+    with pytest.raises(grpc.RpcError) as ei:
+        c.set_pipeline(info, compiled_config(HERE / "p4" / "cp.p4"), action=SFPC.VERIFY)
+    assert ei.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert "device config's program" in str(ei.value.details())
+    c.set_pipeline(cp_p4info, compiled_config(HERE / "p4" / "cp.p4"))  # unchanged: fine
