@@ -11,6 +11,17 @@ import pytest
 from emu.experiments.incast import IncastRecord, IncastSpec, run_incast
 
 
+# The longest runs (modelled seconds of traffic), longest first: under `make test`
+# (pytest -n) they start at once, each on its own CPU, instead of last behind the rest.
+LONGEST = ("test_staggered_flows_converge_to_the_new_fair_share[hpcc]",
+           "test_staggered_flows_converge_to_the_new_fair_share[paper]")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST)}
+    items.sort(key=lambda item: rank.get(item.name, len(rank)))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def fabric_p4_compiles() -> None:
     from emu.sim.fabric import compile_fabric
