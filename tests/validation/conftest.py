@@ -10,7 +10,6 @@ import pytest
 
 from emu.experiments.incast import IncastRecord, IncastSpec, run_incast
 
-
 # The longest runs (modelled seconds of traffic), longest first: under `make test`
 # (pytest -n) they start at once, each on its own CPU, instead of last behind the rest.
 LONGEST = ("test_staggered_flows_converge_to_the_new_fair_share[hpcc]",
