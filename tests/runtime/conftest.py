@@ -15,7 +15,8 @@ from p4.config.v1 import p4info_pb2
 from emu.core.clock import VirtualClock
 from emu.p4.frontend import load_program
 from emu.p4.p4info import generate_p4info
-from emu.runtime.client import P4RuntimeClient
+from emu.runtime.client import P4RuntimeClient, WriteError
+from emu.runtime.devconfig import make_null_config
 from emu.runtime.device import LocalDevice
 from emu.runtime.server import P4RuntimeServer
 
@@ -106,6 +107,19 @@ def rig() -> Iterator[Rig]:
 def tcp_rig() -> Iterator[Rig]:
     """The server on 127.0.0.1 (a free port), as clients like p4runtime-shell reach it."""
     yield from _rig(True)
+
+
+def primary(rig: Rig, p4info: p4info_pb2.P4Info) -> P4RuntimeClient:
+    """The primary client of a fresh rig, with `p4info` on the control-plane-only config."""
+    c = rig.client()
+    assert c.is_primary
+    c.set_pipeline(p4info, make_null_config())
+    return c
+
+
+def error_codes(e: WriteError) -> list[int]:
+    """The canonical code of each update of a failed Write."""
+    return [c for c, _ in e.errors]
 
 
 def compiled_config(path: Path) -> bytes:

@@ -33,6 +33,7 @@ from .conftest import (
     HERE,
     Rig,
     compiled_config,
+    error_codes,
     generated_p4info,
     p4info_of,
     wait_for,
@@ -49,9 +50,6 @@ ALL_OR_NONE = [WR.ROLLBACK_ON_ERROR, WR.DATAPLANE_ATOMIC]
 MODES = {"continue": WR.CONTINUE_ON_ERROR, "rollback": WR.ROLLBACK_ON_ERROR,
          "dataplane_atomic": WR.DATAPLANE_ATOMIC}
 
-
-def _codes(e: WriteError) -> list[int]:
-    return [c for c, _ in e.errors]
 
 
 @pytest.fixture(params=["null", "compiled"])
@@ -91,13 +89,13 @@ def test_failure_in_the_middle_of_a_batch(rig: Rig, kind: str, mode: str) -> Non
         c.write(batch, atomicity=MODES[mode])
     assert ei.value.code is grpc.StatusCode.UNKNOWN
     if mode == "continue":
-        assert _codes(ei.value) == [OK, OK, EXISTS, OK]
+        assert error_codes(ei.value) == [OK, OK, EXISTS, OK]
         assert _fwd_entries(c) == sorted(
             e.SerializeToString(deterministic=True)
             for e in (_fwd(c, 1), _fwd(c, 2, 2), _fwd(c, 4, 4)))
     else:
         # The failed update has its error; the others took no effect: ABORTED.
-        assert _codes(ei.value) == [ABORTED, ABORTED, EXISTS, ABORTED]
+        assert error_codes(ei.value) == [ABORTED, ABORTED, EXISTS, ABORTED]
         msgs = [m for _, m in ei.value.errors]
         assert "rolled back" in msgs[0] and "not attempted" in msgs[3]
         assert _fwd_entries(c) == before
@@ -193,7 +191,7 @@ def test_rollback_restores_every_entity_kind(rig: Rig, kind: str, mode: int) -> 
     batch.append(U(type=U.INSERT, entity=_fwd(c, 3, 3)))
     with pytest.raises(WriteError) as ei:
         c.write(batch, atomicity=mode)
-    assert _codes(ei.value) == [ABORTED] * (len(batch) - 1) + [EXISTS]
+    assert error_codes(ei.value) == [ABORTED] * (len(batch) - 1) + [EXISTS]
     assert _everything(c) == before
     # The same batch without the failing update applies (the updates were valid).
     c.write(batch[:-1], atomicity=mode)
@@ -202,7 +200,7 @@ def test_rollback_restores_every_entity_kind(rig: Rig, kind: str, mode: int) -> 
     with pytest.raises(WriteError) as ei:
         c.write([U(type=U.DELETE, entity=c.digest_entry("learn_t")),
                  U(type=U.MODIFY, entity=_fwd(c, 12345))], atomicity=mode)
-    assert _codes(ei.value) == [ABORTED, NOT_FOUND]
+    assert error_codes(ei.value) == [ABORTED, NOT_FOUND]
     assert len(c.read([E(digest_entry=p4runtime_pb2.DigestEntry())])) == 1
 
 
@@ -257,7 +255,7 @@ def test_rollback_of_groups_and_one_shot_sets(rig: Rig, ecmp_p4info: p4info_pb2.
              U(type=U.INSERT, entity=new_grp)]  # ALREADY_EXISTS
     with pytest.raises(WriteError) as ei:
         c.write(batch, atomicity=mode)
-    assert _codes(ei.value) == [ABORTED] * 6 + [EXISTS]
+    assert error_codes(ei.value) == [ABORTED] * 6 + [EXISTS]
     assert state() == before
     # the hidden one-shot members/group were rebuilt, none leaked
     assert (len(list(hidden.members())), len(list(hidden.groups()))) == (n_members, n_groups)
@@ -275,7 +273,7 @@ def test_rollback_of_value_sets(rig: Rig, mode: int) -> None:
         c.write([U(type=U.MODIFY, entity=vs_entity(vs, [[exact(1, 1)], [exact(1, 2)]])),
                  U(type=U.MODIFY, entity=vs_entity(vs, [[exact(1, 1)]] * 2))],
                 atomicity=mode)
-    assert _codes(ei.value) == [ABORTED, EXISTS]
+    assert error_codes(ei.value) == [ABORTED, EXISTS]
     assert c.read([vs_entity(0)]) == before
 
 
@@ -293,7 +291,7 @@ def test_role_denied_update_rolls_back_the_batch(rig: Rig) -> None:
                      "MyIngress.acl", {"hdr.ethernet.srcAddr": 1}, "MyIngress.drop",
                      priority=1))],
                 atomicity=WR.ROLLBACK_ON_ERROR)
-    assert _codes(ei.value) == [ABORTED, PERM]
+    assert error_codes(ei.value) == [ABORTED, PERM]
     assert c.read([boss.table_entry("MyIngress.fwd")]) == []
 
 
@@ -333,7 +331,7 @@ def test_batch_and_rollback_run_in_one_device_call(rig: Rig, monkeypatch: pytest
     with pytest.raises(WriteError) as ei:
         c.write([U(type=U.INSERT, entity=_fwd(c, 1, 1)), U(type=U.INSERT, entity=_fwd(c, 2, 2)),
                  U(type=U.MODIFY, entity=_fwd(c, 3))], atomicity=WR.DATAPLANE_ATOMIC)
-    assert _codes(ei.value) == [ABORTED, ABORTED, NOT_FOUND]
+    assert error_codes(ei.value) == [ABORTED, ABORTED, NOT_FOUND]
     assert len(calls) == 1 and outside == []
 
 
@@ -431,7 +429,7 @@ def test_dataplane_atomic_batches_are_never_seen_half_applied(switch: _Switch) -
                     c.write(pair(U.MODIFY, 3, 0xC)
                             + [U(type=U.INSERT, entity=pair(U.INSERT, 1, 1)[0].entity)],
                             atomicity=WR.DATAPLANE_ATOMIC)
-                assert _codes(ei.value) == [ABORTED, ABORTED, EXISTS]
+                assert error_codes(ei.value) == [ABORTED, ABORTED, EXISTS]
                 # A frame sent after the batch returned sees the batch (deterministic);
                 # it is told apart from the sender's by a marker in its payload.
                 probe = frame[:20] + bytes([i + 1]) + frame[21:]

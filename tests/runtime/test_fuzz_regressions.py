@@ -21,7 +21,7 @@ from emu.runtime.client import P4RuntimeClient, WriteError
 from emu.runtime.devconfig import make_null_config
 from emu.runtime.infoplane import MAX_CELLS
 
-from .conftest import HERE, Rig, compiled_config, p4info_of
+from .conftest import HERE, Rig, compiled_config, error_codes, p4info_of, primary
 
 U = p4runtime_pb2.Update
 E = p4runtime_pb2.Entity
@@ -31,15 +31,6 @@ INVALID, NOT_FOUND, PERM, EXHAUSTED, ABORTED, RANGE = 3, 5, 7, 8, 10, 11
 INT64_MAX = (1 << 63) - 1
 
 
-def _primary(rig: Rig, p4info: p4info_pb2.P4Info) -> P4RuntimeClient:
-    c = rig.client()
-    assert c.is_primary
-    c.set_pipeline(p4info, make_null_config())
-    return c
-
-
-def _codes(e: WriteError) -> list[int]:
-    return [c for c, _ in e.errors]
 
 
 def _verify_code(c: P4RuntimeClient, p4info: p4info_pb2.P4Info, config: bytes
@@ -53,7 +44,7 @@ def test_engine_errors_are_not_logged_as_internal_errors(
         rig: Rig, cp_p4info: p4info_pb2.P4Info, caplog: pytest.LogCaptureFixture) -> None:
     """A read of a missing multicast group or entry is the client's mistake: NOT_FOUND,
     and no 'internal error' traceback in the server's log."""
-    c = _primary(rig, cp_p4info)
+    c = primary(rig, cp_p4info)
     mc = E()
     mc.packet_replication_engine_entry.multicast_group_entry.multicast_group_id = 8
     dc = c.table_entry("MyIngress.fwd", {"hdr.ethernet.dstAddr": 5})
@@ -80,7 +71,7 @@ def test_meter_rates_read_back_as_written(rig: Rig, cp_p4info: p4info_pb2.P4Info
     """Rates up to int64's limit are read back exactly (they were kept as a per-µs float:
     2**63 - 1 read back as 2**63, which the field cannot hold, so the read failed), and
     an all-or-none batch that modifies such a meter can be rolled back."""
-    c = _primary(rig, cp_p4info)
+    c = primary(rig, cp_p4info)
     big = _meter(cp_p4info, (1 << 53) + 1, INT64_MAX)
     c.write_one(U.MODIFY, big)
     got = c.read([_meter(cp_p4info, 0, 0)])
@@ -97,7 +88,7 @@ def test_meter_rates_read_back_as_written(rig: Rig, cp_p4info: p4info_pb2.P4Info
     with pytest.raises(WriteError) as ei:
         c.write([U(type=U.MODIFY, entity=_meter(cp_p4info, 5, 7)),
                  U(type=U.DELETE, entity=missing)], atomicity=WR.ROLLBACK_ON_ERROR)
-    assert _codes(ei.value) == [ABORTED, NOT_FOUND]
+    assert error_codes(ei.value) == [ABORTED, NOT_FOUND]
     assert c.read([_meter(cp_p4info, 0, 0)])[0].meter_entry.config == big.meter_entry.config
 
 
@@ -132,13 +123,13 @@ def test_indirect_table_default_entry_is_const(rig: Rig, cp_p4info: p4info_pb2.P
     """Spec "Default Entry": an indirect table's default entry is a constant NoAction. It
     was read without is_const, and writing it back was UNIMPLEMENTED; modifying a const
     default entry is PERMISSION_DENIED."""
-    c = _primary(rig, cp_p4info)
+    c = primary(rig, cp_p4info)
     got = c.read([c.table_entry("MyIngress.indirect", default=True)])
     assert len(got) == 1 and got[0].table_entry.is_const
     ent = c.table_entry("MyIngress.indirect", action="NoAction", default=True)
     with pytest.raises(WriteError) as ei:
         c.write_one(U.MODIFY, ent)
-    assert _codes(ei.value) == [PERM]
+    assert error_codes(ei.value) == [PERM]
     # a direct table's default entry stays writable and is not flagged
     assert not c.read([c.table_entry("MyIngress.fwd", default=True)])[0].table_entry.is_const
 
@@ -147,7 +138,7 @@ def test_replica_port_wider_than_32_bits_is_out_of_range(
         rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
     """Reads return a replica's port as egress_port (uint32): a wider `port` was stored,
     and then every read of the PRE failed."""
-    c = _primary(rig, cp_p4info)
+    c = primary(rig, cp_p4info)
     mc = E()
     g = mc.packet_replication_engine_entry.multicast_group_entry
     g.multicast_group_id = 1
@@ -159,7 +150,7 @@ def test_replica_port_wider_than_32_bits_is_out_of_range(
     for ent in (mc, cs):
         with pytest.raises(WriteError) as ei:
             c.write_one(U.INSERT, ent)
-        assert _codes(ei.value) == [RANGE]
+        assert error_codes(ei.value) == [RANGE]
     g.replicas[0].port = ((1 << 32) - 1).to_bytes(4, "big")  # the widest that fits
     c.write_one(U.INSERT, mc)
     q = E()
@@ -189,7 +180,7 @@ def test_modify_without_meter_config_resets_it_and_rollback_restores_none(
     to its default. The server kept it instead, so the undo of a MODIFY that configured
     a meter (a MODIFY without one) left the new config behind a failed all-or-none
     batch."""
-    c = _primary(rig, cp_p4info)
+    c = primary(rig, cp_p4info)
     ent = c.table_entry("MyIngress.fwd", {"hdr.ethernet.dstAddr": 5}, "MyIngress.drop")
     c.write_one(U.INSERT, ent)
     q = c.table_entry("MyIngress.fwd")
@@ -210,7 +201,7 @@ def test_modify_without_meter_config_resets_it_and_rollback_restores_none(
         with pytest.raises(WriteError) as ei:
             c.write([U(type=U.MODIFY, entity=metered), U(type=U.MODIFY, entity=reg)],
                     atomicity=atomicity)
-        assert _codes(ei.value) == [ABORTED, RANGE]
+        assert error_codes(ei.value) == [ABORTED, RANGE]
         assert not c.read([q])[0].table_entry.HasField("meter_config"), atomicity
 
 
@@ -227,14 +218,14 @@ def test_negative_watch_port_is_invalid_argument(
         rig: Rig, ecmp_p4info: p4info_pb2.P4Info) -> None:
     """A group member's (deprecated, int32) `watch` of -1 was stored, and every later
     read of the groups failed INTERNAL (its watch_port bytes cannot be negative)."""
-    c = _primary(rig, ecmp_p4info)
+    c = primary(rig, ecmp_p4info)
     c.insert_member("MyIngress.ecmp_selector", 1, "MyIngress.set_nhop",
                     {"dmac": 2, "port": 2})
     ent = _ecmp_group(c, ecmp_p4info, 1)
     ent.action_profile_group.members[0].watch = -1
     with pytest.raises(WriteError) as ei:
         c.write_one(U.INSERT, ent)
-    assert _codes(ei.value) == [INVALID]
+    assert error_codes(ei.value) == [INVALID]
     ent.action_profile_group.members[0].watch = 3
     c.write_one(U.INSERT, ent)
     q = E()
@@ -248,19 +239,19 @@ def test_group_weights_beyond_the_maximum_are_resource_exhausted(
     """A selector group is expanded into one item per unit of weight: a weight of
     2**31 - 1 took gigabytes (MemoryError, INTERNAL). Weights adding up to more than
     MAX_GROUP_WEIGHT are RESOURCE_EXHAUSTED, in groups and one-shot action sets alike."""
-    c = _primary(rig, ecmp_p4info)
+    c = primary(rig, ecmp_p4info)
     c.insert_member("MyIngress.ecmp_selector", 1, "MyIngress.set_nhop",
                     {"dmac": 2, "port": 2})
     with pytest.raises(WriteError) as ei:
         c.write_one(U.INSERT, _ecmp_group(c, ecmp_p4info, MAX_GROUP_WEIGHT + 1))
-    assert _codes(ei.value) == [EXHAUSTED]
+    assert error_codes(ei.value) == [EXHAUSTED]
     ent = c.table_entry("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": (0x0A000000, 8)})
     act = ent.table_entry.action.action_profile_action_set.action_profile_actions.add(
         weight=MAX_GROUP_WEIGHT + 1)
     c._action("MyIngress.set_nhop", {"dmac": 2, "port": 2}, act.action)
     with pytest.raises(WriteError) as ei:
         c.write_one(U.INSERT, ent)
-    assert _codes(ei.value) == [EXHAUSTED]
+    assert error_codes(ei.value) == [EXHAUSTED]
     c.write_one(U.INSERT, _ecmp_group(c, ecmp_p4info, MAX_GROUP_WEIGHT))
 
 

@@ -18,26 +18,17 @@ from emu.runtime.devconfig import make_null_config
 from emu.runtime.errors import STATUS_DETAILS_KEY
 from emu.runtime.server import MAX_STREAMS
 
-from .conftest import DEVICE_ID, ECMP_P4, Rig, compiled_config
+from .conftest import DEVICE_ID, ECMP_P4, Rig, compiled_config, error_codes, primary
 
 U = p4runtime_pb2.Update
 SFPC = p4runtime_pb2.SetForwardingPipelineConfigRequest
 OK, INVALID, NOT_FOUND, OUT_OF_RANGE = 0, 3, 5, 11
 
 
-def _primary(rig: Rig, p4info: p4info_pb2.P4Info) -> P4RuntimeClient:
-    c = rig.client()
-    assert c.is_primary
-    c.set_pipeline(p4info, make_null_config())
-    return c
-
-
-def _codes(e: WriteError) -> list[int]:
-    return [c for c, _ in e.errors]
 
 
 def test_idle_streams_cannot_starve_unary_rpcs(rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
-    c = _primary(rig, cp_p4info)  # its stream is one of the MAX_STREAMS
+    c = primary(rig, cp_p4info)  # its stream is one of the MAX_STREAMS
     release = threading.Event()
 
     def idle() -> Iterator[p4runtime_pb2.StreamMessageRequest]:
@@ -70,14 +61,14 @@ def test_idle_streams_cannot_starve_unary_rpcs(rig: Rig, cp_p4info: p4info_pb2.P
 
 def test_huge_too_wide_value_is_out_of_range_with_a_short_message(
         rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
-    c = _primary(rig, cp_p4info)
+    c = primary(rig, cp_p4info)
     ent = c.table_entry("MyIngress.fwd", {"hdr.ethernet.dstAddr": 5}, "MyIngress.forward",
                         {"port": 2})
     ent.table_entry.match[0].exact.value = b"\x01" * (17 << 20)  # 17 MB into bit<48>
     with pytest.raises(WriteError) as ei:
         c.write_one(U.INSERT, ent)
     assert ei.value.code is grpc.StatusCode.UNKNOWN  # a batch failure, details attached
-    assert _codes(ei.value) == [OUT_OF_RANGE]
+    assert error_codes(ei.value) == [OUT_OF_RANGE]
     assert len(ei.value.errors[0][1]) < 300
     # leading zero bytes are legal at any length
     ent.table_entry.match[0].exact.value = bytes(100_000) + b"\x05"
@@ -94,7 +85,7 @@ def _details(e: grpc.RpcError) -> status_pb2.Status:
 
 def test_error_details_of_big_batches_fit_the_default_grpc_limits(
         rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
-    c = _primary(rig, cp_p4info)
+    c = primary(rig, cp_p4info)
 
     def missing(n: int) -> list[p4runtime_pb2.Update]:
         return [U(type=U.DELETE, entity=c.table_entry("MyIngress.fwd",
@@ -105,7 +96,7 @@ def test_error_details_of_big_batches_fit_the_default_grpc_limits(
     with pytest.raises(WriteError) as ei:
         c.write(missing(300))
     assert ei.value.code is grpc.StatusCode.UNKNOWN
-    assert _codes(ei.value) == [NOT_FOUND] * 300
+    assert error_codes(ei.value) == [NOT_FOUND] * 300
     # thousands: the client still gets UNKNOWN and the first updates' errors, and the
     # status says how many failed (not RESOURCE_EXHAUSTED for too much metadata)
     req = p4runtime_pb2.WriteRequest(device_id=DEVICE_ID)
@@ -122,19 +113,19 @@ def test_error_details_of_big_batches_fit_the_default_grpc_limits(
 
 
 def test_is_const_cannot_be_written(rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
-    c = _primary(rig, cp_p4info)
+    c = primary(rig, cp_p4info)
     ent = c.table_entry("MyIngress.fwd", {"hdr.ethernet.dstAddr": 5}, "MyIngress.drop")
     ent.table_entry.is_const = True
     for typ in (U.INSERT, U.MODIFY, U.DELETE):
         with pytest.raises(WriteError) as ei:
             c.write_one(typ, ent)
-        assert _codes(ei.value) == [INVALID], typ
+        assert error_codes(ei.value) == [INVALID], typ
     assert c.read([c.table_entry("MyIngress.fwd")]) == []
 
 
 def test_extern_index_beyond_the_size_is_out_of_range(
         rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
-    c = _primary(rig, cp_p4info)
+    c = primary(rig, cp_p4info)
     ents = []
     cnt = p4runtime_pb2.Entity()
     cnt.counter_entry.counter_id = cp_p4info.counters[0].preamble.id
@@ -151,14 +142,14 @@ def test_extern_index_beyond_the_size_is_out_of_range(
         sub.index.index = size
         with pytest.raises(WriteError) as ei:
             c.write_one(U.MODIFY, ent)
-        assert _codes(ei.value) == [OUT_OF_RANGE], ent
+        assert error_codes(ei.value) == [OUT_OF_RANGE], ent
         with pytest.raises(grpc.RpcError) as ri:
             c.read([ent])
         assert ri.value.code() is grpc.StatusCode.OUT_OF_RANGE
         sub.index.index = -1
         with pytest.raises(WriteError) as ei:
             c.write_one(U.MODIFY, ent)
-        assert _codes(ei.value) == [INVALID], ent
+        assert error_codes(ei.value) == [INVALID], ent
 
 
 def test_commit_errors_and_writes_between_save_and_commit(

@@ -19,7 +19,7 @@ from emu.runtime.client import P4RuntimeClient, WriteError
 from emu.runtime.devconfig import make_null_config
 from emu.runtime.roles import make_role_config
 
-from .conftest import CP_P4, DEVICE_ID, ECMP_P4, HERE, Rig, compiled_config, wait_for
+from .conftest import CP_P4, DEVICE_ID, ECMP_P4, HERE, Rig, compiled_config, error_codes, wait_for
 
 U = p4runtime_pb2.Update
 OK, INVALID, NOT_FOUND, PERM = 0, 3, 5, 7
@@ -28,9 +28,6 @@ OK, INVALID, NOT_FOUND, PERM = 0, 3, 5, 7
 def _id(items: object, name: str) -> int:
     return next(x.preamble.id for x in items if x.preamble.name == name)  # type: ignore[attr-defined]
 
-
-def _codes(e: WriteError) -> list[int]:
-    return [c for c, _ in e.errors]
 
 
 def _closed_with(c: P4RuntimeClient) -> grpc.StatusCode:
@@ -100,7 +97,7 @@ def test_role_config_limits_writes(rig: Rig, cp_p4info: p4info_pb2.P4Info) -> No
                      "MyIngress.fwd", {"hdr.ethernet.dstAddr": 1}, "MyIngress.drop")),
                  U(type=U.MODIFY, entity=cnt),
                  U(type=U.INSERT, entity=mc)])
-    assert _codes(ei.value) == [OK, PERM, OK, PERM]
+    assert error_codes(ei.value) == [OK, PERM, OK, PERM]
     assert len(a.read([a.table_entry("MyIngress.acl")])) == 1
     with pytest.raises(grpc.RpcError) as ri:  # can_push_pipeline is false
         d.set_pipeline(cp_p4info, make_null_config())
@@ -109,7 +106,7 @@ def test_role_config_limits_writes(rig: Rig, cp_p4info: p4info_pb2.P4Info) -> No
     with pytest.raises(WriteError) as ei:
         a.insert_entry("MyIngress.acl", {"hdr.ethernet.etherType": (0x806, 0xFFFF)},
                        "MyIngress.drop", priority=2)
-    assert _codes(ei.value) == [PERM]
+    assert error_codes(ei.value) == [PERM]
     a.write_one(U.MODIFY, cnt)  # shared ids stay writable by others
     # a backup's config is not adopted: the primary's stays in force
     e = rig.client((0, 0), role="acl", role_config=make_role_config())

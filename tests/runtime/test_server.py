@@ -18,16 +18,13 @@ from emu.runtime.client import P4RuntimeClient, WriteError
 from emu.runtime.devconfig import make_null_config
 from emu.runtime.translate import encode_uint
 
-from .conftest import CP_P4, DEVICE_ID, ECMP_P4, Rig, compiled_config, wait_for
+from .conftest import CP_P4, DEVICE_ID, ECMP_P4, Rig, compiled_config, error_codes, wait_for
 
 U = p4runtime_pb2.Update
 SFPC = p4runtime_pb2.SetForwardingPipelineConfigRequest
 GFPC = p4runtime_pb2.GetForwardingPipelineConfigRequest
 OK, INVALID, NOT_FOUND, EXISTS, PERM, FAILED, RANGE, UNIMPL = 0, 3, 5, 6, 7, 9, 11, 12
 
-
-def _codes(e: WriteError) -> list[int]:
-    return [c for c, _ in e.errors]
 
 
 def cp_client(rig: Rig, p4info: p4info_pb2.P4Info, config: bytes | None = None
@@ -254,10 +251,10 @@ def test_table_entry_lifecycle_and_errors(rig: Rig, cp_p4info: p4info_pb2.P4Info
     # duplicate -> ALREADY_EXISTS, missing -> NOT_FOUND
     with pytest.raises(WriteError) as ei:
         c.insert_entry("MyIngress.fwd", {"hdr.ethernet.dstAddr": mac}, "MyIngress.drop")
-    assert ei.value.code is grpc.StatusCode.UNKNOWN and _codes(ei.value) == [EXISTS]
+    assert ei.value.code is grpc.StatusCode.UNKNOWN and error_codes(ei.value) == [EXISTS]
     with pytest.raises(WriteError) as ei:
         c.write_one(U.DELETE, c.table_entry("MyIngress.fwd", {"hdr.ethernet.dstAddr": 1}))
-    assert _codes(ei.value) == [NOT_FOUND]
+    assert error_codes(ei.value) == [NOT_FOUND]
     # MODIFY
     c.write_one(U.MODIFY, c.table_entry("MyIngress.fwd", {"hdr.ethernet.dstAddr": mac},
                                         "MyIngress.forward", {"port": 9}))
@@ -280,7 +277,7 @@ def test_batch_reports_each_update(rig: Rig, cp_p4info: p4info_pb2.P4Info, cpc: 
                  U(type=U.DELETE, entity=missing), U(type=U.INSERT, entity=wide),
                  U(type=U.INSERT, entity=ok2)])
     assert ei.value.code is grpc.StatusCode.UNKNOWN
-    assert _codes(ei.value) == [OK, EXISTS, NOT_FOUND, RANGE, OK]
+    assert error_codes(ei.value) == [OK, EXISTS, NOT_FOUND, RANGE, OK]
     assert len(c.read([c.table_entry("MyIngress.fwd")])) == 2  # CONTINUE_ON_ERROR
     # ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC: test_atomicity.py
 
@@ -301,16 +298,16 @@ def test_byte_string_encodings(rig: Rig, cp_p4info: p4info_pb2.P4Info, cpc: P4Ru
     ent.table_entry.match[0].exact.value = b"\x01" + b"\x00" * 6
     with pytest.raises(WriteError) as ei:
         c.write_one(U.INSERT, ent)
-    assert _codes(ei.value) == [RANGE]
+    assert error_codes(ei.value) == [RANGE]
     ent.table_entry.match[0].exact.value = b"\x06"
     ent.table_entry.action.action.params[0].value = b"\x02\x00"  # 512 > 9 bits
     with pytest.raises(WriteError) as ei:
         c.write_one(U.INSERT, ent)
-    assert _codes(ei.value) == [RANGE]
+    assert error_codes(ei.value) == [RANGE]
     ent.table_entry.action.action.params[0].value = b""
     with pytest.raises(WriteError) as ei:
         c.write_one(U.INSERT, ent)
-    assert _codes(ei.value) == [INVALID]
+    assert error_codes(ei.value) == [INVALID]
 
 
 def test_invalid_requests(rig: Rig, cp_p4info: p4info_pb2.P4Info, cpc: P4RuntimeClient) -> None:
@@ -319,7 +316,7 @@ def test_invalid_requests(rig: Rig, cp_p4info: p4info_pb2.P4Info, cpc: P4Runtime
     def code_of(ent: p4runtime_pb2.Entity, typ: int = U.INSERT) -> int:
         with pytest.raises(WriteError) as ei:
             c.write_one(typ, ent)
-        return _codes(ei.value)[0]
+        return error_codes(ei.value)[0]
 
     unknown = c.table_entry("MyIngress.fwd", {"hdr.ethernet.dstAddr": 1}, "MyIngress.drop")
     unknown.table_entry.table_id = 0x02FFFFFF
@@ -441,21 +438,21 @@ def test_direct_counter_and_meter(rig: Rig, cp_p4info: p4info_pb2.P4Info, cpc: P
     assert got.data.packet_count == 9
     with pytest.raises(WriteError) as ei:
         c.write_one(U.INSERT, dc)
-    assert _codes(ei.value) == [INVALID]
+    assert error_codes(ei.value) == [INVALID]
     dm = p4runtime_pb2.Entity()
     dm.direct_meter_entry.table_entry.CopyFrom(dc.direct_counter_entry.table_entry)
     dm.direct_meter_entry.config.cir = 50
     dm.direct_meter_entry.config.pir = 10  # cir > pir
     with pytest.raises(WriteError) as ei:
         c.write_one(U.MODIFY, dm)
-    assert _codes(ei.value) == [INVALID]
+    assert error_codes(ei.value) == [INVALID]
     # counter data on a table without a direct counter
     bad = c.table_entry("MyIngress.acl", {"hdr.ethernet.srcAddr": 1}, "MyIngress.drop",
                         priority=1)
     bad.table_entry.counter_data.packet_count = 1
     with pytest.raises(WriteError) as ei:
         c.write_one(U.INSERT, bad)
-    assert _codes(ei.value) == [INVALID]
+    assert error_codes(ei.value) == [INVALID]
 
 
 # ---------------------------------------------------------------- profiles
@@ -502,12 +499,12 @@ def test_action_profile_members_and_groups(rig: Rig, ecmp_p4info: p4info_pb2.P4I
                  U(type=U.INSERT, entity=group(11, [(7, 1)])),
                  U(type=U.INSERT, entity=group(10, [(1, 1)])),
                  U(type=U.INSERT, entity=group(12, [(1, 0)]))])
-    assert _codes(ei.value) == [FAILED, FAILED, NOT_FOUND, EXISTS, INVALID]
+    assert error_codes(ei.value) == [FAILED, FAILED, NOT_FOUND, EXISTS, INVALID]
     # a direct action on an indirect table is rejected
     with pytest.raises(WriteError) as ei:
         c.insert_entry("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": (0x0B000000, 8)},
                        "MyIngress.drop")
-    assert _codes(ei.value) == [INVALID]
+    assert error_codes(ei.value) == [INVALID]
     # modify the group's weights
     c.write_one(U.MODIFY, group(10, [(2, 1)]))
     g = c.read([group(10, [])])[0].action_profile_group
@@ -535,10 +532,10 @@ def test_counters_meters_registers(rig: Rig, cp_p4info: p4info_pb2.P4Info, cpc: 
     ent.counter_entry.index.index = 64
     with pytest.raises(WriteError) as ei:
         c.write_one(U.MODIFY, ent)
-    assert _codes(ei.value) == [RANGE]
+    assert error_codes(ei.value) == [RANGE]
     with pytest.raises(WriteError) as ei:
         c.write_one(U.INSERT, ent)
-    assert _codes(ei.value) == [INVALID]
+    assert error_codes(ei.value) == [INVALID]
     # registers: write then read back (PI cannot do either)
     reg = p4runtime_pb2.Entity()
     reg.register_entry.register_id = rid
@@ -554,7 +551,7 @@ def test_counters_meters_registers(rig: Rig, cp_p4info: p4info_pb2.P4Info, cpc: 
     reg.register_entry.data.bitstring = b"\x01\x00\x00"  # 17 bits into bit<16>
     with pytest.raises(WriteError) as ei:
         c.write_one(U.MODIFY, reg)
-    assert _codes(ei.value) == [RANGE]
+    assert error_codes(ei.value) == [RANGE]
     unknown = p4runtime_pb2.Entity()
     unknown.register_entry.register_id = 0x16FFFFFF
     with pytest.raises(grpc.RpcError) as ri:
@@ -609,7 +606,7 @@ def test_multicast_and_clone_sessions(rig: Rig, cp_p4info: p4info_pb2.P4Info, cp
                  U(type=U.INSERT, entity=mc(3, [(1, 0), (1, 0)])),
                  U(type=U.INSERT, entity=mc(0, [(1, 0)])),
                  U(type=U.DELETE, entity=cs(6, []))])
-    assert _codes(ei.value) == [EXISTS, NOT_FOUND, EXISTS, INVALID, NOT_FOUND]
+    assert error_codes(ei.value) == [EXISTS, NOT_FOUND, EXISTS, INVALID, NOT_FOUND]
     c.write_one(U.MODIFY, mc(1, [(5, 0)]))
     got1 = c.read([mc(1, [])])[0].packet_replication_engine_entry.multicast_group_entry
     assert [r.egress_port for r in got1.replicas] == [5]
@@ -808,7 +805,7 @@ def test_one_shot_action_sets(rig: Rig, ecmp_p4info: p4info_pb2.P4Info, ecmp_cfg
     bad = entry([1 << 48], [1])
     with pytest.raises(WriteError) as ei:
         c.write_one(U.MODIFY, bad)
-    assert _codes(ei.value) == [RANGE]
+    assert error_codes(ei.value) == [RANGE]
     assert len(list(prof.members())) == 1
     c.write_one(U.DELETE, c.table_entry("MyIngress.ipv4_lpm",
                                         {"hdr.ipv4.dstAddr": (0x0A000200, 24)}))
@@ -830,7 +827,7 @@ def test_idle_timeout_notifications(rig: Rig, cp_p4info: p4info_pb2.P4Info,
     acl.table_entry.idle_timeout_ns = 1_000_000
     with pytest.raises(WriteError) as ei:
         c.write_one(U.INSERT, acl)
-    assert _codes(ei.value) == [INVALID]
+    assert error_codes(ei.value) == [INVALID]
     assert c.idle_timeouts.empty()
     rig.clock.advance(2_000_000)
     note = c.idle_timeouts.get(timeout=3)

@@ -18,7 +18,7 @@ from p4.v1 import p4runtime_pb2
 from emu.runtime.client import P4RuntimeClient, WriteError
 from emu.runtime.devconfig import make_null_config
 
-from .conftest import HERE, Rig, compiled_config, generated_p4info, p4info_of
+from .conftest import HERE, Rig, compiled_config, error_codes, generated_p4info, p4info_of
 
 PVS_P4 = HERE / "p4" / "pvs.p4"
 U = p4runtime_pb2.Update
@@ -51,9 +51,6 @@ def vs_entity(vs_id: int, members: Sequence[Sequence[FM]] = ()) -> p4runtime_pb2
         e.value_set_entry.members.add().match.extend(m)
     return e
 
-
-def _codes(e: WriteError) -> list[int]:
-    return [c for c, _ in e.errors]
 
 
 def _client(rig: Rig, config: bytes) -> tuple[P4RuntimeClient, p4info_pb2.P4Info]:
@@ -154,7 +151,7 @@ def test_errors(rig: Rig, kind: str) -> None:
     for typ, code, ent in bad:
         with pytest.raises(WriteError) as ei:
             c.write_one(typ, ent)
-        assert _codes(ei.value) == [code], (typ, ent)
+        assert error_codes(ei.value) == [code], (typ, ent)
     assert c.read([vs_entity(0)]) == before  # refused writes left the sets alone
     with pytest.raises(grpc.RpcError) as ri:
         c.read([vs_entity(12345)])
@@ -170,7 +167,7 @@ def test_range_fields_are_unimplemented(rig: Rig) -> None:
     rng = FM(field_id=3, range=FM.Range(low=b"\x01", high=b"\x05"))
     with pytest.raises(WriteError) as ei:
         c.write_one(U.MODIFY, vs_entity(keys.preamble.id, [[exact(1, 1), rng]]))
-    assert _codes(ei.value) == [UNIMPL]
+    assert error_codes(ei.value) == [UNIMPL]
     c.write_one(U.MODIFY, vs_entity(keys.preamble.id, [[exact(1, 1)]]))  # range omitted
 
 
