@@ -359,9 +359,17 @@ def cleanup_record(data: dict[str, Any], log: Any = print) -> list[str]:
         members = pids_in_netns({inode})[inode]
         if not members or _intf_mac(ns["intf"], members[0]) != ns.get("mac"):
             continue
-        stray = [(p, proc_start_time(p), False) for p in members]
-        kill_verified(stray, grace_s=1.0)
-        log(f"  killed {len(stray)} process(es) left in host {ns['name']}'s namespace")
+        count = 0
+        # Rescanned: a process may enter the namespace (mnexec -a) or be forked into it
+        # while the others are being killed.
+        for _ in range(3):
+            stray = [(p, proc_start_time(p), False) for p in members]
+            kill_verified(stray, grace_s=1.0)
+            count += len(stray)
+            members = pids_in_netns({inode})[inode]
+            if not members:
+                break
+        log(f"  killed {count} process(es) left in host {ns['name']}'s namespace")
 
     deleted = 0
     for i in data.get("interfaces", []):

@@ -37,6 +37,19 @@ def orphan(state: RunState) -> None:
     state.finish(keep=True)
 
 
+def _wait_exec(pid: int, name: str, timeout_s: float = 10.0) -> None:
+    """Wait until process `pid` runs the program `name`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == name:
+                return
+        except OSError:
+            pass
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} did not start {name} within {timeout_s} s")
+
+
 def test_start_time_identifies_a_process() -> None:
     me = os.getpid()
     st = proc_start_time(me)
@@ -203,6 +216,9 @@ def test_processes_started_in_a_host_die_with_a_killed_run(state_dir: Path,
     try:
         recorded = net.popen("h1", ["sleep", "600"])
         unrecorded = net.host("h2").popen(["sleep", "600"])  # behind EmuNet's back
+        # Popen returns at fork: until mnexec has joined h2's namespace and run sleep,
+        # nothing marks the process as h2's (a killed run's processes are long past that).
+        _wait_exec(unrecorded.pid, "sleep")
         # Simulate the runner dying: forget the network without tearing it down.
         orphan(state)
         r = emu_stop(state_dir)
