@@ -330,6 +330,16 @@ def _intf_mac(name: str, ns_pid: int | None = None) -> str | None:
     return words[words.index("link/ether") + 1].lower() if "link/ether" in words else ""
 
 
+def _netns_mac(intf: str, members: list[int]) -> str | None:
+    """MAC of `intf` in the namespace these PIDs share, entered through the first that
+    is still there (one may exit between the /proc scan and nsenter)."""
+    for pid in members:
+        mac = _intf_mac(intf, pid)
+        if mac is not None:
+            return mac
+    return None
+
+
 def pids_in_netns(inodes: set[int]) -> dict[int, list[int]]:
     """Namespace inode -> the PIDs in it, for the given inodes (one /proc scan)."""
     out: dict[int, list[int]] = {i: [] for i in inodes}
@@ -357,7 +367,7 @@ def cleanup_record(data: dict[str, Any], log: Any = print) -> list[str]:
         if not inode:
             continue
         members = pids_in_netns({inode})[inode]
-        if not members or _intf_mac(ns["intf"], members[0]) != ns.get("mac"):
+        if not members or _netns_mac(ns["intf"], members) != ns.get("mac"):
             continue
         count = 0
         # Rescanned: a process may enter the namespace (mnexec -a) or be forked into it
