@@ -59,11 +59,12 @@ experiments: setup
 # Two phases; both run, and either failing fails the target. First the suite without
 # tests/validation, alone: its real-time cases (Mininet, BMv2, the switch daemon) must
 # not compete for CPU. Then tests/validation (long virtual-time DCQCN runs, one CPU
-# each, nothing measured in wall time) on every CPU. PYTEST_ARGS: options for both
+# each, nothing measured in wall time) on every CPU; a worker that is done takes tests
+# queued behind another's long run (worksteal). PYTEST_ARGS: options for both
 # (-x, --durations=20); for a subset of the tests, run pytest on it directly.
 test: setup
 	@$(PY) -m pytest --ignore=tests/validation $(PYTEST_ARGS); a=$$?; \
-	$(PY) -m pytest -n $(TEST_JOBS) tests/validation $(PYTEST_ARGS); b=$$?; \
+	$(PY) -m pytest -n $(TEST_JOBS) --dist worksteal tests/validation $(PYTEST_ARGS); b=$$?; \
 	[ $$a -eq 0 ] && [ $$b -eq 0 ]
 
 lint: setup
