@@ -135,11 +135,16 @@ class AdminServer:
             return
         self._flush(fd)
 
+    def _retry(self, fd: int) -> None:
+        conn = self._conns.get(fd)
+        if conn is not None:
+            conn.retry = None
+            self._flush(fd)
+
     def _flush(self, fd: int) -> None:
         conn = self._conns.get(fd)
         if conn is None:
             return
-        conn.retry = None
         out = conn.outbuf
         try:
             while out:
@@ -151,8 +156,8 @@ class AdminServer:
             return
         if len(out) > MAX_PENDING:
             self._drop(fd)
-        elif out:
-            conn.retry = self.clock.call_later(FLUSH_RETRY_NS, lambda: self._flush(fd))
+        elif out and conn.retry is None:  # one pending retry per client, not one per read
+            conn.retry = self.clock.call_later(FLUSH_RETRY_NS, lambda: self._retry(fd))
 
     def handle_line(self, line: bytes) -> bytes:
         rid: Any = None
