@@ -14,10 +14,13 @@ objects through this module, so the three always agree.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emu.p4.frontend import ast as A
-from emu.p4.frontend.types import StructLikeType
+from emu.p4.frontend.types import HeaderType, HeaderUnionType, StructLikeType, strip_newtype
+
+if TYPE_CHECKING:
+    from emu.p4.frontend.check import CheckedProgram
 
 
 def name_annotation(annotations: Sequence[Any]) -> str | None:
@@ -108,3 +111,23 @@ def _member_key_name(e: A.Member) -> str:
             annotated = name_annotation(f.annotations)
             return e.name if annotated is None else annotated
     return e.name
+
+
+def digest_struct(call: A.Call) -> StructLikeType | None:
+    """The struct type a v1model `digest(receiver, data)` call sends, if its data has one."""
+    t = strip_newtype(call.args[1].value.type)  # type: ignore[arg-type]
+    if isinstance(t, StructLikeType) and t.decl is not None:
+        return t
+    return None
+
+
+def digest_name(prog: CheckedProgram, call: A.Call) -> str:
+    """Control-plane name of a digest() call: its data's struct type name (or @name);
+    data with no type name (a list, a bit<W>) is `digest_0`, `digest_1`, ... in program
+    order, as p4c numbers them."""
+    t = digest_struct(call)
+    if t is not None and not isinstance(t, HeaderType | HeaderUnionType):
+        assert t.decl is not None
+        return (name_annotation(t.decl.annotations) or t.name).lstrip(".")
+    anonymous = [c for c in prog.digest_calls if digest_struct(c) is None]
+    return f"digest_{next(i for i, c in enumerate(anonymous) if c is call)}"

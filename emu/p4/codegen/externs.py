@@ -13,6 +13,7 @@ from emu.p4.frontend.types import (
     StructLikeType,
     Type,
 )
+from emu.p4.names import digest_name
 
 from .base import (
     _SIMPLE,
@@ -140,7 +141,7 @@ class ExternLowerer(LowererBase):
 
     def digest_name(self, data: A.Expr, e: A.Call) -> str:
         t = bt(data.type)
-        nm = t.name if isinstance(t, StructLikeType) and t.decl is not None else f"digest_{e.pos.line}"
+        nm = digest_name(self.cp, e)
         if not any(d["name"] == nm for d in self.info.digests):
             fields = [[f, scalar_width(ft) or 0] for f, ft in t.fields] if isinstance(t, StructLikeType) else []
             self.info.digests.append({"name": nm, "fields": fields})

@@ -141,6 +141,12 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
             return v.name
         return decl.name
 
+    def top_ctor_args(self, k: str) -> list[A.Argument]:
+        """Constructor arguments of the block V1Switch gets as `k` (`MyParser(false)` in
+        main's list: P4 instantiates no parser or control at top level)."""
+        v = self.main_inst.get(k)
+        return list(v.args) if isinstance(v, A.CtorCall) else []
+
     def controller_headers(self) -> None:
         for t in self.hdr_t.fields:
             ft = bt(t[1])
@@ -278,7 +284,7 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
             ctx = Ctx({}, {}, self.block_name("p", p), in_parser=True, pk="pk")
             for prm, n in zip(p.params, names, strict=False):
                 ctx.env[id(prm)] = n
-            self.instantiate(p, ctx, [])
+            self.instantiate(p, ctx, self.top_ctor_args("p"))
             self.parser_states(p, ctx)
         self.bodies["parse"] = o.lines[start:]
         o.line("")
@@ -297,7 +303,7 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
             ctx = Ctx({}, {}, self.block_name(k, c))
             for prm, n in zip(c.params, names, strict=False):
                 ctx.env[id(prm)] = n
-            self.instantiate(c, ctx, [])
+            self.instantiate(c, ctx, self.top_ctor_args(k))
             self.empty_blocks[fname] = not c.body.stmts and not c.locals
             if self.exits.may_exit(c.body):
                 with o.block("try:"):

@@ -31,6 +31,11 @@ _TYPEARG_TOKS = {
     "TYPE_IDENT", "BIT", "INT", "VARBIT", "BOOL", "STRING_KW", "ERROR", "VOID", "TUPLE", "LIST",
     "DONTCARE", "INTEGER", "COMMA", "LT", "GT", "DOT", "MATCH_KIND", "LSQB", "RSQB",
 }
+# Tokens that may begin the type in `typedef T N;` / `type T N;`.
+_TYPE_START = {
+    "IDENT", "TYPE_IDENT", "BIT", "INT", "VARBIT", "BOOL", "STRING_KW", "ERROR", "TUPLE", "LIST",
+    "DOT", "MATCH_KIND", "HEADER", "HEADER_UNION", "STRUCT", "ENUM",
+}
 # How a token changes the ( / [ nesting depth.
 _NESTING = {"LPAR": 1, "LSQB": 1, "RPAR": -1, "RSQB": -1}
 
@@ -46,7 +51,8 @@ def _closing(toks: list[Token], start: int) -> int:
 
 
 class P4PostLex:
-    always_accept = ("AT",)
+    # lark keys its table cache on the grammar text only: change p4.lark along with this.
+    always_accept = ("AT", "STRAY")
 
     def __init__(self) -> None:
         self.text = ""
@@ -150,7 +156,10 @@ class P4PostLex:
         for k in range(len(out) - 1, -1, -1):
             ty = out[k].type
             if ty in ("TYPEDEF", "TYPE"):
-                return True
+                # `type` is also a legal variable or field name (`hdr.icmp6.type = X;`):
+                # only a keyword followed by a type starts a declaration.
+                starts_type = k + 1 < len(out) and out[k + 1].type in _TYPE_START
+                return starts_type and (k == 0 or out[k - 1].type != "DOT")
             if ty in ("SEMICOLON", "RBRACE", "LBRACE"):
                 return False
         return False

@@ -88,6 +88,8 @@ def parse_preprocessed(pp: Preprocessed, sink: DiagnosticSink | None = None) -> 
             tok = e.token
             what = "end of input" if tok.type == "$END" else f"'{tok}'"
             msg = f"syntax error: unexpected {what}; expected {_simplify_expected(set(e.expected))}"
+            if tok.type == "STRAY":
+                msg = f"syntax error: unexpected character '{tok}'"
             prev = post.token_before(tok)
             if tok.type == "IDENT" and prev is not None and prev.type == "IDENT":
                 # "foo_t x;" where foo_t was never declared: say so rather than "unexpected 'x'".

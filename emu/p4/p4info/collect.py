@@ -11,7 +11,7 @@ from emu.p4.frontend.types import (
     ExternType,
     HeaderType,
     HeaderUnionType,
-    StructLikeType,
+    strip_newtype,
     type_name,
 )
 from emu.p4.p4info_ids import P4IdPrefix
@@ -209,10 +209,13 @@ class _Collector(_GeneratorBase):
             if not isinstance(n.target, A.MethodDecl) or n.target.name != "digest" or len(n.args) != 2:
                 continue
             t = n.args[1].value.type
-            if not isinstance(t, StructLikeType) or isinstance(t, HeaderType | HeaderUnionType):
+            assert t is not None
+            if isinstance(strip_newtype(t), HeaderType | HeaderUnionType):
+                # p4c-bm2-ss: "expected a struct type"
                 raise _error(n.pos, "P4Runtime requires the type of a digest to be a struct")
-            annotations = list(t.decl.annotations) if t.decl is not None else []
-            name = _field_name(t.name, annotations)
+            st = names.digest_struct(n)
+            annotations = list(st.decl.annotations) if st is not None and st.decl is not None else []
+            name = names.digest_name(self.prog, n)
             if name not in self.digests:
                 self.digests[name] = t
                 self.symbol(P4IdPrefix.DIGEST, name, annotations)

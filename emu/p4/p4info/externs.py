@@ -13,6 +13,8 @@ from emu.p4.frontend.types import (
     HeaderUnionType,
     NewType,
     StructLikeType,
+    StructType,
+    Type,
 )
 from emu.p4.p4info_ids import P4IdPrefix
 
@@ -70,16 +72,18 @@ class _ExternEmitter(_GeneratorBase):
         msg.preamble.alias = h.controller_name
         _add_annotations(msg.preamble, h.decl.annotations)
         _add_doc(msg.preamble, h.decl.annotations)
-        visible = [f for f in h.decl.fields if not _has(f.annotations, "hidden")]
-        ids = _field_ids([(f, f.annotations) for f in visible])
-        for f, fid in zip(visible, ids, strict=True):
-            ft = h.type.field_type(f.name)
+        leaves = _leaf_fields(h.type, h.decl.fields)
+        # A @hidden field keeps its position: p4c numbers the fields after it as if listed.
+        ids = _field_ids([(f, f.annotations) for _, f, _ in leaves])
+        for (path, f, ft), fid in zip(leaves, ids, strict=True):
+            if _has(f.annotations, "hidden"):
+                continue
             if not isinstance(ft, BitType | NewType | EnumType):
                 raise _error(f.pos, f"Header field {f.name} has a type which is not bit<>, int<>, type, "
                                     "or serializable enum")
             m = msg.metadata.add()
             m.id = fid
-            m.name = _field_name(f.name, f.annotations)
+            m.name = path + _field_name(f.name, f.annotations)
             _add_annotations(m, f.annotations)
             m.bitwidth = _type_width(ft)
             self.types.convert(ft)
@@ -117,3 +121,18 @@ class _ExternEmitter(_GeneratorBase):
                 _add_annotations(m, fa, frozenset({"match"}))
         else:
             raise _error(vs.pos, f"value_set '{vs.name}': P4Runtime needs bit<W> or a struct of bit<W> fields")
+
+
+def _leaf_fields(t: StructLikeType, fields: list[A.StructField],
+                 path: str = "") -> list[tuple[str, A.StructField, Type]]:
+    """(name prefix, field, type) of each field, a struct field's own fields in its place:
+    p4c lists a struct inside a controller header flattened, as `s.f`."""
+    out: list[tuple[str, A.StructField, Type]] = []
+    for f in fields:
+        ft = t.field_type(f.name)
+        assert ft is not None  # the checker resolved every field
+        if isinstance(ft, StructType) and ft.decl is not None:
+            out += _leaf_fields(ft, ft.decl.fields, f"{path}{f.name}.")
+        else:
+            out.append((path, f, ft))
+    return out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from emu.p4.frontend import ast as A
@@ -9,6 +11,8 @@ from emu.p4.frontend import check_source
 from emu.p4.frontend import types as T
 
 from .conftest import INGRESS_LINE, check_errors, ingress_program
+
+INVALID = Path(__file__).resolve().parents[1] / "invalid"
 
 
 def _first(text: str) -> tuple[int, int, str, str]:
@@ -312,3 +316,27 @@ def test_const_entries_cannot_have_priorities() -> None:
     assert msg == "table 't': 'const entries' cannot have priorities"
     # Without `const` the same entry is fine.
     check_source(ingress_program(body.replace("const entries", "entries")), "prog.p4")
+
+
+def test_a_control_cannot_be_instantiated_at_top_level() -> None:
+    """p4c: "cannot instantiate at top-level"; the checker once accepted it."""
+    prog = (INVALID / "control_instance_at_top_level.p4").read_text()
+    err = check_errors(prog)
+    (d,) = err.diagnostics
+    assert (d.line, d.col) == (17, 7)
+    assert d.message == "'ig': a control cannot be instantiated at top level"
+
+
+def test_an_optional_package_parameter_may_be_left_out() -> None:
+    """p4c's issue1304 sample: `package Switch(Pipeline p0, @optional Pipeline p1)` with
+    one argument (the checker once required every parameter)."""
+    prog = """
+control C(inout bit<8> x);
+package Pipe(C c);
+package Switch(Pipe p0, @optional Pipe p1);
+control Id(inout bit<8> x) { apply { } }
+Switch(Pipe(Id())) main;
+"""
+    assert check_source(prog).main is not None
+    err = check_errors(prog.replace("Switch(Pipe(Id())) main", "Switch() main"))
+    assert err.diagnostics[0].message == "package 'Switch' expects 2 arguments, got 0"

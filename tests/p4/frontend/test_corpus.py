@@ -1,34 +1,67 @@
-"""Breadth check over p4c's BMv2 sample programs (not stored in this repo).
+"""Every v1model program among p4c's sample programs (not stored in this repo) goes
+through the front end, P4Info and code generation, except the few listed below with
+the reason the embedded target refuses them.
 
-Set P4C_SAMPLES=/dir holding *-bmv2.p4 files (and the files they include) to run.
+Set P4C_SAMPLES to p4c's testdata/p4_16_samples (the files and what they include).
 """
 
 from __future__ import annotations
 
-import glob
 import os
+from pathlib import Path
 
 import pytest
 
 from emu.p4.frontend import P4Error, load_program
+from emu.p4.p4info import generate_p4info
+from emu.p4.target.program import compile_checked
 
 SAMPLES = os.environ.get("P4C_SAMPLES")
 
+# sample -> what the refusal says. None of them is a program p4c-bm2-ss compiles and the
+# target should run: newer syntax than the p4c we agree with (p4test rejects them too),
+# another package than V1Switch, user externs, or what p4c-bm2-ss refuses as well.
+KNOWN = {
+    "array1.p4": "syntax error",  # `bit<8>[16]` arrays: newer than our reference p4c
+    "array2.p4": "syntax error",
+    "bitwise-and.p4": "no 'main' V1Switch",
+    "issue1524.p4": "no 'main' V1Switch",
+    "issue2735.p4": "no 'main' V1Switch",
+    "issue407-2.p4": "no 'main' V1Switch",
+    "issue407-3.p4": "no 'main' V1Switch",
+    "issue1304.p4": "is not V1Switch",
+    "extern-funcs-bmv2.p4": "extern function 'extern_func'",
+    "issue1193-bmv2.p4": "extern 'jnf_counter'",
+    "issue1882-1-bmv2.p4": "extern 'ExternCounter'",
+    "issue1882-bmv2.p4": "extern 'ExternCounter'",
+    "issue2664-bmv2.p4": "extern 'Checksum'",
+    "issue3091.p4": "extern 'ValueLookupTable'",
+    "issue841.p4": "extern Checksum16",
+    # lookahead<T> of a struct holding a header stack
+    "issue2465-bmv2.p4": "where a bit width is needed",
+    # p4c-bm2-ss: "Unsupported type argument for Value Set"
+    "pvs-nested-struct.p4": "must be of type bit<W>",
+}
 
-@pytest.mark.skipif(not SAMPLES, reason="set P4C_SAMPLES to a directory of p4c *-bmv2.p4 samples")
-def test_p4c_bmv2_samples() -> None:
+
+def _v1model_samples() -> list[str]:
+    if not SAMPLES or not os.path.isdir(SAMPLES):
+        return []
+    return sorted(p.name for p in Path(SAMPLES).glob("*.p4") if p.is_file()
+                  and "v1model.p4" in p.read_text(errors="replace"))
+
+
+@pytest.mark.skipif(not SAMPLES, reason="set P4C_SAMPLES to p4c's testdata/p4_16_samples")
+@pytest.mark.parametrize("name", _v1model_samples() or ["-"])
+def test_p4c_v1model_sample(name: str) -> None:
     assert SAMPLES is not None
-    files = sorted(glob.glob(os.path.join(SAMPLES, "*-bmv2.p4")))
-    assert files, f"no *-bmv2.p4 files in {SAMPLES}"
-    failures: list[str] = []
-    for f in files:
-        try:
-            load_program(f, include_dirs=[SAMPLES])
-        except P4Error as e:
-            failures.append(f"{os.path.basename(f)}: {e.diagnostics[0].render().splitlines()[0]}")
-    passed = len(files) - len(failures)
-    print(f"\np4c samples: {passed}/{len(files)} passed")
-    for line in failures:
-        print("  FAIL", line)
-    # Record the rate rather than demand 100%: some samples use p4c-only features.
-    assert passed / len(files) >= 0.8, "\n".join(failures)
+    try:
+        checked = load_program(os.path.join(SAMPLES, name), include_dirs=[SAMPLES])
+        generate_p4info(checked)
+        compile_checked(checked, name)
+    except P4Error as e:
+        first = e.diagnostics[0].render().splitlines()[0]
+        if name in KNOWN and KNOWN[name] in first:
+            pytest.xfail(first)
+        raise
+    assert name not in KNOWN, f"{name} now compiles: take it off the known list"

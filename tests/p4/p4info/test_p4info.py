@@ -114,6 +114,21 @@ def test_controller_header_id_hashes_the_header_type_name() -> None:
     assert [(m.id, m.name, m.bitwidth) for m in cpm.metadata] == [(1, "ingress_port", 9), (2, "_pad0", 7)]
 
 
+def test_a_struct_in_a_controller_header_is_listed_flattened() -> None:
+    # p4c's issue3329-bmv2 sample: P4Info names a struct's fields `s.f`, in wire order;
+    # the struct once stopped the whole P4Info with "not bit<>, int<>, type ...". A
+    # @hidden field keeps its number (p4c-bm2-ss gives `tag` id 4, not 3).
+    info = p4info_of(SKELETON.replace(
+        "header h_t",
+        "struct port_s {{ bit<9> port; bit<7> pad; }}\n"
+        '@controller_header("packet_out") header po_t {{ port_s p; @hidden bit<8> h; bit<16> tag; }}\n'
+        "header h_t",
+    ).format(locals="", apply="", ingress="ingress", egress="egress", egress_locals="", egress_apply=""))
+    (cpm,) = info.controller_packet_metadata
+    assert [(m.id, m.name, m.bitwidth) for m in cpm.metadata] == [
+        (1, "p.port", 9), (2, "p.pad", 7), (4, "tag", 16)]
+
+
 def test_explicit_id_annotation_is_honoured() -> None:
     info = program(
         "@id(0x01000042) action a() { } @id(7) table t { key = { hdr.h.a : exact; } actions = { a; } }",
@@ -334,6 +349,24 @@ def test_digest_and_type_info(features: p4info_pb2.P4Info) -> None:
     assert (d.preamble.name, d.type_spec.struct.name) == ("learn_t", "learn_t")
     members = features.type_info.structs["learn_t"].members
     assert [(m.name, m.type_spec.bitstring.bit.bitwidth) for m in members] == [("src", 48), ("port", 9)]
+
+
+def test_digests_of_data_without_a_type_name_are_numbered_like_p4c() -> None:
+    # p4c's issue430-1-bmv2 sample digests a list; P4Info once refused anything but a
+    # struct. p4c-bm2-ss names such data digest_0, digest_1, ... in program order, and
+    # the compiled pipeline must send its digests under the same names.
+    from emu.p4.frontend import check_source
+    from emu.p4.target.program import compile_checked
+
+    src = SKELETON.format(
+        locals="", apply="digest(1, hdr.h.a); digest(2, {hdr.h.b, hdr.h.c}); digest(3, meta);",
+        ingress="ingress", egress="egress", egress_locals="", egress_apply="")
+    info = p4info_of(src)
+    specs = [(d.preamble.name, d.type_spec.WhichOneof("type_spec")) for d in info.digests]
+    assert specs == [("digest_0", "bitstring"), ("digest_1", "tuple"), ("meta_t", "struct")]
+    assert [m.bitstring.bit.bitwidth for m in info.digests[1].type_spec.tuple.members] == [16, 32]
+    compiled = compile_checked(check_source(src, "prog.p4"))
+    assert [d["name"] for d in compiled.info.digests] == ["digest_0", "digest_1", "meta_t"]
 
 
 def test_value_set(features: p4info_pb2.P4Info) -> None:

@@ -45,6 +45,7 @@ class CheckerBase:
         self.controls: dict[str, BlockInfo] = {}
         self.instances: dict[str, A.Instantiation] = {}
         self.constants: dict[str, Any] = {}
+        self.digest_calls: list[A.Call] = []
         # Context while checking bodies.
         self.block: BlockInfo | None = None
         self.return_type: Type | None = None

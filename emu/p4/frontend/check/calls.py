@@ -37,6 +37,8 @@ class CallChecker(CheckerBase):
 
     def call(self, e: A.Call, s: Scope) -> Type:
         ft = self.expr(e.func, s)
+        if isinstance(e.func, A.NameRef) and not self.callable_with(ft, e.args):
+            ft = self.outer_overload(e.func, e.args, s) or ft
         targs = [self.resolve_type(t, s) for t in e.type_args]
         if not isinstance(ft, MethodType):
             if isinstance(ft, ActionType):
@@ -108,6 +110,8 @@ class CallChecker(CheckerBase):
         else:
             e.kind = "extern_function"
         rt = self.invoke(m, e, s, binding, tvars, targs)
+        if e.kind == "extern_function" and m.name == "digest" and len(e.args) == 2:
+            self.digest_calls.append(e)
         if e.kind == "extern_function" and m.name == "verify" and not self.in_parser:
             self.err(e, "'verify' can only be called in a parser")
         if e.kind == "extern_function" and m.name == "static_assert" and e.args:
@@ -119,6 +123,34 @@ class CallChecker(CheckerBase):
                 self.err(e, f"static assertion failed{': ' + msg if isinstance(msg, str) else ''}")
             e.const = True
         return rt
+
+    def callable_with(self, ft: Type, args: list[A.Argument]) -> bool:
+        if isinstance(ft, ActionType):
+            return self.arity_ok(ft.decl.params, args)
+        if isinstance(ft, MethodType) and ft.kind in ("function", "extern_function"):
+            return any(self.arity_ok(m.params, args) for m in ft.decls)
+        return True
+
+    def outer_overload(self, f: A.NameRef, args: list[A.Argument], s: Scope) -> Type | None:
+        """A callable of f's name in a scope enclosing the one it resolved to, taking these
+        arguments: actions, functions and extern functions overload by arity (P4_16 spec
+        6.8), so `hash(...)` with five arguments inside `action hash()` is v1model's hash."""
+        scope: Scope | None = self.glob if f.top_level else s
+        while scope is not None and scope.values.get(f.name) is not f.ref:
+            scope = scope.parent
+        scope = scope.parent if scope is not None else None
+        while scope is not None:
+            r = scope.values.get(f.name)
+            if r is not None:
+                ft = r.type
+                if r.kind == "extern_function":
+                    assert isinstance(r.decl, list)  # every overload
+                    ft = MethodType(r.decl, "extern_function")
+                if ft is not None and self.callable_with(ft, args):
+                    f.ref, f.type = r, ft
+                    return ft
+            scope = scope.parent
+        return None
 
     def invoke(self, m: A.MethodDecl, e: A.Call, s: Scope, binding: dict[str, Type], tvars: dict[str, Type], targs: list[Type]) -> Type:
         for tp in m.type_params:

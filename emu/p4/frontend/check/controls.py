@@ -108,7 +108,7 @@ class ControlChecker(CheckerBase):
         if isinstance(t, BlockType):
             decl = t.decl
             if isinstance(decl, A.ParserTypeDecl) and decl.kind == "package":
-                if len(args) != len(decl.params):
+                if not self.arity_ok(decl.params, args):  # @optional parameters may be left out
                     raise self.fatal(node, f"package '{t.name}' expects {len(decl.params)} arguments, got {len(args)}")
                 byname = {p.name: p for p in decl.params}
                 for i, a in enumerate(args):

@@ -68,6 +68,7 @@ class DeclarationChecker(CheckerBase):
             main,
             pipeline,
             [d for d in self.sink.diagnostics if d.severity != "error"],
+            self.digest_calls,
         )
 
     # ================================================================ global declarations
@@ -124,6 +125,10 @@ class DeclarationChecker(CheckerBase):
         elif isinstance(d, A.Instantiation):
             self.instantiation(d, g)
             self.instances[d.name] = d
+            if isinstance(d.type, BlockType) and isinstance(d.type.decl, A.ParserDecl | A.ControlDecl):
+                # P4_16 spec 11.3: parsers and controls are instantiated inside a block or
+                # in a package's argument list, never at top level (p4c: "cannot instantiate").
+                self.err(d, f"'{d.name}': a {d.type.kind} cannot be instantiated at top level")
         else:
             self.err(d, f"'{type(d).__name__}' {_UNSUPPORTED_MSG} at top level")
 
@@ -193,7 +198,7 @@ class DeclarationChecker(CheckerBase):
         d.type = t
         self.expr(d.value, scope, t)
         self.coerce(d.value, t, "initialize")
-        if d.value.const is None:
+        if d.value.const is None and not _constant_aggregate(d.value):
             self.err(d.value, f"initializer of constant '{d.name}' is not a compile-time constant")
         self.declare(scope, d.name, Ref("const", d.name, d, t, d.value.const), d)
 
@@ -207,3 +212,13 @@ class DeclarationChecker(CheckerBase):
             if p.default is not None:
                 self.expr(p.default, scope, p.type)
             self.declare(scope, p.name, Ref("param", p.name, p, p.type, owner=owner), p)
+
+
+def _constant_aggregate(e: A.Expr) -> bool:
+    """A list or struct expression of constants (`const S x = {9w192};`): a constant the
+    target builds where it is used, since only scalars fold to a single value."""
+    if isinstance(e, A.ListExpr):
+        return all(it.const is not None or _constant_aggregate(it) for it in e.items)
+    if isinstance(e, A.StructExpr):
+        return all(v.const is not None or _constant_aggregate(v) for _, v in e.fields)
+    return False

@@ -167,7 +167,10 @@ class ExpressionChecker(CheckerBase):
         if isinstance(e, A.Index):
             bt = strip_newtype(self.expr(e.expr, s))
             self.expr(e.index, s)
-            if not isinstance(strip_newtype(e.index.type), BitType | IntType):  # type: ignore[arg-type]
+            it = strip_newtype(e.index.type)  # type: ignore[arg-type]
+            if isinstance(it, EnumType) and it.underlying is not None:
+                it = it.underlying  # a serializable enum indexes as its integer (p4c agrees)
+            if not isinstance(it, BitType | IntType):
                 raise self.fatal(e.index, f"array index must be an integer, not '{e.index.type}'")
             if isinstance(bt, HeaderStackType):
                 if isinstance(e.index.const, int) and not 0 <= e.index.const < bt.size:

@@ -69,6 +69,8 @@ class CheckedProgram:
     main: A.Instantiation | None
     pipeline: dict[str, A.ParserDecl | A.ControlDecl]
     warnings: list[Any] = field(default_factory=list)
+    # v1model digest() calls in the order checked (source order), for naming them.
+    digest_calls: list[A.Call] = field(default_factory=list)
 
     def error_code(self, name: str) -> int:
         """Numeric value of ``error.<name>`` (declaration order, NoError = 0), as BMv2 numbers them."""
