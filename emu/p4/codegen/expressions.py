@@ -28,6 +28,21 @@ from .base import (
 )
 from .classes import fld
 
+_MAX_NESTING = 50  # bracket depth of one generated expression before it is split
+_SCALARS = (BitType, IntType, BoolType)
+
+
+def _nesting(code: str) -> int:
+    depth = deepest = 0
+    for ch in code:
+        if ch in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in ")]}":
+            depth -= 1
+    return deepest
+
+
 _SIMPLE_CONST = re.compile(r"^-?\d+$|^0x[0-9a-fA-F]+$|^True$|^False$")  # nothing to snapshot
 
 
@@ -45,7 +60,15 @@ class ExprLowerer(LowererBase):
         m = getattr(self, "x_" + type(e).__name__, None)
         if m is None:
             raise unsupported(e, f"expression '{type(e).__name__}'")
-        return m(e, ctx)
+        code: str = m(e, ctx)
+        if len(code) > 200 and _nesting(code) > _MAX_NESTING and isinstance(bt(e.type), _SCALARS):
+            # Python refuses source nested 200 brackets deep: a long operator chain is
+            # computed in steps. The operand runs first anyway: P4 evaluates left to
+            # right, and an operator whose right side emits lines takes its left first.
+            tv = self.tmp("n")
+            self.out.line(f"{tv} = {code}")
+            return tv
+        return code
 
     def x_StringLit(self, e: A.StringLit, ctx: Ctx) -> str:
         return repr(e.value)

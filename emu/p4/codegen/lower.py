@@ -73,6 +73,10 @@ _RETURN = re.compile(r"\s*return\b")  # a block body's own `return` (it returns 
 
 # counter and meter externs -> the prefix of their generated Python names
 _COUNTERS_METERS = {"counter": "CN", "direct_counter": "DC", "meter": "MT", "direct_meter": "DM"}
+# The most cells an indexed extern may have: the switch allocates them all at start (a
+# meter cell is a two-bucket object of about 200 bytes), so a size like 4e9 must be a
+# compile error, not a MemoryError when the switch starts.
+MAX_CELLS = {"register": 1 << 22, "counter": 1 << 22, "meter": 1 << 20}
 
 
 class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLowerer, LayoutLowerer):
@@ -235,6 +239,10 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
             if a is None:
                 return default
             return a.const if a.const is not None else default
+
+        if kind in MAX_CELLS and isinstance(const("size"), int) and const("size") > MAX_CELLS[kind]:
+            raise unsupported(d, f"{kind} '{qn}' of {const('size')} cells "
+                                 f"(the embedded target holds at most {MAX_CELLS[kind]})")
 
         if kind == "register":
             vt = t.type_args.get("T")

@@ -6,9 +6,10 @@ diagnostics naming the original file, line and column.
 from __future__ import annotations
 
 import functools
+import sys
 from pathlib import Path
 
-from lark import Lark
+from lark import Lark, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from . import ast as A
@@ -76,6 +77,29 @@ def _simplify_expected(expected: set[str]) -> str:
     return ", ".join(names)
 
 
+# How deep the syntax tree may nest (an expression of 900 chained operators fits): the
+# later stages walk it recursively, a few Python frames a level.
+MAX_NESTING = 1000
+
+
+def allow_recursion(depth: int) -> None:
+    """Let the recursive stages walk a tree `depth` levels deep (never lowers the limit)."""
+    need = 12 * depth + 2000
+    if sys.getrecursionlimit() < need:
+        sys.setrecursionlimit(need)
+
+
+def _deeper_than(tree: Tree, limit: int) -> Tree | None:
+    """The first node more than `limit` levels down (iteratively: the tree may be deep)."""
+    stack: list[tuple[Tree, int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return node
+        stack.extend((c, depth + 1) for c in node.children if isinstance(c, Tree))
+    return None
+
+
 def parse_preprocessed(pp: Preprocessed, sink: DiagnosticSink | None = None) -> A.Program:
     sink = sink or DiagnosticSink()
     parser, post = _lark()
@@ -102,6 +126,11 @@ def parse_preprocessed(pp: Preprocessed, sink: DiagnosticSink | None = None) -> 
         else:
             msg = "syntax error"
         raise sink.fail(pos, msg) from None
+    deep = _deeper_than(tree, MAX_NESTING)
+    if deep is not None:
+        pos = pp.source_map.lookup(deep.meta.line, deep.meta.column)
+        raise sink.fail(pos, f"the program nests more than {MAX_NESTING} levels deep here")
+    allow_recursion(MAX_NESTING)
     try:
         prog = ToAst(pp.source_map, sink).transform(tree)
     except SyntaxIssue as e:

@@ -192,6 +192,24 @@ def test_counter_and_register_indices_out_of_range_are_ignored() -> None:
     assert [sw.counter_read("c", i)[0] for i in range(4)] == [0, 0, 0, 1]
 
 
+@pytest.mark.parametrize("decl, use, message", [
+    ("register<bit<32>>(1000000000) r;", "r.write(0, 1);", "register 'I.r' of 1000000000 cells"),
+    ("counter(4000000000, CounterType.packets) c;", "c.count(0);", "counter 'I.c' of 4000000000 cells"),
+    ("meter(2000000, MeterType.packets) mt; bit<2> k;", "mt.execute_meter(0, k);", "meter 'I.mt' of 2000000 cells"),
+])
+def test_an_extern_array_too_large_to_allocate_is_a_compile_error(decl: str, use: str, message: str) -> None:
+    """The switch allocates every cell when it starts: a register of 10^9 cells once got
+    through compilation and ended in a MemoryError there."""
+    from emu.p4.frontend import P4Error
+
+    with pytest.raises(P4Error) as ei:
+        compile_source(program("bit<8> a;", use, decl), "t.p4")
+    (d,) = ei.value.diagnostics
+    assert message in d.message and "at most" in d.message
+    assert compile_source(program("bit<8> a;", use, decl.replace("1000000000", "1024")
+                                  .replace("4000000000", "1024").replace("2000000", "1024")), "t.p4")
+
+
 def test_lvalue_index_is_evaluated_before_the_right_hand_side() -> None:
     # p4c orders the left side's index first (gauntlet_index_7-bmv2): f() resets i after
     decls = "bit<8> f(inout bit<8> i) { i = 0; return 9; }"

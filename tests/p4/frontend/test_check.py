@@ -340,3 +340,28 @@ Switch(Pipe(Id())) main;
     assert check_source(prog).main is not None
     err = check_errors(prog.replace("Switch(Pipe(Id())) main", "Switch() main"))
     assert err.diagnostics[0].message == "package 'Switch' expects 2 arguments, got 0"
+
+
+# Found in p4c's p4_16_errors corpus (issue2496, issue4136, width_e) and by hand: each
+# once ended in a Python exception (a 4,300-digit int conversion, a negative shift count,
+# a MemoryError) instead of an error at the construct.
+@pytest.mark.parametrize("stmt, col, message", [
+    ("bit<12301923123132> x = 0;", 13, "width 12301923123132 is too large (at most 2048 bits, as p4c)"),
+    ("hdr.h.c = (bit<32>) 99999999999w1;", 29, "width 99999999999 is too large"),
+    ("hdr.h.a = 7[1:-1];", 23, "slice bound -1 is negative"),
+    ("hdr.h.c = (bit<32>) (1985245330 << 903012108);", 41,
+     "the constant '1985245330 << 903012108' is wider than 2048 bits"),
+    ("hdr.h.c = (bit<32>) 7[90000000000:0];", 29, "slice [90000000000:0] is wider than 2048 bits"),
+    ("h_t[1000000000] s;", 13, "a header stack of 1000000000 elements is not supported by the embedded target"),
+])
+def test_oversized_constructs_are_errors_at_their_place(stmt: str, col: int, message: str) -> None:
+    line, c, msg, _ = _first(ingress_program(f"    apply {{\n        {stmt}\n    }}"))
+    assert (line, c) == (INGRESS_LINE + 1, col)
+    assert msg.startswith(message)
+
+
+def test_a_shift_of_a_sized_value_past_its_width_folds_to_zero() -> None:
+    """`(bit<8>)1 << 4000000000000` is 0 in P4; folding it must not build a huge int."""
+    cp = check_source(ingress_program("    apply {\n        hdr.h.a = 8w1 << 4000000000000;\n    }"))
+    stmt = cp.controls["Ig"].decl.body.stmts[0]
+    assert stmt.rhs.const == 0

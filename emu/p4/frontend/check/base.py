@@ -28,7 +28,7 @@ from ..types import (
     VarbitType,
     strip_newtype,
 )
-from .program import BlockInfo, Ref, Scope, _Abort
+from .program import _UNSUPPORTED_MSG, MAX_STACK, MAX_WIDTH, BlockInfo, Ref, Scope, _Abort
 
 
 class CheckerBase:
@@ -110,6 +110,8 @@ class CheckerBase:
                 w = self.const_int(tr.width, scope, "width")
                 if w < 0 or (k == "int" and w == 0):
                     raise self.fatal(tr.width, f"invalid width {w} for {k}")
+                if w > MAX_WIDTH:
+                    raise self.fatal(tr.width, f"width {w} is too large (at most {MAX_WIDTH} bits, as p4c)")
                 if k == "varbit":
                     return VarbitType(w)
                 return BitType(w, k == "int")
@@ -130,6 +132,10 @@ class CheckerBase:
             size = self.const_int(tr.size, scope, "header stack size")
             if size <= 0:
                 raise self.fatal(tr.size, "header stack size must be positive")
+            if size > MAX_STACK:
+                # every packet gets the whole stack: a huge one stalls each packet
+                raise self.fatal(tr.size, f"a header stack of {size} elements {_UNSUPPORTED_MSG} "
+                                          f"(at most {MAX_STACK})")
             if not isinstance(strip_newtype(elem), HeaderType | HeaderUnionType):
                 self.err(tr, f"header stack element type must be a header, not '{elem}'")
             return HeaderStackType(elem, size)

@@ -35,7 +35,7 @@ from ..types import (
     strip_newtype,
 )
 from .base import CheckerBase
-from .program import _HEADER_METHODS, _STACK_METHODS, _UNSUPPORTED_MSG, Ref, Scope
+from .program import _HEADER_METHODS, _STACK_METHODS, _UNSUPPORTED_MSG, MAX_WIDTH, Ref, Scope
 
 
 class ExpressionChecker(CheckerBase):
@@ -147,6 +147,8 @@ class ExpressionChecker(CheckerBase):
                 return INT
             if e.width == 0 and e.value != 0:
                 raise self.fatal(e, f"value {e.value} does not fit in {e.width} bits")
+            if e.width > MAX_WIDTH:
+                raise self.fatal(e, f"width {e.width} is too large (at most {MAX_WIDTH} bits, as p4c)")
             t = BitType(e.width, e.signed)
             if e.value >= (1 << e.width):
                 self.sink.warning(e.pos, f"value {e.value} does not fit in '{t}'; it is truncated")
@@ -333,9 +335,13 @@ class ExpressionChecker(CheckerBase):
             bt = bt.underlying
         hi = self.const_int(e.hi, s, "slice bound")
         lo = self.const_int(e.lo, s, "slice bound")
+        if lo < 0:
+            raise self.fatal(e.lo, f"slice bound {lo} is negative")
         if isinstance(bt, IntType):
             if hi < lo:
                 raise self.fatal(e, f"slice [{hi}:{lo}] has its high bound below its low bound")
+            if hi - lo >= MAX_WIDTH:
+                raise self.fatal(e, f"slice [{hi}:{lo}] is wider than {MAX_WIDTH} bits")
             if e.expr.const is not None:
                 e.const = (e.expr.const >> lo) & ((1 << (hi - lo + 1)) - 1)
             return BitType(hi - lo + 1)
@@ -405,6 +411,10 @@ class ExpressionChecker(CheckerBase):
             if isinstance(lb, IntType) and lc is None:
                 raise self.fatal(e, "left operand of a shift needs a known width")
             if isinstance(lc, int) and isinstance(rc, int):
+                if op == "<<" and lc and isinstance(lb, IntType) and lc.bit_length() + rc > MAX_WIDTH:
+                    raise self.fatal(e, f"the constant '{lc} << {rc}' is wider than {MAX_WIDTH} bits")
+                if op == "<<" and isinstance(lb, BitType) and rc >= lb.width:
+                    rc = lb.width  # every bit shifted out; bounds the shift before wrapping
                 v = lc << rc if op == "<<" else lc >> rc
                 e.const = lb.wrap(v) if isinstance(lb, BitType) else v
             return lt

@@ -106,6 +106,11 @@ class Scope:
         return None
 
 
+# p4c's limit on any bit width, also that of a folded constant: beyond it a program
+# could make the checker build integers of gigabytes (`1 << 903012108`).
+MAX_WIDTH = 2048
+# The embedded target builds every header stack for each packet.
+MAX_STACK = 1 << 12
 _HEADER_METHODS = {"isValid", "setValid", "setInvalid"}
 _STACK_METHODS = {"push_front", "pop_front"}
 _UNSUPPORTED_MSG = "is not supported by the embedded target"
