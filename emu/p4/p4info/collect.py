@@ -150,7 +150,7 @@ class _Collector(_GeneratorBase):
         self.in_tables = set()
         self.profiles = {}
         self.direct = {}
-        action_names: set[str] = set()
+        action_names: dict[str, A.ActionDecl] = {}
         global_actions = list(self.prog.actions.values())
         # Externs instantiated at top level (shared by ingress and egress, e.g. a
         # register egress writes and ingress reads) are named without a prefix.
@@ -177,8 +177,13 @@ class _Collector(_GeneratorBase):
             ordered += [(loc.scope, loc.decl) for loc in locs if isinstance(loc.decl, A.ActionDecl) and loc.decl in used]
             for scope, a in ordered:
                 name = names.qualify(scope, a.name, a.annotations)
-                if name not in action_names:
-                    action_names.add(name)
+                other = action_names.get(name)
+                if other is not None and other is not a:
+                    # p4c: "conflicting control plane name"; P4Runtime could not tell them apart
+                    raise _error(a.pos, f"actions '{other.name}' and '{a.name}' have the same "
+                                        f"control-plane name '{name}'")
+                if other is None:
+                    action_names[name] = a
                     # p4c gives a @hidden action an id (a table's action_refs name it)
                     # but leaves it out of `actions`
                     if not _has(a.annotations, "hidden"):

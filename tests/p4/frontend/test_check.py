@@ -365,3 +365,89 @@ def test_a_shift_of_a_sized_value_past_its_width_folds_to_zero() -> None:
     cp = check_source(ingress_program("    apply {\n        hdr.h.a = 8w1 << 4000000000000;\n    }"))
     stmt = cp.controls["Ig"].decl.body.stmts[0]
     assert stmt.rhs.const == 0
+
+
+# Programs from p4c's p4_16_errors corpus (named in each case) that p4c rejects and the
+# checker once accepted; each now gets an error of its own.
+@pytest.mark.parametrize("src, message", [
+    # constructor-with-duplicate-parameter-names
+    ("control C();\npackage P(C c, C c);", "duplicate parameter 'c'"),
+    # decl-function-with-duplicate-type-paramter-names
+    ("void f<t, t>(in t a) {}", "duplicate type parameter 't'"),
+    # name-duplicate-type-parameter-names-2
+    ("struct S<T, T> { T a; }", "duplicate type parameter 'T'"),
+    # dup-param2
+    ("control MyIngress<p>(inout bit<32> x)(bit<32> p) { apply {} }", "duplicate name 'p'"),
+    # default-param, parameter-type-illformed
+    ("extern void f(out bit<32> x = 0);", "out parameter 'x' cannot have a default value"),
+    ("extern void f(@optional bit<32> y = 0);", "optional parameter 'y' cannot have a default value"),
+    # string-e, issue2354
+    ("extern void f(in string s);", "parameter 's' of type string cannot have a direction"),
+    ("extern void f(in int v);", "parameter 'v' of type int must be directionless"),
+    # decl-table-with-multiple-keys, table-action-duplicate-actions, missing_actions
+    ("action a() {}\ncontrol c() { table t { key = {} key = {} actions = { a; } } apply {} }",
+     "table 't' has more than one 'key' property"),
+    ("action a() {}\ncontrol c() { table t { actions = { a; a; } } apply {} }",
+     "table 't' lists action 'a' twice"),
+    ("control c() { table t { key = {} } apply {} }", "table 't' has no 'actions' property"),
+    # entries-keyless, table-entries-decl-order
+    ("action a() {}\ncontrol c() { table t { actions = { a; } const entries = { _ : a(); } } apply {} }",
+     "table 't' has entries but no key"),
+    ("action a() {}\ncontrol c(in bit<8> k) { table t { actions = { a; } const entries = { 1 : a(); }"
+     " key = { k : exact; } } apply {} }", "table 't': entries must come after the key"),
+    # div0, div1
+    ("control c(inout bit<8> a) { apply { a = a / 0; } }", "division by zero"),
+    ("control c(inout bit<8> a) { apply { a = a % -1; } }", "operator '%' on negative constants"),
+    # issue2206, shift-int-non-const
+    ("control c(inout bit<8> a) { apply { a = (bit<8>) (1 << a); } }",
+     "a shift of an unsized integer needs a constant shift amount"),
+    # function_e1, function_e2
+    ("bit<8> m(in bit<8> x) { if (x > 1) { return x; } }\n",
+     "function 'm' does not return a value on every path"),
+    ("action a() {}\nvoid f() { a(); }", "functions cannot call actions"),
+    # issue2597
+    ("control S() { apply {} }\ncontrol c() { S() s; action a() { s.apply(); } apply { a(); } }",
+     "a control cannot be applied inside an action"),
+    # issue2373
+    ("parser P(packet_in p) { state start { transition s1; } state s1 { transition start; } }",
+     "parser 'P' never reaches the accept or reject state"),
+    # init-entries-error1-bmv2, init-entries-error2-bmv2, init-entries-error3-bmv2, issue1580
+    ("action a() {}\ncontrol c(in bit<8> k) { table t { key = { k : exact; } actions = { a; }"
+     " entries = { priority = 10 : 1 : a(); } } apply {} }", "its key match kinds need no priorities"),
+    ("action a() {}\ncontrol c(in bit<8> k) { table t { key = { k : ternary; } actions = { a; }"
+     " entries = { 1 : a(); priority = 4 : 2 : a(); } } apply {} }", "the first entry must have a priority"),
+    ("action a() {}\ncontrol c(in bit<8> k) { table t { key = { k : ternary; } actions = { a; }"
+     " priority_delta = 10; entries = { priority = 12 : 1 : a(); 2 : a(); 3 : a(); } } apply {} }",
+     "entry priorities computed with priority_delta go below zero"),
+    ("action a() {}\ncontrol c(in bit<8> k) { table t { key = { k : exact; } actions = { @defaultonly a; }"
+     " const entries = { 1 : a(); } } apply {} }", "action 'a' is @defaultonly in table 't'"),
+])
+def test_p4c_error_corpus_programs_are_rejected(src: str, message: str) -> None:
+    err = check_errors("#include <core.p4>\n" + src)
+    assert any(message in d.message for d in err.diagnostics), [d.message for d in err.diagnostics]
+
+
+def test_priorities_p4c_accepts() -> None:
+    """Priorities from the first entry on, counting down by priority_delta to zero."""
+    src = """#include <core.p4>
+action a() {}
+control c(in bit<8> k) {
+    table t { key = { k : ternary; } actions = { a; } priority_delta = 5;
+              entries = { priority = 10 : 1 : a(); 2 : a(); priority = 7 : 3 : a(); } }
+    apply { t.apply(); }
+}
+parser P(packet_in p) { state start { transition select(p.lookahead<bit<8>>()) { 1: s1; } }
+                        state s1 { transition select(p.lookahead<bit<8>>()) { 1: s1; default: accept; } } }
+"""
+    assert "c" in check_source(src).controls
+
+
+def test_a_function_may_end_in_a_switch_or_if_that_always_returns() -> None:
+    src = """#include <core.p4>
+bit<8> f(in bit<8> x) {
+    if (x == 0) { return 1; } else { if (x == 1) { return 2; } else { return 3; } }
+}
+bit<8> g(in bit<8> x) { { return x; } }
+void h(in bit<8> x) { if (x == 0) { return; } }
+"""
+    assert check_source(src).functions.keys() >= {"f", "g", "h"}

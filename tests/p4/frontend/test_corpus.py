@@ -1,8 +1,9 @@
-"""Every v1model program among p4c's sample programs (not stored in this repo) goes
-through the front end, P4Info and code generation, except the few listed below with
-the reason the embedded target refuses them.
+"""p4c's v1model test programs (not stored in this repo) against the embedded target:
+every sample goes through the front end, P4Info and code generation, and every program
+of p4c's error corpus is refused, except the few listed below with the reason.
 
-Set P4C_SAMPLES to p4c's testdata/p4_16_samples (the files and what they include).
+Set P4C_SAMPLES to p4c's testdata/p4_16_samples (the files and what they include); the
+error corpus is read from testdata/p4_16_errors beside it.
 """
 
 from __future__ import annotations
@@ -65,3 +66,46 @@ def test_p4c_v1model_sample(name: str) -> None:
             pytest.xfail(first)
         raise
     assert name not in KNOWN, f"{name} now compiles: take it off the known list"
+
+
+# p4c's p4_16_errors programs for v1model that the embedded target still accepts, and why
+# that is acceptable or still to do. Every other one must be refused.
+ACCEPTED_ERRORS = {
+    "issue1777-bmv2.p4": "BMv2 back-end limit (a struct in a register): the target supports it",
+    "issue3299.p4": "BMv2 back-end limit (switch in an action): the target supports it",
+    "issue2283_2-bmv2.p4": "a P4Info transformation limit of p4c",
+    "issue5296_invalid_version.p4": "V1MODEL_VERSION values are not checked",
+    "issue5296_unknown_version.p4": "V1MODEL_VERSION values are not checked",
+    "issue-2123_e.p4": "to do: range bounds in select must be constants",
+    "issue122.p4": "to do: no function calls allowed in that context",
+    "issue2835-bmv2.p4": "to do: a table apply in an action argument",
+    "issue5094-type-bmv2.p4": "to do: the type of a shift's right operand",
+    "table-entries-lpm-2.p4": "to do: an LPM entry's mask must be a prefix",
+    "table-entries-optional-2-bmv2.p4": "to do: an optional key's entry is a value or _",
+}
+
+
+def _v1model_errors() -> list[str]:
+    errors = Path(SAMPLES or "-").parent / "p4_16_errors"
+    if not errors.is_dir():
+        return []
+    return sorted(p.name for p in errors.glob("*.p4") if p.is_file()
+                  and "v1model.p4" in p.read_text(errors="replace"))
+
+
+@pytest.mark.skipif(not SAMPLES, reason="set P4C_SAMPLES to p4c's testdata/p4_16_samples")
+@pytest.mark.parametrize("name", _v1model_errors() or ["-"])
+def test_p4c_v1model_error_program_is_refused(name: str) -> None:
+    """p4c refuses each of its testdata/p4_16_errors programs (beside p4_16_samples)."""
+    assert SAMPLES is not None
+    errors = Path(SAMPLES).parent / "p4_16_errors"
+    try:
+        checked = load_program(str(errors / name), include_dirs=[str(errors)])
+        generate_p4info(checked)
+        compile_checked(checked, name)
+    except P4Error:
+        assert name not in ACCEPTED_ERRORS, f"{name} is now refused: take it off the list"
+        return
+    if name in ACCEPTED_ERRORS:
+        pytest.xfail(ACCEPTED_ERRORS[name])
+    pytest.fail(f"{name}: p4c refuses it, the embedded target compiled it")

@@ -369,6 +369,17 @@ def test_digests_of_data_without_a_type_name_are_numbered_like_p4c() -> None:
     assert [d["name"] for d in compiled.info.digests] == ["digest_0", "digest_1", "meta_t"]
 
 
+def test_two_actions_with_one_control_plane_name_are_an_error() -> None:
+    # p4c's issue1949-bmv2: P4Info once kept the first and silently dropped the second.
+    src = SKELETON.format(
+        locals='@name(".foo") action a1() { hdr.h.a = 1; }\n'
+               '@name(".foo") action a2() { hdr.h.a = 2; }\n'
+               "table t { key = { hdr.h.a : exact; } actions = { a1; a2; } }",
+        apply="t.apply();", ingress="ingress", egress="egress", egress_locals="", egress_apply="")
+    with pytest.raises(P4Error, match="actions 'a1' and 'a2' have the same control-plane name 'foo'"):
+        p4info_of(src)
+
+
 def test_value_set(features: p4info_pb2.P4Info) -> None:
     (vs,) = features.value_sets
     assert (vs.preamble.name, vs.size) == ("P.tpid_vs", 4)

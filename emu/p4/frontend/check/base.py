@@ -72,6 +72,13 @@ class CheckerBase:
             return
         scope.values[name] = ref
 
+    def unique_names(self, names: list[str], what: str, node: A.Node) -> None:
+        seen: set[str] = set()
+        for n in names:
+            if n in seen:
+                self.err(node, f"duplicate {what} '{n}'")
+            seen.add(n)
+
     def declare_type(self, scope: Scope, name: str, t: Type, node: A.Node) -> None:
         if name in scope.types:
             self.err(node, f"redeclaration of type '{name}'")
@@ -84,6 +91,8 @@ class CheckerBase:
         info = BlockInfo(d, kind)
         (self.parsers if kind == "parser" else self.controls)[d.name] = info
         s = Scope(g, kind)
+        self.unique_names([*d.type_params, *(p.name for p in [*d.params, *d.ctor_params]
+                                             if p.name in d.type_params)], "name", d)
         for tp in d.type_params:
             s.types[tp] = TypeVar(tp, d)
         self.params(d.params, s, d)

@@ -46,6 +46,8 @@ class CallChecker(CheckerBase):
                 e.kind, e.target = "action", ad
                 if self.block is not None and not self.in_action and self.block.kind == "parser":
                     self.err(e, "actions cannot be called from a parser")
+                if isinstance(self.owner, A.FunctionDecl):
+                    self.err(e, "functions cannot call actions")
                 self.bind_args(ad.params, e.args, s, {}, {}, f"action '{ad.name}'", e)
                 return VOID
             raise self.fatal(e.func, f"'{self.describe(e.func)}' is not callable")
@@ -82,6 +84,8 @@ class CallChecker(CheckerBase):
         if ft.kind == "block_apply":
             bt: BlockType = ft.receiver
             e.kind, e.target = "apply", bt.decl
+            if self.in_action:
+                self.err(e, f"a {bt.kind} cannot be applied inside an action")
             self.bind_args(bt.decl.params, e.args, s, {}, {}, f"apply of '{bt.name}'", e)
             return VOID
         if ft.kind == "function":

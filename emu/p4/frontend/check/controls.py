@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import ast as A
-from ..types import VOID, BlockType, ExternType, MethodType, TableType, Type, TypeVar
+from ..types import VOID, BlockType, ExternType, MethodType, TableType, Type, TypeVar, VoidType
 from .base import CheckerBase
 from .program import _UNSUPPORTED_MSG, Ref, Scope, _Abort, ref_to_action
 
@@ -70,6 +70,7 @@ class ControlChecker(CheckerBase):
         self.functions[d.name] = d
         self.declare(s, d.name, Ref("function", d.name, d, MethodType([d.proto], "function", d)), d)
         inner = Scope(s, "function")
+        self.unique_names(d.proto.type_params, "type parameter", d)
         for tp in d.proto.type_params:
             inner.types[tp] = TypeVar(tp, d)
         self.params(d.proto.params, inner, d)
@@ -81,6 +82,8 @@ class ControlChecker(CheckerBase):
             self.stmt_safe(d.body, inner)
         finally:
             self.return_type, self.owner = prev
+        if not isinstance(rt, VoidType) and not _always_returns(d.body):
+            self.err(d, f"function '{d.name}' does not return a value on every path")
 
     def instantiation(self, d: A.Instantiation, s: Scope) -> None:
         if d.initializer:
@@ -143,3 +146,19 @@ class ControlChecker(CheckerBase):
         need, have = len(pt.decl.params), len(at.decl.params)
         if need != have:
             self.err(a, f"argument '{p.name}' of '{pkg}': {got} '{at.name}' has {have} parameters, '{pt.name}' needs {need}")
+
+
+def _always_returns(st: A.Stmt | None) -> bool:
+    """Whether every path through `st` ends in `return` or `exit` (p4c's check that a
+    function returns a value on all paths)."""
+    if isinstance(st, A.Return | A.Exit):
+        return True
+    if isinstance(st, A.Block):
+        return any(_always_returns(x) for x in st.stmts)
+    if isinstance(st, A.If):
+        return _always_returns(st.then) and _always_returns(st.else_)
+    if isinstance(st, A.Switch):
+        bodies = [c.body for c in st.cases if c.body is not None]
+        has_default = any(isinstance(c.label, A.DefaultExpr) for c in st.cases)
+        return has_default and all(_always_returns(b) for b in bodies)
+    return False

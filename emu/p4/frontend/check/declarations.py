@@ -15,7 +15,9 @@ from ..types import (
     ExternType,
     HeaderType,
     HeaderUnionType,
+    IntType,
     NewType,
+    StringType,
     StructType,
     TypeVar,
     VarbitType,
@@ -110,6 +112,8 @@ class DeclarationChecker(CheckerBase):
                 g.values[d.name] = Ref("extern_function", d.name, self.extern_functions[d.name])
         elif isinstance(d, A.ParserTypeDecl):
             self.declare_type(g, d.name, BlockType(d.name, d.kind, d), d)
+            self.unique_names(d.type_params, "type parameter", d)
+            self.unique_names([p.name for p in d.params], "parameter", d)
         elif isinstance(d, A.ActionDecl):
             self.actions[d.name] = d
             self.declare(g, d.name, ref_to_action(d.name, d), d)
@@ -135,6 +139,8 @@ class DeclarationChecker(CheckerBase):
     def prototype(self, m: A.MethodDecl, scope: Scope) -> None:
         """Resolve a prototype's parameter types (generic ones stay TypeVars)."""
         inner = Scope(scope)
+        self.unique_names(m.type_params, "type parameter", m)
+        self.unique_names([p.name for p in m.params], "parameter", m)
         for tp in m.type_params:
             inner.types[tp] = TypeVar(tp, m)
         for p in m.params:
@@ -142,6 +148,7 @@ class DeclarationChecker(CheckerBase):
                 p.type = self.resolve_type(p.typeref, inner)
             except _Abort:
                 p.type = DONTCARE
+            self.param_rules(p)
         if m.return_type is not None:
             try:
                 self.resolve_type(m.return_type, inner)
@@ -153,6 +160,7 @@ class DeclarationChecker(CheckerBase):
         t = cls(d.name, [], d)
         self.declare_type(scope, d.name, t, d)
         inner = Scope(scope)
+        self.unique_names(d.type_params, "type parameter", d)
         for tp in d.type_params:
             inner.types[tp] = TypeVar(tp, d)
         seen: set[str] = set()
@@ -211,7 +219,19 @@ class DeclarationChecker(CheckerBase):
                 p.type = DONTCARE
             if p.default is not None:
                 self.expr(p.default, scope, p.type)
+            self.param_rules(p)
             self.declare(scope, p.name, Ref("param", p.name, p, p.type, owner=owner), p)
+
+    def param_rules(self, p: A.Param) -> None:
+        """What P4_16 (and p4c) refuse in a parameter whatever it belongs to."""
+        if p.default is not None and p.direction == "out":
+            self.err(p, f"out parameter '{p.name}' cannot have a default value")
+        if p.default is not None and A.find_annotation(p.annotations, "optional"):
+            self.err(p, f"optional parameter '{p.name}' cannot have a default value")
+        if p.direction and isinstance(p.type, StringType):
+            self.err(p, f"parameter '{p.name}' of type string cannot have a direction")
+        if p.direction and isinstance(p.type, IntType):
+            self.err(p, f"parameter '{p.name}' of type int must be directionless")
 
 
 def _constant_aggregate(e: A.Expr) -> bool:

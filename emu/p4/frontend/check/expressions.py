@@ -410,6 +410,9 @@ class ExpressionChecker(CheckerBase):
                 raise self.fatal(e.right, "shift amount must not be negative")
             if isinstance(lb, IntType) and lc is None:
                 raise self.fatal(e, "left operand of a shift needs a known width")
+            if isinstance(lb, IntType) and rc is None:
+                # p4c: the result would be an int of unknown width
+                raise self.fatal(e, "a shift of an unsized integer needs a constant shift amount")
             if isinstance(lc, int) and isinstance(rc, int):
                 if op == "<<" and lc and isinstance(lb, IntType) and lc.bit_length() + rc > MAX_WIDTH:
                     raise self.fatal(e, f"the constant '{lc} << {rc}' is wider than {MAX_WIDTH} bits")
@@ -436,8 +439,16 @@ class ExpressionChecker(CheckerBase):
             if lc is not None and rc is not None:
                 e.const = (lc == rc) if op == "==" else (lc != rc)
             return BOOL
+        written = (e.left.const, e.right.const)  # before an unsized operand takes a width
         ut = self.unify_arith(e)
         lc, rc = e.left.const, e.right.const
+        if op in ("/", "%"):
+            # p4c: "Division by zero", "not defined on negative numbers", also when only
+            # the other operand is known
+            if isinstance(written[1], int) and not isinstance(written[1], bool) and written[1] == 0:
+                raise self.fatal(e, "division by zero")
+            if any(isinstance(c, int) and c < 0 for c in written):
+                raise self.fatal(e, f"operator '{op}' on negative constants is not defined in P4")
         if op in ("<", ">", "<=", ">="):
             if isinstance(lc, int) and isinstance(rc, int):
                 e.const = {"<": lc < rc, ">": lc > rc, "<=": lc <= rc, ">=": lc >= rc}[op]

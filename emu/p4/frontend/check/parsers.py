@@ -24,6 +24,8 @@ class ParserChecker(CheckerBase):
             self.block_locals(info, s)
             if not any(st.name == "start" for st in d.states):
                 self.err(d, f"parser '{d.name}' has no 'start' state")
+            elif not _ends(d.states):
+                self.err(d, f"parser '{d.name}' never reaches the accept or reject state")
             for st in d.states:
                 ss = Scope(s)
                 for stmt in st.stmts:
@@ -93,3 +95,28 @@ class ParserChecker(CheckerBase):
             return
         if not isinstance(et, DontCareType):
             self.coerce(e, t, "match")
+
+
+def _ends(states: list[A.ParserState]) -> bool:
+    """Whether a state's transitions lead from `start` to accept or reject (p4c's check;
+    a state without a transition goes to reject)."""
+    by_name = {st.name: st for st in states}
+    todo, seen = ["start"], set()
+    while todo:
+        name = todo.pop()
+        if name in ("accept", "reject"):
+            return True
+        st = by_name.get(name)
+        if st is None:
+            return True  # an unknown state: reported as such already
+        if name in seen:
+            continue
+        seen.add(name)
+        tr = st.transition
+        if tr is None:
+            return True
+        if tr.state is not None:
+            todo.append(tr.state)
+        elif tr.select is not None:
+            todo.extend(c.state for c in tr.select.cases)
+    return False

@@ -23,6 +23,7 @@ class TableChecker(CheckerBase):
     def table(self, d: A.TableDecl, s: Scope) -> None:
         key_types: list[Type] = []
         action_names: dict[str, A.ActionRef] = {}
+        self.table_shape(d)
         for p in d.properties:
             try:
                 if p.kind == "key":
@@ -36,6 +37,8 @@ class TableChecker(CheckerBase):
                 elif p.kind == "actions":
                     for ar in p.actions:
                         self.action_ref(ar, s, data_args=False)
+                        if ar.name.lstrip(".") in action_names:
+                            self.err(ar, f"table '{d.name}' lists action '{ar.name.lstrip('.')}' twice")
                         action_names[ar.name.lstrip(".")] = ar
             except _Abort:
                 pass
@@ -58,6 +61,59 @@ class TableChecker(CheckerBase):
                         self.expr(p.value, s)
             except _Abort:
                 pass
+        self.entry_priorities(d, s)
+
+    def entry_priorities(self, d: A.TableDecl, s: Scope) -> None:
+        """p4c's rules for `priority =` in a table's (non-const) entries: only where a key
+        needs priorities (ternary, range, optional), then from the first entry on, and the
+        ones computed from `priority_delta` may not go below zero."""
+        key = next((p for p in d.properties if p.kind == "key"), None)
+        ep = next((p for p in d.properties if p.kind == "entries" and not p.is_const), None)
+        if key is None or not key.keys or ep is None or not ep.entries:
+            return
+        given = [e for e in ep.entries if e.priority is not None]
+        if not given:
+            return
+        if all(k.match_kind in ("exact", "lpm") for k in key.keys):
+            self.err(given[0], f"table '{d.name}': its key match kinds need no priorities, "
+                                        "but entries give some")
+            return
+        if ep.entries[0].priority is None:
+            self.err(ep.entries[0], f"table '{d.name}': the first entry must have a priority "
+                                    "when others give one")
+            return
+        props = {p.name: p.value for p in d.properties if p.kind == "value"}
+        delta = props.get("priority_delta")
+        step = delta.const if delta is not None and isinstance(delta.const, int) else 1
+        wins = props.get("largest_priority_wins")
+        largest = not (wins is not None and wins.const is False)
+        current = 0
+        for en in ep.entries:
+            if en.priority is not None and isinstance(en.priority.const, int):
+                current = en.priority.const
+            current += -step if largest else step
+            if current < 0:
+                self.err(en, f"table '{d.name}': entry priorities computed with priority_delta "
+                             "go below zero")
+                return
+
+    def table_shape(self, d: A.TableDecl) -> None:
+        """Property rules of P4_16 spec 14.2 that p4c enforces: each property once, an
+        `actions` list, and entries only after a non-empty key."""
+        names = [p.name for p in d.properties]
+        for p in d.properties:
+            if names.count(p.name) > 1 and p is not next(q for q in d.properties if q.name == p.name):
+                self.err(p, f"table '{d.name}' has more than one '{p.name}' property")
+        if "actions" not in names:
+            self.err(d, f"table '{d.name}' has no 'actions' property")
+        key = next((p for p in d.properties if p.kind == "key"), None)
+        for p in d.properties:
+            if p.kind != "entries" or not p.entries:
+                continue
+            if key is None or not key.keys:
+                self.err(p, f"table '{d.name}' has entries but no key")
+            elif names.index("key") > names.index(p.name):
+                self.err(p, f"table '{d.name}': entries must come after the key")
 
     def action_ref(self, ar: A.ActionRef, s: Scope, data_args: bool) -> A.ActionDecl:
         name = ar.name.lstrip(".")
@@ -104,3 +160,7 @@ class TableChecker(CheckerBase):
         ad = self.action_ref(en.action, s, data_args=True)
         if acts and ad.name not in acts:
             self.err(en.action, f"action '{ad.name}' is not in the actions list of table '{t.name}'")
+        listed = acts.get(ad.name)
+        if listed is not None and A.find_annotation(listed.annotations, "defaultonly"):
+            self.err(en.action, f"action '{ad.name}' is @defaultonly in table '{t.name}': "
+                                "no entry may use it")
