@@ -421,6 +421,13 @@ def test_a_shift_of_a_sized_value_past_its_width_folds_to_zero() -> None:
      "entry priorities computed with priority_delta go below zero"),
     ("action a() {}\ncontrol c(in bit<8> k) { table t { key = { k : exact; } actions = { @defaultonly a; }"
      " const entries = { 1 : a(); } } apply {} }", "action 'a' is @defaultonly in table 't'"),
+    # table-entries-lpm-2, table-entries-optional-2-bmv2
+    ("action a() {}\ncontrol c(in bit<8> k) { table t { key = { k : lpm; } actions = { a; }"
+     " const entries = { 0x11 &&& 0xE1 : a(); } } apply {} }", "'0x11 &&& 0xe1' is not a prefix of a 8-bit lpm key"),
+    ("action a() {}\ncontrol c(in bit<8> k) { table t { key = { k : lpm; } actions = { a; }"
+     " const entries = { 0x100 &&& 0xF0 : a(); } } apply {} }", "is not a prefix of a 8-bit lpm key"),
+    ("action a() {}\ncontrol c(in bit<8> k) { table t { key = { k : optional; } actions = { a; }"
+     " const entries = { 0xaa &&& 0xf0 : a(); } } apply {} }", "an optional key's entry is a value or '_'"),
 ])
 def test_p4c_error_corpus_programs_are_rejected(src: str, message: str) -> None:
     err = check_errors("#include <core.p4>\n" + src)
@@ -434,7 +441,8 @@ action a() {}
 control c(in bit<8> k) {
     table t { key = { k : ternary; } actions = { a; } priority_delta = 5;
               entries = { priority = 10 : 1 : a(); 2 : a(); priority = 7 : 3 : a(); } }
-    apply { t.apply(); }
+    table l { key = { k : lpm; } actions = { a; } const entries = { 0x10 &&& 0xF0 : a(); 7 : a(); } }
+    apply { t.apply(); l.apply(); }
 }
 parser P(packet_in p) { state start { transition select(p.lookahead<bit<8>>()) { 1: s1; } }
                         state s1 { transition select(p.lookahead<bit<8>>()) { 1: s1; default: accept; } } }

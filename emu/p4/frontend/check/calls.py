@@ -114,7 +114,8 @@ class CallChecker(CheckerBase):
         else:
             e.kind = "extern_function"
         rt = self.invoke(m, e, s, binding, tvars, targs)
-        if e.kind == "extern_function" and m.name == "digest" and len(e.args) == 2:
+        if e.kind == "extern_function" and m.name == "digest" and len(e.args) == 2 \
+                and not any(c is e for c in self.digest_calls):
             self.digest_calls.append(e)
         if e.kind == "extern_function" and m.name == "verify" and not self.in_parser:
             self.err(e, "'verify' can only be called in a parser")

@@ -97,6 +97,27 @@ class TableChecker(CheckerBase):
                              "go below zero")
                 return
 
+    def entry_masks(self, en: A.Entry, key_types: list[Type], t: A.TableDecl) -> None:
+        """p4c's rules for masks in entries: an lpm key's mask is a prefix of the field's
+        width, and an optional key's entry is a value or `_`, never `&&&`."""
+        key = next((p for p in t.properties if p.kind == "key"), None)
+        if key is None:
+            return
+        parts = en.keyset.items if isinstance(en.keyset, A.ListExpr) else [en.keyset]
+        for part, k, kt in zip(parts, key.keys, key_types, strict=False):
+            if not isinstance(part, A.Mask):
+                continue
+            if k.match_kind == "optional":
+                self.err(part, "an optional key's entry is a value or '_', not a mask")
+                continue
+            w = getattr(strip_newtype(kt), "width", None)
+            value, mask = (_written(part.value), _written(part.mask))
+            if k.match_kind != "lpm" or w is None or value is None or mask is None:
+                continue
+            full = (1 << w) - 1
+            if value > full or mask > full or (full - mask) & (full - mask + 1):
+                self.err(part, f"'{value:#x} &&& {mask:#x}' is not a prefix of a {w}-bit lpm key")
+
     def table_shape(self, d: A.TableDecl) -> None:
         """Property rules of P4_16 spec 14.2 that p4c enforces: each property once, an
         `actions` list, and entries only after a non-empty key."""
@@ -155,6 +176,7 @@ class TableChecker(CheckerBase):
 
     def entry(self, en: A.Entry, key_types: list[Type], acts: dict[str, A.ActionRef], s: Scope, t: A.TableDecl) -> None:
         self.keyset(en.keyset, key_types or [DONTCARE], s)
+        self.entry_masks(en, key_types, t)
         if en.priority is not None:
             self.const_int(en.priority, s, "entry priority")
         ad = self.action_ref(en.action, s, data_args=True)
@@ -164,3 +186,10 @@ class TableChecker(CheckerBase):
         if listed is not None and A.find_annotation(listed.annotations, "defaultonly"):
             self.err(en.action, f"action '{ad.name}' is @defaultonly in table '{t.name}': "
                                 "no entry may use it")
+
+
+def _written(e: A.Expr) -> int | None:
+    """A constant as the program wrote it (before it took the key's width)."""
+    if isinstance(e, A.IntLit):
+        return e.value
+    return e.const if isinstance(e.const, int) and not isinstance(e.const, bool) else None
