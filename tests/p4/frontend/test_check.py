@@ -428,6 +428,20 @@ def test_a_shift_of_a_sized_value_past_its_width_folds_to_zero() -> None:
      " const entries = { 0x100 &&& 0xF0 : a(); } } apply {} }", "is not a prefix of a 8-bit lpm key"),
     ("action a() {}\ncontrol c(in bit<8> k) { table t { key = { k : optional; } actions = { a; }"
      " const entries = { 0xaa &&& 0xf0 : a(); } } apply {} }", "an optional key's entry is a value or '_'"),
+    # psa-type-hdr, tuple-newtype, serenum-type, string-e1
+    ("header h_t { bit<8> a; }\ntype h_t T;", "'type T' must be over bit<W>, int<W>, bool or a type"),
+    ("type bit<16> B;\nenum B E { A = 1 }", "enum underlying type must be bit<W> or int<W>, not 'B'"),
+    ("struct S { string s; }", "field 's' of struct 'S' cannot have type 'string'"),
+    # stmt-switch-with-duplicate-labels, issue2335, issue2354-1
+    ("control c(in bit<4> v) { apply { switch (v) { 1: {} 1: {} default: {} } } }", "duplicate switch label"),
+    ("control c() { apply { int x = 0; } }", "variable 'x' cannot have type int"),
+    ("control c() { action a(int x) {} apply { a(1); } }", "action parameter 'x' cannot have type int"),
+    # select-struct, select-varbits
+    ("header h_t { bit<8> a; }\nparser P(packet_in p, out h_t h) {\n"
+     "  state start { transition select(h) { default: accept; } } }", "a value of type 'h_t' cannot be used in select"),
+    # issue3589, issue3291-1
+    ("action a() {}\ncontrol c() { table t { actions = { a; } } apply { if (t == t) {} } }",
+     "values of type 'table t' cannot be compared"),
 ])
 def test_p4c_error_corpus_programs_are_rejected(src: str, message: str) -> None:
     err = check_errors("#include <core.p4>\n" + src)

@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 from .. import ast as A
-from ..types import VOID, BlockType, ExternType, MethodType, TableType, Type, TypeVar, VoidType
+from ..types import (
+    VOID,
+    BlockType,
+    ExternType,
+    IntType,
+    MethodType,
+    TableType,
+    Type,
+    TypeVar,
+    VoidType,
+)
 from .base import CheckerBase
 from .program import _UNSUPPORTED_MSG, Ref, Scope, _Abort, ref_to_action
 
@@ -45,6 +55,9 @@ class ControlChecker(CheckerBase):
     def var_decl(self, d: A.VarDecl, s: Scope) -> None:
         t = self.resolve_type(d.typeref, s)
         d.type = t
+        if isinstance(t, IntType):
+            # p4c: int is a compile-time type; a constant may have it, a variable not
+            self.err(d.typeref, f"variable '{d.name}' cannot have type int (it has no width)")
         if d.init is not None:
             self.expr(d.init, s, t)
             self.coerce(d.init, t, "initialize")
@@ -59,6 +72,9 @@ class ControlChecker(CheckerBase):
             elif seen_data:
                 self.err(p, "directional action parameters must come before directionless ones")
         self.params(d.params, inner, d)
+        for p in d.params:
+            if isinstance(p.type, IntType):
+                self.err(p, f"action parameter '{p.name}' cannot have type int (it has no width)")
         prev = (self.in_action, self.return_type, self.owner)
         self.in_action, self.return_type, self.owner = True, VOID, d
         try:

@@ -93,6 +93,9 @@ class DeclarationChecker(CheckerBase):
             self.enum(d, g)
         elif isinstance(d, A.TypedefDecl):
             base = self.resolve_type(d.typeref, g)
+            if d.new_type and not isinstance(base, BitType | BoolType | NewType):
+                # p4c: "`type' can only be applied to base types"
+                self.err(d.typeref, f"'type {d.name}' must be over bit<W>, int<W>, bool or a type, not '{base}'")
             self.declare_type(g, d.name, NewType(d.name, base) if d.new_type else base, d)
         elif isinstance(d, A.ConstDecl):
             self.const_decl(d, g)
@@ -180,13 +183,15 @@ class DeclarationChecker(CheckerBase):
                 self.err(f.typeref, f"header field '{f.name}' needs a serializable enum, not '{ft}'")
             if d.kind == "header_union" and not isinstance(base, HeaderType):
                 self.err(f.typeref, f"header_union member '{f.name}' must be a header, not '{ft}'")
+            if isinstance(base, StringType | IntType):
+                self.err(f.typeref, f"field '{f.name}' of {d.kind} '{d.name}' cannot have type '{ft}'")
             t.fields.append((f.name, ft))
 
     def enum(self, d: A.EnumDecl, scope: Scope) -> None:
         under: BitType | None = None
         if d.underlying is not None:
-            ut = strip_newtype(self.resolve_type(d.underlying, scope))
-            if not isinstance(ut, BitType):
+            ut = self.resolve_type(d.underlying, scope)
+            if not isinstance(ut, BitType):  # a `type`, even over bit<W>, is not allowed (p4c)
                 raise self.fatal(d.underlying, f"enum underlying type must be bit<W> or int<W>, not '{ut}'")
             under = ut
         t = EnumType(d.name, list(d.members), under, {}, d)

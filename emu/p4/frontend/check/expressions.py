@@ -431,6 +431,10 @@ class ExpressionChecker(CheckerBase):
             return t
         if op in ("==", "!="):
             lb, rb = strip_newtype(lt), strip_newtype(rt)
+            for side in (lb, rb):
+                if isinstance(side, ExternType | TableType | BlockType | TypeVar):
+                    # p4c: "externs/tables cannot be compared"; a type variable's values neither
+                    raise self.fatal(e, f"values of type '{side}' cannot be compared")
             if isinstance(lb, BitType | IntType) or isinstance(rb, BitType | IntType):
                 self.unify_arith(e)
             elif not self.same_type(lt, rt) and not (isinstance(e.left, A.ListExpr) or isinstance(e.right, A.ListExpr)):

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from .. import ast as A
-from ..types import DONTCARE, DontCareType, TupleType, Type
+from ..types import (
+    DONTCARE,
+    DontCareType,
+    HeaderStackType,
+    StructLikeType,
+    TupleType,
+    Type,
+    VarbitType,
+    strip_newtype,
+)
 from .base import CheckerBase
 from .program import Ref, Scope, _Abort
 
@@ -48,6 +57,9 @@ class ParserChecker(CheckerBase):
                 types.append(self.expr(e, scope))
             except _Abort:
                 types.append(DONTCARE)
+                continue
+            if isinstance(strip_newtype(types[-1]), StructLikeType | VarbitType | HeaderStackType):
+                self.err(e, f"a value of type '{types[-1]}' cannot be used in select")
         sel.type = TupleType(tuple(types))
         for c in sel.cases:
             if c.state not in states:

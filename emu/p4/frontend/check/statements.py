@@ -128,6 +128,9 @@ class StatementChecker(CheckerBase):
                     self.coerce(lab, t, "match")
                     if lab.const is None:
                         self.err(lab, "switch label must be a compile-time constant")
+                    elif (type(lab.const), lab.const) in seen:
+                        self.err(lab, "duplicate switch label")
+                    seen.add((type(lab.const), lab.const))
                 except _Abort:
                     pass
             if c.body is not None:
