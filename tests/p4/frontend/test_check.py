@@ -442,6 +442,9 @@ def test_a_shift_of_a_sized_value_past_its_width_folds_to_zero() -> None:
     # issue3589, issue3291-1
     ("action a() {}\ncontrol c() { table t { actions = { a; } } apply { if (t == t) {} } }",
      "values of type 'table t' cannot be compared"),
+    # table-entries-error
+    ("action a(bit<8> x) {}\ncontrol c(in bit<8> k) { table t { key = { k : exact; } actions = { a; }"
+     " const entries = { 0 : a(1); 1 : a(2); 0 : a(3); } } apply {} }", "table 't': duplicate entry key"),
 ])
 def test_p4c_error_corpus_programs_are_rejected(src: str, message: str) -> None:
     err = check_errors("#include <core.p4>\n" + src)

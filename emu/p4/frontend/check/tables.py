@@ -62,6 +62,24 @@ class TableChecker(CheckerBase):
             except _Abort:
                 pass
         self.entry_priorities(d, s)
+        self.duplicate_keys(d)
+
+    def duplicate_keys(self, d: A.TableDecl) -> None:
+        """Two entries of an exact-match table with the same key (p4c: "Duplicate entry
+        keys"): the second could never match, and the switch could not install it."""
+        key = next((p for p in d.properties if p.kind == "key"), None)
+        if key is None or not key.keys or any(k.match_kind != "exact" for k in key.keys):
+            return
+        for p in d.properties:
+            seen: set[tuple[object, ...]] = set()
+            for en in p.entries if p.kind == "entries" else []:
+                parts = en.keyset.items if isinstance(en.keyset, A.ListExpr) else [en.keyset]
+                values = tuple(x.const for x in parts)
+                if any(v is None for v in values):
+                    continue
+                if values in seen:
+                    self.err(en.keyset, f"table '{d.name}': duplicate entry key")
+                seen.add(values)
 
     def entry_priorities(self, d: A.TableDecl, s: Scope) -> None:
         """p4c's rules for `priority =` in a table's (non-const) entries: only where a key
