@@ -445,6 +445,11 @@ def test_a_shift_of_a_sized_value_past_its_width_folds_to_zero() -> None:
     # table-entries-error
     ("action a(bit<8> x) {}\ncontrol c(in bit<8> k) { table t { key = { k : exact; } actions = { a; }"
      " const entries = { 0 : a(1); 1 : a(2); 0 : a(3); } } apply {} }", "table 't': duplicate entry key"),
+    # issue394, param
+    ("extern E { E(); bool get(); }\ncontrol c(out bool b) { E e; apply { b = e.get(); } }",
+     "variable 'e' cannot have type 'E': instantiate it"),
+    ("extern E { E(); void call(); }\ncontrol c() { action a(E e) { e.call(); } E() i; apply { a(i); } }",
+     "action parameter 'e' cannot have type 'E'"),
 ])
 def test_p4c_error_corpus_programs_are_rejected(src: str, message: str) -> None:
     err = check_errors("#include <core.p4>\n" + src)

@@ -58,6 +58,8 @@ class ControlChecker(CheckerBase):
         if isinstance(t, IntType):
             # p4c: int is a compile-time type; a constant may have it, a variable not
             self.err(d.typeref, f"variable '{d.name}' cannot have type int (it has no width)")
+        if isinstance(t, ExternType | BlockType):
+            self.err(d, f"variable '{d.name}' cannot have type '{t}': instantiate it, as `{t}(...) {d.name};`")
         if d.init is not None:
             self.expr(d.init, s, t)
             self.coerce(d.init, t, "initialize")
@@ -75,6 +77,8 @@ class ControlChecker(CheckerBase):
         for p in d.params:
             if isinstance(p.type, IntType):
                 self.err(p, f"action parameter '{p.name}' cannot have type int (it has no width)")
+            if isinstance(p.type, ExternType | BlockType):
+                self.err(p, f"action parameter '{p.name}' cannot have type '{p.type}'")
         prev = (self.in_action, self.return_type, self.owner)
         self.in_action, self.return_type, self.owner = True, VOID, d
         try:
