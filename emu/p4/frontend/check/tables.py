@@ -67,14 +67,13 @@ class TableChecker(CheckerBase):
     def duplicate_keys(self, d: A.TableDecl) -> None:
         """Two entries of an exact-match table with the same key (p4c: "Duplicate entry
         keys"): the second could never match, and the switch could not install it."""
-        key = next((p for p in d.properties if p.kind == "key"), None)
+        key = _key(d)
         if key is None or not key.keys or any(k.match_kind != "exact" for k in key.keys):
             return
         for p in d.properties:
             seen: set[tuple[object, ...]] = set()
             for en in p.entries if p.kind == "entries" else []:
-                parts = en.keyset.items if isinstance(en.keyset, A.ListExpr) else [en.keyset]
-                values = tuple(x.const for x in parts)
+                values = tuple(x.const for x in _parts(en))
                 if any(v is None for v in values):
                     continue
                 if values in seen:
@@ -85,7 +84,7 @@ class TableChecker(CheckerBase):
         """p4c's rules for `priority =` in a table's (non-const) entries: only where a key
         needs priorities (ternary, range, optional), then from the first entry on, and the
         ones computed from `priority_delta` may not go below zero."""
-        key = next((p for p in d.properties if p.kind == "key"), None)
+        key = _key(d)
         ep = next((p for p in d.properties if p.kind == "entries" and not p.is_const), None)
         if key is None or not key.keys or ep is None or not ep.entries:
             return
@@ -118,11 +117,10 @@ class TableChecker(CheckerBase):
     def entry_masks(self, en: A.Entry, key_types: list[Type], t: A.TableDecl) -> None:
         """p4c's rules for masks in entries: an lpm key's mask is a prefix of the field's
         width, and an optional key's entry is a value or `_`, never `&&&`."""
-        key = next((p for p in t.properties if p.kind == "key"), None)
+        key = _key(t)
         if key is None:
             return
-        parts = en.keyset.items if isinstance(en.keyset, A.ListExpr) else [en.keyset]
-        for part, k, kt in zip(parts, key.keys, key_types, strict=False):
+        for part, k, kt in zip(_parts(en), key.keys, key_types, strict=False):
             if not isinstance(part, A.Mask):
                 continue
             if k.match_kind == "optional":
@@ -140,12 +138,12 @@ class TableChecker(CheckerBase):
         """Property rules of P4_16 spec 14.2 that p4c enforces: each property once, an
         `actions` list, and entries only after a non-empty key."""
         names = [p.name for p in d.properties]
-        for p in d.properties:
-            if names.count(p.name) > 1 and p is not next(q for q in d.properties if q.name == p.name):
+        for i, p in enumerate(d.properties):
+            if p.name in names[:i]:
                 self.err(p, f"table '{d.name}' has more than one '{p.name}' property")
         if "actions" not in names:
             self.err(d, f"table '{d.name}' has no 'actions' property")
-        key = next((p for p in d.properties if p.kind == "key"), None)
+        key = _key(d)
         for p in d.properties:
             if p.kind != "entries" or not p.entries:
                 continue
@@ -211,3 +209,12 @@ def _written(e: A.Expr) -> int | None:
     if isinstance(e, A.IntLit):
         return e.value
     return e.const if isinstance(e.const, int) and not isinstance(e.const, bool) else None
+
+
+def _key(d: A.TableDecl) -> A.TableProperty | None:
+    return next((p for p in d.properties if p.kind == "key"), None)
+
+
+def _parts(en: A.Entry) -> list[A.Expr]:
+    """An entry's keyset, one expression per key field."""
+    return en.keyset.items if isinstance(en.keyset, A.ListExpr) else [en.keyset]
