@@ -39,7 +39,7 @@ from emu.core.runstate import (
 )
 from emu.core.seeds import switch_seed
 from emu.targets import get_target
-from emu.targets.base import CompiledPipeline, SwitchTarget
+from emu.targets.base import AddressInUse, CompiledPipeline, SwitchTarget
 from emu.topo import Fabric
 
 from .addresses import PortAllocator, unix_address
@@ -52,7 +52,10 @@ from .switch_node import P4SwitchNode, queue_configs, switch_class
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_P4 = REPO / "p4src" / "fabric.p4"
-GRPC_BASE_PORT = 50051
+# P4Runtime's IANA port; below Linux's ephemeral range (32768-60999 by default), so
+# the kernel does not hand these ports to other programs' connections meanwhile.
+GRPC_BASE_PORT = 9559
+BIND_ATTEMPTS = 3  # starts of a switch whose port was taken after it was chosen
 
 
 def _root_links() -> dict[str, str]:
@@ -264,18 +267,22 @@ class EmuNet:
         self.timings["config_s"] = time.monotonic() - t0
 
         for node in self.switches.values():
-            sw_proc = node.launch()
-            state.add_process(sw_proc.pid, "switch", node.name, group=True)
-            # What a target keeps outside the run dir (the embedded target's mkdtemp
-            # work dir and admin socket), so `emu stop` removes it too.
-            work = getattr(sw_proc, "work", None)
-            if isinstance(work, Path):
-                state.add_dir(work)
-            admin = getattr(sw_proc, "admin_socket", None)
-            if isinstance(admin, str | Path):
-                state.add_socket(admin)
-        self._wait_switches()
+            self._launch(node)
+        self._wait_switches(grpc_ports)
         self.timings["switches_s"] = time.monotonic() - t0
+
+    def _launch(self, node: P4SwitchNode) -> None:
+        assert self.state is not None
+        sw_proc = node.launch()
+        self.state.add_process(sw_proc.pid, "switch", node.name, group=True)
+        # What a target keeps outside the run dir (the embedded target's mkdtemp
+        # work dir and admin socket), so `emu stop` removes it too.
+        work = getattr(sw_proc, "work", None)
+        if isinstance(work, Path):
+            self.state.add_dir(work)
+        admin = getattr(sw_proc, "admin_socket", None)
+        if isinstance(admin, str | Path):
+            self.state.add_socket(admin)
 
     def _switch_pfc(self, switch: str) -> dict[str, Any] | None:
         """The switch daemon's --pfc-config: the run's PFC with the topology's per-link
@@ -288,33 +295,49 @@ class EmuNet:
         d["links"] = {str(p): list(v) for p, v in port_links(self.fabric, switch).items()}
         return d
 
-    def _wait_switches(self) -> None:
-        """Wait for every switch at once. Daemon threads, joined from the main thread:
-        a Ctrl-C lands here and teardown starts at once, instead of waiting (as a
-        thread pool's shutdown would) for every readiness timeout to run out."""
-        results: dict[str, str] = {}
+    def _wait_switches(self, ports: PortAllocator) -> None:
+        """Wait for every switch at once. A switch whose port another process took
+        after the allocator's bind test (ports from the base up are fair game for
+        anyone) starts again on the next free ones, up to BIND_ATTEMPTS times."""
+        waiting = list(self.switches.values())
+        for attempt in range(1, BIND_ATTEMPTS + 1):
+            failed = self._wait_ready(waiting)
+            taken = [n for n, exc in failed.items() if isinstance(exc.__cause__, AddressInUse)]
+            if not failed or len(taken) < len(failed) or attempt == BIND_ATTEMPTS:
+                break
+            for node in taken:
+                self.log(f"switch {node.name}: {node.grpc_addr} was taken; on other ports")
+                node.stop_process()
+                unix = node.grpc_addr.startswith("unix:")
+                node.readdress(node.grpc_addr if unix else f"127.0.0.1:{ports.take()}",
+                               ports.take() if node.spec.thrift_port is not None else None)
+                self._launch(node)
+            waiting = taken
+        if failed:
+            problems = [str(exc) for exc in failed.values()]
+            more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise NetError(problems[0] + more)
+
+    def _wait_ready(self, nodes: list[P4SwitchNode]) -> dict[P4SwitchNode, NetError]:
+        """Each of `nodes` that did not get ready, with why. Daemon threads, joined from
+        the main thread: a Ctrl-C lands here and teardown starts at once, instead of
+        waiting (as a thread pool's shutdown would) for every readiness timeout."""
+        failed: dict[P4SwitchNode, NetError] = {}
 
         def wait(node: P4SwitchNode) -> None:
-            results[node.name] = self._ready_or_error(node)
+            try:
+                node.wait_ready(self.ready_timeout_s)
+            except NetError as exc:
+                failed[node] = exc
 
         threads = [threading.Thread(target=wait, args=(n,), daemon=True,
-                                    name=f"ready-{n.name}") for n in self.switches.values()]
+                                    name=f"ready-{n.name}") for n in nodes]
         for t in threads:
             t.start()
         for t in threads:
             while t.is_alive():
                 t.join(0.2)
-        problems = [r for r in results.values() if r]
-        if problems:
-            more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-            raise NetError(problems[0] + more)
-
-    def _ready_or_error(self, node: P4SwitchNode) -> str:
-        try:
-            node.wait_ready(self.ready_timeout_s)
-        except Exception as exc:
-            return str(exc)
-        return ""
+        return failed
 
     # -- use ----------------------------------------------------------------------------
 

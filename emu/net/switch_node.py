@@ -10,6 +10,7 @@ separately to start all switches at once and wait for them together.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,11 @@ class P4SwitchNode(Switch):  # type: ignore[misc]
         if self.process is None:
             self.process = self.target.start(self.spec, self.pipeline)
         return self.process
+
+    def readdress(self, grpc_addr: str, thrift_port: int | None) -> None:
+        """New addresses for the next launch (the old process must be stopped)."""
+        self.spec = replace(self.spec, grpc_addr=grpc_addr, thrift_port=thrift_port)
+        self.process = None
 
     def wait_ready(self, timeout_s: float | None = None) -> None:
         if self.process is None:

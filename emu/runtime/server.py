@@ -44,7 +44,9 @@ simple_switch_grpc (PI) implements it, with these choices:
 
 from __future__ import annotations
 
+import errno
 import logging
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from concurrent import futures
@@ -118,9 +120,12 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                                       ("grpc.max_send_message_length", 256 << 20),
                                       ("grpc.so_reuseport", 0)])
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self, server)
-        port = server.add_insecure_port(address)
+        try:
+            port = server.add_insecure_port(address)
+        except RuntimeError as exc:  # grpc >= 1.5x raises where older ones returned 0
+            raise _bind_error(address, str(exc)) from None
         if port == 0 and not address.startswith("unix:"):
-            raise OSError(f"cannot listen on {address}")
+            raise _bind_error(address, "")
         server.start()
         self._grpc = server
         self.digests.start()
@@ -320,3 +325,19 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         # The new primary has seen none of the cached digest data (spec allows emptying).
         self.digests.clear_cache()
 
+
+def _bind_error(address: str, detail: str) -> OSError:
+    """Why gRPC could not listen on `address`: EADDRINUSE when a plain bind to it fails
+    that way (the launcher then starts the switch on other ports), else gRPC's reason."""
+    host, _, port = address.rpartition(":")
+    if not address.startswith("unix:") and port.isdigit():
+        try:
+            family, kind, _, _, sockaddr = socket.getaddrinfo(host.strip("[]"), int(port),
+                                                              type=socket.SOCK_STREAM)[0]
+            with socket.socket(family, kind) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC's
+                probe.bind(sockaddr)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return OSError(errno.EADDRINUSE, f"address already in use: {address}")
+    return OSError(f"cannot listen on {address}" + (f": {detail.splitlines()[0]}" if detail else ""))

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import errno
 import gc
 import json
 import logging
@@ -433,7 +434,9 @@ def run_switch(opts: SwitchOptions) -> int:
             log.error("cannot start the switch: %s", exc)
             print(f"error: cannot start the switch: {exc}", file=sys.stderr)
             daemon.close()
-            return 1
+            # A taken address has its own status: the launcher may retry on another port.
+            in_use = isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE
+            return errno.EADDRINUSE if in_use else 1
         try:
             daemon.run()
         finally:

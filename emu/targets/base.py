@@ -17,6 +17,7 @@ from typing import Any
 
 # The interface `emu.targets` re-exports; helpers such as queue_problems stay here.
 __all__ = [
+    "AddressInUse",
     "Capabilities",
     "CompiledPipeline",
     "PortQueueConfig",
@@ -38,6 +39,12 @@ class Unsupported(RuntimeError):
     Raised instead of silently behaving differently from another target; the
     message says what the target lacks and, where there is one, its own way.
     """
+
+
+class AddressInUse(RuntimeError):
+    """The switch could not listen on its P4Runtime (or Thrift) address: another process
+    took the port between the bind test that chose it and the switch's own bind. The
+    caller may start the switch again on other ports."""
 
 
 class SpecError(ValueError):

@@ -41,6 +41,7 @@ from typing import IO, Any
 
 from . import proc
 from .base import (
+    AddressInUse,
     Capabilities,
     CompiledPipeline,
     PortQueueConfig,
@@ -173,7 +174,8 @@ def queue_cli_commands(port: int | None, config: PortQueueConfig,
     return [f"set_queue_rate {pps}{suffix}", f"set_queue_depth {config.depth_pkts}{suffix}"]
 
 
-# gRPC's start-up error when the server address is taken.
+# gRPC's and Thrift's start-up error when their port is taken (simple_switch_grpc
+# keeps running either way).
 _GRPC_BIND_FAILED = "Address already in use"
 
 # Piped input: every answer follows a "RuntimeCmd: " prompt on the same line.
@@ -331,7 +333,7 @@ class Bmv2Process(proc.SpawnedSwitch, SwitchProcess):
                 raise self._died("exited during start-up")
             if _GRPC_BIND_FAILED in self._output():
                 # simple_switch_grpc keeps running without its server: say why now.
-                raise RuntimeError(f"bmv2 switch {spec.name}: address already in use "
+                raise AddressInUse(f"bmv2 switch {spec.name}: address already in use "
                                    f"(gRPC {spec.grpc_addr}, Thrift {self.thrift_port})")
             missing = [i for i in spec.ports.values() if not proc.iface_exists(i, spec.netns)]
             if missing:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import errno
 import os
 import shutil
 import signal
@@ -14,6 +15,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
+
+from .base import AddressInUse
 
 PR_SET_PDEATHSIG = 1
 
@@ -205,5 +208,10 @@ class SpawnedSwitch:
         return bytes(data).decode(errors="replace")[-3000:]
 
     def _died(self, what: str) -> RuntimeError:
-        return RuntimeError(f"{self.kind} switch {self.spec.name} {what} (exit {self.popen.poll()}); "
+        # Its end of a pipe may close just before it exits: wait for the status.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(2.0)
+        # The embedded daemon exits with EADDRINUSE when its gRPC address is taken.
+        kind = AddressInUse if self.popen.poll() == errno.EADDRINUSE else RuntimeError
+        return kind(f"{self.kind} switch {self.spec.name} {what} (exit {self.popen.poll()}); "
                             f"command: {' '.join(self.command)}\n{self.output()}")

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -92,13 +93,15 @@ class Snapshot:
 
 
 @pytest.fixture
-def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def state_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A private EMU_STATE_DIR, so tests never meet a real run's records. The run lock
-    is machine-wide: tests queue for it (behind a run or another test session)."""
-    d = tmp_path / "state"
-    d.mkdir()
+    is machine-wide: tests queue for it (behind a run or another test session). A
+    short path, as the real one: unix-socket addresses live in it (108-byte sun_path),
+    and pytest-xdist's tmp_path is longer."""
+    d = Path(tempfile.mkdtemp(prefix="emu-state-"))
     monkeypatch.setenv("EMU_STATE_DIR", str(d))
-    return d
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture

@@ -85,3 +85,52 @@ def test_all_pairs_reachable_through_p4_switches(topo: str, target_pipeline: tup
           f"down {net.timings['stop_s']:.1f} s")
     assert net.errors == []
     before.assert_clean()
+
+
+def test_a_switch_whose_port_is_taken_meanwhile_starts_on_other_ports(
+        target_pipeline: tuple[object, object], state_dir: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another program listens on a switch's gRPC port after the allocator's bind test
+    chose it and before the switch binds it (a CI run lost fattree4 to that race):
+    the switch starts again on other ports, and the fabric works."""
+    import socket
+
+    from emu.control import FabricController
+    from emu.control.p4rt import connect
+    from emu.net import EmuNet, network
+    from emu.net.addresses import PortAllocator
+
+    squatters: list[socket.socket] = []
+
+    class Squatted(PortAllocator):
+        def take(self) -> int:
+            port = super().take()
+            if not squatters:  # the first switch's gRPC port
+                s = socket.socket()
+                s.bind(("127.0.0.1", port))
+                s.listen()
+                squatters.append(s)
+            return port
+
+    monkeypatch.setattr(network, "PortAllocator", Squatted)
+    target, pipeline = target_pipeline
+    fabric = load_topology("leafspine2")
+    if target.link_delay_problem() is not None:  # type: ignore[attr-defined]
+        from emu.experiments.config import without_link_delay
+
+        fabric = without_link_delay(fabric)
+    before = Snapshot.take()
+    net = EmuNet(fabric, target, tmp_path, pipeline=pipeline, lock_wait_s=LOCK_WAIT_S)  # type: ignore[arg-type]
+    try:
+        with net:
+            taken = f"127.0.0.1:{squatters[0].getsockname()[1]}"
+            assert taken not in net.grpc_addresses().values()
+            handles = connect(fabric, net.grpc_addresses(), pipeline.load_p4info(),  # type: ignore[attr-defined]
+                              device_config=pipeline.device_config())  # type: ignore[attr-defined]
+            FabricController(fabric, handles).program()
+            assert net.check_reachability(timeout_s=2, attempts=3) == []
+    finally:
+        for s in squatters:
+            s.close()
+    assert net.errors == []
+    before.assert_clean()
