@@ -25,9 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m emu.switch",
         description="A switch daemon like simple_switch_grpc: AF_PACKET ports on interfaces, "
-                    "the pipeline over P4Runtime.",
-        epilog="Exit status: 0 when stopped, 98 (EADDRINUSE) when the gRPC address is "
-               "taken, 1 for any other start-up error.")
+                    "the pipeline over P4Runtime. Exits 0 when stopped, 98 (EADDRINUSE) "
+                    "when the gRPC address is taken, 1 on any other start-up error.")
     p.add_argument("program", nargs="?", metavar="PROG.p4",
                    help="P4 program compiled and loaded at start (else: --no-p4)")
     p.add_argument("--no-p4", action="store_true",

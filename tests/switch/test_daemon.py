@@ -438,3 +438,24 @@ def test_launcher_thread_exit_does_not_stop_the_switch(topo) -> None:  # type: i
             os.kill(child, signal.SIGKILL)
             raise AssertionError("the switch outlived its parent")
         time.sleep(0.05)
+
+
+def test_a_taken_grpc_address_has_its_own_exit_status(tmp_path: Path) -> None:
+    """98 (EADDRINUSE) when another program listens on the address, so a launcher can
+    start the switch on another port; 1 for an address that cannot work at all."""
+    import errno
+    import socket
+
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        taken = f"127.0.0.1:{squatter.getsockname()[1]}"
+        statuses = {}
+        for addr in (taken, "192.0.2.1:9559"):  # TEST-NET-1: no local interface has it
+            p = subprocess.run([PY, "-m", "emu.switch", "--no-p4", "--grpc-addr", addr],
+                               cwd=REPO, capture_output=True, text=True, timeout=60)
+            statuses[addr] = (p.returncode, p.stderr)
+    assert statuses[taken][0] == errno.EADDRINUSE, statuses[taken][1]
+    assert f"address already in use: {taken}" in statuses[taken][1]
+    assert statuses["192.0.2.1:9559"][0] == 1, statuses["192.0.2.1:9559"][1]
+    assert "cannot listen on 192.0.2.1:9559" in statuses["192.0.2.1:9559"][1]
