@@ -450,6 +450,16 @@ def test_a_shift_of_a_sized_value_past_its_width_folds_to_zero() -> None:
      "variable 'e' cannot have type 'E': instantiate it"),
     ("extern E { E(); void call(); }\ncontrol c() { action a(E e) { e.call(); } E() i; apply { a(i); } }",
      "action parameter 'e' cannot have type 'E'"),
+    # issue5094-type-bmv2
+    ("type bit<8> T;\ncontrol c(inout bit<32> a, in T n) { apply { a = a << n; } }",
+     "shift amount cannot have type 'T'"),
+    # issue122, issue2835-bmv2
+    ("bit<8> f() { return 1; }\nparser P(packet_in p, in bit<8> v) {\n"
+     "  state start { transition select(v) { f(): accept; default: reject; } } }",
+     "f: no function calls allowed in a select case"),
+    ("action a(in bit<8> x) {}\ncontrol c(in bit<8> k) { table s { actions = { a(1); } }\n"
+     "  table t { key = { k : exact; } actions = { a(s.apply().hit ? 8w1 : 8w2); } } apply { t.apply(); } }",
+     "s.apply: table invocation in action argument"),
 ])
 def test_p4c_error_corpus_programs_are_rejected(src: str, message: str) -> None:
     err = check_errors("#include <core.p4>\n" + src)
@@ -481,3 +491,30 @@ bit<8> g(in bit<8> x) { { return x; } }
 void h(in bit<8> x) { if (x == 0) { return; } }
 """
     assert check_source(src).functions.keys() >= {"f", "g", "h"}
+
+
+def test_builtin_methods_are_allowed_in_select_cases() -> None:
+    """p4c refuses calls in a keyset but for builtins such as isValid and minSizeInBits."""
+    src = """#include <core.p4>
+header h_t { bit<8> a; }
+parser P(packet_in p, out h_t h, in bool b, in bit<32> n) {
+    state start { transition select(b, n) { (h.isValid(), h.minSizeInBits()): accept;
+                                             default: reject; } }
+}
+"""
+    check_source(src)
+
+
+@pytest.mark.parametrize("version,message", [
+    ("-6419018", "V1MODEL_VERSION must be a non-negative number"),  # issue5296_invalid_version
+    ("20000101", "V1MODEL_VERSION 20000101 is an unknown v1model version"),  # issue5296_unknown_version
+    ("20250101", "V1MODEL_VERSION 20250101 is an unknown v1model version"),
+])
+def test_v1model_version_must_be_one_p4c_knows(version: str, message: str) -> None:
+    err = check_errors(f"#include <core.p4>\n#define V1MODEL_VERSION {version}\n#include <v1model.p4>\n")
+    assert any(message in d.message for d in err.diagnostics), [d.message for d in err.diagnostics]
+
+
+@pytest.mark.parametrize("version", ["20180101", "20200408", "20190101"])
+def test_v1model_versions_p4c_knows_are_accepted(version: str) -> None:
+    check_source(f"#include <core.p4>\n#define V1MODEL_VERSION {version}\n#include <v1model.p4>\n")

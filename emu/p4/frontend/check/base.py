@@ -51,6 +51,10 @@ class CheckerBase:
         self.return_type: Type | None = None
         self.in_action = False
         self.in_parser = False
+        # Where p4c refuses calls: a select case's keyset (all but builtins) and a
+        # table's action list (table applies in action arguments).
+        self.in_select_case = False
+        self.in_action_list = False
         self.owner: Any = None  # innermost parser/control/action/function being checked
         self.loops = 0  # nesting depth of for loops (break/continue need one)
 

@@ -39,6 +39,11 @@ class CallChecker(CheckerBase):
         ft = self.expr(e.func, s)
         if isinstance(e.func, A.NameRef) and not self.callable_with(ft, e.args):
             ft = self.outer_overload(e.func, e.args, s) or ft
+        if self.in_select_case and not (isinstance(ft, MethodType) and ft.kind == "builtin"
+                                        and ft.receiver not in ("push_front", "pop_front")):
+            raise self.fatal(e, f"{self.describe(e.func)}: no function calls allowed in a select case")
+        if self.in_action_list and isinstance(ft, MethodType) and ft.kind == "table_apply":
+            self.err(e, f"{self.describe(e.func)}: table invocation in action argument")
         targs = [self.resolve_type(t, s) for t in e.type_args]
         if not isinstance(ft, MethodType):
             if isinstance(ft, ActionType):

@@ -26,6 +26,10 @@ from ..types import (
 from .base import CheckerBase
 from .program import _UNSUPPORTED_MSG, CheckedProgram, Ref, Scope, _Abort, ref_to_action
 
+# The v1model releases p4c knows (its versionInitial and versionCurrent); v1model.p4's
+# conditionals tell apart only these two.
+V1MODEL_VERSIONS = (20180101, 20200408)
+
 
 class DeclarationChecker(CheckerBase):
     # ================================================================ entry
@@ -210,10 +214,21 @@ class DeclarationChecker(CheckerBase):
         t = self.resolve_type(d.typeref, scope)
         d.type = t
         self.expr(d.value, scope, t)
+        if d.name == "__v1model_version":
+            self.v1model_version(d.value)
         self.coerce(d.value, t, "initialize")
         if d.value.const is None and not _constant_aggregate(d.value):
             self.err(d.value, f"initializer of constant '{d.name}' is not a compile-time constant")
         self.declare(scope, d.name, Ref("const", d.name, d, t, d.value.const), d)
+
+    def v1model_version(self, e: A.Expr) -> None:
+        """v1model.p4's V1MODEL_VERSION, as p4c checks it: one of the releases it knows."""
+        v, (first, last) = e.const, V1MODEL_VERSIONS
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            self.err(e, "V1MODEL_VERSION must be a non-negative number (a v1model release date)")
+        elif not first <= v <= last:
+            self.err(e, f"V1MODEL_VERSION {v} is an unknown v1model version: the first "
+                        f"supported is {first}, the latest {last}")
 
     # ================================================================ blocks
     def params(self, params: list[A.Param], scope: Scope, owner: Any = None) -> None:

@@ -404,7 +404,7 @@ class ExpressionChecker(CheckerBase):
                 raise self.fatal(e, f"operator '{op}' cannot be applied to '{lt}'")
             if isinstance(rb, BitType) and rb.signed:
                 raise self.fatal(e.right, "shift amount must be unsigned")
-            if not isinstance(rb, BitType | IntType):
+            if not isinstance(rt, BitType | IntType):  # nor a `type` over bit<W> (p4c)
                 raise self.fatal(e.right, f"shift amount cannot have type '{rt}'")
             if isinstance(rb, IntType) and isinstance(rc, int) and rc < 0:
                 raise self.fatal(e.right, "shift amount must not be negative")

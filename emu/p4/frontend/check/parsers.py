@@ -64,10 +64,13 @@ class ParserChecker(CheckerBase):
         for c in sel.cases:
             if c.state not in states:
                 self.err(c, f"unknown state '{c.state}'")
+            self.in_select_case = True
             try:
                 self.keyset(c.keyset, types, scope)
             except _Abort:
                 pass
+            finally:
+                self.in_select_case = False
 
     def keyset(self, ks: A.Expr, types: list[Type], scope: Scope) -> None:
         if isinstance(ks, A.DefaultExpr | A.DontCare):

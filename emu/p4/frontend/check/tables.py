@@ -36,7 +36,11 @@ class TableChecker(CheckerBase):
                             self.err(k.expr, f"table key cannot have type '{kt}'")
                 elif p.kind == "actions":
                     for ar in p.actions:
-                        self.action_ref(ar, s, data_args=False)
+                        self.in_action_list = True
+                        try:
+                            self.action_ref(ar, s, data_args=False)
+                        finally:
+                            self.in_action_list = False
                         if ar.name.lstrip(".") in action_names:
                             self.err(ar, f"table '{d.name}' lists action '{ar.name.lstrip('.')}' twice")
                         action_names[ar.name.lstrip(".")] = ar
