@@ -82,6 +82,21 @@ def test_ids_match_p4c_for_known_names() -> None:
     assert by_name(info.actions, "NoAction").preamble.id == 21257015
 
 
+def test_utf8_names_keep_their_characters_and_p4c_ids() -> None:
+    info = program(
+        """
+        @name(".ingress.tables.prefix◕‿◕😀ツsimple_table_1")
+        table t { key = { hdr.h.b : exact; } actions = { NoAction; } }
+        @name("tab\\tescaped") table u { key = { hdr.h.b : exact; } actions = { NoAction; } }
+        """,
+        "t.apply(); u.apply();",
+    )
+    # p4c's testdata/p4_16_samples_outputs/nonstandard_table_names-bmv2.p4.p4info.txtpb
+    name = "ingress.tables.prefix◕‿◕😀ツsimple_table_1"
+    assert by_name(info.tables, name).preamble.id == 41307018
+    assert by_name(info.tables, "ingress.tab\\tescaped")  # p4c keeps a name's escapes
+
+
 def test_id_prefix_bytes(features: p4info_pb2.P4Info) -> None:
     expected = {
         "tables": P4IdPrefix.TABLE, "actions": P4IdPrefix.ACTION,

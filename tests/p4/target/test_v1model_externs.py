@@ -167,3 +167,20 @@ def test_union_stack_header_removed_in_ingress() -> None:
     sw.inject(0, bytes([0x11, 0x22, 0x22, 0xEE]))
     sw.run_until_idle()
     assert [p.data for p in sw.outputs()] == [bytes([0x00, 0x03, 0xEE])]
+
+
+def test_log_msg_keeps_utf8_text_and_decodes_escapes(caplog: pytest.LogCaptureFixture) -> None:
+    """The format string as BMv2 prints it: escapes decoded, other characters whole
+    (they were read as Latin-1 bytes once: 'é' came out as 'Ã©')."""
+    import logging
+
+    from ..programs import v1model_program
+
+    sw = P4Switch(compile_source(v1model_program(
+        'apply { log_msg("caf\u00e9 \u25d5\u203f\u25d5\\t{}", {hdr.h.a}); sm.egress_spec = 1; }'),
+        "log.p4"))
+    with caplog.at_level(logging.INFO, logger="emu.p4.log_msg"):
+        sw.inject(0, bytes([7, 0]))
+        sw.run_until_idle()
+    assert [r.getMessage() for r in caplog.records if r.name == "emu.p4.log_msg"] == \
+        ["caf\u00e9 \u25d5\u203f\u25d5\t7"]

@@ -8,6 +8,7 @@ from lark import Token, v_args
 
 from .. import ast as A
 from .base import ToAstBase
+from .literals import unescape_string
 
 
 class ExpressionRules(ToAstBase):
@@ -68,7 +69,7 @@ class ExpressionRules(ToAstBase):
 
     def string_lit(self, items: list[Token]) -> A.StringLit:
         raw = str(items[0])[1:-1]
-        return A.StringLit(bytes(raw, "utf-8").decode("unicode_escape"), pos=self.p(items[0]))
+        return A.StringLit(unescape_string(raw), pos=self.p(items[0]))
 
     def name_ref(self, items: list[Token]) -> A.NameRef:
         if len(items) == 2:

@@ -25,6 +25,13 @@ def parse_int_literal(text: str) -> tuple[int, int | None, bool]:
     return value, width, signed
 
 
+def unescape_string(raw: str) -> str:
+    """A string literal's text (a log_msg format) with its escapes decoded, as BMv2
+    reads them from its JSON. Python's unicode_escape reads bytes as Latin-1, so any
+    other character (`◕‿◕`) goes in as an escape of its own and comes out whole."""
+    return raw.encode("latin-1", "backslashreplace").decode("unicode_escape")
+
+
 _ANNO_ITEM = re.compile(r'\s*(?:"((?:\\.|[^"\\])*)"|([-+]?[0-9][0-9A-Za-z_]*)|([A-Za-z_.][\w.]*)|(=)|(,)|(\S))')
 
 
@@ -40,7 +47,7 @@ def decode_annotation_body(body: str) -> tuple[list[Any], dict[str, Any]]:
             break
         pos = m.end()
         if m.group(1) is not None:
-            v: Any = bytes(m.group(1), "utf-8").decode("unicode_escape")
+            v: Any = m.group(1)  # as written, escapes and all (p4c's @name keeps `\t`)
         elif m.group(2) is not None:
             try:
                 v = parse_int_literal(m.group(2).lstrip("+-"))[0] * (-1 if m.group(2).startswith("-") else 1)
