@@ -83,9 +83,12 @@ def _int_arg(annotations: Sequence[A.Annotation], name: str) -> int | None:
         raise _error(a.pos, f"@{name} needs an integer argument") from None
 
 
-def _add_annotations(msg: Any, annotations: Sequence[A.Annotation], skip: frozenset[str] = frozenset()) -> None:
+def _add_annotations(msg: Any, annotations: Sequence[A.Annotation], skip: frozenset[str] = frozenset(),
+                     keep: frozenset[str] = frozenset()) -> None:
+    """`keep`: names P4Info usually leaves out that this message lists (p4c keeps a
+    key element's @hidden)."""
     for a in annotations:
-        if a.name in _SKIPPED_ANNOTATIONS or a.name in skip or a.bracket == "[":
+        if (a.name in _SKIPPED_ANNOTATIONS and a.name not in keep) or a.name in skip or a.bracket == "[":
             continue
         msg.annotations.append(_annotation_text(a))
 

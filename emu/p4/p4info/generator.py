@@ -15,6 +15,9 @@ from .collect import _Collector
 from .externs import _COUNTER_UNITS, _METER_UNITS, _ExternEmitter
 from .tables import _TableEmitter
 
+# @platform_property keys, as P4Info's PkgInfo.PlatformProperties names them.
+_PLATFORM_PROPERTIES = frozenset(f.name for f in p4info_pb2.PlatformProperties.DESCRIPTOR.fields)
+
 
 class _Generator(_Collector, _TableEmitter, _ExternEmitter):
     # ---- generation
@@ -76,7 +79,17 @@ class _Generator(_Collector, _TableEmitter, _ExternEmitter):
             for key, value in a.kv.items():
                 if key in ("name", "version", "organization", "contact", "url", "arch") and isinstance(value, str):
                     setattr(pkg, key, value)
-        _add_annotations(pkg, main.annotations, frozenset({"pkginfo"}))
+        for a in main.annotations:
+            if a.name != "platform_property":
+                continue
+            for key, value in a.kv.items():
+                if key not in _PLATFORM_PROPERTIES:
+                    continue  # p4c warns and goes on
+                if not isinstance(value, int) or isinstance(value, bool):
+                    raise _error(a.pos, f"Value for '{key}' key in @platform_property annotation "
+                                        "is not an integer")
+                setattr(pkg.platform_properties, key, value)
+        _add_annotations(pkg, main.annotations, frozenset({"pkginfo", "platform_property"}))
         _add_doc(pkg, main.annotations)
 
     def check_duplicates(self) -> None:

@@ -53,7 +53,7 @@ class _TableEmitter(_GeneratorBase):
                 mf.name = names.key_field_name(k.expr, k.annotations)
             except ValueError as exc:
                 raise _error(k.pos, str(exc)) from None
-            _add_annotations(mf, k.annotations)
+            _add_annotations(mf, k.annotations, keep=frozenset({"hidden"}))
             _add_doc(mf, k.annotations)
             kt = k.expr.checked_type
             mf.bitwidth = _type_width(kt)
@@ -148,10 +148,11 @@ class _TableEmitter(_GeneratorBase):
         msg.table_ids.extend(self.id_of(P4IdPrefix.TABLE, t) for t in p.tables)
         msg.with_selector = p.selector
         msg.size = p.size
-        max_group = _int_arg(p.annotations, "max_group_size")
+        # Group settings mean something only with a selector: p4c leaves them out of a
+        # plain action_profile (with a warning).
+        max_group = _int_arg(p.annotations, "max_group_size") if p.selector else None
         if max_group is not None:
             msg.max_group_size = max_group
-        if p.selector and max_group is not None:
             semantics = _string_arg(p.annotations, "selector_size_semantics")
             if semantics == "sum_of_members":
                 msg.sum_of_members.SetInParent()

@@ -311,6 +311,28 @@ def test_pkg_info_and_documentation() -> None:
     assert list(by_name(info.tables, "ingress.t").preamble.annotations) == ['@format_hint("x")']
 
 
+def test_platform_properties_go_to_pkg_info() -> None:
+    base = SKELETON.format(locals="", apply="", ingress="ingress", egress="egress",
+                           egress_locals="", egress_apply="")
+    info = p4info_of(base.replace("V1Switch(", "@platform_property(multicast_group_table_size = 10, "
+                                               "multicast_group_table_total_replicas = 20, "
+                                               "some_other = 3) V1Switch("))
+    props = info.pkg_info.platform_properties
+    assert (props.multicast_group_table_size, props.multicast_group_table_total_replicas) == (10, 20)
+    assert list(info.pkg_info.annotations) == []
+    with pytest.raises(P4Error, match="'multicast_group_table_size' key in @platform_property "
+                                      "annotation is not an integer"):
+        p4info_of(base.replace("V1Switch(", '@platform_property(multicast_group_table_size = "x") '
+                                            'V1Switch('))
+
+
+def test_a_hidden_key_element_keeps_its_annotation() -> None:
+    info = program("table t { key = { hdr.h.a : exact @hidden; hdr.h.b : exact; } actions = { NoAction; } }",
+                   "t.apply();")
+    fields = by_name(info.tables, "ingress.t").match_fields
+    assert [list(f.annotations) for f in fields] == [["@hidden"], []]
+
+
 # ------------------------------------------------------------------ externs
 
 
@@ -348,6 +370,25 @@ def test_inline_action_profile_named_by_annotation() -> None:
     assert prof.HasField("sum_of_weights")
     assert list(prof.preamble.annotations) == []
     assert info.tables[0].implementation_id == prof.preamble.id
+
+
+def test_group_settings_of_a_plain_action_profile_are_left_out() -> None:
+    """As p4c does: without a selector there are no groups to size."""
+    info = program(
+        """
+        action a() { }
+        table t {
+            key = { hdr.h.a : exact; }
+            actions = { a; }
+            @name("ap") @max_group_size(200) @selector_size_semantics("sum_of_members")
+            implementation = action_profile(32w128);
+        }
+        """,
+        "t.apply();",
+    )
+    (prof,) = info.action_profiles
+    assert (prof.with_selector, prof.size, prof.max_group_size) == (False, 128, 0)
+    assert prof.WhichOneof("selector_size_semantics") is None
 
 
 def test_anonymous_inline_implementation_is_an_error() -> None:
