@@ -40,14 +40,19 @@ def _children(node: Any) -> Iterator[Any]:
                     yield from (x for x in item if isinstance(x, A.Node))
 
 
-def _walk(node: Any) -> Iterator[Any]:
-    """Pre-order walk over an AST subtree."""
+def _walk(node: Any, live: bool = False) -> Iterator[Any]:
+    """Pre-order walk over an AST subtree. `live`: not into the branch a constant
+    condition rules out (`if (true) ... else <dead>`, `false ? <dead> : ...`), which
+    p4c's front end folds away before it lists tables and actions."""
     stack = [node]
     while stack:
         n = stack.pop()
         if not is_dataclass(n):
             continue
         yield n
+        if live and isinstance(n, A.If | A.Ternary) and isinstance(n.cond.const, bool):
+            stack.append(n.then if n.cond.const else n.else_)
+            continue
         stack.extend(reversed(list(_children(n))))
 
 

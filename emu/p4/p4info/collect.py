@@ -134,7 +134,7 @@ class _Collector(_GeneratorBase):
             for en in entries.entries if entries else []:
                 use(en.action.decl)
         for body in bodies:
-            for n in _walk(body):
+            for n in _walk(body, live=True):
                 if isinstance(n, A.Call) and n.kind == "action" and isinstance(n.target, A.ActionDecl):
                     use(n.target)
         return used
@@ -166,10 +166,7 @@ class _Collector(_GeneratorBase):
                         self.value_sets.append((name, loc.decl))
                         self.symbol(P4IdPrefix.VALUE_SET, name, loc.decl.annotations)
                 continue
-            applied = {
-                id(n.target) for body in bodies for n in _walk(body)
-                if isinstance(n, A.Call) and n.kind == "apply" and isinstance(n.target, A.TableDecl)
-            }
+            applied = _applied_tables(bodies)
             tables = [loc for loc in locs if isinstance(loc.decl, A.TableDecl) and id(loc.decl) in applied]
             used = self.used_actions([t.decl for t in tables], bodies)  # type: ignore[misc]
             # p4c copies the top-level actions a control uses to its start (LocalizeAllActions).
@@ -313,3 +310,17 @@ class _Collector(_GeneratorBase):
                 continue
             out.append(_CtrlHeader(_field_name(d.name, d.annotations), cname, d, t))
         return out
+
+
+def _applied_tables(bodies: list[A.Node]) -> set[int]:
+    """ids of the tables `bodies` apply, and of those applied in an applied table's key
+    (`key = { sub.apply().hit : exact; }`), as p4c counts them."""
+    found: dict[int, A.TableDecl] = {}
+    todo: list[A.Node] = list(bodies)
+    while todo:
+        for n in _walk(todo.pop(), live=True):
+            if (isinstance(n, A.Call) and n.kind == "apply" and isinstance(n.target, A.TableDecl)
+                    and id(n.target) not in found):
+                found[id(n.target)] = n.target
+                todo.extend(k.expr for p in n.target.properties if p.kind == "key" for k in p.keys)
+    return set(found)

@@ -311,6 +311,36 @@ def test_pkg_info_and_documentation() -> None:
     assert list(by_name(info.tables, "ingress.t").preamble.annotations) == ['@format_hint("x")']
 
 
+def test_a_table_applied_in_another_tables_key_is_listed() -> None:
+    """p4c's issue2362-bmv2: `sub.apply().hit` as a key applies `sub`."""
+    info = program(
+        """
+        table sub { key = { hdr.h.b : exact; } actions = { NoAction; } }
+        table t { key = { sub.apply().hit : exact @name("hit"); } actions = { NoAction; } }
+        table unused { key = { hdr.h.b : exact; } actions = { NoAction; } }
+        """,
+        "t.apply();",
+    )
+    assert [t.preamble.name for t in info.tables] == ["ingress.sub", "ingress.t"]
+
+
+def test_tables_and_actions_only_in_dead_branches_are_left_out() -> None:
+    """As p4c folds constant conditions first (its gauntlet_exit_combination samples)."""
+    info = program(
+        """
+        action dead_a() { meta.m = 1; }
+        action live_a() { meta.m = 2; }
+        table dead_t { key = { hdr.h.b : exact; } actions = { NoAction; } }
+        table live_t { key = { hdr.h.b : exact; } actions = { NoAction; } }
+        """,
+        "if (true) { live_a(); } else { dead_a(); } "
+        "hdr.h.a = false ? (dead_t.apply().hit ? 8w1 : 8w2) : 8w3; "
+        "if (1 == 2) { dead_t.apply(); } else { live_t.apply(); }",
+    )
+    assert [t.preamble.name for t in info.tables] == ["ingress.live_t"]
+    assert [a.preamble.name for a in info.actions] == ["NoAction", "ingress.live_a"]
+
+
 def test_platform_properties_go_to_pkg_info() -> None:
     base = SKELETON.format(locals="", apply="", ingress="ingress", egress="egress",
                            egress_locals="", egress_apply="")
