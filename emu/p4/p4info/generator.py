@@ -34,8 +34,8 @@ class _Generator(_Collector, _TableEmitter, _ExternEmitter):
 
     def emit(self) -> None:
         info = self.p4info
-        info.pkg_info.arch = "v1model"
-        if self.prog.main is not None:
+        if self.prog.main is not None:  # p4c: no main, no pkg_info (with a warning)
+            info.pkg_info.arch = "v1model"
             self.pkg_info(self.prog.main)
         for t in self.tables:
             self.emit_table(t)

@@ -8,7 +8,7 @@ import pytest
 from google.protobuf import json_format, text_format
 from p4.config.v1 import p4info_pb2
 
-from emu.p4.frontend import P4Error, load_program
+from emu.p4.frontend import P4Error, check_source, load_program
 from emu.p4.p4info import (
     TEXT_HEADER,
     generate_p4info,
@@ -339,6 +339,12 @@ def test_tables_and_actions_only_in_dead_branches_are_left_out() -> None:
     )
     assert [t.preamble.name for t in info.tables] == ["ingress.live_t"]
     assert [a.preamble.name for a in info.actions] == ["NoAction", "ingress.live_a"]
+
+
+def test_a_program_without_main_has_no_pkg_info() -> None:
+    """p4c-bm2-ss warns and leaves pkg_info out (p4c's bitwise-and, issue407-2, ...)."""
+    info = generate_p4info(check_source("#include <core.p4>\ncontrol c() { apply {} }\n", "nomain.p4"))
+    assert not info.HasField("pkg_info")
 
 
 def test_platform_properties_go_to_pkg_info() -> None:
