@@ -47,10 +47,10 @@ class Node:
 class Annotation(Node):
     """``@name``, ``@name(body)`` or ``@name[body]``.
 
-    ``body`` is the raw text between the brackets (P4 annotation bodies are
-    unparsed); ``args`` holds the decoded comma-separated literals (str for
-    string literals and identifiers, int for integers) and ``kv`` the
-    ``key=value`` pairs, which covers @name, @field_list, @priority, ...
+    ``body`` is the raw text between the brackets; ``args`` holds the decoded
+    comma-separated literals (str for string literals and identifiers, int for
+    integers) and ``kv`` the ``key=value`` pairs (@name, @field_list, @priority, ...);
+    ``structured`` a ``@name[...]`` body's (key or None, expression) pairs, folded later.
     """
 
     name: str
@@ -58,6 +58,7 @@ class Annotation(Node):
     bracket: str = ""  # "(" or "[" or ""
     args: list[Any] = field(default_factory=list)
     kv: dict[str, Any] = field(default_factory=dict)
+    structured: list[tuple[str | None, Expr]] | None = None
 
 
 def find_annotation(annos: list[Annotation], name: str) -> Annotation | None:
@@ -576,6 +577,7 @@ class ControlDecl(Decl):
 class Program(Node):
     decls: list[Decl]
     files: list[str] = field(default_factory=list)
+    structured_annotations: list[Annotation] = field(default_factory=list)
 
 
 @dataclass(eq=False)

@@ -9,7 +9,7 @@ import functools
 import sys
 from pathlib import Path
 
-from lark import Lark, Tree
+from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from . import ast as A
@@ -31,7 +31,7 @@ def _lark() -> tuple[Lark, P4PostLex]:
         postlex=post,  # type: ignore[arg-type]
         propagate_positions=True,
         maybe_placeholders=False,
-        start="start",
+        start=["start", "structured_body"],
         cache=True,  # the LALR tables take ~0.4 s to build; lark caches them in the temp dir
     )
     return parser, post
@@ -103,9 +103,41 @@ def _deeper_than(tree: Tree, limit: int) -> Tree | None:
 def parse_preprocessed(pp: Preprocessed, sink: DiagnosticSink | None = None) -> A.Program:
     sink = sink or DiagnosticSink()
     parser, post = _lark()
-    post.text = pp.text
+    tree = _parse(parser, post, pp, sink, pp.text, "start")
+
+    def parse_body(tok: Token) -> Tree:
+        """A structured annotation's body (`tok` is `[...]`), padded to its place in the
+        text so that positions in it map through the source map as the program's do."""
+        text = "\n" * ((tok.line or 1) - 1) + " " * (tok.column or 1) + str(tok)[1:-1]
+        return _parse(parser, post, pp, sink, text, "structured_body")
+
+    deep = _deeper_than(tree, MAX_NESTING)
+    if deep is not None:
+        pos = pp.source_map.lookup(deep.meta.line, deep.meta.column)
+        raise sink.fail(pos, f"the program nests more than {MAX_NESTING} levels deep here")
+    allow_recursion(MAX_NESTING)
     try:
-        tree = parser.parse(pp.text)
+        prog = ToAst(pp.source_map, sink, parse_body).transform(tree)
+    except SyntaxIssue as e:
+        raise sink.fail(e.pos, e.message) from None
+    except Exception as e:  # lark wraps transformer errors
+        inner = getattr(e, "orig_exc", None)
+        if isinstance(inner, SyntaxIssue):
+            raise sink.fail(inner.pos, inner.message) from None
+        if isinstance(inner, P4Error):
+            raise inner from None
+        raise
+    assert isinstance(prog, A.Program)
+    prog.files = list(pp.files)
+    return prog
+
+
+def _parse(parser: Lark, post: P4PostLex, pp: Preprocessed, sink: DiagnosticSink, text: str,
+           start: str) -> Tree:
+    """`text` parsed from `start`; a syntax error is a diagnostic at its place."""
+    post.text = text
+    try:
+        return parser.parse(text, start=start)
     except UnexpectedInput as e:
         pos = pp.source_map.lookup(e.line if e.line > 0 else len(pp.source_map.lines), e.column if e.column > 0 else 1)
         if isinstance(e, UnexpectedToken):
@@ -120,29 +152,12 @@ def parse_preprocessed(pp: Preprocessed, sink: DiagnosticSink | None = None) -> 
                 pos = pp.source_map.lookup(prev.line or 0, prev.column or 0)
                 msg = f"unknown type '{prev}'"
         elif isinstance(e, UnexpectedCharacters):
-            msg = f"syntax error: unexpected character '{pp.text[e.pos_in_stream or 0]}'"
+            msg = f"syntax error: unexpected character '{text[e.pos_in_stream or 0]}'"
         elif isinstance(e, UnexpectedEOF):
             msg = "syntax error: unexpected end of input"
         else:
             msg = "syntax error"
         raise sink.fail(pos, msg) from None
-    deep = _deeper_than(tree, MAX_NESTING)
-    if deep is not None:
-        pos = pp.source_map.lookup(deep.meta.line, deep.meta.column)
-        raise sink.fail(pos, f"the program nests more than {MAX_NESTING} levels deep here")
-    allow_recursion(MAX_NESTING)
-    try:
-        prog = ToAst(pp.source_map, sink).transform(tree)
-    except SyntaxIssue as e:
-        raise sink.fail(e.pos, e.message) from None
-    except Exception as e:  # lark wraps transformer errors
-        inner = getattr(e, "orig_exc", None)
-        if isinstance(inner, SyntaxIssue):
-            raise sink.fail(inner.pos, inner.message) from None
-        raise
-    assert isinstance(prog, A.Program)
-    prog.files = list(pp.files)
-    return prog
 
 
 def parse_source(

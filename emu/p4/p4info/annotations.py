@@ -6,6 +6,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import fields, is_dataclass
 from typing import Any
 
+from p4.config.v1 import p4types_pb2
+
 from emu.p4 import names
 from emu.p4.frontend import ast as A
 from emu.p4.frontend.diagnostics import Diagnostic, P4Error, SourceCache
@@ -93,9 +95,37 @@ def _add_annotations(msg: Any, annotations: Sequence[A.Annotation], skip: frozen
     """`keep`: names P4Info usually leaves out that this message lists (p4c keeps a
     key element's @hidden)."""
     for a in annotations:
+        if a.structured is not None:
+            _add_structured(msg.structured_annotations.add(), a)
+            continue
         if (a.name in _SKIPPED_ANNOTATIONS and a.name not in keep) or a.name in skip or a.bracket == "[":
             continue
         msg.annotations.append(_annotation_text(a))
+
+
+def _add_structured(msg: p4types_pb2.StructuredAnnotation, a: A.Annotation) -> None:
+    """`@name[e, ...]` as an expression list, `@name[k = e, ...]` as key-value pairs,
+    each element the constant the front end folded it to."""
+    msg.name = a.name
+    items = a.structured or []
+    if items and items[0][0] is not None:
+        for key, e in items:
+            kv = msg.kv_pair_list.kv_pairs.add()
+            kv.key = key or ""
+            _set_value(kv.value, e)
+    else:
+        msg.expression_list.SetInParent()
+        for _, e in items:
+            _set_value(msg.expression_list.expressions.add(), e)
+
+
+def _set_value(msg: p4types_pb2.Expression, e: A.Expr) -> None:
+    if isinstance(e, A.StringLit):
+        msg.string_value = e.value
+    elif isinstance(e.const, bool):
+        msg.bool_value = e.const
+    else:
+        msg.int64_value = int(e.const or 0)
 
 
 def _add_doc(msg: Any, annotations: Sequence[A.Annotation]) -> None:

@@ -341,6 +341,32 @@ def test_tables_and_actions_only_in_dead_branches_are_left_out() -> None:
     assert [a.preamble.name for a in info.actions] == ["NoAction", "ingress.live_a"]
 
 
+def test_structured_annotations_carry_their_values() -> None:
+    """As p4c writes p4_16_samples/structured_annotations.p4's."""
+    info = program(
+        """
+        action a() { }
+        @List[1, "hello", true, 1 == 2, 5 + 6]
+        @Pairs[label = "text", int_val = 2 * 3]
+        table t { key = { hdr.h.a : exact; } actions = { @myid[1] a; NoAction; } }
+        """,
+        "t.apply();",
+    )
+    t = by_name(info.tables, "ingress.t")
+    lst, pairs = t.preamble.structured_annotations
+    assert lst.name == "List"
+    assert [e.WhichOneof("value") for e in lst.expression_list.expressions] == \
+        ["int64_value", "string_value", "bool_value", "bool_value", "int64_value"]
+    assert [lst.expression_list.expressions[i].int64_value for i in (0, 4)] == [1, 11]
+    assert (lst.expression_list.expressions[1].string_value,
+            lst.expression_list.expressions[3].bool_value) == ("hello", False)
+    assert [(kv.key, kv.value.WhichOneof("value")) for kv in pairs.kv_pair_list.kv_pairs] == \
+        [("label", "string_value"), ("int_val", "int64_value")]
+    assert list(t.preamble.annotations) == []
+    (ref,) = [r for r in t.action_refs if r.structured_annotations]
+    assert ref.structured_annotations[0].expression_list.expressions[0].int64_value == 1
+
+
 def test_a_program_without_main_has_no_pkg_info() -> None:
     """p4c-bm2-ss warns and leaves pkg_info out (p4c's bitwise-and, issue407-2, ...)."""
     info = generate_p4info(check_source("#include <core.p4>\ncontrol c() { apply {} }\n", "nomain.p4"))

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from lark import Token, Transformer, v_args
+from lark import Token, Transformer, Tree, v_args
 
 from .. import ast as A
 from ..diagnostics import DiagnosticSink
@@ -30,10 +31,13 @@ class _ForUpdate(list):  # type: ignore[type-arg]
 class ToAstBase(Transformer):
     """The source map and sink; helpers shared by the rule mixins."""
 
-    def __init__(self, smap: SourceMap, sink: DiagnosticSink) -> None:
+    def __init__(self, smap: SourceMap, sink: DiagnosticSink,
+                 parse_body: Callable[[Token], Tree] | None = None) -> None:
         super().__init__()
         self.smap = smap
         self.sink = sink
+        self.parse_body = parse_body  # a structured annotation's body, to its parse tree
+        self.structured: list[A.Annotation] = []
 
     # -- helpers
     def p(self, x: Any) -> A.Pos:
@@ -47,6 +51,10 @@ class ToAstBase(Transformer):
 
     # -- annotations
     def annos(self, items: list[Any]) -> list[A.Annotation]:
+        names = [a.name for a in items]
+        for a in items:  # p4c: a structured annotation's name is used once per declaration
+            if a.structured is not None and names.count(a.name) > 1:
+                self.sink.error(a.pos, f"@{a.name}: duplicate name for structured annotation")
         return list(items)
 
     def annotation(self, items: list[Any]) -> A.Annotation:
@@ -55,8 +63,18 @@ class ToAstBase(Transformer):
             raw = str(items[1])
             body = raw[1:-1]
             args, kv = decode_annotation_body(body)
-            return A.Annotation(str(name), body, raw[0], args, kv, pos=self.p(name))
+            anno = A.Annotation(str(name), body, raw[0], args, kv, pos=self.p(name))
+            if raw[0] == "[" and self.parse_body is not None:
+                anno.structured = self.transform(self.parse_body(items[1]))
+                self.structured.append(anno)
+            return anno
         return A.Annotation(str(name), pos=self.p(name))
+
+    def structured_body(self, items: list[Any]) -> list[tuple[str | None, A.Expr]]:
+        return [(None, e) for e in items[0]]
+
+    def structured_kv(self, items: list[Any]) -> list[tuple[str | None, A.Expr]]:
+        return list(items)
 
     # -- names
     def name(self, items: list[Token]) -> Token:

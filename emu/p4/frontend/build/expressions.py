@@ -115,4 +115,5 @@ class ExpressionRules(ToAstBase):
         return str(items[0]), items[1]
 
     def start(self, items: list[Any]) -> A.Program:
-        return A.Program([d for d in items if isinstance(d, A.Decl)])
+        return A.Program([d for d in items if isinstance(d, A.Decl)],
+                         structured_annotations=self.structured)

@@ -39,6 +39,7 @@ class DeclarationChecker(CheckerBase):
                 self.decl_global(d)
             except _Abort:
                 pass
+        self.structured_annotations(prog.structured_annotations)
         main = self.instances.get("main")
         pipeline: dict[str, A.ParserDecl | A.ControlDecl] = {}
         if main is not None and isinstance(main.type, BlockType) and main.type.kind == "package":
@@ -220,6 +221,22 @@ class DeclarationChecker(CheckerBase):
         if d.value.const is None and not _constant_aggregate(d.value):
             self.err(d.value, f"initializer of constant '{d.name}' is not a compile-time constant")
         self.declare(scope, d.name, Ref("const", d.name, d, t, d.value.const), d)
+
+    def structured_annotations(self, annos: list[A.Annotation]) -> None:
+        """Each element of an `@name[...]` annotation folds to an integer, boolean or
+        string constant (P4Info carries the values), over the program's constants."""
+        for anno in annos:
+            keys = [k for k, _ in anno.structured or [] if k is not None]
+            if len(set(keys)) != len(keys):
+                self.err(anno, f"duplicate key in the structured annotation '@{anno.name}'")
+            for _, e in anno.structured or []:
+                try:
+                    self.expr(e, self.glob)
+                except _Abort:
+                    continue
+                if not isinstance(e, A.StringLit) and not isinstance(e.const, int):
+                    self.err(e, f"an element of the structured annotation '@{anno.name}' "
+                                "must be a constant int, string or bool")
 
     def v1model_version(self, e: A.Expr) -> None:
         """v1model.p4's V1MODEL_VERSION, as p4c checks it: one of the releases it knows."""
