@@ -23,6 +23,7 @@ from .dataplane import ControlPlane, Dataplane, DigestFn, OutputFn
 from .devconfig import load_dataplane
 from .errors import P4RTError, failed_precondition, invalid, not_found
 from .translate import P4InfoIndex, TableInfo
+from .translation import translated_types
 
 T = TypeVar("T")
 
@@ -263,16 +264,26 @@ def _check_consistent(index: P4InfoIndex, cp: ControlPlane) -> None:
 def _check_table_shape(index: P4InfoIndex, ti: TableInfo, table: Table) -> None:
     """The P4Info's match fields and action parameters must have the program's match
     kinds and widths: entries are encoded by the one and matched by the other."""
-    ours = [(k.kind, k.bitwidth) for k in ti.key]
-    prog = [(k.kind, k.bitwidth) for k in table.match_fields]
+    # A translated field's P4Info width is the controller's (identity: translation.py).
+    types = translated_types(index.p4info)
+    free = [mf.type_name.name in types for mf in ti.proto.match_fields]
+    ours = [(k.kind, None if t else k.bitwidth) for k, t in zip(ti.key, free, strict=False)]
+    prog = [(k.kind, None if t else k.bitwidth)
+            for k, t in zip(table.match_fields, free + [False] * len(table.match_fields),
+                            strict=False)]
     if ours != prog:
-        def show(key: list[tuple[MatchKind, int]]) -> str:
-            return ", ".join(f"{kind.value}:{w}" for kind, w in key) or "none"
+        def show(key: list[tuple[MatchKind, int | None]]) -> str:
+            return ", ".join(f"{kind.value}:{'translated' if w is None else w}"
+                             for kind, w in key) or "none"
         raise invalid(f"P4Info table {ti.name!r} has match fields ({show(ours)}), the device "
                       f"config's program ({show(prog)})")
     widths = {a.name: a.param_widths for a in table.actions}
     for spec in ti.action_specs:
         want = widths.get(spec.name)
+        action = index.action_by_name.get(spec.name)
+        if want is not None and action is not None and len(want) == len(spec.param_widths):
+            want = tuple(spec.param_widths[i] if p.type_name.name in types else w
+                         for i, (w, p) in enumerate(zip(want, action.params, strict=False)))
         if want is not None and want != spec.param_widths:
             raise invalid(f"P4Info action {spec.name!r} of table {ti.name!r} has parameter "
                           f"widths {list(spec.param_widths)}, the device config's program "

@@ -35,6 +35,7 @@ from emu.p4.tables import (
 )
 
 from .errors import P4RTError, invalid, not_found, out_of_range, show_bytes
+from .translation import check_translations
 
 __all__ = [
     "P4InfoIndex", "TableInfo", "decode_uint", "encode_uint", "verify_p4info",
@@ -108,7 +109,9 @@ class P4InfoIndex:
 
     @classmethod
     def build(cls, p4info: p4info_pb2.P4Info) -> P4InfoIndex:
-        """Index a P4Info, rejecting inconsistent ones with INVALID_ARGUMENT."""
+        """Index a P4Info, rejecting inconsistent ones with INVALID_ARGUMENT (and the
+        translations this target cannot serve with UNIMPLEMENTED)."""
+        check_translations(p4info)
         idx = cls(p4info)
         seen: set[int] = set()
 

@@ -18,7 +18,7 @@ from emu.runtime.devconfig import make_null_config
 from emu.runtime.errors import STATUS_DETAILS_KEY
 from emu.runtime.server import MAX_STREAMS
 
-from .conftest import DEVICE_ID, ECMP_P4, Rig, compiled_config, error_codes, primary
+from .conftest import DEVICE_ID, ECMP_P4, Rig, compiled_config, error_codes, primary, wait_for
 
 U = p4runtime_pb2.Update
 SFPC = p4runtime_pb2.SetForwardingPipelineConfigRequest
@@ -40,6 +40,9 @@ def test_idle_streams_cannot_starve_unary_rpcs(rig: Rig, cp_p4info: p4info_pb2.P
     stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
     calls = [stub.StreamChannel(idle()) for _ in range(MAX_STREAMS - 1)]
     try:
+        # gRPC starts the calls in the background: under load the `extra` one below could
+        # otherwise reach the server before the last of these and take its slot.
+        wait_for(lambda: rig.server._streams >= MAX_STREAMS, what="every stream slot taken")
         # the unary RPCs are served while every stream slot is taken ...
         caps = c.stub.Capabilities(p4runtime_pb2.CapabilitiesRequest(), timeout=5)
         assert caps.p4runtime_api_version

@@ -213,10 +213,12 @@ class TupleType(Type):
 
 @dataclass(eq=False)
 class NewType(Type):
-    """``type bit<9> PortId;``: a distinct type over ``base``."""
+    """``type bit<9> PortId;``: a distinct type over ``base``; ``annotations`` its
+    declaration's (@p4runtime_translation gives P4Info a controller representation)."""
 
     name: str
     base: Type
+    annotations: list[Any] = field(default_factory=list, repr=False)
 
     @property
     def bit_width(self) -> int | None:

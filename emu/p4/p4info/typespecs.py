@@ -22,9 +22,10 @@ from emu.p4.frontend.types import (
     TupleType,
     Type,
     VarbitType,
+    strip_newtype,
 )
 
-from .annotations import _error
+from .annotations import _add_annotations, _error
 
 
 def _type_width(t: Type) -> int:
@@ -33,7 +34,7 @@ def _type_width(t: Type) -> int:
         translated = _translation(t)
         if translated is not None:
             return translated[1]
-        return _type_width(t.base)
+        return _type_width(strip_newtype(t))  # the data plane's, whatever lies between
     if isinstance(t, ErrorType):
         return 0  # p4c treats error as a string
     w = t.bit_width
@@ -42,11 +43,7 @@ def _type_width(t: Type) -> int:
 
 def _translation(t: NewType) -> tuple[str, int] | None:
     """(uri, controller bit width) of a type with @p4runtime_translation; width 0 for string."""
-    # A NewType keeps no declaration, so its annotations are not visible here and
-    # @p4runtime_translation is not honoured yet (docs/v1model.md); the untyped lookup this
-    # replaces never found any either.
-    annotations: list[A.Annotation] = []
-    a = A.find_annotation(annotations, "p4runtime_translation")
+    a = A.find_annotation(t.annotations, "p4runtime_translation")
     if a is None:
         return None
     m = re.match(r'\s*"([^"]*)"\s*,\s*(?:bit\s*<\s*(\d+)\s*>|(string)|(\d+))\s*$', a.body or "")
@@ -153,6 +150,7 @@ class _TypeSpecs:
                         new_type.translated_type.sdn_bitwidth = translated[1]
                     else:
                         new_type.translated_type.sdn_string.SetInParent()
-                else:
-                    self.convert(t.base, new_type.original_type)
+                else:  # p4c: the underlying type, not the `type` it may be declared over
+                    self.convert(strip_newtype(t.base), new_type.original_type)
+                _add_annotations(new_type, t.annotations, frozenset({"p4runtime_translation"}))
         return spec

@@ -367,6 +367,27 @@ def test_structured_annotations_carry_their_values() -> None:
     assert ref.structured_annotations[0].expression_list.expressions[0].int64_value == 1
 
 
+def test_translated_and_plain_new_types_as_p4c_lists_them() -> None:
+    """p4c's v1model-p4runtime-most-types1: a translated type's fields have the controller
+    width; a plain `type` over it the data plane's, its original type the bits below."""
+    source = SKELETON.format(
+        locals="action a(C21 p) { } table t { key = { hdr.h.a : exact; } actions = { a; } }",
+        apply="t.apply();", ingress="ingress", egress="egress", egress_locals="", egress_apply="",
+    ).replace("header h_t {{", "").replace(
+        "header h_t { bit<8> a;",
+        '@p4runtime_translation("emu.test/C2", 12) @note("n") type bit<8> C2;\n'
+        "type C2 C21;\nheader h_t { C2 a;")
+    info = p4info_of(source)
+    (mf,) = info.tables[0].match_fields
+    assert (mf.bitwidth, mf.type_name.name) == (12, "C2")
+    (param,) = by_name(info.actions, "ingress.a").params
+    assert (param.bitwidth, param.type_name.name) == (8, "C21")
+    c2, c21 = info.type_info.new_types["C2"], info.type_info.new_types["C21"]
+    assert (c2.translated_type.uri, c2.translated_type.sdn_bitwidth) == ("emu.test/C2", 12)
+    assert list(c2.annotations) == ['@note("n")']
+    assert c21.original_type.bitstring.bit.bitwidth == 8
+
+
 def test_a_program_without_main_has_no_pkg_info() -> None:
     """p4c-bm2-ss warns and leaves pkg_info out (p4c's bitwise-and, issue407-2, ...)."""
     info = generate_p4info(check_source("#include <core.p4>\ncontrol c() { apply {} }\n", "nomain.p4"))

@@ -101,7 +101,7 @@ class DeclarationChecker(CheckerBase):
             if d.new_type and not isinstance(base, BitType | BoolType | NewType):
                 # p4c: "`type' can only be applied to base types"
                 self.err(d.typeref, f"'type {d.name}' must be over bit<W>, int<W>, bool or a type, not '{base}'")
-            self.declare_type(g, d.name, NewType(d.name, base) if d.new_type else base, d)
+            self.declare_type(g, d.name, NewType(d.name, base, d.annotations) if d.new_type else base, d)
         elif isinstance(d, A.ConstDecl):
             self.const_decl(d, g)
             self.constants[d.name] = d.value.const
