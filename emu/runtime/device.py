@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Protocol, TypeVar
 
 import grpc
@@ -252,8 +252,9 @@ def _check_consistent(index: P4InfoIndex, cp: ControlPlane) -> None:
         for n in names:
             if n not in objects:
                 raise invalid(f"P4Info {kind} {n!r} is not in the device config's program")
+    translated = translated_types(index.p4info)
     for ti in index.tables.values():
-        _check_table_shape(index, ti, cp.tables[ti.name])
+        _check_table_shape(index, ti, cp.tables[ti.name], translated.keys())
     for v in index.value_sets.values():  # else every write of its members fails
         widths = cp.value_sets[v.preamble.name].widths
         if len(widths) != len(v.match):
@@ -261,16 +262,15 @@ def _check_consistent(index: P4InfoIndex, cp: ControlPlane) -> None:
                           f"fields, the device config's program {len(widths)}")
 
 
-def _check_table_shape(index: P4InfoIndex, ti: TableInfo, table: Table) -> None:
+def _check_table_shape(index: P4InfoIndex, ti: TableInfo, table: Table,
+                       translated: Collection[str]) -> None:
     """The P4Info's match fields and action parameters must have the program's match
-    kinds and widths: entries are encoded by the one and matched by the other."""
-    # A translated field's P4Info width is the controller's (identity: translation.py).
-    types = translated_types(index.p4info)
-    free = [mf.type_name.name in types for mf in ti.proto.match_fields]
-    ours = [(k.kind, None if t else k.bitwidth) for k, t in zip(ti.key, free, strict=False)]
-    prog = [(k.kind, None if t else k.bitwidth)
-            for k, t in zip(table.match_fields, free + [False] * len(table.match_fields),
-                            strict=False)]
+    kinds and widths: entries are encoded by the one and matched by the other. A field
+    of a `translated` type has the controller's width in P4Info (translation.py), so
+    its width is not compared."""
+    free = {i for i, mf in enumerate(ti.proto.match_fields) if mf.type_name.name in translated}
+    ours = [(k.kind, None if i in free else k.bitwidth) for i, k in enumerate(ti.key)]
+    prog = [(k.kind, None if i in free else k.bitwidth) for i, k in enumerate(table.match_fields)]
     if ours != prog:
         def show(key: list[tuple[MatchKind, int | None]]) -> str:
             return ", ".join(f"{kind.value}:{'translated' if w is None else w}"
@@ -281,13 +281,17 @@ def _check_table_shape(index: P4InfoIndex, ti: TableInfo, table: Table) -> None:
     for spec in ti.action_specs:
         want = widths.get(spec.name)
         action = index.action_by_name.get(spec.name)
-        if want is not None and action is not None and len(want) == len(spec.param_widths):
-            want = tuple(spec.param_widths[i] if p.type_name.name in types else w
-                         for i, (w, p) in enumerate(zip(want, action.params, strict=False)))
-        if want is not None and want != spec.param_widths:
+        free = {i for i, p in enumerate(action.params if action else ())
+                if p.type_name.name in translated}
+        if want is not None and _masked(want, free) != _masked(spec.param_widths, free):
             raise invalid(f"P4Info action {spec.name!r} of table {ti.name!r} has parameter "
                           f"widths {list(spec.param_widths)}, the device config's program "
                           f"{list(want)}")
+
+
+def _masked(widths: tuple[int, ...], free: set[int]) -> list[int | None]:
+    """`widths` with those at the `free` positions (translated types) left out."""
+    return [None if i in free else w for i, w in enumerate(widths)]
 
 
 def check_device_id(device: Device, device_id: int) -> None:

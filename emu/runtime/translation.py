@@ -3,10 +3,11 @@ types): what this server does with a `type` whose P4Info entry has a translated_
 
 The target keeps no translation table, so a translated value is the data-plane value
 itself (identity): a value must fit the controller's width (P4Info's sdn_bitwidth,
-checked when bytes are decoded) and the data plane's (checked when the entry is built). What identity cannot serve is refused when the pipeline is
-set, with UNIMPLEMENTED: string-translated types (`sdn_string`: names, not numbers) and
-translated fields of packet-in/out headers (their layout on the wire would follow
-P4Info's widths, not the data plane's).
+checked when bytes are decoded) and the data plane's (checked when the entry is built).
+What identity cannot serve is refused when the pipeline is set, with UNIMPLEMENTED:
+string-translated types (`sdn_string`: names, not numbers) and translated fields of
+packet-in/out headers (their layout on the wire would follow P4Info's widths, not the
+data plane's).
 """
 
 from __future__ import annotations

@@ -211,7 +211,8 @@ class SpawnedSwitch:
         # Its end of a pipe may close just before it exits: wait for the status.
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.popen.wait(2.0)
+        code = self.popen.poll()
         # The embedded daemon exits with EADDRINUSE when its gRPC address is taken.
-        kind = AddressInUse if self.popen.poll() == errno.EADDRINUSE else RuntimeError
-        return kind(f"{self.kind} switch {self.spec.name} {what} (exit {self.popen.poll()}); "
-                            f"command: {' '.join(self.command)}\n{self.output()}")
+        kind = AddressInUse if code == errno.EADDRINUSE else RuntimeError
+        return kind(f"{self.kind} switch {self.spec.name} {what} (exit {code}); "
+                    f"command: {' '.join(self.command)}\n{self.output()}")

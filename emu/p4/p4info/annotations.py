@@ -98,7 +98,7 @@ def _add_annotations(msg: Any, annotations: Sequence[A.Annotation], skip: frozen
         if a.structured is not None:
             _add_structured(msg.structured_annotations.add(), a)
             continue
-        if (a.name in _SKIPPED_ANNOTATIONS and a.name not in keep) or a.name in skip or a.bracket == "[":
+        if (a.name in _SKIPPED_ANNOTATIONS and a.name not in keep) or a.name in skip:
             continue
         msg.annotations.append(_annotation_text(a))
 

@@ -315,12 +315,12 @@ class _Collector(_GeneratorBase):
 def _applied_tables(bodies: list[A.Node]) -> set[int]:
     """ids of the tables `bodies` apply, and of those applied in an applied table's key
     (`key = { sub.apply().hit : exact; }`), as p4c counts them."""
-    found: dict[int, A.TableDecl] = {}
+    found: set[int] = set()
     todo: list[A.Node] = list(bodies)
     while todo:
         for n in _walk(todo.pop(), live=True):
             if (isinstance(n, A.Call) and n.kind == "apply" and isinstance(n.target, A.TableDecl)
                     and id(n.target) not in found):
-                found[id(n.target)] = n.target
+                found.add(id(n.target))
                 todo.extend(k.expr for p in n.target.properties if p.kind == "key" for k in p.keys)
-    return set(found)
+    return found

@@ -74,12 +74,11 @@ class _Generator(_Collector, _TableEmitter, _ExternEmitter):
     def pkg_info(self, main: A.Instantiation) -> None:
         pkg = self.p4info.pkg_info
         for a in main.annotations:
-            if a.name != "pkginfo":
+            if a.name == "pkginfo":
+                for key, value in a.kv.items():
+                    if key in ("name", "version", "organization", "contact", "url", "arch") and isinstance(value, str):
+                        setattr(pkg, key, value)
                 continue
-            for key, value in a.kv.items():
-                if key in ("name", "version", "organization", "contact", "url", "arch") and isinstance(value, str):
-                    setattr(pkg, key, value)
-        for a in main.annotations:
             if a.name != "platform_property":
                 continue
             for key, value in a.kv.items():

@@ -32,7 +32,7 @@ class ToAstBase(Transformer):
     """The source map and sink; helpers shared by the rule mixins."""
 
     def __init__(self, smap: SourceMap, sink: DiagnosticSink,
-                 parse_body: Callable[[Token], Tree] | None = None) -> None:
+                 parse_body: Callable[[Token], Tree]) -> None:
         super().__init__()
         self.smap = smap
         self.sink = sink
@@ -64,7 +64,7 @@ class ToAstBase(Transformer):
             body = raw[1:-1]
             args, kv = decode_annotation_body(body)
             anno = A.Annotation(str(name), body, raw[0], args, kv, pos=self.p(name))
-            if raw[0] == "[" and self.parse_body is not None:
+            if raw[0] == "[":
                 anno.structured = self.transform(self.parse_body(items[1]))
                 self.structured.append(anno)
             return anno
