@@ -73,7 +73,6 @@ def test_p4c_v1model_sample(name: str) -> None:
 ACCEPTED_ERRORS = {
     "issue1777-bmv2.p4": "BMv2 back-end limit (a struct in a register): the target supports it",
     "issue3299.p4": "BMv2 back-end limit (switch in an action): the target supports it",
-    "issue2283_2-bmv2.p4": "a P4Info transformation limit of p4c",
     "issue-2123_e.p4": "BMv2 back-end limit (select range bounds that are not constants): "
                        "the target supports them",
 }

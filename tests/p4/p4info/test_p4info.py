@@ -388,6 +388,17 @@ def test_translated_and_plain_new_types_as_p4c_lists_them() -> None:
     assert c21.original_type.bitstring.bit.bitwidth == 8
 
 
+def test_a_translation_to_another_type_than_bits_or_string_is_an_error() -> None:
+    """p4c's issue2283_2-bmv2: `@p4runtime_translation("uri", bool)` is refused."""
+    source = SKELETON.format(
+        locals="table t { key = { hdr.h.a : exact; } actions = { NoAction; } }",
+        apply="t.apply();", ingress="ingress", egress="egress", egress_locals="", egress_apply="",
+    ).replace("header h_t { bit<8> a;", '@p4runtime_translation("emu.test/P", bool) type bit<8> Port_t;\n'
+                                        "header h_t { Port_t a;")
+    with pytest.raises(P4Error, match="@p4runtime_translation expects a URI and bit<W> or string"):
+        p4info_of(source)
+
+
 def test_a_program_without_main_has_no_pkg_info() -> None:
     """p4c-bm2-ss warns and leaves pkg_info out (p4c's bitwise-and, issue407-2, ...)."""
     info = generate_p4info(check_source("#include <core.p4>\ncontrol c() { apply {} }\n", "nomain.p4"))
