@@ -108,6 +108,13 @@ class IncastRecord:
         """The flow's delivered rate per window, modelled bits/s."""
         return [b * 8 / (self.window_ns / 1e9) for b in self.window_bytes.get(flow, [])]
 
+    def mean_rate_bps(self, flow: int, windows: range) -> float:
+        """The flow's mean delivered rate over `windows` (0 for none), modelled bits/s.
+        One pass over the rates: indexing `rates_bps(flow)` per window rebuilds the list
+        each time, quadratic in a long run's windows."""
+        rates = self.rates_bps(flow)
+        return sum(rates[w] for w in windows) / max(1, len(windows))
+
     @property
     def fair_share_bps(self) -> float:
         return self.spec.link_rate_bps / self.spec.senders
@@ -336,7 +343,7 @@ def summarise(rec: IncastRecord) -> dict[str, float]:
     fairness, the queue's p90 in the steady state, drops and CNPs."""
     ws = steady_windows(rec)
     flows = sorted(rec.window_bytes)
-    means = [sum(rec.rates_bps(i)[w] for w in ws) / max(1, len(ws)) for i in flows]
+    means = [rec.mean_rate_bps(i, ws) for i in flows]
     t0 = min(rec.start_ns.values())
     lo, hi = ws.start * rec.window_ns, ws.stop * rec.window_ns
     qs = sorted(q for k, q in enumerate(rec.queue_pkts, start=1)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from emu.experiments.incast import IncastSpec, run_incast
+from emu.experiments.incast import IncastRecord, IncastSpec, run_incast
 
 
 def test_flows_of_several_messages_with_their_own_sizes_and_starts() -> None:
@@ -52,3 +52,16 @@ def test_the_run_seed_reaches_the_switches_random_draws() -> None:
     assert one[0] > 0
     assert marks(1) == one
     assert marks(2) != one
+
+
+def test_a_flows_mean_rate_over_windows() -> None:
+    """Bytes per window become bits per modelled second; the mean is over the windows
+    asked for, and an empty range gives 0 rather than a division by zero."""
+    rec = IncastRecord(spec=IncastSpec(senders=2, flow_bytes=1000), base_rtt_ns=1000.0,
+                       window_ns=1000.0, frame_bytes=1100, kmin_pkts=1, kmax_pkts=2,
+                       buffer_pkts=3, pmax=0.1, window_bytes={0: [100, 200, 300, 600]})
+    assert rec.rates_bps(0) == pytest.approx([0.8e9, 1.6e9, 2.4e9, 4.8e9])
+    assert rec.mean_rate_bps(0, range(1, 4)) == pytest.approx((1.6e9 + 2.4e9 + 4.8e9) / 3)
+    assert rec.mean_rate_bps(0, range(2, 2)) == 0.0
+    with pytest.raises(IndexError):
+        rec.mean_rate_bps(0, range(3, 5))

@@ -67,7 +67,7 @@ def spec(senders: int, profile: str, **kw: object) -> IncastSpec:
 def steady_rates(rec: IncastRecord) -> dict[int, float]:
     ws = steady_windows(rec)
     assert len(ws) >= 20, f"only {len(ws)} steady windows"
-    return {i: sum(rec.rates_bps(i)[w] for w in ws) / len(ws) for i in rec.window_bytes}
+    return {i: rec.mean_rate_bps(i, ws) for i in rec.window_bytes}
 
 
 def steady_queue_p90(rec: IncastRecord) -> int:
@@ -143,7 +143,7 @@ def test_the_same_nominal_incast_at_three_dilations(profile: str) -> None:
     fairness = []
     for r in recs:
         ws = range(0, min(len(r.window_bytes[i]) for i in r.window_bytes) - 1)
-        means = [sum(r.rates_bps(i)[w] for w in ws) / len(ws) for i in r.window_bytes]
+        means = [r.mean_rate_bps(i, ws) for i in r.window_bytes]
         fairness.append(jain(means))
     assert max(fct) <= 1.05 * min(fct), fct
     assert max(cnps) <= 1.10 * min(cnps), cnps
@@ -269,6 +269,6 @@ def test_staggered_flows_converge_to_the_new_fair_share(profile: str) -> None:
         ws = range(int((join + bound_ns) // rec.window_ns) + 1, int(end // rec.window_ns))
         assert len(ws) >= 20
         fair = link / active
-        means = [sum(rec.rates_bps(i)[w] for w in ws) / len(ws) for i in range(active)]
+        means = [rec.mean_rate_bps(i, ws) for i in range(active)]
         for m in means:
             assert abs(m - fair) <= 0.10 * fair, (active, [round(x / 1e9, 2) for x in means])
