@@ -191,7 +191,8 @@ def run_incast(spec: IncastSpec) -> IncastRecord:
     clock = sim.clock
     receiver = cfg.workload.incast_target
     senders = [h.name for h in plan.fabric.hosts if h.name != receiver]
-    index = {str(plan.fabric.host(h).ip): i for i, h in enumerate(senders)}
+    # sender's IPv4 source address, as the frame carries it -> flow index
+    index = {plan.fabric.host(h).ip.packed: i for i, h in enumerate(senders)}
     sizes, starts = spec.flow_bytes_each, spec.start_ns_each
     for i, h in enumerate(senders):  # staggered starts, on the wire clock
         for f in plan.agents[h].flows:
@@ -209,7 +210,7 @@ def run_incast(spec: IncastSpec) -> IncastRecord:
     overhead = sim.links[plan.fabric.host(receiver).link].overhead_bytes
 
     def tap(frame: bytes) -> None:
-        i = index.get(".".join(str(b) for b in frame[IPV4_SRC]))
+        i = index.get(frame[IPV4_SRC])
         if i is not None:
             w = int(clock.now_ns() // window_wire)
             bins = rec.window_bytes[i]
@@ -227,9 +228,11 @@ def run_incast(spec: IncastSpec) -> IncastRecord:
     tm = sim.switches[leaf].sw.tm
     sample_wire = d.wire_ns(spec.sample_ns)
 
+    agents_done = tuple(a.done for a in agents.values())
+
     def sample() -> None:
         rec.queue_pkts.append(tm.occupancy(leaf_port)[0])
-        if not all(a.done() for a in agents.values()):
+        if not all(done() for done in agents_done):
             clock.call_later(sample_wire, sample)
 
     for a in agents.values():
