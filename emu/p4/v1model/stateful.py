@@ -242,15 +242,24 @@ class _TokenBucket:
         return True
 
 
+def _check_rates(rates: MeterRates) -> None:
+    if rates.cir > rates.pir:
+        # BMv2 refuses this (INVALID_INFO_RATE_VALUE); the caller keeps the old state.
+        raise ValueError("meter CIR must not exceed PIR")
+    if min(rates.cir, rates.pir, rates.cbs, rates.pbs) < 0:
+        raise ValueError("meter rates and bursts must not be negative")
+
+
 class Meter:
     """One two-rate three-color meter (an indirect meter's element or a direct meter)."""
 
     __slots__ = ("kind", "_clock", "_t0_us", "rates", "_peak", "_committed")
 
-    def __init__(self, kind: MeterKind | str, clock: Clock) -> None:
+    def __init__(self, kind: MeterKind | str, clock: Clock, t0_us: float | None = None) -> None:
         self.kind = MeterKind(kind)
         self._clock = clock
-        self._t0_us = clock.now_us()  # BMv2: time origin = meter creation
+        # BMv2: time origin = meter creation (an array's, for its cells)
+        self._t0_us = clock.now_us() if t0_us is None else t0_us
         self.rates: MeterRates | None = None
         self._peak = _TokenBucket()
         self._committed = _TokenBucket()
@@ -258,11 +267,7 @@ class Meter:
     def set_rates(self, rates: MeterRates | None) -> None:
         """Configure (buckets start full), or None to unconfigure (always GREEN)."""
         if rates is not None:
-            if rates.cir > rates.pir:
-                # BMv2 refuses this (INVALID_INFO_RATE_VALUE); keep the old state.
-                raise ValueError("meter CIR must not exceed PIR")
-            if min(rates.cir, rates.pir, rates.cbs, rates.pbs) < 0:
-                raise ValueError("meter rates and bursts must not be negative")
+            _check_rates(rates)
             self._peak.fill(rates.pbs)
             self._committed.fill(rates.cbs)
         self.rates = rates
@@ -283,9 +288,14 @@ class Meter:
 
 
 class MeterArray(_CellArray):
-    """`meter(size, MeterType.kind)`; unconfigured elements return GREEN."""
+    """`meter(size, MeterType.kind)`; unconfigured elements return GREEN.
 
-    __slots__ = ("kind", "_meters")
+    A cell's Meter is made when it is first configured alone or first executed under
+    rates set for every cell (`_all`), so a large array costs nothing until used. That
+    is the same meter as one made with the array: every cell's time origin is the
+    array's, and configuring fills both buckets, which a refill caps at the burst."""
+
+    __slots__ = ("kind", "_clock", "_t0_us", "_cells", "_all")
     what = "meter"
 
     def __init__(self, name: str, size: int, kind: MeterKind | str, clock: Clock) -> None:
@@ -294,12 +304,27 @@ class MeterArray(_CellArray):
         self.name = name
         self.size = size
         self.kind = MeterKind(kind)
-        self._meters = [Meter(self.kind, clock) for _ in range(size)]
+        self._clock = clock
+        self._t0_us = clock.now_us()
+        self._cells: dict[int, Meter] = {}
+        self._all: MeterRates | None = None  # the rates of every cell not in _cells
+
+    def _cell(self, index: int) -> Meter:
+        m = self._cells.get(index)
+        if m is None:
+            m = self._cells[index] = Meter(self.kind, self._clock, self._t0_us)
+            m.set_rates(self._all)
+        return m
 
     def execute(self, index: int, nbytes: int = 0, default: int = GREEN) -> int:
         """The color; `default` (the destination's current value) if out of range."""
         if 0 <= index < self.size:
-            return self._meters[index].execute(nbytes)
+            m = self._cells.get(index)
+            if m is None:
+                if self._all is None:
+                    return GREEN
+                m = self._cell(index)
+            return m.execute(nbytes)
         return default
 
     def set_rates(self, cir: float, cbs: int, pir: float, pbs: int,
@@ -321,13 +346,16 @@ class MeterArray(_CellArray):
 
     def get_rates(self, index: int) -> MeterRates | None:
         self._check(index)
-        return self._meters[index].rates
+        m = self._cells.get(index)
+        return self._all if m is None else m.rates
 
     def _set(self, rates: MeterRates | None, index: int | None) -> None:
         if index is None:
-            for m in self._meters:
-                m.set_rates(rates)
+            if rates is not None:
+                _check_rates(rates)
+            self._cells.clear()
+            self._all = rates
         else:
             self._check(index)
-            self._meters[index].set_rates(rates)
+            self._cell(index).set_rates(rates)
 

@@ -105,6 +105,65 @@ def test_byte_meter_red_leaves_cir_untouched() -> None:
     assert m.execute(1) == RED
 
 
+def test_a_meter_array_colours_as_one_meter_per_cell_made_at_its_creation() -> None:
+    """Cells are made on first use, and must colour exactly as meters made with the
+    array (BMv2: the time origin is the meter's creation, configuring fills the
+    buckets): rates set for all, for one cell, reset, invalid rates refused with the
+    old state kept, at irregular times."""
+    import random
+
+    clock = VirtualClock()
+    clock.advance(123 * US)
+    arr = MeterArray("m", 4, "bytes", clock)
+    eager = [Meter("bytes", clock) for _ in range(4)]
+    rnd = random.Random(5)
+    for step in range(3000):
+        clock.advance(rnd.randrange(1, 700) * US // 7)
+        op = rnd.random()
+        if step % 500 == 0 or op < 0.002:
+            r = MeterRates(rnd.uniform(0.5, 2), rnd.randrange(500, 3000),
+                           rnd.uniform(2, 4), rnd.randrange(3000, 6000))
+            arr.configure(r)
+            for m in eager:
+                m.set_rates(r)
+        elif op < 0.01:
+            i = rnd.randrange(4)
+            r = MeterRates(rnd.uniform(0.1, 1), rnd.randrange(100, 2000),
+                           rnd.uniform(1, 3), rnd.randrange(2000, 4000))
+            arr.configure(r, i)
+            eager[i].set_rates(r)
+        elif op < 0.012:
+            i = rnd.choice([None, rnd.randrange(4)])
+            arr.reset_rates(i)
+            for m in eager if i is None else [eager[i]]:
+                m.set_rates(None)
+        elif op < 0.014:
+            with pytest.raises(ValueError):
+                arr.set_rates(2.0, 1, 1.0, 1, index=rnd.choice([None, 1]))
+        else:
+            i, n = rnd.randrange(4), rnd.randrange(64, 1500)
+            assert arr.execute(i, n) == eager[i].execute(n), step
+        assert [arr.get_rates(i) for i in range(4)] == [m.rates for m in eager]
+
+
+def test_a_large_meter_array_costs_nothing_until_used() -> None:
+    """meter(1 << 20, ...) is the largest the target takes: it used to build a million
+    meters (three objects each) when the switch started."""
+    import tracemalloc
+
+    clock = VirtualClock()
+    tracemalloc.start()
+    try:
+        arr = MeterArray("m", 1 << 20, "packets", clock)
+        arr.set_rates(0.001, 1, 0.002, 2)
+        assert [arr.execute(7) for _ in range(3)] == [GREEN, YELLOW, RED]
+        assert arr.execute((1 << 20) - 1) == GREEN
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak
+
+
 def test_meter_per_second_rates_and_reset() -> None:
     clock = VirtualClock()
     m = MeterArray("m", 3, "packets", clock)
