@@ -460,10 +460,52 @@ def test_a_shift_of_a_sized_value_past_its_width_folds_to_zero() -> None:
     ("action a(in bit<8> x) {}\ncontrol c(in bit<8> k) { table s { actions = { a(1); } }\n"
      "  table t { key = { k : exact; } actions = { a(s.apply().hit ? 8w1 : 8w2); } } apply { t.apply(); } }",
      "s.apply: table invocation in action argument"),
+    # action-bind, issue1542: a directional argument bound in the actions list
+    ("control c(inout bit<32> x) { bit<32> y; action a(inout bit<32> b, bit<32> d) { b = d; }\n"
+     "  table t { actions = { a(x); } default_action = a(y, 0); } apply { t.apply(); } }",
+     "argument for 'b' of action 'a' does not match the one in the actions list"),
+    ("action m(in bit<32> g) {}\ncontrol c(in bit<8> k) {\n"
+     "  table t { key = { k : exact; } actions = { m(1); } const entries = { 1 : m(2); } }\n"
+     "  apply { t.apply(); } }",
+     "argument for 'g' of action 'm' does not match the one in the actions list"),
+    # default_action1: `.b` is the top-level action, the list's `b` the control's
+    ("action b() {}\ncontrol c() { action a() {} action b() {}\n"
+     "  table t { actions = { a; b; } default_action = .b(); } apply { t.apply(); } }",
+     "'.b' and 'b' refer to different actions"),
+    # issue2033: an initial action is checked against the list written before it
+    ("control c() { action nop() {}\n"
+     "  table t { default_action = nop; actions = { nop; } } apply { t.apply(); } }",
+     "table 't' has no actions list before its 'default_action'"),
 ])
 def test_p4c_error_corpus_programs_are_rejected(src: str, message: str) -> None:
     err = check_errors("#include <core.p4>\n" + src)
     assert any(message in d.message for d in err.diagnostics), [d.message for d in err.diagnostics]
+
+
+def test_initial_actions_that_match_the_actions_list() -> None:
+    """What p4c's validateActionInitializer accepts: the list's bound arguments again
+    (by value, or the same lvalue written anew), named arguments, a top-level action
+    listed with its leading dot."""
+    src = """#include <core.p4>
+action g() {}
+struct S { bit<8> f0; bit<8> f1; }
+control struct_arg() {  // issue3671: struct components compared by name
+    action s(in S v) {}
+    table t { actions = { s({ f0 = 1, f1 = 2 }); } default_action = s({ f1 = 2, f0 = 1 }); }
+    apply { t.apply(); }
+}
+control c(inout bit<32> x, in bit<8> k) {
+    action a(inout bit<32> b, bit<32> d) { b = d; }
+    action m(in bit<32> v, bit<8> e) {}
+    table t { key = { k : exact; } actions = { a(x); m(0x10); .g; }
+              default_action = a(x, 0);
+              const entries = { 1 : m(16, 2); 2 : m(e = 3, v = 32w16); 3 : .g(); } }
+    table u { actions = { g; } default_action = g(); }
+    struct_arg() s;
+    apply { t.apply(); u.apply(); s.apply(); }
+}
+"""
+    check_source(src)
 
 
 def test_priorities_p4c_accepts() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from .. import ast as A
 from ..types import (
     DONTCARE,
@@ -46,6 +48,15 @@ class TableChecker(CheckerBase):
                         action_names[ar.name.lstrip(".")] = ar
             except _Abort:
                 pass
+        names = [p.name for p in d.properties]
+        listed_at = names.index("actions") if "actions" in names else len(names)
+        for i, p in enumerate(d.properties):
+            if i > listed_at or p.name not in ("default_action", "entries"):
+                continue
+            # p4c checks an initial action against the list seen so far (validateActionInitializer)
+            first = p.entries[0].action if p.kind == "entries" and p.entries else p.value or p
+            self.err(first, f"table '{d.name}' has no actions list before its '{p.name}', "
+                            "so it cannot invoke an action there")
         for p in d.properties:
             try:
                 if p.kind == "entries":
@@ -180,8 +191,12 @@ class TableChecker(CheckerBase):
             name, args = v.name, []
         else:
             raise self.fatal(p, "default_action must name an action")
+        if isinstance(v, A.Call) and v.func.top_level or isinstance(v, A.NameRef) and v.top_level:
+            name = "." + name
         ar = A.ActionRef(name, args, pos=v.pos)
         ad = self.action_ref(ar, s, data_args=True)
+        self.match_listed(ar, ad, acts)
+        name = name.lstrip(".")
         if v is not None:
             v.type = VOID
             if isinstance(v, A.Call):
@@ -194,12 +209,33 @@ class TableChecker(CheckerBase):
         if acts and name not in acts:
             self.err(v or p, f"default action '{name}' is not in the actions list of table '{t.name}'")
 
+    def match_listed(self, call: A.ActionRef, ad: A.ActionDecl, acts: dict[str, A.ActionRef]) -> None:
+        """p4c's rules for a default action or an entry's action (validateActionInitializer):
+        the action the list names, not another of the same name, with the list's
+        arguments for its directional parameters."""
+        listed = acts.get(call.name.lstrip("."))
+        if listed is None or listed.decl is None:
+            return  # not in the list: the caller says so
+        if listed.decl is not ad:
+            self.err(call, f"'{call.name}' and '{listed.name}' refer to different actions")
+            return
+        if listed.args is None:
+            return
+        bound = _by_param([p for p in ad.params if p.direction], listed.args)
+        given = _by_param(ad.params, call.args or [])
+        for param, expr in bound.items():
+            arg = given.get(param)
+            if arg is not None and not same_expr(arg, expr):
+                self.err(arg, f"argument for '{param}' of action '{ad.name}' does not match "
+                              "the one in the actions list")
+
     def entry(self, en: A.Entry, key_types: list[Type], acts: dict[str, A.ActionRef], s: Scope, t: A.TableDecl) -> None:
         self.keyset(en.keyset, key_types or [DONTCARE], s)
         self.entry_masks(en, key_types, t)
         if en.priority is not None:
             self.const_int(en.priority, s, "entry priority")
         ad = self.action_ref(en.action, s, data_args=True)
+        self.match_listed(en.action, ad, acts)
         if acts and ad.name not in acts:
             self.err(en.action, f"action '{ad.name}' is not in the actions list of table '{t.name}'")
         listed = acts.get(ad.name)
@@ -222,3 +258,28 @@ def _key(d: A.TableDecl) -> A.TableProperty | None:
 def _parts(en: A.Entry) -> list[A.Expr]:
     """An entry's keyset, one expression per key field."""
     return en.keyset.items if isinstance(en.keyset, A.ListExpr) else [en.keyset]
+
+
+def _by_param(params: list[A.Param], args: list[A.Argument]) -> dict[str, A.Expr]:
+    """Each argument's expression under its parameter's name (named or positional)."""
+    if any(a.name for a in args):
+        return {a.name: a.value for a in args if a.name}
+    return {p.name: a.value for p, a in zip(params, args, strict=False)}
+
+
+def same_expr(a: object, b: object) -> bool:
+    """p4c's SameExpression: the same tree whatever its positions, constants by value."""
+    if isinstance(a, A.Expr) and isinstance(b, A.Expr) and a.const is not None and b.const is not None:
+        return type(a.const) is type(b.const) and a.const == b.const
+    if isinstance(a, A.StructExpr) and isinstance(b, A.StructExpr):  # components by name
+        return a.ellipsis == b.ellipsis and same_expr(sorted(a.fields, key=_name), sorted(b.fields, key=_name))
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(map(same_expr, a, b))
+    if type(a) is not type(b) or not dataclasses.is_dataclass(a):
+        return a == b
+    return all(same_expr(getattr(a, f.name), getattr(b, f.name))
+               for f in dataclasses.fields(a) if f.repr)
+
+
+def _name(component: tuple[str, A.Expr]) -> str:
+    return component[0]
