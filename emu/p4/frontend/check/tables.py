@@ -186,13 +186,12 @@ class TableChecker(CheckerBase):
     def default_action(self, p: A.TableProperty, acts: dict[str, A.ActionRef], s: Scope, t: A.TableDecl) -> None:
         v = p.value
         if isinstance(v, A.Call) and isinstance(v.func, A.NameRef):
-            name, args = v.func.name, v.args
+            written, args = v.func, v.args
         elif isinstance(v, A.NameRef):
-            name, args = v.name, []
+            written, args = v, []
         else:
             raise self.fatal(p, "default_action must name an action")
-        if isinstance(v, A.Call) and v.func.top_level or isinstance(v, A.NameRef) and v.top_level:
-            name = "." + name
+        name = ("." if written.top_level else "") + written.name
         ar = A.ActionRef(name, args, pos=v.pos)
         ad = self.action_ref(ar, s, data_args=True)
         self.match_listed(ar, ad, acts)
