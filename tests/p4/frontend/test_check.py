@@ -468,6 +468,29 @@ def test_a_shift_of_a_sized_value_past_its_width_folds_to_zero() -> None:
      "  table t { key = { k : exact; } actions = { m(1); } const entries = { 1 : m(2); } }\n"
      "  apply { t.apply(); } }",
      "argument for 'g' of action 'm' does not match the one in the actions list"),
+    # extract, extract1, issue477, issue478, twovarbit, issue4146, issue600: core.p4's
+    # packet_in and packet_out methods (p4c's checkCoreMethods)
+    ("parser P(packet_in p, out bit<32> h) { state start { p.extract(h); transition accept; } }",
+     "extract: argument must be a header, not 'bit<32>'"),
+    ("header H { bit<8> f; }\nparser P(packet_in p, out H[2] h) {\n"
+     "  state start { p.extract(h); transition accept; } }",
+     "extract: argument must be a header, not 'H[2]'"),
+    ("header H { bit<32> f; }\nparser P(packet_in p, out H h) {\n"
+     "  state start { p.extract(h, 32); transition accept; } }",
+     "extract(hdr, size): the header has no varbit field"),
+    ("header H { bit<8> f; varbit<8> g; }\nparser P(packet_in p, out H h) {\n"
+     "  state start { p.extract(h); transition accept; } }",
+     "extract: a header with a varbit field is extracted with its size"),
+    ("header H { varbit<120> x; varbit<120> u; }\nparser P(packet_in p, out H h) {\n"
+     "  state start { p.extract(h, 100); transition accept; } }",
+     "extract: header 'H' has more than one varbit field ('x' and 'u')"),
+    ("parser P(packet_in p) { state start { p.lookahead<void>(); transition accept; } }",
+     "lookahead: 'void' is not a type to look ahead at"),
+    ("header H { varbit<8> g; }\nparser P(packet_in p, out H x) {\n"
+     "  state start { x = p.lookahead<H>(); transition accept; } }",
+     "lookahead: type argument 'H' must be a fixed-width type"),
+    ("struct S { bit<8> f; }\ncontrol D(packet_out p, in S s) { apply { p.emit(s); } }",
+     "emit: argument must be a header, stack or union, or a struct or tuple of such types"),
     # default_action1: `.b` is the top-level action, the list's `b` the control's
     ("action b() {}\ncontrol c() { action a() {} action b() {}\n"
      "  table t { actions = { a; b; } default_action = .b(); } apply { t.apply(); } }",
@@ -480,6 +503,30 @@ def test_a_shift_of_a_sized_value_past_its_width_folds_to_zero() -> None:
 def test_p4c_error_corpus_programs_are_rejected(src: str, message: str) -> None:
     err = check_errors("#include <core.p4>\n" + src)
     assert any(message in d.message for d in err.diagnostics), [d.message for d in err.diagnostics]
+
+
+def test_what_packet_in_and_packet_out_take() -> None:
+    """Headers (with their size when they hold a varbit), unions, stacks, and structs or
+    lists of them; a header type may hold two varbit fields as long as it is not
+    extracted (p4c checks the extraction)."""
+    check_source("""#include <core.p4>
+header A { bit<8> f; }
+header V { bit<8> n; varbit<64> opt; }
+header T { varbit<8> x; varbit<8> y; }
+header_union U { A a; V v; }
+struct Hs { A a; A[2] s; U u; V v; }
+parser P(packet_in p, out Hs h) {
+    state start {
+        p.extract(h.a);
+        p.extract(h.s.next);
+        p.extract(h.v, (bit<32>)h.a.f);
+        bit<8> peek = p.lookahead<bit<8>>();
+        A ahead = p.lookahead<A>();
+        transition accept;
+    }
+}
+control D(packet_out p, in Hs h) { apply { p.emit(h); p.emit(h.s); p.emit(h.u); p.emit({h.a, h.v}); } }
+""")
 
 
 def test_initial_actions_that_match_the_actions_list() -> None:
@@ -499,7 +546,7 @@ control c(inout bit<32> x, in bit<8> k) {
     action m(in bit<32> v, bit<8> e) {}
     table t { key = { k : exact; } actions = { a(x); m(0x10); .g; }
               default_action = a(x, 0);
-              const entries = { 1 : m(16, 2); 2 : m(e = 3, v = 32w16); 3 : .g(); } }
+              const entries = { 1 : m(16, 2); 2 : m(e = 3, v = 16); 3 : .g(); } }
     table u { actions = { g; } default_action = g(); }
     struct_arg() s;
     apply { t.apply(); u.apply(); s.apply(); }
