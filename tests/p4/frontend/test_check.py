@@ -491,6 +491,11 @@ def test_a_shift_of_a_sized_value_past_its_width_folds_to_zero() -> None:
      "lookahead: type argument 'H' must be a fixed-width type"),
     ("struct S { bit<8> f; }\ncontrol D(packet_out p, in S s) { apply { p.emit(s); } }",
      "emit: argument must be a header, stack or union, or a struct or tuple of such types"),
+    # issue2544_shadowing1: p4c makes this one shadowing an error
+    ("struct S { bit<8> f; }\ncontrol c(inout S h) { apply { S h = h; } }",
+     "declaration of 'h' shadows a parameter 'h'"),
+    ("bit<8> f(in bit<8> x) { const bit<8> x = 1; return x; }",
+     "declaration of 'x' shadows a parameter 'x'"),
     # default_action1: `.b` is the top-level action, the list's `b` the control's
     ("action b() {}\ncontrol c() { action a() {} action b() {}\n"
      "  table t { actions = { a; b; } default_action = .b(); } apply { t.apply(); } }",

@@ -74,6 +74,11 @@ class CheckerBase:
         if old is not None and not (old.kind in ("extern_function", "action") and ref.kind == old.kind):
             self.err(node, f"redeclaration of '{name}'")
             return
+        outer = scope.lookup(name) if ref.kind != "param" else None
+        if outer is not None and outer.kind == "param":
+            # p4c refuses this one shadowing (others are warnings): `H h = h;` in a
+            # control with parameter h would read the new, uninitialised h
+            self.err(node, f"declaration of '{name}' shadows a parameter '{name}'")
         scope.values[name] = ref
 
     def unique_names(self, names: list[str], what: str, node: A.Node) -> None:
