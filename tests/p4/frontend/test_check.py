@@ -491,6 +491,11 @@ def test_a_shift_of_a_sized_value_past_its_width_folds_to_zero() -> None:
      "lookahead: type argument 'H' must be a fixed-width type"),
     ("struct S { bit<8> f; }\ncontrol D(packet_out p, in S s) { apply { p.emit(s); } }",
      "emit: argument must be a header, stack or union, or a struct or tuple of such types"),
+    # issue3623-2, issue3623-3: a serializable enum's switch labels are its members
+    ("enum bit<4> e { a = 1 }\ncontrol c(in e v) { apply { switch (v) { 4w1: default: {} } } }",
+     "a switch on 'e' takes labels of that enum, not of type 'bit<4>'"),
+    ("enum bit<4> e { a = 1 }\ncontrol c(in e v) { apply { switch (v) { e.a: {} 1: {} } } }",
+     "a switch on 'e' takes labels of that enum, not of type 'int'"),
     # issue2544_shadowing1: p4c makes this one shadowing an error
     ("struct S { bit<8> f; }\ncontrol c(inout S h) { apply { S h = h; } }",
      "declaration of 'h' shadows a parameter 'h'"),

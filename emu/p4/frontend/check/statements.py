@@ -124,7 +124,11 @@ class StatementChecker(CheckerBase):
                     seen.add(lab.name)
             else:
                 try:
-                    self.expr(lab, s, t)
+                    lt = self.expr(lab, s, t)
+                    if isinstance(t, EnumType) and not isinstance(lt, EnumType):
+                        # p4c: no implicit cast to an enum, even a serializable one's value
+                        raise self.fatal(lab, f"a switch on '{t}' takes labels of that enum, "
+                                              f"not of type '{lt}'")
                     self.coerce(lab, t, "match")
                     if lab.const is None:
                         self.err(lab, "switch label must be a compile-time constant")
