@@ -496,6 +496,13 @@ def test_a_shift_of_a_sized_value_past_its_width_folds_to_zero() -> None:
      "a switch on 'e' takes labels of that enum, not of type 'bit<4>'"),
     ("enum bit<4> e { a = 1 }\ncontrol c(in e v) { apply { switch (v) { e.a: {} 1: {} } } }",
      "a switch on 'e' takes labels of that enum, not of type 'int'"),
+    # div3 (its divisor a parameter): p4c's mid end has no run-time division or modulo
+    ("control c(inout bit<8> a, in bit<8> b) { apply { a = a / b; } }\n"
+     "control C(inout bit<8> a, in bit<8> b);\npackage P(C c);\nP(c()) main;",
+     "'/' could not be evaluated at compile time"),
+    ("header H { bit<8> a; }\ncontrol c(inout H h) { apply { h.a = h.a % 3; } }\n"
+     "control C(inout H h);\npackage P(C c);\nP(c()) main;",
+     "'%' could not be evaluated at compile time"),
     # issue2544_shadowing1: p4c makes this one shadowing an error
     ("struct S { bit<8> f; }\ncontrol c(inout S h) { apply { S h = h; } }",
      "declaration of 'h' shadows a parameter 'h'"),
@@ -513,6 +520,25 @@ def test_a_shift_of_a_sized_value_past_its_width_folds_to_zero() -> None:
 def test_p4c_error_corpus_programs_are_rejected(src: str, message: str) -> None:
     err = check_errors("#include <core.p4>\n" + src)
     assert any(message in d.message for d in err.diagnostics), [d.message for d in err.diagnostics]
+
+
+def test_divisions_p4c_reduces_or_may_fold() -> None:
+    """By a power of two (a shift or a mask), of zero, of values copy propagation or
+    instantiation could make constant, and anywhere in a program without main (p4c then
+    runs no mid end)."""
+    src = """#include <core.p4>
+header H { bit<8> a; bit<8> b; }
+control c(inout H h)(bit<8> n) {
+    bit<8> four = 4;
+    action act(bit<8> d) { h.a = h.a / d; }
+    apply { h.a = h.a / 4; h.b = h.b % 8; h.a = 8w0 / h.b; h.b = h.a / four; h.a = h.a % n; act(2); }
+}
+control C(inout H h);
+package P(C c);
+P(c(8)) main;
+"""
+    check_source(src)
+    check_source("#include <core.p4>\ncontrol c(inout bit<8> a, in bit<8> b) { apply { a = a / b; } }\n")
 
 
 def test_what_packet_in_and_packet_out_take() -> None:

@@ -46,6 +46,8 @@ class CheckerBase:
         self.instances: dict[str, A.Instantiation] = {}
         self.constants: dict[str, Any] = {}
         self.digest_calls: list[A.Call] = []
+        # `/` and `%` left at run time: refused once the program turns out to have a main
+        self.runtime_divisions: list[A.Binary] = []
         # Context while checking bodies.
         self.block: BlockInfo | None = None
         self.return_type: Type | None = None

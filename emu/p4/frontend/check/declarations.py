@@ -41,6 +41,10 @@ class DeclarationChecker(CheckerBase):
                 pass
         self.structured_annotations(prog.structured_annotations)
         main = self.instances.get("main")
+        for div in self.runtime_divisions if main is not None else ():
+            # p4c runs its mid end, which has no run-time division, only on a program with main
+            self.err(div, f"'{div.op}' could not be evaluated at compile time: a division "
+                          "or modulo at run time needs a power-of-two divisor")
         pipeline: dict[str, A.ParserDecl | A.ControlDecl] = {}
         if main is not None and isinstance(main.type, BlockType) and main.type.kind == "package":
             pdecl = main.type.decl

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
+
 from .. import ast as A
 from ..types import (
     BOOL,
@@ -466,6 +469,8 @@ class ExpressionChecker(CheckerBase):
             folded = self.fold(op, lc, rc, tb, e)
             if folded is not None:
                 e.const = folded
+        if op in ("/", "%") and e.const is None and _run_time_division(e):
+            self.runtime_divisions.append(e)
         return ut
 
     def fold(self, op: str, a: int, b: int, t: Type, e: A.Node) -> int | None:
@@ -528,3 +533,32 @@ class ExpressionChecker(CheckerBase):
         if not ok and not self.same_type(a, b):
             raise self.fatal(e, f"cannot cast '{frm}' to '{to}'")
         return to
+
+
+def _run_time_division(e: A.Binary) -> bool:
+    """A division or modulo p4c's mid end would leave in the program, which it refuses
+    (CompileTimeOperations): its strength reduction turns one by 2^k into a shift or a
+    mask, and one of zero into zero. Where copy propagation or instantiation could still
+    make an operand constant (a local variable, a directionless parameter), the program
+    gets the benefit of the doubt."""
+    lc, rc = e.left.const, e.right.const
+    if isinstance(rc, int) and rc > 0 and not rc & (rc - 1) or lc == 0:
+        return False
+    for n in _name_refs([e.left, e.right]):
+        r = n.ref
+        if r is None or r.kind == "local" or (
+                r.kind == "param" and isinstance(r.decl, A.Param) and not r.decl.direction):
+            return False
+    return True
+
+
+def _name_refs(node: object) -> Iterator[A.NameRef]:
+    if isinstance(node, A.NameRef):
+        yield node
+    elif isinstance(node, list | tuple):
+        for x in node:
+            yield from _name_refs(x)
+    elif isinstance(node, A.Node):
+        for f in dataclasses.fields(node):
+            if f.repr:
+                yield from _name_refs(getattr(node, f.name))
