@@ -496,6 +496,13 @@ def test_a_shift_of_a_sized_value_past_its_width_folds_to_zero() -> None:
      "a switch on 'e' takes labels of that enum, not of type 'bit<4>'"),
     ("enum bit<4> e { a = 1 }\ncontrol c(in e v) { apply { switch (v) { e.a: {} 1: {} } } }",
      "a switch on 'e' takes labels of that enum, not of type 'int'"),
+    # issue473: an entry's or default action's action data comes from the control plane
+    ("control c(inout bit<32> x) { action b(inout bit<32> v, bit<8> d) { v = v + (bit<32>)d; }\n"
+     "  table t { actions = { b(x); } default_action = b(x, (bit<8>)x); } apply { t.apply(); } }",
+     "argument for 'd' of action 'b' must be a compile-time constant"),
+    # issue3656
+    ("action a() {}\ncontrol c() { apply { a<bit<1>>(); } }",
+     "action 'a' takes no type arguments"),
     # div3 (its divisor a parameter): p4c's mid end has no run-time division or modulo
     ("control c(inout bit<8> a, in bit<8> b) { apply { a = a / b; } }\n"
      "control C(inout bit<8> a, in bit<8> b);\npackage P(C c);\nP(c()) main;",

@@ -53,6 +53,8 @@ class CallChecker(CheckerBase):
             if isinstance(ft, ActionType):
                 ad = ft.decl
                 e.kind, e.target = "action", ad
+                if e.type_args:
+                    self.err(e, f"action '{ad.name}' takes no type arguments (actions are not generic)")
                 if self.block is not None and not self.in_action and self.block.kind == "parser":
                     self.err(e, "actions cannot be called from a parser")
                 if isinstance(self.owner, A.FunctionDecl):

@@ -24,7 +24,15 @@ from ..types import (
     strip_newtype,
 )
 from .base import CheckerBase
-from .program import _UNSUPPORTED_MSG, CheckedProgram, Ref, Scope, _Abort, ref_to_action
+from .program import (
+    _UNSUPPORTED_MSG,
+    CheckedProgram,
+    Ref,
+    Scope,
+    _Abort,
+    compile_time_constant,
+    ref_to_action,
+)
 
 # The v1model releases p4c knows (its versionInitial and versionCurrent); v1model.p4's
 # conditionals tell apart only these two.
@@ -222,7 +230,7 @@ class DeclarationChecker(CheckerBase):
         if d.name == "__v1model_version":
             self.v1model_version(d.value)
         self.coerce(d.value, t, "initialize")
-        if d.value.const is None and not _constant_aggregate(d.value):
+        if not compile_time_constant(d.value):
             self.err(d.value, f"initializer of constant '{d.name}' is not a compile-time constant")
         self.declare(scope, d.name, Ref("const", d.name, d, t, d.value.const), d)
 
@@ -273,13 +281,3 @@ class DeclarationChecker(CheckerBase):
             self.err(p, f"parameter '{p.name}' of type string cannot have a direction")
         if p.direction and isinstance(p.type, IntType):
             self.err(p, f"parameter '{p.name}' of type int must be directionless")
-
-
-def _constant_aggregate(e: A.Expr) -> bool:
-    """A list or struct expression of constants (`const S x = {9w192};`): a constant the
-    target builds where it is used, since only scalars fold to a single value."""
-    if isinstance(e, A.ListExpr):
-        return all(it.const is not None or _constant_aggregate(it) for it in e.items)
-    if isinstance(e, A.StructExpr):
-        return all(v.const is not None or _constant_aggregate(v) for _, v in e.fields)
-    return False

@@ -118,3 +118,15 @@ _UNSUPPORTED_MSG = "is not supported by the embedded target"
 
 class _Abort(Exception):
     """Stops checking one declaration after an error was recorded."""
+
+
+def compile_time_constant(e: A.Expr) -> bool:
+    """A folded constant, or a list or struct expression of them (`const S x = {9w192};`:
+    the target builds such an aggregate where it is used; only scalars fold to one value)."""
+    if e.const is not None:
+        return True
+    if isinstance(e, A.ListExpr):
+        return all(map(compile_time_constant, e.items))
+    if isinstance(e, A.StructExpr):
+        return all(compile_time_constant(v) for _, v in e.fields)
+    return False

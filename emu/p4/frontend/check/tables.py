@@ -17,7 +17,7 @@ from ..types import (
     strip_newtype,
 )
 from .base import CheckerBase
-from .program import Scope, _Abort, ref_to_action
+from .program import Scope, _Abort, compile_time_constant, ref_to_action
 
 
 class TableChecker(CheckerBase):
@@ -210,8 +210,15 @@ class TableChecker(CheckerBase):
 
     def match_listed(self, call: A.ActionRef, ad: A.ActionDecl, acts: dict[str, A.ActionRef]) -> None:
         """p4c's rules for a default action or an entry's action (validateActionInitializer):
-        the action the list names, not another of the same name, with the list's
-        arguments for its directional parameters."""
+        constants for its directionless parameters; the action the list names, not
+        another of the same name, with the list's arguments for its directional ones."""
+        given = _by_param(ad.params, call.args or [])
+        for p in ad.params:
+            arg = given.get(p.name)
+            if not p.direction and arg is not None and not compile_time_constant(arg):
+                # action data of an entry or a default action: the control plane's values
+                self.err(arg, f"argument for '{p.name}' of action '{ad.name}' must be a "
+                              "compile-time constant")
         listed = acts.get(call.name.lstrip("."))
         if listed is None or listed.decl is None:
             return  # not in the list: the caller says so
@@ -221,7 +228,6 @@ class TableChecker(CheckerBase):
         if listed.args is None:
             return
         bound = _by_param([p for p in ad.params if p.direction], listed.args)
-        given = _by_param(ad.params, call.args or [])
         for param, expr in bound.items():
             arg = given.get(param)
             if arg is not None and not same_expr(arg, expr):
