@@ -496,6 +496,28 @@ def test_a_shift_of_a_sized_value_past_its_width_folds_to_zero() -> None:
      "a switch on 'e' takes labels of that enum, not of type 'bit<4>'"),
     ("enum bit<4> e { a = 1 }\ncontrol c(in e v) { apply { switch (v) { e.a: {} 1: {} } } }",
      "a switch on 'e' takes labels of that enum, not of type 'int'"),
+    # extern, issue3787, issue3813, issue3814, issue4140, string-e2, issue2454, issue3808:
+    # p4c's parameter rules (checkParameters, checkNamedArgs), also once a generic
+    # parameter's type is known
+    ("extern X {}\ncontrol c(in X x) { apply {} }",
+     "parameter 'x' of extern type 'X' cannot have a direction"),
+    ("extern Y {}\ncontrol c1(in Y x);",
+     "parameter 'x' of extern type 'Y' cannot have a direction"),
+    ("control C();\ncontrol c(in C k) { apply {} }",
+     "parameter 'k' with a direction cannot have type control 'C'"),
+    ("bit<1> f(@optional bit<1> a) { return a; }",
+     "optional parameter 'a' is not allowed here"),
+    ("control g(in bit<1> t)(@optional bit<1> tt) { apply {} }",
+     "optional parameter 'tt' is not allowed here"),
+    ("extern E { E(); }\nE() main;",
+     "'main' must be an instance of a package, not of 'E'"),
+    ("extern void f<T>(in T data);\ncontrol c() { apply { f(\"hi\"); } }",
+     "argument for 'data' of 'f' has type 'string': a parameter with a direction cannot take it"),
+    ("control C() { apply {} }\nextern void f<T>(T t);\ncontrol D() { C() c; apply { f(c); } }",
+     "argument for 't' of 'f' cannot have type 'C'"),
+    ("action NoAction() {}\nextern void f<T>(in T a);\n"
+     "control c() { table t { actions = { NoAction; } } apply { f<_>(t); } }",
+     "argument for 'a' of 'f' cannot have type 'table t'"),
     # issue473: an entry's or default action's action data comes from the control plane
     ("control c(inout bit<32> x) { action b(inout bit<32> v, bit<8> d) { v = v + (bit<32>)d; }\n"
      "  table t { actions = { b(x); } default_action = b(x, (bit<8>)x); } apply { t.apply(); } }",

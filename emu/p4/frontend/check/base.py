@@ -108,7 +108,16 @@ class CheckerBase:
             s.types[tp] = TypeVar(tp, d)
         self.params(d.params, s, d)
         self.params(d.ctor_params, s, d)
+        self.no_optional(d.ctor_params)
         return info, s
+
+    def no_optional(self, params: list[A.Param]) -> None:
+        """p4c (checkNamedArgs): only extern methods and functions, whose callers may leave
+        such an argument out, take @optional parameters; a constructor or a function
+        written in P4 does not."""
+        for p in params:
+            if A.find_annotation(p.annotations, "optional"):
+                self.err(p, f"optional parameter '{p.name}' is not allowed here")
 
     def block_locals(self, info: BlockInfo, s: Scope) -> None:
         """Check a parser's or control's local declarations; one that fails does not

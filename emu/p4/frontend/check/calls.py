@@ -18,7 +18,9 @@ from ..types import (
     HeaderUnionType,
     IntType,
     MethodType,
+    StringType,
     StructType,
+    TableType,
     TupleType,
     Type,
     TypeOfType,
@@ -253,8 +255,10 @@ class CallChecker(CheckerBase):
             if self.has_tvar(pt):
                 self.unify(pt, at, binding, a)
                 pt = self.subst(pt, binding)
-                if self.has_tvar(pt) and isinstance(at, IntType):
-                    continue
+            if isinstance(pt_raw, TypeVar):  # of a generic type: known only now
+                self.specialized_param(p, at if isinstance(pt, DontCareType) or self.has_tvar(pt) else pt, a, what)
+            if self.has_tvar(pt) and isinstance(at, IntType):
+                continue
             if p.direction in ("out", "inout"):
                 if not self.check_lvalue(a.value, s, f"argument for '{p.direction}' parameter '{p.name}' of {what}"):
                     continue
@@ -264,6 +268,14 @@ class CallChecker(CheckerBase):
                 if isinstance(pt, ExternType | BlockType):
                     continue
                 self.coerce(a.value, pt, "argument")
+
+    def specialized_param(self, p: A.Param, t: Type, a: A.Argument, what: str) -> None:
+        """p4c's parameter rules again once a generic parameter's type is known."""
+        if isinstance(t, BlockType | TableType):
+            self.err(a, f"argument for '{p.name}' of {what} cannot have type '{t}'")
+        elif p.direction and isinstance(t, StringType | ExternType):
+            self.err(a, f"argument for '{p.name}' of {what} has type '{t}': a parameter "
+                        "with a direction cannot take it")
 
     def has_tvar(self, t: Type) -> bool:
         if isinstance(t, TypeVar):

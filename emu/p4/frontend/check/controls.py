@@ -94,6 +94,7 @@ class ControlChecker(CheckerBase):
         for tp in d.proto.type_params:
             inner.types[tp] = TypeVar(tp, d)
         self.params(d.proto.params, inner, d)
+        self.no_optional(d.proto.params)
         assert d.proto.return_type is not None
         rt = self.resolve_type(d.proto.return_type, inner)
         prev = (self.return_type, self.owner)

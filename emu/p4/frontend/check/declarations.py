@@ -49,6 +49,8 @@ class DeclarationChecker(CheckerBase):
                 pass
         self.structured_annotations(prog.structured_annotations)
         main = self.instances.get("main")
+        if main is not None and not (isinstance(main.type, BlockType) and main.type.kind == "package"):
+            self.err(main, f"'main' must be an instance of a package, not of '{main.type}'")
         for div in self.runtime_divisions if main is not None else ():
             # p4c runs its mid end, which has no run-time division, only on a program with main
             self.err(div, f"'{div.op}' could not be evaluated at compile time: a division "
@@ -134,6 +136,7 @@ class DeclarationChecker(CheckerBase):
             self.declare_type(g, d.name, BlockType(d.name, d.kind, d), d)
             self.unique_names(d.type_params, "type parameter", d)
             self.unique_names([p.name for p in d.params], "parameter", d)
+            self.prototype_params(d, g)
         elif isinstance(d, A.ActionDecl):
             self.actions[d.name] = d
             self.declare(g, d.name, ref_to_action(d.name, d), d)
@@ -174,6 +177,22 @@ class DeclarationChecker(CheckerBase):
                 self.resolve_type(m.return_type, inner)
             except _Abort:
                 pass
+
+    def prototype_params(self, d: A.ParserTypeDecl, scope: Scope) -> None:
+        """The parameter rules for a parser, control or package type's parameters (their
+        types are resolved again where the type is used)."""
+        inner = Scope(scope)
+        for tp in d.type_params:
+            inner.types[tp] = TypeVar(tp, d)
+        for p in d.params:
+            try:
+                t = self.resolve_type(p.typeref, inner)
+            except _Abort:
+                continue
+            if isinstance(t, ExternType | StringType | BlockType) and p.direction:
+                kept, p.type = p.type, t
+                self.param_rules(p)
+                p.type = kept
 
     def aggregate(self, d: A.HeaderDecl, scope: Scope) -> None:
         cls = {"header": HeaderType, "header_union": HeaderUnionType, "struct": StructType}[d.kind]
@@ -279,5 +298,9 @@ class DeclarationChecker(CheckerBase):
             self.err(p, f"optional parameter '{p.name}' cannot have a default value")
         if p.direction and isinstance(p.type, StringType):
             self.err(p, f"parameter '{p.name}' of type string cannot have a direction")
+        if p.direction and isinstance(p.type, ExternType):
+            self.err(p, f"parameter '{p.name}' of extern type '{p.type}' cannot have a direction")
+        if p.direction and isinstance(p.type, BlockType) and p.type.kind in ("parser", "control"):
+            self.err(p, f"parameter '{p.name}' with a direction cannot have type {p.type.kind} '{p.type}'")
         if p.direction and isinstance(p.type, IntType):
             self.err(p, f"parameter '{p.name}' of type int must be directionless")
