@@ -518,6 +518,13 @@ def test_a_shift_of_a_sized_value_past_its_width_folds_to_zero() -> None:
     ("action NoAction() {}\nextern void f<T>(in T a);\n"
      "control c() { table t { actions = { NoAction; } } apply { f<_>(t); } }",
      "argument for 'a' of 'f' cannot have type 'table t'"),
+    # issue2544_recursive, issue3197-e: these used to crash the compiler with a
+    # RecursionError (the struct's width, the function's inlining) instead of an error
+    ("struct S { S x; }", "struct 'S' cannot contain itself (field 'x')"),
+    ("struct G<T> { T x; }\nstruct S { G<S> g; }", "struct 'S' cannot contain itself (field 'g')"),
+    ("header H { bit<8> f; }\nstruct S { tuple<H, S> t; }", "struct 'S' cannot contain itself (field 't')"),
+    ("bit<8> f(in bit<8> a) { return f(a); }", "function 'f' cannot call itself"),
+    ("action a() { a(); }", "action 'a' cannot call itself"),
     # issue473: an entry's or default action's action data comes from the control plane
     ("control c(inout bit<32> x) { action b(inout bit<32> v, bit<8> d) { v = v + (bit<32>)d; }\n"
      "  table t { actions = { b(x); } default_action = b(x, (bit<8>)x); } apply { t.apply(); } }",

@@ -55,6 +55,8 @@ class CallChecker(CheckerBase):
             if isinstance(ft, ActionType):
                 ad = ft.decl
                 e.kind, e.target = "action", ad
+                if ad is self.owner:
+                    raise self.fatal(e.func, f"action '{ad.name}' cannot call itself (P4 has no recursion)")
                 if e.type_args:
                     self.err(e, f"action '{ad.name}' takes no type arguments (actions are not generic)")
                 if self.block is not None and not self.in_action and self.block.kind == "parser":
@@ -103,6 +105,9 @@ class CallChecker(CheckerBase):
             return VOID
         if ft.kind == "function":
             proto = ft.decls[0]
+            if ft.receiver is self.owner:
+                # p4c: a function is not visible in its own body ("declaration not found")
+                raise self.fatal(e.func, f"function '{proto.name}' cannot call itself (P4 has no recursion)")
             # the target is the FunctionDecl (body and all); the prototype types the call
             e.kind, e.target = "function", ft.receiver if isinstance(ft.receiver, A.FunctionDecl) else proto
             return self.invoke(proto, e, s, {}, {}, targs)

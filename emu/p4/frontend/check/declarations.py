@@ -13,12 +13,16 @@ from ..types import (
     BoolType,
     EnumType,
     ExternType,
+    HeaderStackType,
     HeaderType,
     HeaderUnionType,
     IntType,
     NewType,
     StringType,
+    StructLikeType,
     StructType,
+    TupleType,
+    Type,
     TypeVar,
     VarbitType,
     strip_newtype,
@@ -208,6 +212,9 @@ class DeclarationChecker(CheckerBase):
                 ft = self.resolve_type(f.typeref, inner)
             except _Abort:
                 continue
+            if _mentions(ft, t):  # its width and layout would be infinite
+                self.err(f.typeref, f"{d.kind} '{d.name}' cannot contain itself (field '{f.name}')")
+                continue
             if f.name in seen:
                 self.err(f, f"duplicate field '{f.name}' in {d.kind} '{d.name}'")
             seen.add(f.name)
@@ -304,3 +311,19 @@ class DeclarationChecker(CheckerBase):
             self.err(p, f"parameter '{p.name}' with a direction cannot have type {p.type.kind} '{p.type}'")
         if p.direction and isinstance(p.type, IntType):
             self.err(p, f"parameter '{p.name}' of type int must be directionless")
+
+
+def _mentions(t: Type, target: Type) -> bool:
+    """Whether `target` is `t` or one of its parts (a stack's element, a tuple's or
+    another aggregate's fields, a type's base)."""
+    if t is target:
+        return True
+    if isinstance(t, HeaderStackType):
+        return _mentions(t.elem, target)
+    if isinstance(t, TupleType):
+        return any(_mentions(e, target) for e in t.elems)
+    if isinstance(t, NewType):
+        return _mentions(t.base, target)
+    if isinstance(t, StructLikeType):
+        return any(_mentions(f, target) for _, f in t.fields)
+    return False
