@@ -7,12 +7,14 @@ without the P4 front end: loading is one `compile()` of the stored source.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from types import CodeType
 from typing import Any
 
 from emu.p4.codegen import ProgramInfo, lower
+from emu.p4.frontend.diagnostics import Diagnostic, P4Error, SourceCache
 
 FORMAT = "emu-p4-compiled"  # the artefact's `format` (the P4Runtime device config names it)
 FORMAT_VERSION = 1
@@ -158,8 +160,37 @@ def _factory_source(source: str, params: tuple[str, ...]) -> str | None:
 def compile_checked(checked: Any, name: str = "program") -> CompiledProgram:
     src, info = lower(checked)
     prog = CompiledProgram(src, info, name)
+    _check_nesting(src, checked)
     prog.code  # noqa: B018 - compile now so that generator bugs surface at compile time
     return prog
+
+
+# Python's tokenizer refuses code indented more than 100 levels (IndentationError), and
+# bind() moves the pipeline functions one level deeper into its factory.
+MAX_INDENT_LEVELS = 96
+
+
+def _check_nesting(src: str, checked: Any) -> None:
+    """Refuse, at its P4 position, a program whose control flow (nested if statements
+    and conditional expressions, with actions and functions inlined where they are
+    called) would nest the generated code deeper than Python can compile."""
+    lines = src.splitlines()
+    for i, ln in enumerate(lines):
+        body = ln.lstrip(" ")
+        if not body or (len(ln) - len(body)) // 4 <= MAX_INDENT_LEVELS:
+            continue
+        mark = next((lines[k][lines[k].rfind("  # @") + 5:] for k in range(i, -1, -1)
+                     if "  # @" in lines[k]), None)
+        base, _, line = (mark or "").rpartition(":")
+        files = {os.path.basename(d.pos.file): d.pos.file for d in checked.program.decls}
+        path = files.get(base, base or "<program>")
+        lineno = int(line) if line.isdigit() else 0
+        raise P4Error([Diagnostic(
+            path, lineno, 1, "error",
+            f"control flow nested more than {MAX_INDENT_LEVELS} levels deep (nested if "
+            "statements and conditional expressions, with the actions and functions called "
+            "there inlined) is not supported by the embedded v1model target",
+            SourceCache().line(path, lineno) if lineno else "")])
 
 
 def compile_file(path: str, include_dirs: Sequence[str] = (),
