@@ -646,3 +646,18 @@ def test_table_referencing_a_hidden_action_refs_it_by_id_without_listing_it() ->
 def test_corner_cases_program_gets_diagnostics_not_a_traceback() -> None:
     with pytest.raises(P4Error, match="value_set 'pairs'"):
         p4info_of((PROGRAMS.parent.parent / "frontend" / "programs" / "corner_cases.p4").read_text())
+
+
+@pytest.mark.parametrize("decl,what", [
+    ("register<bit<8>>(32w0xFFFFFFFF) r;", "register"),
+    ("register<bit<8>>(-1) r;", "register"),
+])
+def test_a_size_beyond_p4infos_int32_is_an_error(decl: str, what: str) -> None:
+    """A register's (and a value set's) size is an int32 in P4Info: 2^32 - 1 crashed the
+    generator with protobuf's ValueError instead of an error at the declaration."""
+    source = SKELETON.format(locals=decl, apply="r.write(0, 1);", ingress="ingress",
+                             egress="egress", egress_locals="", egress_apply="")
+    with pytest.raises(P4Error, match=f"{what} size 4294967295 does not fit P4Info's 32-bit "
+                                      "size field") as ei:
+        p4info_of(source)
+    assert ei.value.diagnostics[0].line > 0
