@@ -38,6 +38,8 @@ from .yamlpos import YList, YMap
 
 TOP_KEYS = ("name", "description", "defaults", "generator", "params", "switches", "hosts", "links")
 DEFAULT_KEYS = ("rate", "delay", "queue_depth_pkts", "mtu", "pfc")
+# BMv2 takes a queue depth as a 32-bit integer (Thrift i32)
+MAX_QUEUE_DEPTH_PKTS = 2**31 - 1
 SWITCH_KEYS = ("name", "role")
 HOST_KEYS = ("name", "mtu")
 LINK_KEYS = ("a", "b", "rate", "delay", "queue_depth_pkts", "pfc")
@@ -109,12 +111,14 @@ def _kind(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
-def _int(minimum: int) -> Callable[[Any], int]:
+def _int(minimum: int, maximum: int | None = None) -> Callable[[Any], int]:
     def convert(value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"expected an integer, got {_kind(value)}")
         if value < minimum:
             raise ValueError(f"must be >= {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise ValueError(f"must be <= {maximum:,}, got {value:,}")
         return value
 
     return convert
@@ -193,7 +197,7 @@ def read_spec(doc: Any, file: str) -> tuple[FabricSpec | None, Collector]:
             defaults = Defaults(
                 rate_bps=_or(r.field(dm, "rate", parse_rate), defaults.rate_bps),
                 delay_ns=_or(r.field(dm, "delay", parse_delay), defaults.delay_ns),
-                depth_pkts=_or(r.field(dm, "queue_depth_pkts", _int(1)), defaults.depth_pkts),
+                depth_pkts=_or(r.field(dm, "queue_depth_pkts", _int(1, MAX_QUEUE_DEPTH_PKTS)), defaults.depth_pkts),
                 mtu=_or(r.field(dm, "mtu", _mtu), defaults.mtu),
             )
             if "pfc" in dm:
@@ -290,7 +294,7 @@ def _explicit(r: _Reader, top: YMap, spec: FabricSpec) -> None:
         b = r.field(m, "b", functools.partial(_endpoint, mark=m.value_mark("b")))
         rate = r.field(m, "rate", parse_rate)
         delay = r.field(m, "delay", parse_delay)
-        depth = r.field(m, "queue_depth_pkts", _int(1))
+        depth = r.field(m, "queue_depth_pkts", _int(1, MAX_QUEUE_DEPTH_PKTS))
         pfc = _pfc(r, m, spec.defaults.mtu, "link") if "pfc" in m else None
         if a is not None and b is not None:
             spec.links.append(LinkSpec(a, b, mark, rate, delay, depth, pfc))

@@ -62,7 +62,11 @@ def parse_yaml(text: str, file: str = "<string>", errs: Collector | None = None)
         # control character fails here, before the first node.
         loader = yaml.SafeLoader(text)
         node = loader.get_single_node()
-        doc = None if node is None else _convert(loader, node, file, collect)
+        doc = None if node is None else _Converter(loader, file, collect).convert(node)
+    except RecursionError:
+        # PyYAML composes nested collections recursively, and so do we
+        raise TopologyError.at(_deepest(text, file), "YAML nested too deeply (collections "
+                                                     "inside collections, hundreds of levels)") from None
     except yaml.reader.ReaderError as exc:
         raise TopologyError.at(*_reader_error(exc, text, file)) from None
     except yaml.MarkedYAMLError as exc:
@@ -75,6 +79,25 @@ def parse_yaml(text: str, file: str = "<string>", errs: Collector | None = None)
     if errs is None:
         collect.raise_if_any()
     return doc
+
+
+def _deepest(text: str, file: str) -> Mark:
+    """Where a document nests deepest: the first '[' or '{' 100 levels down, else the
+    most indented line (quotes and comments are not told apart: a rough place)."""
+    depth, line, col = 0, 1, 0
+    for ch in text:
+        col += 1
+        if ch == "\n":
+            line, col = line + 1, 0
+        elif ch in "[{":
+            depth += 1
+            if depth >= 100:
+                return Mark(file, line, col)
+        elif ch in "]}":
+            depth -= 1
+    lines = text.splitlines() or [""]
+    n = max(range(len(lines)), key=lambda i: len(lines[i]) - len(lines[i].lstrip()))
+    return Mark(file, n + 1, len(lines[n]) - len(lines[n].lstrip()) + 1)
 
 
 def _reader_error(exc: yaml.reader.ReaderError, text: str, file: str) -> tuple[Mark, str]:
@@ -101,30 +124,91 @@ def _syntax_error(exc: yaml.MarkedYAMLError, file: str) -> tuple[Mark, str]:
     return _mark(file, where), message
 
 
-def _convert(loader: yaml.SafeLoader, node: yaml.Node, file: str, errs: Collector) -> Any:
-    here = _mark(file, node.start_mark)
-    if isinstance(node, yaml.MappingNode):
-        # Merge keys (<<) are resolved by the constructor; flatten them here too.
-        loader.flatten_mapping(node)
-        out = YMap(here)
-        for key_node, value_node in node.value:
-            key_mark = _mark(file, key_node.start_mark)
-            key = loader.construct_object(key_node, deep=True)
-            if not isinstance(key, str):
-                errs.error(key_mark, f"keys must be strings, got {key!r}")
-                continue
-            if key in out:
-                first = out.key_marks[key]
-                errs.error(key_mark, f"duplicate key '{key}' (first at line {first.line})")
-                continue  # the first one is checked; this one is reported
-            out[key] = _convert(loader, value_node, file, errs)
-            out.key_marks[key] = key_mark
-            out.value_marks[key] = _mark(file, value_node.start_mark)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        seq = YList(here)
-        for item in node.value:
-            seq.append(_convert(loader, item, file, errs))
-            seq.item_marks.append(_mark(file, item.start_mark))
-        return seq
-    return loader.construct_object(node, deep=True)
+# Nodes a document may expand to, aliases counted as often as they are used: a few
+# aliases of aliases (the "billion laughs") would otherwise expand to billions of nodes.
+# A 1,024-host fat-tree is about 20,000.
+MAX_NODES = 1_000_000
+
+
+class _Converter:
+    """PyYAML nodes to YMap/YList/scalars. An alias converts once and its value is
+    shared (`memo`); its expanded size still counts against MAX_NODES, and an alias
+    inside the node it names (a recursive structure) is an error."""
+
+    def __init__(self, loader: yaml.SafeLoader, file: str, errs: Collector) -> None:
+        self.loader, self.file, self.errs = loader, file, errs
+        self.memo: dict[int, tuple[Any, int]] = {}  # id(node) -> (value, expanded size)
+        self.active: set[int] = set()
+        self.total = 0
+
+    def convert(self, node: yaml.Node) -> Any:
+        value, _ = self._node(node)
+        return value
+
+    def _node(self, node: yaml.Node) -> tuple[Any, int]:
+        here = _mark(self.file, node.start_mark)
+        key = id(node)
+        if key in self.active:
+            raise TopologyError.at(here, "YAML alias inside the node it refers to (a "
+                                         "recursive structure)")
+        got = self.memo.get(key)
+        if got is not None:
+            self._count(got[1], here)
+            return got
+        self.active.add(key)
+        try:
+            value, size = self._build(node, here)
+        finally:
+            self.active.discard(key)
+        self.memo[key] = (value, size)
+        return value, size
+
+    def _count(self, size: int, where: Mark) -> None:
+        self.total += size
+        if self.total > MAX_NODES:
+            raise TopologyError.at(where, f"YAML document expands to more than {MAX_NODES:,} "
+                                          "values (aliases count each time they are used)")
+
+    def _build(self, node: yaml.Node, here: Mark) -> tuple[Any, int]:
+        loader, file = self.loader, self.file
+        if isinstance(node, yaml.MappingNode):
+            # Merge keys (<<) are resolved by the constructor; flatten them here too. The
+            # merged pairs come first, and a later key overrides a merged one (YAML's
+            # merge); only a key written twice is a duplicate.
+            explicit = sum(1 for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge")
+            loader.flatten_mapping(node)
+            merged_keys: set[str] = set()
+            out = YMap(here)
+            size = 1
+            for i, (key_node, value_node) in enumerate(node.value):
+                key_mark = _mark(file, key_node.start_mark)
+                key = loader.construct_object(key_node, deep=True)
+                if not isinstance(key, str):
+                    self.errs.error(key_mark, f"keys must be strings, got {key!r}")
+                    continue
+                if i < len(node.value) - explicit:
+                    merged_keys.add(key)
+                elif key in out and key not in merged_keys:
+                    first = out.key_marks[key]
+                    self.errs.error(key_mark, f"duplicate key '{key}' (first at line {first.line})")
+                    continue  # the first one is checked; this one is reported
+                else:
+                    merged_keys.discard(key)
+                out[key], n = self._node(value_node)
+                size += n
+                out.key_marks[key] = key_mark
+                out.value_marks[key] = _mark(file, value_node.start_mark)
+            self._count(1, here)
+            return out, size
+        if isinstance(node, yaml.SequenceNode):
+            seq = YList(here)
+            size = 1
+            for item in node.value:
+                v, n = self._node(item)
+                seq.append(v)
+                size += n
+                seq.item_marks.append(_mark(file, item.start_mark))
+            self._count(1, here)
+            return seq, size
+        self._count(1, here)
+        return loader.construct_object(node, deep=True), 1

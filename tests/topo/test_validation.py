@@ -336,3 +336,39 @@ def test_yaml_syntax_error_at_pyyaml_problem_with_its_context(tmp_path: Path) ->
         "YAML syntax error: expected ',' or '}', but got ':' "
         "(while parsing a flow mapping at line 3, column 5)"
     )
+
+
+def test_aliases_that_expand_to_billions_of_values_are_refused(tmp_path: Path) -> None:
+    """Nine aliases of nine aliases ("billion laughs") were expanded node by node: the
+    loader took all memory and the kernel killed it. Aliases are shared now, and what a
+    document expands to is bounded."""
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{b}: &{b} [{', '.join([f'*{a}'] * 9)}]\n" for a, b in zip("abcdefgh", "bcdefghi", strict=True))
+    line, col, msg = one(tmp_path, BASE + laughs)
+    assert "expands to more than 1,000,000 values" in msg and line > BASE.count("\n")
+
+
+def test_a_recursive_alias_is_refused(tmp_path: Path) -> None:
+    line, col, msg = one(tmp_path, BASE + "x: &r [1, *r]\n")
+    assert line == 8 and "recursive structure" in msg
+
+
+def test_yaml_nested_hundreds_deep_is_a_located_error(tmp_path: Path) -> None:
+    """PyYAML composes nested collections recursively: 5,000 levels ended in a
+    RecursionError."""
+    line, col, msg = one(tmp_path, BASE + "x: " + "[" * 5000 + "]" * 5000 + "\n")
+    assert "nested too deeply" in msg and (line, col) == (8, 103)  # the 100th "["
+
+
+def test_aliases_and_merge_keys_still_work(tmp_path: Path) -> None:
+    f = tmp_path / "ok.yaml"
+    f.write_text("name: t\ndefaults: {rate: 10Gbps, delay: 1us}\n"
+                 "switches:\n  - &leaf {name: s1, role: leaf}\n  - {<<: *leaf, name: s2}\n"
+                 "hosts: [{name: h1}, {name: h2}]\n"
+                 "links: [{a: h1, b: s1}, {a: h2, b: s2}, &l {a: s1, b: s2}]\n")
+    assert load_topology(f).summary() == "2 switches, 2 hosts, 3 links"
+
+
+def test_a_queue_deeper_than_bmv2_takes_is_refused(tmp_path: Path) -> None:
+    line, col, msg = one(tmp_path, BASE + "defaults:\n  queue_depth_pkts: 99999999999999999999\n")
+    assert (line, col) == (9, 21) and "must be <= 2,147,483,647" in msg
