@@ -187,9 +187,9 @@ def _check_nesting(src: str, checked: Any) -> None:
         lineno = int(line) if line.isdigit() else 0
         raise P4Error([Diagnostic(
             path, lineno, 1, "error",
-            f"control flow nested more than {MAX_INDENT_LEVELS} levels deep (nested if "
-            "statements and conditional expressions, with the actions and functions called "
-            "there inlined) is not supported by the embedded v1model target",
+            f"control flow nested more than {MAX_INDENT_LEVELS} levels deep (if and switch "
+            "statements and conditional expressions inside each other, with the actions and "
+            "functions called there inlined) is not supported by the embedded v1model target",
             SourceCache().line(path, lineno) if lineno else "")])
 
 
