@@ -525,6 +525,11 @@ def test_a_shift_of_a_sized_value_past_its_width_folds_to_zero() -> None:
     ("header H { bit<8> f; }\nstruct S { tuple<H, S> t; }", "struct 'S' cannot contain itself (field 't')"),
     ("bit<8> f(in bit<8> a) { return f(a); }", "function 'f' cannot call itself"),
     ("action a() { a(); }", "action 'a' cannot call itself"),
+    # issue3170, issue3293, issue3305: a generic aggregate without its type arguments
+    ("header t<T> { T y; }\ntypedef t ty;", "generic header 't' needs type arguments <T>"),
+    ("struct t1<T> { T f; }\nextern t1 f();", "generic struct 't1' needs type arguments <T>"),
+    ("struct s<T> { T f; }\nstruct s1<T> { T f; }\nvoid g() { s<s1> v; }",
+     "generic struct 's1' needs type arguments <T>"),
     # issue473: an entry's or default action's action data comes from the control plane
     ("control c(inout bit<32> x) { action b(inout bit<32> v, bit<8> d) { v = v + (bit<32>)d; }\n"
      "  table t { actions = { b(x); } default_action = b(x, (bit<8>)x); } apply { t.apply(); } }",

@@ -155,6 +155,10 @@ class CheckerBase:
             if tr.args:
                 args = [self.resolve_type(a, scope) for a in tr.args]
                 return self.specialize(t, args, tr)
+            if isinstance(t, StructLikeType) and t.decl is not None and t.decl.type_params:
+                # p4c: its fields' types would be unknown ("generic type needs type arguments")
+                raise self.fatal(tr, f"generic {t.kind} '{t.name}' needs type arguments "
+                                     f"<{', '.join(t.decl.type_params)}>")
             return t
         if isinstance(tr, A.StackTypeRef):
             elem = self.resolve_type(tr.elem, scope)
