@@ -60,13 +60,14 @@ def parse_yaml(text: str, file: str = "<string>", errs: Collector | None = None)
     try:
         # The reader checks every character of the text as it is built: a NUL or other
         # control character fails here, before the first node.
+        _check_depth(text, file)
         loader = yaml.SafeLoader(text)
         node = loader.get_single_node()
         doc = None if node is None else _Converter(loader, file, collect).convert(node)
     except RecursionError:
         # PyYAML composes nested collections recursively, and so do we
         raise TopologyError.at(_deepest(text, file), "YAML nested too deeply (collections "
-                                                     "inside collections, hundreds of levels)") from None
+                                                     f"inside collections, more than {MAX_DEPTH})") from None
     except yaml.reader.ReaderError as exc:
         raise TopologyError.at(*_reader_error(exc, text, file)) from None
     except yaml.MarkedYAMLError as exc:
@@ -79,6 +80,27 @@ def parse_yaml(text: str, file: str = "<string>", errs: Collector | None = None)
     if errs is None:
         collect.raise_if_any()
     return doc
+
+
+# Collections inside collections a document may nest: PyYAML composes them recursively,
+# so how deep it can go would depend on the interpreter's recursion limit.
+MAX_DEPTH = 100
+
+
+def _check_depth(text: str, file: str) -> None:
+    """Refuse nesting deeper than MAX_DEPTH at the collection that goes too deep, from
+    the parser's events (read iteratively, before anything is composed)."""
+    depth = 0
+    for ev in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(ev, yaml.SequenceStartEvent | yaml.MappingStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                m = ev.start_mark
+                where = Mark(file) if m is None else Mark(file, m.line + 1, m.column + 1)
+                raise TopologyError.at(where, "YAML nested too deeply (collections inside "
+                                              f"collections, more than {MAX_DEPTH})")
+        elif isinstance(ev, yaml.SequenceEndEvent | yaml.MappingEndEvent):
+            depth -= 1
 
 
 def _deepest(text: str, file: str) -> Mark:
