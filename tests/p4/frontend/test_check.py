@@ -530,6 +530,10 @@ def test_a_shift_of_a_sized_value_past_its_width_folds_to_zero() -> None:
     ("struct t1<T> { T f; }\nextern t1 f();", "generic struct 't1' needs type arguments <T>"),
     ("struct s<T> { T f; }\nstruct s1<T> { T f; }\nvoid g() { s<s1> v; }",
      "generic struct 's1' needs type arguments <T>"),
+    # spec-issue1297-string-cat-err-2-anno, -err-3-anno
+    ('@name(4)\nvoid fn() {}', "@name takes one string literal"),
+    ('@deprecated("a" | "b")\nvoid fn() {}', "@deprecated takes one string literal"),
+    ('header H { @name bit<8> f; }', "@name takes one string literal"),
     # issue473: an entry's or default action's action data comes from the control plane
     ("control c(inout bit<32> x) { action b(inout bit<32> v, bit<8> d) { v = v + (bit<32>)d; }\n"
      "  table t { actions = { b(x); } default_action = b(x, (bit<8>)x); } apply { t.apply(); } }",

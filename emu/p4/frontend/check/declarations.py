@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
+from collections.abc import Iterator
 from typing import Any
 
 from .. import ast as A
@@ -38,6 +41,9 @@ from .program import (
     ref_to_action,
 )
 
+_LITERAL = r'\s*"(?:[^"\\]|\\.)*"\s*'
+_STRING = re.compile(rf"{_LITERAL}(?:\+\+{_LITERAL})*")  # concatenated literals too (P4_16 1.2.4)
+
 # The v1model releases p4c knows (its versionInitial and versionCurrent); v1model.p4's
 # conditionals tell apart only these two.
 V1MODEL_VERSIONS = (20180101, 20200408)
@@ -46,6 +52,11 @@ V1MODEL_VERSIONS = (20180101, 20200408)
 class DeclarationChecker(CheckerBase):
     # ================================================================ entry
     def check(self, prog: A.Program) -> CheckedProgram:
+        for ann in _annotations(prog.decls):
+            if ann.name in ("name", "deprecated") and not (
+                    ann.bracket == "(" and _STRING.fullmatch(ann.body or "")):
+                # p4c: "@name: should contain a string", "@deprecated ... must be a string"
+                self.err(ann, f"@{ann.name} takes one string literal")
         for d in prog.decls:
             try:
                 self.decl_global(d)
@@ -327,3 +338,16 @@ def _mentions(t: Type, target: Type) -> bool:
     if isinstance(t, StructLikeType):
         return any(_mentions(f, target) for _, f in t.fields)
     return False
+
+
+def _annotations(node: object) -> Iterator[A.Annotation]:
+    """Every annotation in the tree (on declarations, parameters, fields, statements...)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, A.Annotation):
+            yield n
+        elif isinstance(n, list | tuple):
+            stack.extend(n)
+        elif isinstance(n, A.Node):
+            stack.extend(getattr(n, f.name) for f in dataclasses.fields(n) if f.repr)
