@@ -111,7 +111,11 @@ class CallChecker(CheckerBase):
             # the target is the FunctionDecl (body and all); the prototype types the call
             e.kind, e.target = "function", ft.receiver if isinstance(ft.receiver, A.FunctionDecl) else proto
             return self.invoke(proto, e, s, {}, {}, targs)
-        # extern functions / methods, possibly overloaded by arity.
+        return self.extern_call(ft, e, s, targs)
+
+    def extern_call(self, ft: MethodType, e: A.Call, s: Scope, targs: list[Type]) -> Type:
+        """An extern function or method, possibly overloaded by arity, and the rules p4c
+        adds for some of them (packet_in/out, verify, static_assert, digest)."""
         cands = [m for m in ft.decls if self.arity_ok(m.params, e.args)]
         name = ft.decls[0].name if ft.decls else "?"
         if not cands:
