@@ -23,7 +23,8 @@ literal adopts the width of the other operand, and two sized operands must
 agree exactly (no implicit widening).
 
 One module per construct: declarations, parsers, controls, tables, statements,
-expressions, calls; base holds the state they share, program the results.
+expressions, calls, corelib (packet_in and packet_out); base holds the state they
+share, program the results.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from .. import ast as A
 from ..diagnostics import DiagnosticSink, P4Error
 from .calls import CallChecker
 from .controls import ControlChecker
+from .corelib import CoreLibChecker
 from .declarations import DeclarationChecker
 from .expressions import ExpressionChecker
 from .parsers import ParserChecker
@@ -41,7 +43,7 @@ from .tables import TableChecker
 
 
 class Checker(DeclarationChecker, ParserChecker, ControlChecker, TableChecker, StatementChecker,
-              ExpressionChecker, CallChecker):
+              ExpressionChecker, CallChecker, CoreLibChecker):
     """The type checker: one mixin per construct over the shared state of CheckerBase."""
 
 

@@ -262,6 +262,9 @@ class CheckerBase:
     def instantiation(self, d: A.Instantiation, s: Scope) -> None:
         raise NotImplementedError
 
+    def core_method(self, method: str, e: A.Call, targs: list[Type]) -> None:
+        raise NotImplementedError
+
     def construct(self, t: Type, args: list[A.Argument], s: Scope, node: A.Node) -> Type:
         raise NotImplementedError
 
