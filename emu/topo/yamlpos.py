@@ -64,10 +64,6 @@ def parse_yaml(text: str, file: str = "<string>", errs: Collector | None = None)
         loader = yaml.SafeLoader(text)
         node = loader.get_single_node()
         doc = None if node is None else _Converter(loader, file, collect).convert(node)
-    except RecursionError:
-        # PyYAML composes nested collections recursively, and so do we
-        raise TopologyError.at(_deepest(text, file), "YAML nested too deeply (collections "
-                                                     f"inside collections, more than {MAX_DEPTH})") from None
     except yaml.reader.ReaderError as exc:
         raise TopologyError.at(*_reader_error(exc, text, file)) from None
     except yaml.MarkedYAMLError as exc:
@@ -101,25 +97,6 @@ def _check_depth(text: str, file: str) -> None:
                                               f"collections, more than {MAX_DEPTH})")
         elif isinstance(ev, yaml.SequenceEndEvent | yaml.MappingEndEvent):
             depth -= 1
-
-
-def _deepest(text: str, file: str) -> Mark:
-    """Where a document nests deepest: the first '[' or '{' 100 levels down, else the
-    most indented line (quotes and comments are not told apart: a rough place)."""
-    depth, line, col = 0, 1, 0
-    for ch in text:
-        col += 1
-        if ch == "\n":
-            line, col = line + 1, 0
-        elif ch in "[{":
-            depth += 1
-            if depth >= 100:
-                return Mark(file, line, col)
-        elif ch in "]}":
-            depth -= 1
-    lines = text.splitlines() or [""]
-    n = max(range(len(lines)), key=lambda i: len(lines[i]) - len(lines[i].lstrip()))
-    return Mark(file, n + 1, len(lines[n]) - len(lines[n].lstrip()) + 1)
 
 
 def _reader_error(exc: yaml.reader.ReaderError, text: str, file: str) -> tuple[Mark, str]:

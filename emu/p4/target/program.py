@@ -98,11 +98,7 @@ class CompiledProgram:
         if lineno is None:
             return None
         lines = (self._bound_source or self.source).splitlines()
-        for i in range(min(lineno, len(lines)) - 1, -1, -1):
-            mark = lines[i].rfind("  # @")
-            if mark >= 0:
-                return lines[i][mark + 5:]
-        return None
+        return _mark_at_or_before(lines, min(lineno, len(lines)) - 1)
 
     def to_bytes(self) -> bytes:
         doc = {"format": FORMAT, "version": FORMAT_VERSION, "name": self.name,
@@ -165,6 +161,16 @@ def compile_checked(checked: Any, name: str = "program") -> CompiledProgram:
     return prog
 
 
+def _mark_at_or_before(lines: list[str], i: int) -> str | None:
+    """The P4 position (file:line) of the statement whose generated code holds line `i`
+    (0-based): the codegen marks each statement's first line with `# @file:line`."""
+    for k in range(i, -1, -1):
+        mark = lines[k].rfind("  # @")
+        if mark >= 0:
+            return lines[k][mark + 5:]
+    return None
+
+
 # Python's tokenizer refuses code indented more than 100 levels (IndentationError), and
 # bind() moves the pipeline functions one level deeper into its factory.
 MAX_INDENT_LEVELS = 96
@@ -179,9 +185,7 @@ def _check_nesting(src: str, checked: Any) -> None:
         body = ln.lstrip(" ")
         if not body or (len(ln) - len(body)) // 4 <= MAX_INDENT_LEVELS:
             continue
-        mark = next((lines[k][lines[k].rfind("  # @") + 5:] for k in range(i, -1, -1)
-                     if "  # @" in lines[k]), None)
-        base, _, line = (mark or "").rpartition(":")
+        base, _, line = (_mark_at_or_before(lines, i) or "").rpartition(":")
         files = {os.path.basename(d.pos.file): d.pos.file for d in checked.program.decls}
         path = files.get(base, base or "<program>")
         lineno = int(line) if line.isdigit() else 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -11,6 +12,9 @@ from .. import ast as A
 from ..diagnostics import DiagnosticSink
 from ..preprocess import SourceMap
 from .literals import decode_annotation_body, parse_int_literal
+
+_LITERAL = r'\s*"(?:[^"\\]|\\.)*"\s*'
+_STRING = re.compile(rf"{_LITERAL}(?:\+\+{_LITERAL})*")  # concatenated literals too (P4_16 1.2.4)
 
 
 class SyntaxIssue(Exception):
@@ -67,8 +71,13 @@ class ToAstBase(Transformer):
             if raw[0] == "[":
                 anno.structured = self.transform(self.parse_body(items[1]))
                 self.structured.append(anno)
-            return anno
-        return A.Annotation(str(name), pos=self.p(name))
+        else:
+            anno = A.Annotation(str(name), pos=self.p(name))
+        if anno.name in ("name", "deprecated") and not (
+                anno.bracket == "(" and _STRING.fullmatch(anno.body or "")):
+            # p4c: "@name: should contain a string", "@deprecated ... must be a string"
+            self.sink.error(anno.pos, f"@{anno.name} takes one string literal")
+        return anno
 
     def structured_body(self, items: list[Any]) -> list[tuple[str | None, A.Expr]]:
         return [(None, e) for e in items[0]]

@@ -280,4 +280,3 @@ class CallChecker(CheckerBase):
         if isinstance(e, A.Member):
             return f"{self.describe(e.expr)}.{e.name}"
         return type(e).__name__
-

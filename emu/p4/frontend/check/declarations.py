@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import re
-from collections.abc import Iterator
 from typing import Any
 
 from .. import ast as A
@@ -41,9 +38,6 @@ from .program import (
     ref_to_action,
 )
 
-_LITERAL = r'\s*"(?:[^"\\]|\\.)*"\s*'
-_STRING = re.compile(rf"{_LITERAL}(?:\+\+{_LITERAL})*")  # concatenated literals too (P4_16 1.2.4)
-
 # The v1model releases p4c knows (its versionInitial and versionCurrent); v1model.p4's
 # conditionals tell apart only these two.
 V1MODEL_VERSIONS = (20180101, 20200408)
@@ -52,11 +46,6 @@ V1MODEL_VERSIONS = (20180101, 20200408)
 class DeclarationChecker(CheckerBase):
     # ================================================================ entry
     def check(self, prog: A.Program) -> CheckedProgram:
-        for ann in _annotations(prog.decls):
-            if ann.name in ("name", "deprecated") and not (
-                    ann.bracket == "(" and _STRING.fullmatch(ann.body or "")):
-                # p4c: "@name: should contain a string", "@deprecated ... must be a string"
-                self.err(ann, f"@{ann.name} takes one string literal")
         for d in prog.decls:
             try:
                 self.decl_global(d)
@@ -186,7 +175,7 @@ class DeclarationChecker(CheckerBase):
                 p.type = self.resolve_type(p.typeref, inner)
             except _Abort:
                 p.type = DONTCARE
-            self.param_rules(p)
+            self.param_rules(p, p.type)
         if m.return_type is not None:
             try:
                 self.resolve_type(m.return_type, inner)
@@ -205,9 +194,7 @@ class DeclarationChecker(CheckerBase):
             except _Abort:
                 continue
             if isinstance(t, ExternType | StringType | BlockType) and p.direction:
-                kept, p.type = p.type, t
-                self.param_rules(p)
-                p.type = kept
+                self.param_rules(p, t)
 
     def aggregate(self, d: A.HeaderDecl, scope: Scope) -> None:
         cls = {"header": HeaderType, "header_union": HeaderUnionType, "struct": StructType}[d.kind]
@@ -305,22 +292,22 @@ class DeclarationChecker(CheckerBase):
                 p.type = DONTCARE
             if p.default is not None:
                 self.expr(p.default, scope, p.type)
-            self.param_rules(p)
+            self.param_rules(p, p.type)
             self.declare(scope, p.name, Ref("param", p.name, p, p.type, owner=owner), p)
 
-    def param_rules(self, p: A.Param) -> None:
-        """What P4_16 (and p4c) refuse in a parameter whatever it belongs to."""
+    def param_rules(self, p: A.Param, t: Type) -> None:
+        """What P4_16 (and p4c) refuse in a parameter of type `t` whatever it belongs to."""
         if p.default is not None and p.direction == "out":
             self.err(p, f"out parameter '{p.name}' cannot have a default value")
         if p.default is not None and A.find_annotation(p.annotations, "optional"):
             self.err(p, f"optional parameter '{p.name}' cannot have a default value")
-        if p.direction and isinstance(p.type, StringType):
+        if p.direction and isinstance(t, StringType):
             self.err(p, f"parameter '{p.name}' of type string cannot have a direction")
-        if p.direction and isinstance(p.type, ExternType):
-            self.err(p, f"parameter '{p.name}' of extern type '{p.type}' cannot have a direction")
-        if p.direction and isinstance(p.type, BlockType) and p.type.kind in ("parser", "control"):
-            self.err(p, f"parameter '{p.name}' with a direction cannot have type {p.type.kind} '{p.type}'")
-        if p.direction and isinstance(p.type, IntType):
+        if p.direction and isinstance(t, ExternType):
+            self.err(p, f"parameter '{p.name}' of extern type '{t}' cannot have a direction")
+        if p.direction and isinstance(t, BlockType) and t.kind in ("parser", "control"):
+            self.err(p, f"parameter '{p.name}' with a direction cannot have type {t.kind} '{t}'")
+        if p.direction and isinstance(t, IntType):
             self.err(p, f"parameter '{p.name}' of type int must be directionless")
 
 
@@ -338,16 +325,3 @@ def _mentions(t: Type, target: Type) -> bool:
     if isinstance(t, StructLikeType):
         return any(_mentions(f, target) for _, f in t.fields)
     return False
-
-
-def _annotations(node: object) -> Iterator[A.Annotation]:
-    """Every annotation in the tree (on declarations, parameters, fields, statements...)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, A.Annotation):
-            yield n
-        elif isinstance(n, list | tuple):
-            stack.extend(n)
-        elif isinstance(n, A.Node):
-            stack.extend(getattr(n, f.name) for f in dataclasses.fields(n) if f.repr)

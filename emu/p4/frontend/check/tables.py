@@ -48,15 +48,6 @@ class TableChecker(CheckerBase):
                         action_names[ar.name.lstrip(".")] = ar
             except _Abort:
                 pass
-        names = [p.name for p in d.properties]
-        listed_at = names.index("actions") if "actions" in names else len(names)
-        for i, p in enumerate(d.properties):
-            if i > listed_at or p.name not in ("default_action", "entries"):
-                continue
-            # p4c checks an initial action against the list seen so far (validateActionInitializer)
-            first = p.entries[0].action if p.kind == "entries" and p.entries else p.value or p
-            self.err(first, f"table '{d.name}' has no actions list before its '{p.name}', "
-                            "so it cannot invoke an action there")
         for p in d.properties:
             try:
                 if p.kind == "entries":
@@ -151,13 +142,22 @@ class TableChecker(CheckerBase):
 
     def table_shape(self, d: A.TableDecl) -> None:
         """Property rules of P4_16 spec 14.2 that p4c enforces: each property once, an
-        `actions` list, and entries only after a non-empty key."""
+        `actions` list before the default action and entries, and entries only after
+        a non-empty key."""
         names = [p.name for p in d.properties]
         for i, p in enumerate(d.properties):
             if p.name in names[:i]:
                 self.err(p, f"table '{d.name}' has more than one '{p.name}' property")
         if "actions" not in names:
             self.err(d, f"table '{d.name}' has no 'actions' property")
+        listed_at = names.index("actions") if "actions" in names else len(names)
+        for p in d.properties[:listed_at]:
+            if p.name in ("default_action", "entries"):
+                # p4c checks an initial action against the list seen so far
+                # (validateActionInitializer)
+                first = p.entries[0].action if p.kind == "entries" and p.entries else p.value or p
+                self.err(first, f"table '{d.name}' has no actions list before its '{p.name}', "
+                                "so it cannot invoke an action there")
         key = _key(d)
         for p in d.properties:
             if p.kind != "entries" or not p.entries:
