@@ -98,26 +98,51 @@ def compare_outputs(index: int, pkt: Packet, a: Outputs, b: Outputs,
 # ---------------------------------------------------------------------- packets
 
 
+# An AF_PACKET socket sends nothing shorter than an Ethernet header (EINVAL).
+MIN_FRAME = 14
+
+
 def read_packets(path: Path) -> list[Packet]:
-    out = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
+    """The packets of a file: `packet PORT HEX` or JSON `{"port", "frame"}` lines, or an
+    STF file's `packet` commands (its other commands are not applied)."""
+    if path.suffix == ".stf":
+        from emu.p4.stf.model import Packet as StfPacket
+        from emu.p4.stf.model import StfError
+        from emu.p4.stf.parser import parse_stf
+
         try:
-            if line.startswith("{"):
-                d = json.loads(line)
-                out.append(Packet(int(d["port"]), bytes.fromhex(str(d["frame"]))))
-            else:
-                words = line.split()
-                if words[0] != "packet" or len(words) < 3:
-                    raise ValueError("expected `packet PORT HEX` or a JSON object")
-                out.append(Packet(int(words[1]), bytes.fromhex("".join(words[2:]))))
-        except (ValueError, KeyError) as exc:
-            raise ValueError(f"{path}:{n}: {exc}") from None
+            cmds = [c for c in parse_stf(path.read_text(), str(path)) if isinstance(c, StfPacket)]
+        except StfError as exc:
+            raise ValueError(str(exc)) from None
+        out, lines = [Packet(c.port, c.data) for c in cmds], [c.line for c in cmds]
+    else:
+        out, lines = [], []
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            try:
+                out.append(_packet_line(line))
+            except (ValueError, KeyError) as exc:
+                raise ValueError(f"{path}:{n}: {exc}") from None
+            lines.append(n)
     if not out:
         raise ValueError(f"{path}: no packets")
+    for pkt, n in zip(out, lines, strict=True):
+        if len(pkt.frame) < MIN_FRAME:
+            raise ValueError(f"{path}:{n}: a frame of {len(pkt.frame)} bytes; a frame sent on a "
+                             f"veth needs at least {MIN_FRAME} (an Ethernet header)")
     return out
+
+
+def _packet_line(line: str) -> Packet:
+    if line.startswith("{"):
+        d = json.loads(line)
+        return Packet(int(d["port"]), bytes.fromhex(str(d["frame"])))
+    words = line.split()
+    if words[0] != "packet" or len(words) < 3:
+        raise ValueError("expected `packet PORT HEX` or a JSON object")
+    return Packet(int(words[1]), bytes.fromhex("".join(words[2:])))
 
 
 def generate_packets(n: int, ports: Sequence[int], seed: int,

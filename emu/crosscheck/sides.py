@@ -129,10 +129,14 @@ def run_process(target_name: str, program: Path, include_dirs: Sequence[Path],
                             s.bind((iface, 0))
                             socks[p] = s
                     collect(socks, 0.05, 0.5)  # drain anything from start-up
-                    for pkt in packets:
+                    for n, pkt in enumerate(packets):
                         socks[pkt.port].send(pkt.frame)
                         results.append(collect(socks, settle_s, max(2.0, 10 * settle_s),
                                                max(settle_s, FIRST_FRAME_S)))
+                        if not proc.alive():
+                            # Not a difference per packet to come: the side is gone.
+                            raise proc.died(f"exited at packet {n} (in port {pkt.port}, "
+                                            f"{len(pkt.frame)} B: {pkt.frame.hex()})")
                     state = {"registers": {f"{r}[{i}]": proc.read_register(r, i)
                                            for r in registers for i in setup.ports}}
                     counters = read_counters(handle, p4info, setup.ports)

@@ -257,6 +257,10 @@ class SwitchProcess(ABC):
     @abstractmethod
     def stop(self, timeout_s: float = 5.0) -> None: ...
 
+    @abstractmethod
+    def died(self, what: str) -> RuntimeError:
+        """The error for this process found dead: `what` it did, its exit status, its output."""
+
     def read_register(self, name: str, index: int) -> int:
         """One register cell, by the register's P4Info/BMv2 name, the target's own way.
 

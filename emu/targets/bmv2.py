@@ -330,7 +330,7 @@ class Bmv2Process(proc.SpawnedSwitch, SwitchProcess):
         last = "not started"
         while True:
             if not self.alive():
-                raise self._died("exited during start-up")
+                raise self.died("exited during start-up")
             if _GRPC_BIND_FAILED in self._output():
                 # simple_switch_grpc keeps running without its server: say why now.
                 raise AddressInUse(f"bmv2 switch {spec.name}: address already in use "

@@ -221,7 +221,7 @@ class EmbeddedProcess(proc.SpawnedSwitch, SwitchProcess):
                 r, _, _ = select.select([self._ready_rfd], [], [], min(left, 0.2))
                 if not r:
                     if not self.alive():
-                        raise self._died("exited during start-up")
+                        raise self.died("exited during start-up")
                     continue
                 chunk = os.read(self._ready_rfd, 65536)
                 if not chunk:
@@ -230,14 +230,14 @@ class EmbeddedProcess(proc.SpawnedSwitch, SwitchProcess):
             os.close(self._ready_rfd)
             self._ready_rfd = None
             if not buf.strip():
-                raise self._died("exited during start-up")
+                raise self.died("exited during start-up")
             self.ready_info = json.loads(buf)
         while True:
             why = proc.grpc_answers(self.spec.grpc_addr, self.spec.device_id)
             if why is None:
                 return
             if not self.alive():
-                raise self._died("exited")
+                raise self.died("exited")
             if time.monotonic() >= deadline:
                 raise TimeoutError(f"embedded switch {self.spec.name}: P4Runtime at "
                                    f"{self.spec.grpc_addr} not answering: {why}")
@@ -250,7 +250,7 @@ class EmbeddedProcess(proc.SpawnedSwitch, SwitchProcess):
         from emu.runtime.admin import AdminClient
 
         if not self.alive():
-            raise self._died("is not running")
+            raise self.died("is not running")
         if self._admin is None:
             self._admin = AdminClient(self.admin_socket)
         return self._admin.call(cmd, **args)

@@ -207,7 +207,8 @@ class SpawnedSwitch:
             return ""
         return bytes(data).decode(errors="replace")[-3000:]
 
-    def _died(self, what: str) -> RuntimeError:
+    def died(self, what: str) -> RuntimeError:
+        """The error for this process found dead: `what` it did, its exit status, its output."""
         # Its end of a pipe may close just before it exits: wait for the status.
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.popen.wait(2.0)

@@ -33,13 +33,16 @@ class SleepProcess(SwitchProcess):
     def wait_ready(self, timeout_s: float) -> None:
         time.sleep(min(self.ready_delay_s, timeout_s))
         if self.proc.poll() is not None:
-            raise RuntimeError("stand-in exited")
+            raise self.died("exited")
 
     def set_queue(self, port: int | None, config: PortQueueConfig) -> None:
         pass
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def died(self, what: str) -> RuntimeError:
+        return RuntimeError(f"stand-in {what} (exit {self.proc.poll()})")
 
     def stop(self, timeout_s: float = 5.0) -> None:
         if self.proc.poll() is None:

@@ -214,13 +214,13 @@ class ClassTable:
                 for f, ft in fields:
                     w = scalar_width(ft) or 0
                     sh -= w
-                    o.line(f"self.{fld(f)} = {self._conv_in(f'v >> {sh}' if sh else 'v', ft, w, sh == fixed - w)}")
+                    o.line(f"self.{fld(f)} = {conv_in(f'v >> {sh}' if sh else 'v', ft, w, sh == fixed - w)}")
                 o.line("self._v = True")
             with o.block("def _emit(self):"):
                 parts = []
                 for f, ft in fields:
                     w = scalar_width(ft) or 0
-                    parts.append((self._conv_out(f"self.{fld(f)}", ft, w), w))
+                    parts.append((conv_out(f"self.{fld(f)}", ft, w), w))
                 o.line(f"return ({_pack_expr(parts, pad)}).to_bytes({nbytes}, 'big')")
             with o.block("def _nbytes(self):"):
                 o.line(f"return {nbytes}")
@@ -245,7 +245,7 @@ class ClassTable:
                 else:
                     w = scalar_width(ft) or 0
                     o.line(f"sh -= {w}")
-                    o.line(f"self.{fld(f)} = {self._conv_in('v >> sh', ft, w, False)}")
+                    o.line(f"self.{fld(f)} = {conv_in('v >> sh', ft, w, False)}")
             o.line("self._v = True")
         with o.block("def _emit(self):"):
             o.line("acc = 0; total = 0")
@@ -254,7 +254,7 @@ class ClassTable:
                     o.line(f"w = self.{fld(f)}__w; acc = (acc << w) | (self.{fld(f)} & ((1 << w) - 1)); total += w")
                 else:
                     w = scalar_width(ft) or 0
-                    o.line(f"acc = (acc << {w}) | {self._conv_out(f'self.{fld(f)}', ft, w)}; total += {w}")
+                    o.line(f"acc = (acc << {w}) | {conv_out(f'self.{fld(f)}', ft, w)}; total += {w}")
             o.line("pad = -total & 7")
             o.line("return (acc << pad).to_bytes((total + pad) >> 3, 'big')")
         with o.block("def _nbytes(self):"):
@@ -299,7 +299,7 @@ class ClassTable:
                     gv = acc
                 if len(members) == 1:
                     a, w = members[0]
-                    o.line(f"self.{a} = {self._conv_in(gv, types[a], w, True)}")
+                    o.line(f"self.{a} = {conv_in(gv, types[a], w, True)}")
                     continue
                 if gv != f"g{gi}_0":
                     o.line(f"g{gi}_0 = {gv}")
@@ -308,13 +308,13 @@ class ClassTable:
                 for a, w in members:
                     sh -= w
                     src = f"{gv} >> {sh}" if sh else gv
-                    o.line(f"self.{a} = {self._conv_in(src, types[a], w, sh == gw - w)}")
+                    o.line(f"self.{a} = {conv_in(src, types[a], w, sh == gw - w)}")
             o.line("self._v = True")
         self.extract_inline[id(self._current)] = [ln.strip() for ln in o.lines[mark:]]
         with o.block("def _emit(self):"):
             args = []
             for gi, (gw, members) in enumerate(groups):
-                expr = _pack_expr([(self._conv_out(f"self.{a}", types[a], w), w) for a, w in members], 0)
+                expr = _pack_expr([(conv_out(f"self.{a}", types[a], w), w) for a, w in members], 0)
                 parts = _parts(gw // 8)
                 if len(parts) == 1:
                     if parts[0][0].endswith("s"):
@@ -341,25 +341,27 @@ class ClassTable:
         with o.block("def _nbytes(self):"):
             o.line(f"return {nbytes}")
 
-    @staticmethod
-    def _conv_in(src: str, ft: Type, w: int, top: bool) -> str:
-        b = strip_newtype(ft)
-        masked = f"({src})" if top else f"(({src}) & {hex((1 << w) - 1)})"
-        if isinstance(b, BoolType):
-            return f"{masked} != 0"
-        if isinstance(b, BitType) and b.signed:
-            h = 1 << (w - 1)
-            return f"(({masked} + {hex(h)}) & {hex((1 << w) - 1)}) - {hex(h)}"
-        return masked
 
-    @staticmethod
-    def _conv_out(src: str, ft: Type, w: int) -> str:
-        b = strip_newtype(ft)
-        if isinstance(b, BoolType):
-            return f"(1 if {src} else 0)"
-        if isinstance(b, BitType) and b.signed:
-            return f"({src} & {hex((1 << w) - 1)})"
-        return src
+def conv_in(src: str, ft: Type, w: int, top: bool) -> str:
+    """A field's value from the bits `src` holds at its bottom (`top`: no bits above them)."""
+    b = strip_newtype(ft)
+    masked = f"({src})" if top else f"(({src}) & {hex((1 << w) - 1)})"
+    if isinstance(b, BoolType):
+        return f"{masked} != 0"
+    if isinstance(b, BitType) and b.signed:
+        h = 1 << (w - 1)
+        return f"(({masked} + {hex(h)}) & {hex((1 << w) - 1)}) - {hex(h)}"
+    return masked
+
+
+def conv_out(src: str, ft: Type, w: int) -> str:
+    """A field's bits (in range) from its value `src`."""
+    b = strip_newtype(ft)
+    if isinstance(b, BoolType):
+        return f"(1 if {src} else 0)"
+    if isinstance(b, BitType) and b.signed:
+        return f"({src} & {hex((1 << w) - 1)})"
+    return src
 
 
 def _pack_expr(parts: list[tuple[str, int]], pad: int) -> str:

@@ -6,7 +6,6 @@ from typing import Any
 
 from emu.p4.frontend import ast as A
 from emu.p4.frontend.types import (
-    BoolType,
     HeaderStackType,
     HeaderType,
     HeaderUnionType,
@@ -22,10 +21,9 @@ from .base import (
     LowererBase,
     _ParserBody,
     bt,
-    mask,
     unsupported,
 )
-from .classes import fld
+from .classes import conv_in, fld, header_fields
 
 
 class ParserLowerer(LowererBase):
@@ -113,12 +111,14 @@ class ParserLowerer(LowererBase):
             first = False
             with o.indent():
                 self.goto(case.state, ctx, states, ids, stv)
-        nm = self.errcode("NoMatch")
+        # No case matches: BMv2 ends parsing there with parser_error untouched (p4c-bm2-ss
+        # gives such a select no default transition; the spec's error.NoMatch is not
+        # raised), as an explicit `transition reject` does.
         if first:
-            o.line(f"raise ParserError({nm})")
+            o.line("raise ParserError(None)")
         else:
             with o.block("else:"):
-                o.line(f"raise ParserError({nm})")
+                o.line("raise ParserError(None)")
 
     def keyset_cond(self, ks: A.Expr, keys: list[tuple[str, Any]], ctx: Ctx) -> str:
         if isinstance(ks, A.DefaultExpr | A.DontCare):
@@ -203,35 +203,7 @@ class ParserLowerer(LowererBase):
             self.invalidate_union_siblings(tgt, ctx)
             return None
         if name == "lookahead":
-            t = bt(e.type)
-            if isinstance(t, HeaderType):
-                cn = self.cls.name(t)
-                v = self.tmp("la")
-                o.line(f"{v} = {cn}(); _o = {pk}.o; {v}._ex({pk}); {pk}.o = _o")
-                return v
-            if isinstance(t, StructLikeType):
-                cn = self.cls.name(t)
-                widths = [(f, self.width(ft, e)) for f, ft in t.fields]
-                tw = sum(w for _, w in widths)
-                nb = (tw + 7) // 8
-                v = self.tmp("la")
-                o.line(f"if {pk}.o + {nb} > {pk}.n: raise ParserError({pts})")
-                o.line(f"_x = int.from_bytes({pk}.b[{pk}.o:{pk}.o + {nb}], 'big') >> {nb * 8 - tw}")
-                o.line(f"{v} = {cn}()")
-                sh = tw
-                for f, w in widths:
-                    sh -= w
-                    o.line(f"{v}.{fld(f)} = (_x >> {sh}) & {mask(w)}")
-                return v
-            w = self.width(t, e)
-            nb = (w + 7) // 8
-            v = self.tmp("la")
-            o.line(f"if {pk}.o + {nb} > {pk}.n: raise ParserError({pts})")
-            val = f"(int.from_bytes({pk}.b[{pk}.o:{pk}.o + {nb}], 'big') >> {nb * 8 - w})"
-            if isinstance(t, BoolType):
-                val = f"({val} != 0)"
-            o.line(f"{v} = {val}")
-            return v
+            return self.lookahead(bt(e.type), e, pk, pts)
         if name == "advance":
             n = self.simple(self.value(args[0], ctx))  # type: ignore[arg-type]
             o.line(f"if {pk}.o + ({n} >> 3) > {pk}.n: raise ParserError({pts})")
@@ -240,6 +212,55 @@ class ParserLowerer(LowererBase):
         if name == "length":
             return f"{pk}.n"
         raise unsupported(e, f"packet_in.{name}")
+
+    def lookahead(self, t: Any, e: A.Call, pk: str, pts: int) -> str:
+        """lookahead<T>(): T's bits at the cursor, the cursor left where it is. A header
+        is extracted as extract() would; any other type is filled from one integer,
+        field by field in wire order (headers in it made valid, as BMv2 does)."""
+        o = self.out
+        v = self.tmp("la")
+        if isinstance(t, HeaderType):
+            o.line(f"{v} = {self.cls.name(t)}(); _o = {pk}.o; {v}._ex({pk}); {pk}.o = _o")
+            return v
+        tw = self.bit_width(t, e)
+        nb = (tw + 7) // 8
+        o.line(f"if {pk}.o + {nb} > {pk}.n: raise ParserError({pts})")
+        o.line(f"_x = int.from_bytes({pk}.b[{pk}.o:{pk}.o + {nb}], 'big') >> {nb * 8 - tw}")
+        if not isinstance(t, StructLikeType | HeaderStackType):
+            o.line(f"{v} = {conv_in('_x', t, tw, True)}")
+            return v
+        o.line(f"{v} = {self.default(t)}")
+        self.fill_from_bits(t, v, tw, e)
+        return v
+
+    def fill_from_bits(self, t: Any, target: str, end: int, e: A.Node) -> int:
+        """Lines setting `target` (of type t) from the bits of `_x` that end `end` bits
+        above its bottom; the bit position where they start."""
+        o = self.out
+        if isinstance(t, HeaderStackType):
+            for i in range(t.size):
+                end = self.fill_from_bits(bt(t.elem), f"{target}.a[{i}]", end, e)
+            return end
+        fields = header_fields(t) if isinstance(t, HeaderType) else [(fld(f), ft) for f, ft in t.fields]
+        for a, ft in fields:
+            b = bt(ft)
+            if isinstance(b, StructLikeType | HeaderStackType):
+                end = self.fill_from_bits(b, f"{target}.{a}", end, e)
+                continue
+            w = self.width(ft, e)
+            end -= w
+            o.line(f"{target}.{a} = {conv_in(f'_x >> {end}' if end else '_x', ft, w, False)}")
+        if isinstance(t, HeaderType):
+            o.line(f"{target}._v = True")
+        return end
+
+    def bit_width(self, t: Any, e: A.Node) -> int:
+        """Bits of a fixed-width type: a scalar, or a header, struct or stack of them."""
+        if isinstance(t, HeaderStackType):
+            return t.size * self.bit_width(bt(t.elem), e)
+        if isinstance(t, StructLikeType):
+            return sum(self.bit_width(bt(ft), e) for _, ft in t.fields)
+        return self.width(t, e)
 
     def inline_body_custom(self, body: _ParserBody, bctx: Ctx, bound: list[tuple[A.Param, A.Expr | None]],
                            caller: Ctx, ctor_args: list[A.Argument]) -> None:

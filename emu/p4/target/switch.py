@@ -292,6 +292,9 @@ class V1ModelSwitch:
             if spec == self.drop_port:
                 self.drops.count(port, DropReason.PIPELINE_DROP)
                 return
+            # A unicast packet starts egress as NORMAL, resubmitted or recirculated ones
+            # too (BMv2 sets it at the end of ingress; behavioral-model#706).
+            sm.instance_type = NORMAL
             self.tm.enqueue(spec, ps, ps.length, sm.priority)
         except Exception as exc:  # a bug or an unexecutable construct: drop, count
             self._packet_error(port, exc)

@@ -38,8 +38,6 @@ KNOWN = {
     "issue2664-bmv2.p4": "extern 'Checksum'",
     "issue3091.p4": "extern 'ValueLookupTable'",
     "issue841.p4": "extern Checksum16",
-    # lookahead<T> of a struct holding a header stack
-    "issue2465-bmv2.p4": "where a bit width is needed",
     # p4c-bm2-ss: "Unsupported type argument for Value Set"
     "pvs-nested-struct.p4": "must be of type bit<W>",
 }

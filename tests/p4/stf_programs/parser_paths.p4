@@ -1,4 +1,4 @@
-/* Parser paths: select (value, mask, range, default), verify, NoMatch, PacketTooShort,
+/* Parser paths: select (value, mask, range, default, no match), verify, PacketTooShort,
  * lookahead, advance, header stacks (next/last/lastIndex), varbit, header unions.
  * Ingress records standard_metadata.parser_error in h0.err and sends everything to port 1. */
 #include <core.p4>

@@ -1,6 +1,7 @@
 /* v1model packet paths: multicast (egress_rid, instance_type REPLICATION), I2E and E2E
  * clones (instance types 1 and 2, mirroring_add sessions), resubmit and recirculate with
- * @field_list preserved metadata, drop via mark_to_drop and port 511.
+ * @field_list preserved metadata, drop via mark_to_drop and port 511. A resubmitted or
+ * recirculated packet sent unicast is NORMAL (0) again in egress.
  * h.op selects the path; egress writes instance_type, egress_rid and the preserved
  * counter into the packet. */
 #include <core.p4>
@@ -52,7 +53,9 @@ control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
         hdr.h.itype = (bit<8>)sm.instance_type;
         hdr.h.rid = sm.egress_rid;
         hdr.h.port = (bit<8>)sm.egress_port;
-        if (hdr.h.op == 4 && sm.instance_type == 0) {
+        // Not instance_type == 0: a recirculated packet sent unicast starts egress
+        // NORMAL again (as BMv2 has it), so that test would recirculate for ever.
+        if (hdr.h.op == 4 && meta.passes == 1) {
             recirculate_preserving_field_list(1);
         }
         if (hdr.h.op == 7 && sm.instance_type == 0) {

@@ -39,3 +39,27 @@ def test_binary_operands_evaluate_left_to_right() -> None:
 def test_int_literal_compares_after_conversion() -> None:
     assert _run(bytes([0, 0, 0, 0xFE]))[2:] == bytes([1, 0])  # 255 == -1; 0xFE == -2
     assert _run(bytes([0, 0, 0, 0x02]))[3] == 1
+
+
+# lookahead<T>() gave a signed field or scalar its bits unsigned (int<4> 0xF read as 15,
+# not -1; BMv2 sign-extends), found by crosscheck against BMv2.
+_LOOKAHEAD = v1model_program(
+    "    apply { sm.egress_spec = 1; }",
+    headers="""header h_t { bit<8> a; bit<8> b; bit<8> c; }
+struct la_t { bit<4> u; int<4> s; bool f; bit<7> rest; }""",
+    parse="""la_t l = pk.lookahead<la_t>();
+        int<8> sv = pk.lookahead<int<8>>();
+        hdr.h.setValid();
+        hdr.h.a = (bit<8>)(int<8>)l.s;
+        hdr.h.b = (bit<8>)(sv >> 4);
+        hdr.h.c = l.f ? 8w1 : 8w0;""")
+
+
+def test_lookahead_sign_extends_signed_fields_and_scalars() -> None:
+    sw = P4Switch(compile_source(_LOOKAHEAD), VirtualClock())
+    sw.inject(0, bytes([0xFF, 0x80]))
+    sw.inject(0, bytes([0x35, 0x7F]))
+    sw.run_until_idle()
+    first, second = (o.data for o in sw.outputs())
+    assert first[:3] == bytes([0xFF, 0xFF, 1])   # s = -1, sv = -1 >> 4 = -1, f = 1
+    assert second[:3] == bytes([0x05, 0x03, 0])  # s = 5, sv = 0x35 >> 4 = 3, f = 0
