@@ -145,6 +145,12 @@ class ClassTable:
                 with o.block("def __init__(self):"):
                     for f, ft in nested:
                         o.line(f"self.{fld(f)} = {self.default(ft)}")
+            if is_hdr and not isinstance(t, HeaderUnionType):
+                # setValid() on an invalid header: its fields are zero (BMv2's add_header)
+                with o.block("def _reset(self):"):
+                    o.line("self.__dict__.clear()")
+                    if nested:
+                        o.line("self.__init__()")
             with o.block("def copy(self):"):
                 o.line(f"c = {n}.__new__({n})")
                 o.line("c.__dict__.update(self.__dict__)")

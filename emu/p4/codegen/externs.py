@@ -40,11 +40,15 @@ class ExternLowerer(LowererBase):
             if isinstance(recv_t, HeaderUnionType):
                 return f"{x}._isv()"
             return f"{x}._v"
-        if name in ("setValid", "setInvalid"):
-            x = self.value(f.expr, ctx)
-            o.line(f"{x}._v = {name == 'setValid'}")
-            if name == "setValid":
-                self.invalidate_union_siblings(f.expr, ctx)
+        if name == "setInvalid":
+            o.line(f"{self.value(f.expr, ctx)}._v = False")
+            return None
+        if name == "setValid":
+            # BMv2 (add_header) zeroes the fields of a header it makes valid; one that is
+            # valid already keeps them.
+            x = self.simple(self.value(f.expr, ctx))
+            o.line(f"if not {x}._v: {x}._reset(); {x}._v = True")
+            self.invalidate_union_siblings(f.expr, ctx)
             return None
         if name in ("push_front", "pop_front"):
             assert isinstance(recv_t, HeaderStackType)

@@ -63,3 +63,24 @@ def test_lookahead_sign_extends_signed_fields_and_scalars() -> None:
     first, second = (o.data for o in sw.outputs())
     assert first[:3] == bytes([0xFF, 0xFF, 1])   # s = -1, sv = -1 >> 4 = -1, f = 1
     assert second[:3] == bytes([0x05, 0x03, 0])  # s = 5, sv = 0x35 >> 4 = 3, f = 0
+
+
+# setValid() on an invalid header kept its old field values; BMv2's add_header zeroes
+# them (p4c's gauntlet_set_invalid-bmv2.p4 and gauntlet_hdr_assign_2-bmv2.p4, crosschecked).
+_SET_VALID = v1model_program("""
+    apply {
+        sm.egress_spec = 1;
+        hdr.h.a = 7;
+        hdr.h.setInvalid();
+        hdr.h.setValid();      // was invalid: a and b are 0 again
+        hdr.g.b = 9;
+        hdr.g.setValid();      // valid already: a and b kept
+    }""", headers="header h_t { bit<8> a; bit<8> b; }", fields="h_t h; h_t g;",
+    parse="pk.extract(hdr.h); pk.extract(hdr.g);")
+
+
+def test_set_valid_zeroes_an_invalid_header_and_keeps_a_valid_one() -> None:
+    sw = P4Switch(compile_source(_SET_VALID), VirtualClock())
+    sw.inject(0, bytes([1, 2, 3, 4]))
+    sw.run_until_idle()
+    assert sw.outputs()[0].data == bytes([0, 0, 3, 9])
