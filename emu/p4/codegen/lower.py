@@ -211,7 +211,8 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
     def init_value(self, init: A.Expr | None, t: Type | None, ctx: Ctx) -> str:
         if init is None:
             return self.default(t)
-        return self.value(init, ctx)
+        # A variable holds its own copy: `h_t c = hdr.h;` must not alias hdr.h.
+        return self.copy_if_agg(self.value(init, ctx), init)
 
     def register_action(self, d: A.ActionDecl, scope: str | None) -> str:
         qn = qualify(None if id(d) in self.top_actions else scope, d.name, d.annotations)

@@ -286,7 +286,9 @@ class StmtLowerer(LowererBase):
         self.by_ref.difference_update(refs)
 
     def copy_if_agg(self, code: str, e: A.Expr) -> str:
-        if self.is_agg(e.type) and isinstance(e, A.NameRef | A.Member | A.Index):
+        """`code` as a value of its own: an aggregate read from a place (or chosen by a
+        conditional between places) is copied, so writes to the copy stay there."""
+        if self.is_agg(e.type) and isinstance(e, A.NameRef | A.Member | A.Index | A.Ternary):
             return f"{code}.copy()"
         return code
 
