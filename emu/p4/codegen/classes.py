@@ -159,7 +159,12 @@ class ClassTable:
                 o.line("return c")
             with o.block("def set(self, o):"):
                 # In place, recursively: nested headers keep their identity.
-                if is_hdr:
+                if is_hdr and not isinstance(t, HeaderUnionType):
+                    # An invalid value makes this header invalid and leaves its fields
+                    # as they were (BMv2's assign_header).
+                    o.line("if not o._v: self._v = False; return None")
+                    o.line("self._v = True")
+                elif is_hdr:
                     o.line("self._v = o._v")
                 if raw:
                     o.line("self._raw = o._raw")
