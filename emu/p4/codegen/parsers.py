@@ -52,7 +52,8 @@ class ParserLowerer(LowererBase):
                     continue
                 seen.add(x)
                 stack.extend(_targets(states[x]))
-        loop_states = [n for n in states if n == "start" or preds[n] != 1 or n in looped]
+        # `start` first: the loop begins at state 0, wherever start is declared.
+        loop_states = ["start"] + [n for n in states if n != "start" and (preds[n] != 1 or n in looped)]
         ids = {n: i for i, n in enumerate(loop_states)}
         stv = self.tmp("st")
         pctx = ctx.child(in_parser=True)
