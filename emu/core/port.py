@@ -41,7 +41,7 @@ SIOCGIFINDEX = 0x8933
 IFF_UP = 0x1
 # struct tpacket_auxdata: status, len, snaplen (u32), mac, net, vlan_tci, vlan_tpid (u16)
 _AUX = struct.Struct("IIIHHHH")
-_AUX_SPACE = socket.CMSG_SPACE(_AUX.size)
+AUX_SPACE = socket.CMSG_SPACE(_AUX.size)
 
 # Errors meaning "the interface is gone or down": expected while Mininet tears
 # links down before it stops switches, so they end the port quietly.
@@ -173,7 +173,7 @@ class AfPacketPort(FramePort):
         st = self.stats
         for _ in range(self.RECV_BATCH):
             try:
-                n, anc, _fl, _addr = recvmsg_into(bufs, _AUX_SPACE)
+                n, anc, _fl, _addr = recvmsg_into(bufs, AUX_SPACE)
             except BlockingIOError:
                 return
             except OSError as exc:
@@ -188,7 +188,7 @@ class AfPacketPort(FramePort):
                 continue
             frame = view[:n].tobytes()
             if anc and anc[0][2][0] & TP_STATUS_VLAN_VALID:  # tp_status's low byte
-                frame = _with_vlan_tag(frame, anc)
+                frame = with_vlan_tag(frame, anc)
             st.rx_bytes += len(frame)
             rcv(frame)
 
@@ -286,7 +286,7 @@ class AfPacketPort(FramePort):
         self.sock.close()
 
 
-def _with_vlan_tag(frame: bytes, anc: list[tuple[int, int, bytes]]) -> bytes:
+def with_vlan_tag(frame: bytes, anc: list[tuple[int, int, bytes]]) -> bytes:
     """Put back the 802.1Q tag the kernel took out of `frame` (PACKET_AUXDATA)."""
     for level, typ, data in anc:
         if level == SOL_PACKET and typ == PACKET_AUXDATA and len(data) >= _AUX.size:

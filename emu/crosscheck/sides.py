@@ -14,6 +14,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import grpc
+
+from emu.core.port import AUX_SPACE, PACKET_AUXDATA, SOL_PACKET, with_vlan_tag
+
 from .model import ETH_P_ALL, PACKET_OUTGOING, Outputs, Packet
 from .programming import Programming
 
@@ -90,9 +94,11 @@ def collect(socks: Mapping[int, socket.socket], settle_s: float, max_s: float,
         ready, _, _ = select.select(list(by_fd), [], [], wait)
         for fd in ready:
             port, s = by_fd[fd]
-            data, addr = s.recvfrom(65535)
+            data, anc, _flags, addr = s.recvmsg(65535, AUX_SPACE)
             if addr[2] != PACKET_OUTGOING:
-                out.append((port, data))
+                # An 802.1Q tag the kernel took out (VLAN offload) goes back in, as the
+                # switch daemon's ports do: the frame as the switch sent it.
+                out.append((port, with_vlan_tag(data, anc)))
                 quiet_until = time.monotonic() + settle_s
 
 
@@ -119,14 +125,22 @@ def run_process(target_name: str, program: Path, include_dirs: Sequence[Path],
                 client = P4RuntimeClient(spec.grpc_addr, setup.device_id)
                 socks: dict[int, socket.socket] = {}
                 try:
-                    client.set_pipeline(p4info, pipe.device_config())
-                    handle = P4RuntimeSwitchHandle(setup.switch_name, client, p4info)
-                    setup.apply(handle)
+                    try:
+                        client.set_pipeline(p4info, pipe.device_config())
+                        handle = P4RuntimeSwitchHandle(setup.switch_name, client, p4info)
+                        setup.apply(handle)
+                    except grpc.RpcError as e:
+                        # The program compiled but the switch would not take it (or its
+                        # entries): its own words, not a gRPC traceback.
+                        tail = "\n".join(proc.output().splitlines()[-8:])
+                        raise RuntimeError(f"{target_name} refused the pipeline or its entries: "
+                                           f"{e.code().name}: {e.details()}\n{tail}") from None
                     with netns.inside(ns):
                         for p, iface in host_end.items():
                             s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
                                               socket.htons(ETH_P_ALL))
                             s.bind((iface, 0))
+                            s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
                             socks[p] = s
                     collect(socks, 0.05, 0.5)  # drain anything from start-up
                     for n, pkt in enumerate(packets):

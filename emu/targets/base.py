@@ -257,6 +257,10 @@ class SwitchProcess(ABC):
     @abstractmethod
     def stop(self, timeout_s: float = 5.0) -> None: ...
 
+    def output(self) -> str:
+        """What the process wrote so far (its tail), for error messages."""
+        return ""
+
     @abstractmethod
     def died(self, what: str) -> RuntimeError:
         """The error for this process found dead: `what` it did, its exit status, its output."""
