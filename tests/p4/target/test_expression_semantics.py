@@ -127,3 +127,20 @@ def test_assigning_an_invalid_header_keeps_the_target_fields() -> None:
     sw.inject(0, bytes([1, 2, 3, 4]))
     sw.run_until_idle()
     assert sw.outputs()[0].data == bytes([1, 4])  # h invalid (not emitted); g.a = old h.a
+
+
+# A parameter's default `{ 0, 7 }` of struct type stayed a tuple: reading a field of it
+# raised at run time and every packet was dropped (p4c's issue2303.p4, crosschecked).
+_DEFAULT_STRUCT = v1model_program(
+    "    Set() s;\n    apply { sm.egress_spec = 1; s.apply(hdr.h); }",
+    decls="""struct pair_t { bit<8> x; bit<8> y; }
+control Set(inout h_t h, in pair_t p = { 0, 7 }) {
+    apply { h.a = p.y; }
+}""")
+
+
+def test_a_struct_default_argument_is_a_struct() -> None:
+    sw = P4Switch(compile_source(_DEFAULT_STRUCT), VirtualClock())
+    sw.inject(0, bytes([1, 2]))
+    sw.run_until_idle()
+    assert sw.outputs()[0].data == bytes([7, 2])

@@ -292,6 +292,9 @@ class DeclarationChecker(CheckerBase):
                 p.type = DONTCARE
             if p.default is not None:
                 self.expr(p.default, scope, p.type)
+                # A default converts to the parameter's type as an initializer does
+                # (`in Meta m = { 0, 0, 0 }` is a Meta, not a tuple).
+                self.coerce(p.default, p.type, "initialize")
             self.param_rules(p, p.type)
             self.declare(scope, p.name, Ref("param", p.name, p, p.type, owner=owner), p)
 
