@@ -18,6 +18,7 @@ from emu.p4.frontend.types import (
     HeaderType,
     HeaderUnionType,
     StructLikeType,
+    TupleType,
     Type,
     VarbitType,
     strip_newtype,
@@ -96,6 +97,9 @@ class ClassTable:
             self.name(b)
         elif isinstance(b, HeaderStackType):
             self._need(b.elem)
+        elif isinstance(b, TupleType):
+            for el in b.elems:
+                self._need(el)
 
     # -- default values ---------------------------------------------------------------
     def default(self, t: Type) -> str:
@@ -107,6 +111,8 @@ class ClassTable:
             el = strip_newtype(b.elem)
             assert isinstance(el, StructLikeType)
             return f"Stack([{self.name(el)}() for _ in range({b.size})])"
+        if isinstance(b, TupleType):  # a Python tuple
+            return "(" + "".join(f"{self.default(el)}, " for el in b.elems) + ")"
         if isinstance(b, BoolType):
             return "False"
         return "0"
@@ -135,7 +141,7 @@ class ClassTable:
                 o.line(f"_raw = {bytes(raw)!r}")
             nested = []
             for f, ft in t.fields:
-                if isinstance(strip_newtype(ft), StructLikeType | HeaderStackType):
+                if _mutable(ft):
                     nested.append((f, ft))
                 else:
                     o.line(f"{fld(f)} = {self.default(ft)}")
@@ -154,8 +160,8 @@ class ClassTable:
             with o.block("def copy(self):"):
                 o.line(f"c = {n}.__new__({n})")
                 o.line("c.__dict__.update(self.__dict__)")
-                for f, _ft in nested:
-                    o.line(f"c.{fld(f)} = self.{fld(f)}.copy()")
+                for f, ft in nested:
+                    o.line(f"c.{fld(f)} = {copy_code(f'self.{fld(f)}', ft)}")
                 o.line("return c")
             with o.block("def set(self, o):"):
                 # In place, recursively: nested headers keep their identity.
@@ -172,6 +178,8 @@ class ClassTable:
                     a = fld(f)
                     if isinstance(strip_newtype(ft), StructLikeType | HeaderStackType):
                         o.line(f"self.{a}.set(o.{a})")
+                    elif _mutable(ft):  # a tuple holding aggregates: its own copies
+                        o.line(f"self.{a} = {copy_code(f'o.{a}', ft)}")
                     else:
                         o.line(f"self.{a} = o.{a}")
                         if isinstance(ft, VarbitType):
@@ -187,13 +195,7 @@ class ClassTable:
                     conds = []
                     for f, ft in t.fields:
                         a = fld(f)
-                        b = strip_newtype(ft)
-                        if isinstance(b, StructLikeType):
-                            conds.append(f"self.{a}.eq(o.{a})")
-                        elif isinstance(b, HeaderStackType):
-                            conds.append(f"all(x.eq(y) for x, y in zip(self.{a}.a, o.{a}.a))")
-                        else:
-                            conds.append(f"self.{a} == o.{a}")
+                        conds.append(eq_code(f"self.{a}", f"o.{a}", ft))
                 o.line("return " + (" and ".join(conds) if conds else "True"))
             if isinstance(t, HeaderUnionType):
                 with o.block("def _isv(self):"):
@@ -351,6 +353,36 @@ class ClassTable:
                     self.emit_inline[id(self._current)] = f"{sname}.pack({', '.join(args)})"
         with o.block("def _nbytes(self):"):
             o.line(f"return {nbytes}")
+
+
+def _mutable(t: Type) -> bool:
+    """Whether a value of `t` holds objects a copy must not share (structs, headers,
+    stacks, or tuples of them)."""
+    b = strip_newtype(t)
+    if isinstance(b, TupleType):
+        return any(_mutable(el) for el in b.elems)
+    return isinstance(b, StructLikeType | HeaderStackType)
+
+
+def copy_code(x: str, t: Type) -> str:
+    """A copy of the value `x` of type `t` that shares nothing mutable with it."""
+    b = strip_newtype(t)
+    if isinstance(b, TupleType) and _mutable(b):
+        return "(" + "".join(f"{copy_code(f'{x}[{i}]', el)}, " for i, el in enumerate(b.elems)) + ")"
+    return f"{x}.copy()" if _mutable(b) else x
+
+
+def eq_code(x: str, y: str, t: Type) -> str:
+    """P4 equality of the values `x` and `y` of type `t`."""
+    b = strip_newtype(t)
+    if isinstance(b, StructLikeType):
+        return f"{x}.eq({y})"
+    if isinstance(b, HeaderStackType):
+        return f"all(p.eq(q) for p, q in zip({x}.a, {y}.a))"
+    if isinstance(b, TupleType):
+        return " and ".join(f"({eq_code(f'{x}[{i}]', f'{y}[{i}]', el)})"
+                            for i, el in enumerate(b.elems)) or "True"
+    return f"{x} == {y}"
 
 
 def conv_in(src: str, ft: Type, w: int, top: bool) -> str:

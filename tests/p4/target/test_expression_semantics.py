@@ -144,3 +144,25 @@ def test_a_struct_default_argument_is_a_struct() -> None:
     sw.inject(0, bytes([1, 2]))
     sw.run_until_idle()
     assert sw.outputs()[0].data == bytes([7, 2])
+
+
+# A struct field of tuple type started as the integer 0, so writing into it raised and
+# every packet was dropped (p4c's issue4057.p4, crosschecked); a copy of such a struct
+# must not share the headers inside the tuple.
+_TUPLE_FIELD = v1model_program("""
+    apply {
+        sm.egress_spec = 1;
+        m.t.n[0][1].v = hdr.h.a;
+        M c = m;
+        c.t.n[0][1].v = 99;
+        hdr.h.b = m.t.n[0][1].v + (m.t.n[1] ? 8w1 : 8w0);
+    }""", headers="""header h_t { bit<8> a; bit<8> b; }
+header e_t { bit<8> v; }
+struct holder_t { tuple<e_t[2], bool> n; }""", meta="holder_t t;")
+
+
+def test_a_tuple_field_starts_as_its_defaults_and_is_copied() -> None:
+    sw = P4Switch(compile_source(_TUPLE_FIELD), VirtualClock())
+    sw.inject(0, bytes([5, 0]))
+    sw.run_until_idle()
+    assert sw.outputs()[0].data == bytes([5, 5])  # written through m, not the copy c
