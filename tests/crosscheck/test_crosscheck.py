@@ -143,8 +143,14 @@ def test_without_bmv2_one_line_message(capsys):
     assert err.startswith("target bmv2: ") and "not found; run inside the VM (make vm" in err
 
 
+def _crosscheck_namespaces() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.startswith("emuxc-")}
+
+
 @needs_root
 def test_machinery_against_the_embedded_daemon(tmp_path):
+    before = _crosscheck_namespaces()  # another process's may be there: only ours count
     report = tmp_path / "report.json"
     rc = subprocess.run(
         [X.sys.executable, "-m", "emu", "crosscheck", "--program", str(PROGRAMS / "portfwd.p4"),
@@ -159,8 +165,7 @@ def test_machinery_against_the_embedded_daemon(tmp_path):
     out = int(doc["notes"][0].split(" frames out")[0].split(", ")[1])
     assert 0 < out < 30
     assert "0 difference(s)" in rc.stdout
-    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    assert "emuxc-" not in ns
+    assert _crosscheck_namespaces() <= before
 
 
 @needs_root
@@ -220,11 +225,7 @@ def test_a_killed_crosscheck_removes_its_namespace_and_switch(tmp_path):
     import sys
     import time
 
-    def ours() -> set[str]:
-        out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-        return {line.split()[0] for line in out.splitlines() if line.startswith("emuxc-")}
-
-    before = ours()
+    before = _crosscheck_namespaces()
     proc = subprocess.Popen(
         [sys.executable, "-m", "emu", "crosscheck", "--against", "embedded", "--generate",
          "2000", "--build-dir", str(tmp_path / "build")],
@@ -232,7 +233,7 @@ def test_a_killed_crosscheck_removes_its_namespace_and_switch(tmp_path):
         env={**os.environ, "PYTHONPATH": str(X.ROOT)})
     try:
         deadline = time.monotonic() + 120
-        while not ours() - before:  # its namespace exists: the switch is being set up
+        while not _crosscheck_namespaces() - before:  # its namespace exists: the switch is being set up
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.05)
         time.sleep(1.0)
@@ -243,7 +244,7 @@ def test_a_killed_crosscheck_removes_its_namespace_and_switch(tmp_path):
             proc.kill()
     assert proc.returncode != 0
     assert "Traceback" not in err, err
-    assert ours() - before == set()
+    assert _crosscheck_namespaces() - before == set()
     left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
     assert left.stdout == "", left.stdout
 
@@ -319,9 +320,11 @@ def test_a_switch_that_dies_is_reported_at_the_packet(tmp_path):
     frames = [bytes([1, 0, 0, 0, 7, 8]).ljust(14, b"\0"),    # idx 0: fine
               bytes([1, 0, 0xFF, 0, 7, 8]).ljust(14, b"\0"),  # idx 255 of a stack of 2
               bytes([1, 0, 1, 0, 7, 8]).ljust(14, b"\0")]
+    before = _crosscheck_namespaces()
     with pytest.raises(RuntimeError, match=r"(?s)exited at packet 1 \(in port 0, 14 B: "
                                            r"0100ff.*out_of_range"):
         X.crosscheck(STF_PROGRAMS / "p4c_names.p4", [STF_PROGRAMS],
                      X.Programming(ports=[0, 1], switch_name="s1", device_id=1, hosts=[]),
                      [X.Packet(0, f) for f in frames], build_dir=tmp_path / "build",
                      settle_s=0.03)
+    assert _crosscheck_namespaces() <= before  # the namespace went with the error
