@@ -223,7 +223,9 @@ class ParserLowerer(LowererBase):
         if isinstance(t, HeaderType):
             o.line(f"{v} = {self.cls.name(t)}(); _o = {pk}.o; {v}._ex({pk}); {pk}.o = _o")
             return v
-        tw = self.bit_width(t, e)
+        # The type's serialized width; error and plain enums have none of their own (the
+        # target's width, or a refusal for an aggregate holding one, as p4c refuses it).
+        tw = t.bit_width if t.bit_width is not None else self.width(t, e)
         nb = (tw + 7) // 8
         o.line(f"if {pk}.o + {nb} > {pk}.n: raise ParserError({pts})")
         o.line(f"_x = int.from_bytes({pk}.b[{pk}.o:{pk}.o + {nb}], 'big') >> {nb * 8 - tw}")
@@ -254,14 +256,6 @@ class ParserLowerer(LowererBase):
         if isinstance(t, HeaderType):
             o.line(f"{target}._v = True")
         return end
-
-    def bit_width(self, t: Any, e: A.Node) -> int:
-        """Bits of a fixed-width type: a scalar, or a header, struct or stack of them."""
-        if isinstance(t, HeaderStackType):
-            return t.size * self.bit_width(bt(t.elem), e)
-        if isinstance(t, StructLikeType):
-            return sum(self.bit_width(bt(ft), e) for _, ft in t.fields)
-        return self.width(t, e)
 
     def inline_body_custom(self, body: _ParserBody, bctx: Ctx, bound: list[tuple[A.Param, A.Expr | None]],
                            caller: Ctx, ctor_args: list[A.Argument]) -> None:
