@@ -141,7 +141,7 @@ class ClassTable:
                 o.line(f"_raw = {bytes(raw)!r}")
             nested = []
             for f, ft in t.fields:
-                if _mutable(ft):
+                if holds_objects(ft):
                     nested.append((f, ft))
                 else:
                     o.line(f"{fld(f)} = {self.default(ft)}")
@@ -178,7 +178,7 @@ class ClassTable:
                     a = fld(f)
                     if isinstance(strip_newtype(ft), StructLikeType | HeaderStackType):
                         o.line(f"self.{a}.set(o.{a})")
-                    elif _mutable(ft):  # a tuple holding aggregates: its own copies
+                    elif holds_objects(ft):  # a tuple holding aggregates: its own copies
                         o.line(f"self.{a} = {copy_code(f'o.{a}', ft)}")
                     else:
                         o.line(f"self.{a} = o.{a}")
@@ -355,21 +355,21 @@ class ClassTable:
             o.line(f"return {nbytes}")
 
 
-def _mutable(t: Type) -> bool:
+def holds_objects(t: Type) -> bool:
     """Whether a value of `t` holds objects a copy must not share (structs, headers,
     stacks, or tuples of them)."""
     b = strip_newtype(t)
     if isinstance(b, TupleType):
-        return any(_mutable(el) for el in b.elems)
+        return any(holds_objects(el) for el in b.elems)
     return isinstance(b, StructLikeType | HeaderStackType)
 
 
 def copy_code(x: str, t: Type) -> str:
     """A copy of the value `x` of type `t` that shares nothing mutable with it."""
     b = strip_newtype(t)
-    if isinstance(b, TupleType) and _mutable(b):
+    if isinstance(b, TupleType) and holds_objects(b):
         return "(" + "".join(f"{copy_code(f'{x}[{i}]', el)}, " for i, el in enumerate(b.elems)) + ")"
-    return f"{x}.copy()" if _mutable(b) else x
+    return f"{x}.copy()" if holds_objects(b) else x
 
 
 def eq_code(x: str, y: str, t: Type) -> str:

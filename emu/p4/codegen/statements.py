@@ -26,7 +26,7 @@ from .base import (
     mask,
     unsupported,
 )
-from .classes import fld
+from .classes import copy_code, fld, holds_objects
 
 
 class StmtLowerer(LowererBase):
@@ -288,8 +288,9 @@ class StmtLowerer(LowererBase):
     def copy_if_agg(self, code: str, e: A.Expr) -> str:
         """`code` as a value of its own: an aggregate read from a place (or chosen by a
         conditional between places) is copied, so writes to the copy stay there."""
-        if self.is_agg(e.type) and isinstance(e, A.NameRef | A.Member | A.Index | A.Ternary):
-            return f"{code}.copy()"
+        if e.type is not None and holds_objects(e.type) and isinstance(
+                e, A.NameRef | A.Member | A.Index | A.Ternary):
+            return copy_code(code, e.type)  # a tuple of headers too, element by element
         return code
 
     # ------------------------------------------------------------------ calls

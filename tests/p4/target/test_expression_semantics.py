@@ -166,3 +166,24 @@ def test_a_tuple_field_starts_as_its_defaults_and_is_copied() -> None:
     sw.inject(0, bytes([5, 0]))
     sw.run_until_idle()
     assert sw.outputs()[0].data == bytes([5, 5])  # written through m, not the copy c
+
+
+# A variable given a whole tuple of headers shared them with its source (copies were
+# made for structs, headers and stacks only): a write through it changed the source.
+_TUPLE_COPY = v1model_program("""
+    apply {
+        sm.egress_spec = 1;
+        m.t.n[0][1].v = hdr.h.a;
+        tuple<e_t[2], bool> c = m.t.n;
+        c[0][1].v = 99;
+        hdr.h.b = m.t.n[0][1].v;
+    }""", headers="""header h_t { bit<8> a; bit<8> b; }
+header e_t { bit<8> v; }
+struct holder_t { tuple<e_t[2], bool> n; }""", meta="holder_t t;")
+
+
+def test_a_tuple_variable_is_a_copy_of_the_tuple_it_was_given() -> None:
+    sw = P4Switch(compile_source(_TUPLE_COPY), VirtualClock())
+    sw.inject(0, bytes([5, 0]))
+    sw.run_until_idle()
+    assert sw.outputs()[0].data == bytes([5, 5])  # not 99: c is a copy
