@@ -29,6 +29,11 @@ class Programming:
     ecn_always: bool = False  # fabric: mark every ECT packet (kmin = kmax = 0)
     failed_links: list[tuple[str, str]] = field(default_factory=list)  # fabric: A, B
 
+    @classmethod
+    def entries_only(cls, ports: list[int]) -> Programming:
+        """A switch `s1` (device 1) with these ports and no entries yet (runtime files, tests)."""
+        return cls(ports=ports, switch_name="s1", device_id=1, hosts=[])
+
     def apply(self, handle: Any) -> None:
         if self.fabric is not None:
             from emu.control import (
@@ -96,7 +101,7 @@ def runtime_programming(path: Path, ports: list[int]) -> Programming:
     from emu.control import Lpm, TableEntry, Ternary
 
     doc = json.loads(path.read_text())
-    prog = Programming(ports=ports, switch_name="s1", device_id=1, hosts=[])
+    prog = Programming.entries_only(ports)
     for e in doc.get("table_entries", []):
         params = {k: int(v) for k, v in dict(e.get("action_params", {})).items()}
         if e.get("default_action"):

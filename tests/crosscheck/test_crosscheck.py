@@ -279,7 +279,7 @@ def test_our_stf_programs_embedded_vs_bmv2(name, tmp_path):
     if name != "p4c_names":  # random frames index its stack out of range: BMv2 aborts
         packets += X.generate_packets(60, ports, seed=3)
     rep = X.crosscheck(STF_PROGRAMS / f"{name}.p4", [STF_PROGRAMS],
-                       X.Programming(ports=ports, switch_name="s1", device_id=1, hosts=[]),
+                       X.Programming.entries_only(ports),
                        packets, build_dir=tmp_path / "build", settle_s=0.03)
     assert rep.differences == [], "\n".join(rep.differences)
 
@@ -290,7 +290,7 @@ def test_a_frame_shorter_than_an_ethernet_header_is_explained_not_a_difference(t
     in-process side has it, a switch process cannot send it on its veth."""
     frames = ["150011223344556677889900aabb", "30000000000000000000000000000000"]
     rep = X.crosscheck(STF_PROGRAMS / "parser_paths.p4", [STF_PROGRAMS],
-                       X.Programming(ports=[0, 1], switch_name="s1", device_id=1, hosts=[]),
+                       X.Programming.entries_only([0, 1]),
                        [X.Packet(0, bytes.fromhex(f)) for f in frames], against="embedded",
                        build_dir=tmp_path / "build", settle_s=0.03)
     assert rep.differences == []
@@ -324,7 +324,7 @@ def test_a_switch_that_dies_is_reported_at_the_packet(tmp_path):
     with pytest.raises(RuntimeError, match=r"(?s)exited at packet 1 \(in port 0, 14 B: "
                                            r"0100ff.*out_of_range"):
         X.crosscheck(STF_PROGRAMS / "p4c_names.p4", [STF_PROGRAMS],
-                     X.Programming(ports=[0, 1], switch_name="s1", device_id=1, hosts=[]),
+                     X.Programming.entries_only([0, 1]),
                      [X.Packet(0, f) for f in frames], build_dir=tmp_path / "build",
                      settle_s=0.03)
     assert _crosscheck_namespaces() <= before  # the namespace went with the error

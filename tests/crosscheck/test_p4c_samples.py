@@ -65,7 +65,7 @@ def test_p4c_sample_embedded_vs_bmv2(name: str, tmp_path: Path) -> None:
     if re.search(r"\brandom\s*[<(]", p4.read_text(errors="replace")):
         pytest.skip("draws random numbers: the two targets' draws differ")
     packets, ports = _packets(p4)
-    setup = X.Programming(ports=ports, switch_name="s1", device_id=1, hosts=[])
+    setup = X.Programming.entries_only(ports)
     try:
         rep = X.crosscheck(p4, [Path(SAMPLES)], setup, packets, build_dir=tmp_path / "build",
                            settle_s=0.03)
