@@ -18,6 +18,7 @@ from emu.cli import main
 from ..conftest import needs_root
 from ..targets.conftest import PROGRAMS
 from ..targets.params import requires_bmv2
+from .stf_frames import stf_packets
 
 
 def test_identical_outputs_have_no_differences():
@@ -252,20 +253,6 @@ def test_a_killed_crosscheck_removes_its_namespace_and_switch(tmp_path):
 STF_PROGRAMS = Path(__file__).resolve().parents[1] / "p4" / "stf_programs"
 
 
-def _stf_packets(name: str) -> tuple[list[X.Packet], list[int]]:
-    """The STF file's packets, each padded to an Ethernet frame's least 60 bytes (both sides
-    get the same frame), and the ports its packets and expectations name."""
-    from emu.p4.stf.model import Expect
-    from emu.p4.stf.model import Packet as StfPacket
-    from emu.p4.stf.parser import parse_stf
-
-    cmds = parse_stf((STF_PROGRAMS / f"{name}.stf").read_text())
-    packets = [X.Packet(c.port, c.data.ljust(60, b"\0")) for c in cmds
-               if isinstance(c, StfPacket)]
-    ports = {c.port for c in cmds if isinstance(c, StfPacket | Expect)} | {0, 1, 2, 3}
-    return packets, sorted(p for p in ports if p < 64)
-
-
 @needs_root
 @requires_bmv2
 @pytest.mark.parametrize("name", sorted(p.stem for p in STF_PROGRAMS.glob("*.stf")))
@@ -275,7 +262,7 @@ def test_our_stf_programs_embedded_vs_bmv2(name, tmp_path):
     read a signed field unsigned; a select with no matching case raised NoMatch where
     BMv2 ends parsing with no error; a resubmitted or recirculated packet kept its
     instance_type into egress, where BMv2 makes it NORMAL."""
-    packets, ports = _stf_packets(name)
+    packets, ports = stf_packets(STF_PROGRAMS / f"{name}.stf")
     if name != "p4c_names":  # random frames index its stack out of range: BMv2 aborts
         packets += X.generate_packets(60, ports, seed=3)
     rep = X.crosscheck(STF_PROGRAMS / f"{name}.p4", [STF_PROGRAMS],

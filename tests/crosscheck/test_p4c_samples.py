@@ -26,12 +26,10 @@ import pytest
 
 from emu import crosscheck as X
 from emu.p4.frontend import P4Error
-from emu.p4.stf.model import Expect
-from emu.p4.stf.model import Packet as StfPacket
-from emu.p4.stf.parser import parse_stf
 
 from ..conftest import needs_root
 from ..targets.params import requires_bmv2
+from .stf_frames import stf_packets
 
 SAMPLES = os.environ.get("P4C_SAMPLES")
 
@@ -44,15 +42,9 @@ def _v1model_samples() -> list[str]:
 
 
 def _packets(p4: Path) -> tuple[list[X.Packet], list[int]]:
-    packets: list[X.Packet] = []
-    ports = {0, 1, 2, 3}
     stf = p4.with_suffix(".stf")
-    if stf.exists():
-        cmds = parse_stf(stf.read_text(), str(stf), strict=False)
-        packets = [X.Packet(c.port, c.data.ljust(60, b"\0")) for c in cmds
-                   if isinstance(c, StfPacket) and c.port < 64]
-        ports |= {c.port for c in cmds if isinstance(c, StfPacket | Expect) and c.port < 64}
-    return packets + X.generate_packets(40, sorted(ports), seed=11), sorted(ports)
+    packets, ports = stf_packets(stf, strict=False) if stf.exists() else ([], [0, 1, 2, 3])
+    return packets + X.generate_packets(40, ports, seed=11), ports
 
 
 @needs_root
