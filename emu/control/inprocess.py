@@ -16,8 +16,9 @@ from .southbound import MatchValue, TableEntry
 
 
 def _match(match: Mapping[str, MatchValue]) -> dict[str | int, Any]:
-    """The engine's matches: Lpm and Ternary already are; an int is an exact match."""
-    return {name: v if isinstance(v, (T.Lpm, T.Ternary)) else T.Exact(v)
+    """The engine's matches: Lpm, Ternary, Range and Optional already are; an int is an
+    exact match."""
+    return {name: v if isinstance(v, (T.Lpm, T.Ternary, T.Range, T.Optional)) else T.Exact(v)
             for name, v in match.items()}
 
 

@@ -20,7 +20,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from .errors import SouthboundError
-from .southbound import Lpm, MatchValue, TableEntry, Ternary
+from .southbound import Lpm, MatchValue, OptionalMatch, Range, TableEntry, Ternary
 
 
 class P4RuntimeClient(Protocol):
@@ -97,6 +97,15 @@ class P4RuntimeSwitchHandle:
                     continue
                 fm.ternary.value = encode(value.value & value.mask, f.bitwidth)
                 fm.ternary.mask = encode(value.mask, f.bitwidth)
+            elif isinstance(value, Range):
+                if value.low == 0 and value.high == (1 << f.bitwidth) - 1:
+                    continue
+                fm.range.low = encode(value.low, f.bitwidth)
+                fm.range.high = encode(value.high, f.bitwidth)
+            elif isinstance(value, OptionalMatch):
+                if value.value is None:
+                    continue
+                fm.optional.value = encode(value.value, f.bitwidth)
             else:
                 fm.exact.value = encode(value, f.bitwidth)
             out.append(fm)

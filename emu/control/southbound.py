@@ -15,13 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from emu.p4.tables import Lpm, Ternary
+from emu.p4.tables import Lpm, OptionalMatch, Range, Ternary
 
 from .errors import SouthboundError
 
-# Lpm and Ternary are the table engine's own match records: one definition of a
-# prefix or value/mask match from the controller down to the in-process switch.
-MatchValue = int | Lpm | Ternary  # an int is an exact match
+# Lpm, Ternary, Range and OptionalMatch are the table engine's own match records: one
+# definition of each match kind from the controller down to the in-process switch.
+MatchValue = int | Lpm | Ternary | Range | OptionalMatch  # an int is an exact match
 MatchKey = tuple[tuple[str, MatchValue], ...]
 
 

@@ -3,6 +3,7 @@
     emu crosscheck [--program p4src/fabric.p4] [--packets FILE | --generate N]
                    [--topo clos4 --switch leaf1 --lb ecmp [--ecn-always] [--fail-link A:B]
                     | --entries RUNTIME.json --ports 1,2,3]
+                   [--random-entries SEED]
                    [--against bmv2] [--registers NAME,...] [--report FILE.json]
 
 Side A is the embedded target in-process (`emu.p4.api.P4Switch` on a virtual
@@ -16,7 +17,11 @@ Entries: for fabric.p4 the fabric controller computes them for one switch of a
 topology (the same calls program both sides); for any other program give a
 runtime file in the p4lang tutorials' format (`table_entries`: table, match
 {field: value | [value, prefix_len] | [value, mask]}, action_name,
-action_params, priority, default_action).
+action_params, priority, default_action). `--random-entries SEED` adds, for every
+table a controller may write, a few entries that packets are likely to hit and a
+default action, all drawn from the P4Info with that seed (see `random_entries.py`):
+without entries every lookup misses, and the actions a controller installs are
+never compared.
 
 Packets: `--packets FILE` has one packet per line, STF-style `packet PORT HEX`
 or JSON `{"port": P, "frame": "HEX"}`, or is an STF file (`.stf`: its `packet`
@@ -83,25 +88,47 @@ from .model import (
     read_packets,
 )
 from .programming import Programming, fabric_programming, group_ports, runtime_programming
+from .random_entries import with_random_entries
 from .sides import read_counters, run_in_process, run_process
 
 __all__ = ["DEFAULT_PROGRAM", "MIN_FRAME", "ROOT", "TIME_IN_CHOICE", "Packet", "Programming", "Report",
            "compare_outputs", "counter_totals_equal", "crosscheck", "explain_time_in_choice",
            "fabric_programming", "generate_packets", "group_ports", "read_packets",
-           "register", "runtime_programming"]
+           "register", "runtime_programming", "with_random_entries"]
 
 
 def crosscheck(program: Path, include_dirs: Sequence[Path], setup: Programming,
                packets: Sequence[Packet], *, against: str = "bmv2",
                build_dir: Path = ROOT / "build" / "crosscheck",
-               registers: Sequence[str] = (), settle_s: float = 0.1) -> Report:
+               registers: Sequence[str] = (), settle_s: float = 0.1,
+               random_entries: int | None = None) -> Report:
+    """The packets through `program` on both sides, every difference. `random_entries`:
+    a seed; every table a controller may write gets random entries and a random default
+    action too (`random_entries.py`), the same on both sides."""
+    from emu.targets import get_target
+
+    if random_entries is not None and setup.fabric is not None:
+        raise ValueError("random entries go with --entries: the fabric controller fills "
+                         "fabric.p4's tables itself")
     rep = Report(program=str(program), side_a="embedded (in-process)", side_b=against,
                  packets=len(packets))
     names = ("embedded", against)
     time_in_choice = setup.fabric is not None and setup.lb in TIME_IN_CHOICE
-    res_b, state_b, counters_b, p4info = run_process(against, program, include_dirs, build_dir,
-                                                     setup, packets, registers, settle_s)
-    res_a, state_a, handle_a = run_in_process(program, include_dirs, setup, packets, registers)
+    pipe = get_target(against).compile(program, build_dir, tuple(include_dirs))
+    p4info = pipe.load_p4info()
+    if random_entries is not None:
+        setup = with_random_entries(setup, p4info, random_entries)
+        rep.notes.append(f"random entries (seed {random_entries}): "
+                         f"{len(setup.trial_entries)} entries, "
+                         f"{len(setup.trial_defaults)} default actions")
+    res_b, state_b, counters_b, refused_b = run_process(against, pipe, setup, packets,
+                                                        registers, settle_s)
+    res_a, state_a, handle_a, refused_a = run_in_process(program, include_dirs, setup, packets,
+                                                         registers, skip=refused_b)
+    rep.notes += [f"{names[1]} refused the {setup.trial_write(i)} ({why}); left out on both "
+                  f"sides" for i, why in sorted(refused_b.items())]
+    rep.differences += [f"{names[0]} refused the {setup.trial_write(i)} ({why}); {names[1]} "
+                        f"took it" for i, why in sorted(refused_a.items())]
     counters_a = read_counters(handle_a, p4info, setup.ports)
     per_packet = []
     for i, (pkt, a, b) in enumerate(zip(packets, res_a, res_b, strict=True)):
@@ -164,6 +191,10 @@ def register(sub: Any) -> None:
                    help="table entries (p4lang tutorials runtime format) instead of the "
                         "fabric controller; for programs other than fabric.p4")
     p.add_argument("--ports", default="1,2,3,4", help="switch ports with --entries")
+    p.add_argument("--random-entries", type=int, metavar="SEED", default=None,
+                   help="also give every table a controller may write random entries and "
+                        "a random default action (the same on both sides), so that the "
+                        "actions behind entries are compared too")
     p.add_argument("--registers", default="", metavar="NAME,...",
                    help="registers to compare at every port index")
     p.add_argument("--against", default="bmv2", choices=("bmv2", "embedded"),
@@ -218,7 +249,8 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
         with signals.unwinding_on_termination():
             rep = crosscheck(args.program, includes, setup, packets, against=args.against,
                              build_dir=args.build_dir, registers=registers,
-                             settle_s=args.settle_ms / 1000)
+                             settle_s=args.settle_ms / 1000,
+                             random_entries=args.random_entries)
     except (ValueError, OSError, RuntimeError, TimeoutError, KeyError, P4Error,
             subprocess.CalledProcessError) as exc:
         print(f"crosscheck: {exc}", file=sys.stderr)

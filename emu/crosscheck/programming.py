@@ -3,8 +3,9 @@ file's in the p4lang tutorials' format."""
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,11 @@ class Programming:
     defaults: list[tuple[str, str, dict[str, int]]] = field(default_factory=list)
     ecn_always: bool = False  # fabric: mark every ECT packet (kmin = kmax = 0)
     failed_links: list[tuple[str, str]] = field(default_factory=list)  # fabric: A, B
+    # Writes a switch may refuse (random entries): side B's refusals are left out on side
+    # A too, as a note; side A refusing one side B took is a difference. Numbered
+    # defaults first, then entries.
+    trial_defaults: list[tuple[str, str, dict[str, int]]] = field(default_factory=list)
+    trial_entries: list[Any] = field(default_factory=list)  # southbound TableEntry
 
     @classmethod
     def entries_only(cls, ports: list[int]) -> Programming:
@@ -61,6 +67,32 @@ class Programming:
             handle.set_default(table, action, params)
         for e in self.entries:
             handle.insert_entry(e)
+
+
+    def apply_trial(self, handle: Any, skip: Collection[int] = ()) -> dict[int, str]:
+        """Install the trial writes but those numbered in `skip`; the refused ones by
+        number, with the switch's reason."""
+        from emu.control.errors import SouthboundError
+
+        writes: list[Callable[[], None]] = [
+            *(functools.partial(handle.set_default, *d) for d in self.trial_defaults),
+            *(functools.partial(handle.insert_entry, e) for e in self.trial_entries)]
+        refused = {}
+        for i, write in enumerate(writes):
+            if i not in skip:
+                try:
+                    write()
+                except SouthboundError as exc:
+                    refused[i] = str(exc)
+        return refused
+
+    def trial_write(self, i: int) -> str:
+        """Trial write number `i` in words."""
+        if i < len(self.trial_defaults):
+            table, action, params = self.trial_defaults[i]
+            return f"default action of {table}: {action}{params}"
+        e = self.trial_entries[i - len(self.trial_defaults)]
+        return f"entry of {e.table}: {dict(e.match)} -> {e.action}{dict(e.params)}"
 
 
 def group_ports(setup: Programming) -> set[int]:

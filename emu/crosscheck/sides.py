@@ -10,7 +10,7 @@ import socket
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +25,11 @@ from .programming import Programming
 
 
 def run_in_process(program: Path, include_dirs: Sequence[Path], setup: Programming,
-                   packets: Sequence[Packet], registers: Sequence[str]
-                   ) -> tuple[list[Outputs], dict[str, Any], Any]:
+                   packets: Sequence[Packet], registers: Sequence[str],
+                   skip: Collection[int] = ()
+                   ) -> tuple[list[Outputs], dict[str, Any], Any, dict[int, str]]:
+    """Side A; `skip`: the trial writes side B refused. Also returns the ones this side
+    refused."""
     from emu.control.inprocess import InProcessSwitchHandle
     from emu.core.clock import VirtualClock
     from emu.p4.api import P4Switch
@@ -35,6 +38,7 @@ def run_in_process(program: Path, include_dirs: Sequence[Path], setup: Programmi
                             seed=setup.device_id, queue_depth_pkts=1024)
     handle = InProcessSwitchHandle(setup.switch_name, sw)
     setup.apply(handle)
+    refused = setup.apply_trial(handle, skip)
     wired = set(setup.ports)
     results = []
     for pkt in packets:
@@ -44,7 +48,7 @@ def run_in_process(program: Path, include_dirs: Sequence[Path], setup: Programmi
                         if o.port in wired])
     state = {"registers": {f"{r}[{i}]": int(sw.register_read(r, i))
                            for r in registers for i in setup.ports}}
-    return results, state, handle
+    return results, state, handle, refused
 
 
 # ---------------------------------------------------------------------- side B: a process
@@ -102,17 +106,17 @@ def collect(socks: Mapping[int, socket.socket], settle_s: float, max_s: float,
                 quiet_until = time.monotonic() + settle_s
 
 
-def run_process(target_name: str, program: Path, include_dirs: Sequence[Path],
-                build_dir: Path, setup: Programming, packets: Sequence[Packet],
+def run_process(target_name: str, pipe: Any, setup: Programming, packets: Sequence[Packet],
                 registers: Sequence[str], settle_s: float
-                ) -> tuple[list[Outputs], dict[str, Any], Any, Any]:
+                ) -> tuple[list[Outputs], dict[str, Any], Any, dict[int, str]]:
+    """Side B: the packets through a switch process of `target_name` running `pipe` (the
+    program as that target compiled it). Also returns the trial writes it refused."""
     from emu.control.p4rt import P4RuntimeSwitchHandle
     from emu.core import netns
     from emu.runtime.client import P4RuntimeClient
     from emu.targets import SwitchSpec, get_target
 
     target = get_target(target_name)
-    pipe = target.compile(program, build_dir, tuple(include_dirs))
     p4info = pipe.load_p4info()
     sockdir = tempfile.mkdtemp(prefix="emuxc-")
     results: list[Outputs] = []
@@ -129,6 +133,7 @@ def run_process(target_name: str, program: Path, include_dirs: Sequence[Path],
                         client.set_pipeline(p4info, pipe.device_config())
                         handle = P4RuntimeSwitchHandle(setup.switch_name, client, p4info)
                         setup.apply(handle)
+                        refused = setup.apply_trial(handle)
                     except grpc.RpcError as e:
                         # The program compiled but the switch would not take it (or its
                         # entries): its own words, not a gRPC traceback.
@@ -160,7 +165,7 @@ def run_process(target_name: str, program: Path, include_dirs: Sequence[Path],
                     client.close()
     finally:
         shutil.rmtree(sockdir, ignore_errors=True)
-    return results, state, counters, p4info
+    return results, state, counters, refused
 
 
 def read_counters(handle: Any, p4info: Any, indices: Sequence[int]) -> dict[str, tuple[int, ...]]:

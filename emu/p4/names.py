@@ -33,6 +33,13 @@ def name_annotation(annotations: Sequence[Any]) -> str | None:
     return None
 
 
+def field_name(name: str, annotations: Sequence[Any]) -> str:
+    """Control-plane name of an action parameter or a struct field: its @name, else its
+    own name."""
+    annotated = name_annotation(annotations)
+    return name if annotated is None else annotated.lstrip(".")
+
+
 def qualify(scope: str | None, local_name: str, annotations: Sequence[Any] = ()) -> str:
     """Fully qualified control-plane name of an object declared in `scope`.
 

@@ -1,6 +1,7 @@
 """p4c's v1model samples through `emu crosscheck` against BMv2: for each sample, its STF
-packets (if it has an STF file; padded to 60 bytes, no table entries) and random frames,
-on the embedded target and on BMv2, every output compared.
+packets (if it has an STF file; padded to 60 bytes) and random frames, on the embedded
+target and on BMv2, every output compared; once with no table entries (every lookup
+misses) and once with random entries and default actions (`--random-entries`).
 
 Opt-in, like tests/p4/test_corpus.py: set P4C_SAMPLES to p4c's testdata/p4_16_samples
 (we keep no copies of p4c's programs); it also needs root and a p4c/BMv2 build on PATH.
@@ -41,6 +42,14 @@ def _v1model_samples() -> list[str]:
                   and "v1model.p4" in p.read_text(errors="replace"))
 
 
+# Control-plane names that changed in p4c after the reference build (1.2.4.8): an entry
+# named from its P4Info reaches an action the embedded target names otherwise.
+RENAMED = {"issue-4969-bmv2.p4": ("action 'ingressImpl.bar'",
+                                  "p4c 1.2.4.8 names the top-level action @name(\"bar\") "
+                                  "ingressImpl.bar; the embedded target, like p4c since #4975 "
+                                  "(its expected P4Info for this sample), names it bar")}
+
+
 def _packets(p4: Path) -> tuple[list[X.Packet], list[int]]:
     stf = p4.with_suffix(".stf")
     packets, ports = stf_packets(stf, strict=False) if stf.exists() else ([], [0, 1, 2, 3])
@@ -50,8 +59,9 @@ def _packets(p4: Path) -> tuple[list[X.Packet], list[int]]:
 @needs_root
 @requires_bmv2
 @pytest.mark.skipif(not SAMPLES, reason="set P4C_SAMPLES to p4c's testdata/p4_16_samples")
+@pytest.mark.parametrize("seed", [None, 1], ids=["no-entries", "random-entries"])
 @pytest.mark.parametrize("name", _v1model_samples() or ["-"])
-def test_p4c_sample_embedded_vs_bmv2(name: str, tmp_path: Path) -> None:
+def test_p4c_sample_embedded_vs_bmv2(name: str, seed: int | None, tmp_path: Path) -> None:
     assert SAMPLES is not None
     p4 = Path(SAMPLES) / name
     if re.search(r"\brandom\s*[<(]", p4.read_text(errors="replace")):
@@ -60,7 +70,7 @@ def test_p4c_sample_embedded_vs_bmv2(name: str, tmp_path: Path) -> None:
     setup = X.Programming.entries_only(ports)
     try:
         rep = X.crosscheck(p4, [Path(SAMPLES)], setup, packets, build_dir=tmp_path / "build",
-                           settle_s=0.03)
+                           settle_s=0.03, random_entries=seed)
     except RuntimeError as e:
         text = str(e)
         if text.startswith("p4c failed") or "refused the pipeline" in text or \
@@ -71,4 +81,7 @@ def test_p4c_sample_embedded_vs_bmv2(name: str, tmp_path: Path) -> None:
         if "not supported by the embedded v1model target" not in str(e):
             raise  # p4c compiled it: refusing it is a difference too
         pytest.skip(str(e).splitlines()[0])
+    if name in RENAMED and rep.differences and all(
+            RENAMED[name][0] in d for d in rep.differences):
+        pytest.xfail(RENAMED[name][1])
     assert rep.differences == [], "\n".join(rep.differences[:20])

@@ -41,7 +41,7 @@ from emu.p4.frontend.types import (
     StructLikeType,
     Type,
 )
-from emu.p4.names import qualify
+from emu.p4.names import field_name, qualify
 
 from .analysis import (
     _header_writes,
@@ -216,7 +216,9 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
 
     def register_action(self, d: A.ActionDecl, scope: str | None) -> str:
         qn = qualify(None if id(d) in self.top_actions else scope, d.name, d.annotations)
-        self.info.actions.setdefault(qn, [[p.name, self.width(p.type, p)] for p in d.params if p.direction == ""])
+        # Parameters by their control-plane names (@name), as P4Info and the handles name them.
+        self.info.actions.setdefault(qn, [[field_name(p.name, p.annotations), self.width(p.type, p)]
+                                          for p in d.params if p.direction == ""])
         return qn
 
     def make_instance(self, d: A.Instantiation, ctx: Ctx) -> Any:

@@ -8,7 +8,6 @@ from typing import Any
 
 from p4.config.v1 import p4types_pb2
 
-from emu.p4 import names
 from emu.p4.frontend import ast as A
 from emu.p4.frontend.diagnostics import Diagnostic, P4Error, SourceCache
 
@@ -135,12 +134,6 @@ def _add_doc(msg: Any, annotations: Sequence[A.Annotation]) -> None:
         msg.doc.brief = brief
     if description is not None:
         msg.doc.description = description
-
-
-def _field_name(name: str, annotations: Sequence[A.Annotation]) -> str:
-    """Control-plane name of a parameter or field: its @name, else its own name."""
-    annotated = names.name_annotation(annotations)
-    return name if annotated is None else annotated.lstrip(".")
 
 
 def _field_ids(items: Sequence[tuple[Any, Sequence[A.Annotation]]]) -> list[int]:

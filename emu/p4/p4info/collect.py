@@ -16,7 +16,7 @@ from emu.p4.frontend.types import (
 )
 from emu.p4.p4info_ids import P4IdPrefix
 
-from .annotations import _const_int, _error, _field_name, _has, _string_arg, _walk
+from .annotations import _const_int, _error, _has, _string_arg, _walk
 from .base import _GeneratorBase
 from .records import _Block, _CtrlHeader, _Local, _Profile, _Table
 
@@ -308,7 +308,7 @@ class _Collector(_GeneratorBase):
             t = self.prog.types.get(d.name)
             if not isinstance(t, HeaderType):
                 continue
-            out.append(_CtrlHeader(_field_name(d.name, d.annotations), cname, d, t))
+            out.append(_CtrlHeader(names.field_name(d.name, d.annotations), cname, d, t))
         return out
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from p4.config.v1 import p4info_pb2
 
+from emu.p4 import names
 from emu.p4.frontend import ast as A
 from emu.p4.frontend.types import (
     BitType,
@@ -25,7 +26,6 @@ from .annotations import (
     _const_int,
     _error,
     _field_ids,
-    _field_name,
     _has,
     _string_arg,
 )
@@ -83,7 +83,7 @@ class _ExternEmitter(_GeneratorBase):
                                     "or serializable enum")
             m = msg.metadata.add()
             m.id = fid
-            m.name = path + _field_name(f.name, f.annotations)
+            m.name = path + names.field_name(f.name, f.annotations)
             _add_annotations(m, f.annotations)
             m.bitwidth = _type_width(ft)
             self.types.convert(ft)
@@ -111,7 +111,7 @@ class _ExternEmitter(_GeneratorBase):
                 fa = annos.get(fname, [])
                 m = msg.match.add()
                 m.id = fid
-                m.name = _field_name(fname, fa)
+                m.name = names.field_name(fname, fa)
                 m.bitwidth = ftype.width
                 kind = _string_arg(fa, "match") or "exact"
                 if kind in _MATCH_TYPES:

@@ -15,7 +15,6 @@ from .annotations import (
     _const_int,
     _error,
     _field_ids,
-    _field_name,
     _has,
     _int_arg,
     _string_arg,
@@ -127,7 +126,7 @@ class _TableEmitter(_GeneratorBase):
         for p, pid in zip(data_params, ids, strict=True):
             pm = msg.params.add()
             pm.id = pid
-            pm.name = _field_name(p.name, p.annotations)
+            pm.name = names.field_name(p.name, p.annotations)
             _add_annotations(pm, p.annotations)
             _add_doc(pm, p.annotations)
             pt = p.type

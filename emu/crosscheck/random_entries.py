@@ -1,0 +1,136 @@
+"""Table entries drawn at random from a P4Info, so that crosscheck compares the actions a
+controller installs: with no entries every table misses and runs its default action, and
+the action code behind the entries is never run on either side.
+
+For each table a controller may write (not const, not an action profile's): up to
+`per_table` entries with keys drawn so that packets hit them, actions from the table's
+entry actions with random parameters, distinct priorities where the key needs them; and a
+default action from the table's default actions unless the P4Info makes it const. Keys:
+an exact field gets 0, 1, all ones or a random value (metadata a program never set is 0,
+so 0 hits); a ternary, LPM, range or optional field is often a wildcard (omitted, as
+P4Runtime requires), else a mask, prefix or range around such a value. A 9-bit parameter
+is a port: mostly one of the switch's ports, so the packet comes out where it can be seen.
+The same seed gives the same entries, and both sides get the same ones.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from p4.config.v1 import p4info_pb2
+
+from emu.control import Lpm, TableEntry, Ternary
+from emu.p4.tables import OptionalMatch, Range
+
+from .programming import Programming
+
+_M = p4info_pb2.MatchField
+_EXACT, _TERNARY, _LPM, _RANGE, _OPTIONAL = _M.EXACT, _M.TERNARY, _M.LPM, _M.RANGE, _M.OPTIONAL
+_TABLE_ONLY, _DEFAULT_ONLY = p4info_pb2.ActionRef.TABLE_ONLY, p4info_pb2.ActionRef.DEFAULT_ONLY
+PORT_WIDTH = 9  # v1model's PortId_t
+
+
+def _value(rng: random.Random, width: int) -> int:
+    """A value a packet or a program is likely to carry: 0, 1, all ones, or any."""
+    top = (1 << width) - 1
+    return rng.choice((0, 1, top, rng.getrandbits(width))) & top
+
+
+def _field_match(rng: random.Random, kind: int, width: int) -> Any:
+    """One field's match, or None for a wildcard (the field is omitted)."""
+    top = (1 << width) - 1
+    if kind == _EXACT:
+        return _value(rng, width)
+    if rng.random() < 0.4:
+        return None
+    if kind == _TERNARY:
+        mask = rng.choice((top, rng.getrandbits(width)))
+        return Ternary(_value(rng, width) & mask, mask) if mask else None
+    if kind == _LPM:
+        plen = rng.randint(1, width)
+        return Lpm(_value(rng, width) & (top ^ (top >> plen)), plen)
+    if kind == _RANGE:
+        low, high = sorted((_value(rng, width), _value(rng, width)))
+        return None if (low, high) == (0, top) else Range(low, high)
+    if kind == _OPTIONAL:
+        return OptionalMatch(_value(rng, width))
+    raise ValueError(f"match kind {kind} has no random form")
+
+
+def _params(rng: random.Random, action: Any, ports: Sequence[int]) -> dict[str, int]:
+    out = {}
+    for p in action.params:
+        if p.bitwidth == PORT_WIDTH and ports and rng.random() < 0.8:
+            out[p.name] = rng.choice(list(ports))
+        else:
+            out[p.name] = _value(rng, p.bitwidth) if p.bitwidth else 0
+    return out
+
+
+def _translated(p4info: Any) -> set[str]:
+    """User types with @p4runtime_translation: a controller writes them in the SDN value
+    space, which needs the switch's translation table; random values are left out."""
+    return {name for name, t in p4info.type_info.new_types.items()
+            if t.HasField("translated_type")}
+
+
+def writable(table: Any, translated: set[str]) -> bool:
+    """Whether a controller may insert entries: not const, not behind an action profile,
+    with a key, and every key field a width P4Runtime can encode (an `error` field has
+    none in P4Info: BMv2 refuses any value) and not a translated type."""
+    return (not table.is_const_table and not table.implementation_id
+            and len(table.match_fields) > 0
+            and all(f.bitwidth > 0 and f.type_name.name not in translated
+                    for f in table.match_fields))
+
+
+def random_entries(p4info: Any, ports: Sequence[int], seed: int, per_table: int = 4
+                   ) -> tuple[list[TableEntry], list[tuple[str, str, dict[str, int]]]]:
+    """(entries, defaults) for every table of `p4info` a controller may write."""
+    rng = random.Random(seed)
+    translated = _translated(p4info)
+    actions = {a.preamble.id: a for a in p4info.actions
+               if not any(p.type_name.name in translated for p in a.params)}
+    entries: list[TableEntry] = []
+    defaults: list[tuple[str, str, dict[str, int]]] = []
+    for t in p4info.tables:
+        name = t.preamble.name
+        if t.implementation_id:
+            continue
+        refs = [actions[r.id] for r in t.action_refs if r.id in actions]
+        scopes = {r.id: r.scope for r in t.action_refs}
+        if not t.const_default_action_id:
+            choice = [a for a in refs if scopes[a.preamble.id] != _TABLE_ONLY]
+            if choice:
+                a = rng.choice(choice)
+                defaults.append((name, a.preamble.name, _params(rng, a, ports)))
+        in_entries = [a for a in refs if scopes[a.preamble.id] != _DEFAULT_ONLY]
+        if not writable(t, translated) or not in_entries:
+            continue
+        kinds = {f.match_type for f in t.match_fields}
+        prioritised = bool(kinds & {_TERNARY, _RANGE, _OPTIONAL})
+        priorities = rng.sample(range(1, 1000), per_table)
+        seen: set[tuple[Any, ...]] = set()
+        for n in range(min(per_table, t.size or per_table)):
+            match = {f.name: m for f in t.match_fields
+                     if (m := _field_match(rng, f.match_type, f.bitwidth)) is not None}
+            key = tuple(sorted(match.items(), key=lambda kv: kv[0]))
+            if key in seen:
+                continue  # the same key twice is ALREADY_EXISTS; one fewer entry instead
+            seen.add(key)
+            a = rng.choice(in_entries)
+            entries.append(TableEntry(name, match, a.preamble.name, _params(rng, a, ports),
+                                      priorities[n] if prioritised else None))
+    return entries, defaults
+
+
+def with_random_entries(setup: Programming, p4info: Any, seed: int,
+                        per_table: int = 4) -> Programming:
+    """`setup` with random entries and default actions as trial writes, after its own: a
+    switch may refuse some (BMv2 refuses writes to a table p4c optimised away)."""
+    entries, defaults = random_entries(p4info, setup.ports, seed, per_table)
+    return replace(setup, trial_entries=[*setup.trial_entries, *entries],
+                   trial_defaults=[*setup.trial_defaults, *defaults])
