@@ -5,7 +5,7 @@ misses) and once with random entries and default actions (`--random-entries`).
 
 Opt-in, like tests/p4/test_corpus.py: set P4C_SAMPLES to p4c's testdata/p4_16_samples
 (we keep no copies of p4c's programs); it also needs root and a p4c/BMv2 build on PATH.
-About 460 programs, 20 to 30 minutes on two cores. A sample skips, with the reason, where
+About 460 programs, twice; each half about 10 minutes with `-n 2` on two cores. A sample skips, with the reason, where
 there is nothing to compare against: p4c-bm2-ss refuses it (newer syntax than the build,
 a compiler bug), BMv2 refuses its pipeline or aborts on a packet (it aborts on a header
 stack index out of range, for one), or it draws random numbers.
