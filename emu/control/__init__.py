@@ -19,7 +19,15 @@ from .errors import (
 )
 from .params import MAX_MEMBERS, EcnSettings, LbMode, LbSettings, QosSettings
 from .routes import Route, SwitchRoutes, all_routes, switch_routes
-from .southbound import Lpm, MemorySwitchHandle, SwitchHandle, TableEntry, Ternary
+from .southbound import (
+    Lpm,
+    MemorySwitchHandle,
+    ProfileGroup,
+    ProfileMember,
+    SwitchHandle,
+    TableEntry,
+    Ternary,
+)
 from .te import Flow, Placement, place_flows
 
 __all__ = [
@@ -33,6 +41,8 @@ __all__ = [
     "LbSettings",
     "Lpm",
     "MemorySwitchHandle",
+    "ProfileGroup",
+    "ProfileMember",
     "NoPathError",
     "ParamError",
     "Placement",

@@ -6,13 +6,14 @@ entries the P4Runtime handle would send.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from emu.p4 import tables as T
 
 from .errors import SouthboundError
-from .southbound import MatchValue, TableEntry
+from .southbound import MatchValue, ProfileGroup, ProfileMember, TableEntry
 
 
 def _match(match: Mapping[str, MatchValue]) -> dict[str | int, Any]:
@@ -45,40 +46,56 @@ class InProcessSwitchHandle:
         except KeyError:
             raise SouthboundError(f"{self.name}: the program has no table {name!r}") from None
 
-    def insert_entry(self, entry: TableEntry) -> None:
-        t = self._table(entry.table)
+    @contextlib.contextmanager
+    def _refusal(self, where: str) -> Iterator[None]:
+        """The engine's refusal of a write (a TableError...) as a SouthboundError."""
         try:
-            t.insert(_match(entry.match), self._call(entry), priority=entry.priority or 0)
+            yield
         except SouthboundError:
             raise
         except Exception as exc:
-            raise SouthboundError(f"{self.name}: {entry.table}: insert failed: {exc}") from exc
+            raise SouthboundError(f"{self.name}: {where} failed: {exc}") from exc
+
+    def insert_entry(self, entry: TableEntry) -> None:
+        t = self._table(entry.table)
+        with self._refusal(f"{entry.table}: insert"):
+            if entry.member_id is not None or entry.group_id is not None:
+                t.insert(_match(entry.match), member_id=entry.member_id,
+                         group_id=entry.group_id, priority=entry.priority or 0)
+            else:
+                t.insert(_match(entry.match), self._call(entry), priority=entry.priority or 0)
+
+    def _profile(self, name: str) -> Any:
+        try:
+            return self.switch.sw.action_profiles[name]
+        except KeyError:
+            raise SouthboundError(f"{self.name}: the program has no action profile "
+                                  f"{name!r}") from None
+
+    def insert_member(self, member: ProfileMember) -> None:
+        prof = self._profile(member.profile)
+        call = T.ActionCall(member.action, self._params(member.action, member.params))
+        with self._refusal(f"{member.profile}: member insert"):
+            prof.insert_member(member.member_id, call)
+
+    def insert_group(self, group: ProfileGroup) -> None:
+        prof = self._profile(group.profile)
+        with self._refusal(f"{group.profile}: group insert"):
+            prof.insert_group(group.group_id, list(group.members), max_size=group.max_size)
 
     def modify_entry(self, entry: TableEntry) -> None:
         t = self._table(entry.table)
-        try:
+        with self._refusal(f"{entry.table}: modify"):
             t.modify(_match(entry.match), entry.priority or 0, action=self._call(entry))
-        except SouthboundError:
-            raise
-        except Exception as exc:
-            raise SouthboundError(f"{self.name}: {entry.table}: modify failed: {exc}") from exc
 
     def delete_entry(self, table: str, match: Mapping[str, MatchValue]) -> None:
-        try:
+        with self._refusal(f"{table}: delete"):
             self._table(table).delete(_match(match), 0)
-        except SouthboundError:
-            raise
-        except Exception as exc:
-            raise SouthboundError(f"{self.name}: {table}: delete failed: {exc}") from exc
 
     def set_default(self, table: str, action: str, params: Mapping[str, int]) -> None:
         t = self._table(table)
-        try:
+        with self._refusal(f"{table}: default"):
             t.set_default_action(T.ActionCall(action, self._params(action, params)))
-        except SouthboundError:
-            raise
-        except Exception as exc:
-            raise SouthboundError(f"{self.name}: {table}: default failed: {exc}") from exc
 
     def read_counter(self, counter: str, index: int) -> tuple[int, int]:
         packets, nbytes = self.switch.counter_read(counter, index)

@@ -20,7 +20,16 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from .errors import SouthboundError
-from .southbound import Lpm, MatchValue, OptionalMatch, Range, TableEntry, Ternary
+from .southbound import (
+    Lpm,
+    MatchValue,
+    OptionalMatch,
+    ProfileGroup,
+    ProfileMember,
+    Range,
+    TableEntry,
+    Ternary,
+)
 
 
 class P4RuntimeClient(Protocol):
@@ -49,6 +58,7 @@ class P4InfoNames:
         self.actions = {a.preamble.name: a for a in p4info.actions}
         self.counters = {c.preamble.name: c for c in p4info.counters}
         self.registers = {r.preamble.name: r for r in p4info.registers}
+        self.profiles = {p.preamble.name: p for p in p4info.action_profiles}
 
     @staticmethod
     def _get(kind: str, table: Mapping[str, Any], name: str) -> Any:
@@ -68,6 +78,9 @@ class P4InfoNames:
 
     def register(self, name: str) -> p4info_pb2.Register:
         return self._get("register", self.registers, name)
+
+    def profile(self, name: str) -> p4info_pb2.ActionProfile:
+        return self._get("action profile", self.profiles, name)
 
 
 class P4RuntimeSwitchHandle:
@@ -133,22 +146,50 @@ class P4RuntimeSwitchHandle:
             e.priority = priority
         return e
 
-    def _write(self, kind: int, entry: p4runtime_pb2.TableEntry) -> None:
+    def _write(self, kind: int, entry: p4runtime_pb2.TableEntry | None = None,
+               entity: p4runtime_pb2.Entity | None = None) -> None:
         upd = p4runtime_pb2.Update(type=kind)
-        upd.entity.table_entry.CopyFrom(entry)
+        if entry is not None:
+            upd.entity.table_entry.CopyFrom(entry)
+        else:
+            upd.entity.CopyFrom(entity)
         try:
             self.client.write([upd])
         except SouthboundError:
             raise
         except Exception as exc:  # gRPC errors carry the target's reason
-            raise SouthboundError(f"{self.name}: write to table failed: {exc}") from exc
+            what = "table" if entry is not None else "action profile"
+            raise SouthboundError(f"{self.name}: write to {what} failed: {exc}") from exc
 
     # --- SwitchHandle -----------------------------------------------------------------------
 
     def insert_entry(self, entry: TableEntry) -> None:
         e = self._entry(entry.table, entry.match, entry.priority)
-        e.action.action.CopyFrom(self._action(entry.action, entry.params))
+        if entry.member_id is not None:
+            e.action.action_profile_member_id = entry.member_id
+        elif entry.group_id is not None:
+            e.action.action_profile_group_id = entry.group_id
+        else:
+            e.action.action.CopyFrom(self._action(entry.action, entry.params))
         self._write(p4runtime_pb2.Update.INSERT, e)
+
+    def insert_member(self, member: ProfileMember) -> None:
+        ent = p4runtime_pb2.Entity()
+        m = ent.action_profile_member
+        m.action_profile_id = self.info.profile(member.profile).preamble.id
+        m.member_id = member.member_id
+        m.action.CopyFrom(self._action(member.action, member.params))
+        self._write(p4runtime_pb2.Update.INSERT, entity=ent)
+
+    def insert_group(self, group: ProfileGroup) -> None:
+        ent = p4runtime_pb2.Entity()
+        g = ent.action_profile_group
+        g.action_profile_id = self.info.profile(group.profile).preamble.id
+        g.group_id = group.group_id
+        g.max_size = group.max_size
+        for m in group.members:
+            g.members.add(member_id=m, weight=1)
+        self._write(p4runtime_pb2.Update.INSERT, entity=ent)
 
     def modify_entry(self, entry: TableEntry) -> None:
         e = self._entry(entry.table, entry.match, entry.priority)

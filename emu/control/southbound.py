@@ -27,11 +27,16 @@ MatchKey = tuple[tuple[str, MatchValue], ...]
 
 @dataclass(frozen=True)
 class TableEntry:
+    """A match entry. In a table behind an action profile it names a member or a group
+    (`member_id` / `group_id`) instead of an action."""
+
     table: str
     match: Mapping[str, MatchValue]
     action: str
     params: Mapping[str, int] = field(default_factory=dict)
     priority: int | None = None
+    member_id: int | None = None
+    group_id: int | None = None
 
     @property
     def key(self) -> tuple[str, MatchKey]:
@@ -40,6 +45,27 @@ class TableEntry:
 
     def same_action(self, other: TableEntry) -> bool:
         return self.action == other.action and dict(self.params) == dict(other.params)
+
+
+@dataclass(frozen=True)
+class ProfileMember:
+    """A member of an action profile (P4Runtime ActionProfileMember): an action call."""
+
+    profile: str
+    member_id: int
+    action: str
+    params: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProfileGroup:
+    """A group of an action selector (P4Runtime ActionProfileGroup), every member of
+    weight 1; `max_size` 0 leaves it to the switch."""
+
+    profile: str
+    group_id: int
+    members: tuple[int, ...]
+    max_size: int = 0
 
 
 @runtime_checkable
@@ -55,6 +81,10 @@ class SwitchHandle(Protocol):
     def delete_entry(self, table: str, match: Mapping[str, MatchValue]) -> None: ...
 
     def set_default(self, table: str, action: str, params: Mapping[str, int]) -> None: ...
+
+    def insert_member(self, member: ProfileMember) -> None: ...
+
+    def insert_group(self, group: ProfileGroup) -> None: ...
 
     def read_counter(self, counter: str, index: int) -> tuple[int, int]:
         """(packets, bytes) of one counter cell."""
@@ -82,7 +112,9 @@ class MemorySwitchHandle:
         self.defaults: dict[str, tuple[str, dict[str, int]]] = {}
         self.counters: dict[tuple[str, int], tuple[int, int]] = {}
         self.registers: dict[tuple[str, int], int] = {}
-        self.log: list[tuple[str, str]] = []  # (operation, table) in order
+        self.members: dict[tuple[str, int], ProfileMember] = {}
+        self.groups: dict[tuple[str, int], ProfileGroup] = {}
+        self.log: list[tuple[str, str]] = []  # (operation, table or profile) in order
 
     def insert_entry(self, entry: TableEntry) -> None:
         if entry.key in self.entries:
@@ -105,6 +137,23 @@ class MemorySwitchHandle:
     def set_default(self, table: str, action: str, params: Mapping[str, int]) -> None:
         self.defaults[table] = (action, dict(params))
         self.log.append(("default", table))
+
+    def insert_member(self, member: ProfileMember) -> None:
+        key = (member.profile, member.member_id)
+        if key in self.members:
+            raise SouthboundError(f"{self.name}: {member.profile}: member {member.member_id} "
+                                  f"exists")
+        self.members[key] = member
+        self.log.append(("member", member.profile))
+
+    def insert_group(self, group: ProfileGroup) -> None:
+        key = (group.profile, group.group_id)
+        missing = [m for m in group.members if (group.profile, m) not in self.members]
+        if key in self.groups or missing:
+            raise SouthboundError(f"{self.name}: {group.profile}: group {group.group_id} "
+                                  f"exists or names no member {missing}")
+        self.groups[key] = group
+        self.log.append(("group", group.profile))
 
     def read_counter(self, counter: str, index: int) -> tuple[int, int]:
         return self.counters.get((counter, index), (0, 0))

@@ -67,6 +67,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -118,9 +119,11 @@ def crosscheck(program: Path, include_dirs: Sequence[Path], setup: Programming,
     p4info = pipe.load_p4info()
     if random_entries is not None:
         setup = with_random_entries(setup, p4info, random_entries)
+        kinds = Counter(type(w).__name__ for w in setup.trial)
         rep.notes.append(f"random entries (seed {random_entries}): "
-                         f"{len(setup.trial_entries)} entries, "
-                         f"{len(setup.trial_defaults)} default actions")
+                         f"{kinds['TableEntry']} entries, {kinds['DefaultAction']} default "
+                         f"actions, {kinds['ProfileMember']} profile members, "
+                         f"{kinds['ProfileGroup']} groups")
     res_b, state_b, counters_b, refused_b = run_process(against, pipe, setup, packets,
                                                         registers, settle_s)
     res_a, state_a, handle_a, refused_a = run_in_process(program, include_dirs, setup, packets,

@@ -3,9 +3,8 @@ file's in the p4lang tutorials' format."""
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,19 @@ from typing import Any
 from emu.control.params import LbMode
 
 # ---------------------------------------------------------------------- entries
+
+
+@dataclass(frozen=True)
+class DefaultAction:
+    """A table's default action, as a write."""
+
+    table: str
+    action: str
+    params: Mapping[str, int] = field(default_factory=dict)
+
+
+# A southbound TableEntry, ProfileMember or ProfileGroup, or a DefaultAction.
+TrialWrite = Any
 
 
 @dataclass
@@ -29,11 +41,9 @@ class Programming:
     defaults: list[tuple[str, str, dict[str, int]]] = field(default_factory=list)
     ecn_always: bool = False  # fabric: mark every ECT packet (kmin = kmax = 0)
     failed_links: list[tuple[str, str]] = field(default_factory=list)  # fabric: A, B
-    # Writes a switch may refuse (random entries): side B's refusals are left out on side
-    # A too, as a note; side A refusing one side B took is a difference. Numbered
-    # defaults first, then entries.
-    trial_defaults: list[tuple[str, str, dict[str, int]]] = field(default_factory=list)
-    trial_entries: list[Any] = field(default_factory=list)  # southbound TableEntry
+    # Writes a switch may refuse (random entries), in order: side B's refusals are left
+    # out on side A too, as a note; side A refusing one side B took is a difference.
+    trial: list[TrialWrite] = field(default_factory=list)
 
     @classmethod
     def entries_only(cls, ports: list[int]) -> Programming:
@@ -70,29 +80,43 @@ class Programming:
 
 
     def apply_trial(self, handle: Any, skip: Collection[int] = ()) -> dict[int, str]:
-        """Install the trial writes but those numbered in `skip`; the refused ones by
+        """Make the trial writes but those numbered in `skip`; the refused ones by
         number, with the switch's reason."""
+        from emu.control import ProfileGroup, ProfileMember
         from emu.control.errors import SouthboundError
 
-        writes: list[Callable[[], None]] = [
-            *(functools.partial(handle.set_default, *d) for d in self.trial_defaults),
-            *(functools.partial(handle.insert_entry, e) for e in self.trial_entries)]
         refused = {}
-        for i, write in enumerate(writes):
-            if i not in skip:
-                try:
-                    write()
-                except SouthboundError as exc:
-                    refused[i] = str(exc)
+        for i, w in enumerate(self.trial):
+            if i in skip:
+                continue
+            try:
+                if isinstance(w, DefaultAction):
+                    handle.set_default(w.table, w.action, w.params)
+                elif isinstance(w, ProfileMember):
+                    handle.insert_member(w)
+                elif isinstance(w, ProfileGroup):
+                    handle.insert_group(w)
+                else:
+                    handle.insert_entry(w)
+            except SouthboundError as exc:
+                refused[i] = str(exc)
         return refused
 
     def trial_write(self, i: int) -> str:
         """Trial write number `i` in words."""
-        if i < len(self.trial_defaults):
-            table, action, params = self.trial_defaults[i]
-            return f"default action of {table}: {action}{params}"
-        e = self.trial_entries[i - len(self.trial_defaults)]
-        return f"entry of {e.table}: {dict(e.match)} -> {e.action}{dict(e.params)}"
+        from emu.control import ProfileGroup, ProfileMember
+
+        w = self.trial[i]
+        if isinstance(w, DefaultAction):
+            return f"default action of {w.table}: {w.action}{dict(w.params)}"
+        if isinstance(w, ProfileMember):
+            return f"member {w.member_id} of {w.profile}: {w.action}{dict(w.params)}"
+        if isinstance(w, ProfileGroup):
+            return f"group {w.group_id} of {w.profile}: members {list(w.members)}"
+        target = (f"member {w.member_id}" if w.member_id is not None else
+                  f"group {w.group_id}" if w.group_id is not None else
+                  f"{w.action}{dict(w.params)}")
+        return f"entry of {w.table}: {dict(w.match)} -> {target}"
 
 
 def group_ports(setup: Programming) -> set[int]:

@@ -2,10 +2,13 @@
 controller installs: with no entries every table misses and runs its default action, and
 the action code behind the entries is never run on either side.
 
-For each table a controller may write (not const, not an action profile's): up to
-`per_table` entries with keys drawn so that packets hit them, actions from the table's
-entry actions with random parameters, distinct priorities where the key needs them; and a
-default action from the table's default actions unless the P4Info makes it const. Keys:
+For each table a controller may write (not const): up to `per_table` entries with keys
+drawn so that packets hit them, actions from the table's entry actions with random
+parameters, distinct priorities where the key needs them; and a default action from the
+table's default actions unless the P4Info makes it const. A table behind an action
+profile gets members of that profile instead (up to four, random actions) and, behind a
+selector, two groups of them; its entries name a member or a group, and its default
+action is left alone. Keys:
 an exact field gets 0, 1, all ones or a random value (metadata a program never set is 0,
 so 0 hits); a ternary, LPM, range or optional field is often a wildcard (omitted, as
 P4Runtime requires), else a mask, prefix or range around such a value. A 9-bit parameter
@@ -22,10 +25,10 @@ from typing import Any
 
 from p4.config.v1 import p4info_pb2
 
-from emu.control import Lpm, TableEntry, Ternary
+from emu.control import Lpm, ProfileGroup, ProfileMember, TableEntry, Ternary
 from emu.p4.tables import OptionalMatch, Range
 
-from .programming import Programming
+from .programming import DefaultAction, Programming
 
 _M = p4info_pb2.MatchField
 _EXACT, _TERNARY, _LPM, _RANGE, _OPTIONAL = _M.EXACT, _M.TERNARY, _M.LPM, _M.RANGE, _M.OPTIONAL
@@ -78,38 +81,69 @@ def _translated(p4info: Any) -> set[str]:
 
 
 def writable(table: Any, translated: set[str]) -> bool:
-    """Whether a controller may insert entries: not const, not behind an action profile,
-    with a key, and every key field a width P4Runtime can encode (an `error` field has
-    none in P4Info: BMv2 refuses any value) and not a translated type."""
-    return (not table.is_const_table and not table.implementation_id
-            and len(table.match_fields) > 0
+    """Whether a controller may insert entries: not const, with a key, and every key
+    field a width P4Runtime can encode (an `error` field has none in P4Info: BMv2 refuses
+    any value) and not a translated type."""
+    return (not table.is_const_table and len(table.match_fields) > 0
             and all(f.bitwidth > 0 and f.type_name.name not in translated
                     for f in table.match_fields))
 
 
+def _profile_writes(rng: random.Random, profile: Any, actions: Sequence[Any],
+                    ports: Sequence[int]) -> tuple[list[Any], list[int], list[int]]:
+    """Members (and, behind a selector, groups) of an action profile: (writes, member
+    ids, group ids). A group lists its members in the order they were made, the order
+    BMv2 picks from (see emu.p4.tables.action_profile)."""
+    name = profile.preamble.name
+    n = min(4, profile.size or 4)
+    writes: list[Any] = []
+    for mid in range(1, n + 1):
+        a = rng.choice(actions)
+        writes.append(ProfileMember(name, mid, a.preamble.name, _params(rng, a, ports)))
+    members = list(range(1, n + 1))
+    groups: list[int] = []
+    if profile.with_selector:
+        limit = profile.max_group_size
+        for gid, pick in ((1, members), (2, sorted(rng.sample(members, rng.randint(1, n))))):
+            chosen = tuple(pick[:limit] if limit else pick)
+            writes.append(ProfileGroup(name, gid, chosen, max_size=limit))
+            groups.append(gid)
+    return writes, members, groups
+
+
 def random_entries(p4info: Any, ports: Sequence[int], seed: int, per_table: int = 4
-                   ) -> tuple[list[TableEntry], list[tuple[str, str, dict[str, int]]]]:
-    """(entries, defaults) for every table of `p4info` a controller may write."""
+                   ) -> list[Any]:
+    """The writes for every table of `p4info` a controller may write, in the order to
+    make them: default actions, action profile members and groups, entries."""
     rng = random.Random(seed)
     translated = _translated(p4info)
     actions = {a.preamble.id: a for a in p4info.actions
                if not any(p.type_name.name in translated for p in a.params)}
-    entries: list[TableEntry] = []
-    defaults: list[tuple[str, str, dict[str, int]]] = []
+    profiles = {p.preamble.id: p for p in p4info.action_profiles}
+    defaults: list[Any] = []
+    profile_writes: list[Any] = []
+    made: dict[int, tuple[list[int], list[int]]] = {}  # profile id -> members, groups
+    entries: list[Any] = []
     for t in p4info.tables:
         name = t.preamble.name
-        if t.implementation_id:
-            continue
         refs = [actions[r.id] for r in t.action_refs if r.id in actions]
         scopes = {r.id: r.scope for r in t.action_refs}
-        if not t.const_default_action_id:
+        if not t.const_default_action_id and not t.implementation_id:
             choice = [a for a in refs if scopes[a.preamble.id] != _TABLE_ONLY]
             if choice:
                 a = rng.choice(choice)
-                defaults.append((name, a.preamble.name, _params(rng, a, ports)))
+                defaults.append(DefaultAction(name, a.preamble.name, _params(rng, a, ports)))
         in_entries = [a for a in refs if scopes[a.preamble.id] != _DEFAULT_ONLY]
         if not writable(t, translated) or not in_entries:
             continue
+        if t.implementation_id:
+            profile = profiles.get(t.implementation_id)
+            if profile is None:
+                continue
+            if profile.preamble.id not in made:
+                writes, members, groups = _profile_writes(rng, profile, in_entries, ports)
+                profile_writes += writes
+                made[profile.preamble.id] = (members, groups)
         kinds = {f.match_type for f in t.match_fields}
         prioritised = bool(kinds & {_TERNARY, _RANGE, _OPTIONAL})
         priorities = rng.sample(range(1, 1000), per_table)
@@ -121,16 +155,24 @@ def random_entries(p4info: Any, ports: Sequence[int], seed: int, per_table: int 
             if key in seen:
                 continue  # the same key twice is ALREADY_EXISTS; one fewer entry instead
             seen.add(key)
+            prio = priorities[n] if prioritised else None
+            if t.implementation_id:
+                members, groups = made[t.implementation_id]
+                if groups and rng.random() < 0.5:
+                    entries.append(TableEntry(name, match, "", priority=prio,
+                                              group_id=rng.choice(groups)))
+                else:
+                    entries.append(TableEntry(name, match, "", priority=prio,
+                                              member_id=rng.choice(members)))
+                continue
             a = rng.choice(in_entries)
-            entries.append(TableEntry(name, match, a.preamble.name, _params(rng, a, ports),
-                                      priorities[n] if prioritised else None))
-    return entries, defaults
+            entries.append(TableEntry(name, match, a.preamble.name, _params(rng, a, ports), prio))
+    return [*defaults, *profile_writes, *entries]
 
 
 def with_random_entries(setup: Programming, p4info: Any, seed: int,
                         per_table: int = 4) -> Programming:
-    """`setup` with random entries and default actions as trial writes, after its own: a
-    switch may refuse some (BMv2 refuses writes to a table p4c optimised away)."""
-    entries, defaults = random_entries(p4info, setup.ports, seed, per_table)
-    return replace(setup, trial_entries=[*setup.trial_entries, *entries],
-                   trial_defaults=[*setup.trial_defaults, *defaults])
+    """`setup` with random writes as trial writes, after its own: a switch may refuse
+    some (BMv2 refuses writes to a table p4c optimised away)."""
+    return replace(setup, trial=[*setup.trial, *random_entries(p4info, setup.ports, seed,
+                                                                per_table)])

@@ -1,7 +1,8 @@
 /* Every match kind a controller writes (exact, lpm, ternary, range, optional), the
  * action scopes (@tableonly, @defaultonly), a const default action, const entries, a
- * keyless table and an action profile: what `emu crosscheck --random-entries` fills (or
- * must leave alone), and what the STF's entries exercise here. h follows the Ethernet
+ * keyless table, an action profile and an action selector: what
+ * `emu crosscheck --random-entries` fills (or must leave alone), and what the STF's
+ * entries exercise here. h follows the Ethernet
  * header whatever its type, so random frames reach every table. t_dead is in P4Info
  * but p4c-bm2-ss optimises it away (its condition is constant): BMv2 refuses its writes. */
 #include <core.p4>
@@ -61,6 +62,12 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
         actions = { tag; set_port; }
         implementation = profile;
     }
+    action_selector(HashAlgorithm.crc16, 32w8, 32w16) sel;
+    table t_select {
+        key = { hdr.h.op: ternary; hdr.h.d: selector; hdr.h.b: selector; }
+        actions = { set_port; tag; }
+        implementation = sel;
+    }
     table t_dead {
         key = { hdr.h.op: exact; }
         actions = { tag; NoAction; }
@@ -76,6 +83,7 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
         if (t_const.apply().hit) { hdr.h.seen = hdr.h.seen | 8; }
         t_keyless.apply();
         t_profile.apply();
+        t_select.apply();
     }
 }
 control E(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) { apply { } }
