@@ -19,7 +19,8 @@ runtime file in the p4lang tutorials' format (`table_entries`: table, match
 {field: value | [value, prefix_len] | [value, mask]}, action_name,
 action_params, priority, default_action). `--random-entries SEED` adds, for every
 table a controller may write, a few entries that packets are likely to hit and a
-default action, all drawn from the P4Info with that seed (see `random_entries.py`):
+default action (members and groups for a table behind an action profile or
+selector), all drawn from the P4Info with that seed (see `random_entries.py`):
 without entries every lookup misses, and the actions a controller installs are
 never compared.
 
