@@ -146,19 +146,16 @@ class P4RuntimeSwitchHandle:
             e.priority = priority
         return e
 
-    def _write(self, kind: int, entry: p4runtime_pb2.TableEntry | None = None,
-               entity: p4runtime_pb2.Entity | None = None) -> None:
-        upd = p4runtime_pb2.Update(type=kind)
-        if entry is not None:
-            upd.entity.table_entry.CopyFrom(entry)
-        else:
-            upd.entity.CopyFrom(entity)
+    def _write(self, kind: int, entry: p4runtime_pb2.TableEntry) -> None:
+        self._write_entity(kind, p4runtime_pb2.Entity(table_entry=entry), "table")
+
+    def _write_entity(self, kind: int, entity: p4runtime_pb2.Entity, what: str) -> None:
+        upd = p4runtime_pb2.Update(type=kind, entity=entity)
         try:
             self.client.write([upd])
         except SouthboundError:
             raise
         except Exception as exc:  # gRPC errors carry the target's reason
-            what = "table" if entry is not None else "action profile"
             raise SouthboundError(f"{self.name}: write to {what} failed: {exc}") from exc
 
     # --- SwitchHandle -----------------------------------------------------------------------
@@ -179,7 +176,7 @@ class P4RuntimeSwitchHandle:
         m.action_profile_id = self.info.profile(member.profile).preamble.id
         m.member_id = member.member_id
         m.action.CopyFrom(self._action(member.action, member.params))
-        self._write(p4runtime_pb2.Update.INSERT, entity=ent)
+        self._write_entity(p4runtime_pb2.Update.INSERT, ent, "action profile")
 
     def insert_group(self, group: ProfileGroup) -> None:
         ent = p4runtime_pb2.Entity()
@@ -189,7 +186,7 @@ class P4RuntimeSwitchHandle:
         g.max_size = group.max_size
         for m in group.members:
             g.members.add(member_id=m, weight=1)
-        self._write(p4runtime_pb2.Update.INSERT, entity=ent)
+        self._write_entity(p4runtime_pb2.Update.INSERT, ent, "action profile")
 
     def modify_entry(self, entry: TableEntry) -> None:
         e = self._entry(entry.table, entry.match, entry.priority)

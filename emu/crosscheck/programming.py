@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from emu.control import Lpm, ProfileGroup, ProfileMember, TableEntry, Ternary
+from emu.control.errors import SouthboundError
 from emu.control.params import LbMode
 
 # ---------------------------------------------------------------------- entries
@@ -23,8 +25,20 @@ class DefaultAction:
     params: Mapping[str, int] = field(default_factory=dict)
 
 
-# A southbound TableEntry, ProfileMember or ProfileGroup, or a DefaultAction.
-TrialWrite = Any
+# One write of a switch's programming, made by `make`.
+Write = TableEntry | DefaultAction | ProfileMember | ProfileGroup
+
+
+def make(handle: Any, w: Write) -> None:
+    """Make one write through a southbound handle."""
+    if isinstance(w, DefaultAction):
+        handle.set_default(w.table, w.action, w.params)
+    elif isinstance(w, ProfileMember):
+        handle.insert_member(w)
+    elif isinstance(w, ProfileGroup):
+        handle.insert_group(w)
+    else:
+        handle.insert_entry(w)
 
 
 @dataclass
@@ -37,13 +51,13 @@ class Programming:
     hosts: list[tuple[str, str, int | None]]
     fabric: Any = None
     lb: str = "ecmp"
-    entries: list[Any] = field(default_factory=list)  # southbound TableEntry
-    defaults: list[tuple[str, str, dict[str, int]]] = field(default_factory=list)
+    entries: list[TableEntry] = field(default_factory=list)
+    defaults: list[DefaultAction] = field(default_factory=list)
     ecn_always: bool = False  # fabric: mark every ECT packet (kmin = kmax = 0)
     failed_links: list[tuple[str, str]] = field(default_factory=list)  # fabric: A, B
     # Writes a switch may refuse (random entries), in order: side B's refusals are left
     # out on side A too, as a note; side A refusing one side B took is a difference.
-    trial: list[TrialWrite] = field(default_factory=list)
+    trial: list[Write] = field(default_factory=list)
 
     @classmethod
     def entries_only(cls, ports: list[int]) -> Programming:
@@ -52,12 +66,7 @@ class Programming:
 
     def apply(self, handle: Any) -> None:
         if self.fabric is not None:
-            from emu.control import (
-                FabricController,
-                LbSettings,
-                MemorySwitchHandle,
-                TableEntry,
-            )
+            from emu.control import FabricController, LbSettings, MemorySwitchHandle
             from emu.control.program import ECN_CONFIG, SET_RED
 
             handles = {s.name: (handle if s.name == self.switch_name
@@ -73,39 +82,25 @@ class Programming:
                         ECN_CONFIG, {"standard_metadata.egress_port": p}, SET_RED,
                         {"kmin": 0, "kmax": 0, "slope": 0, "at_dequeue": 1}))
             return
-        for table, action, params in self.defaults:
-            handle.set_default(table, action, params)
-        for e in self.entries:
-            handle.insert_entry(e)
-
+        writes: list[Write] = [*self.defaults, *self.entries]
+        for w in writes:
+            make(handle, w)
 
     def apply_trial(self, handle: Any, skip: Collection[int] = ()) -> dict[int, str]:
         """Make the trial writes but those numbered in `skip`; the refused ones by
         number, with the switch's reason."""
-        from emu.control import ProfileGroup, ProfileMember
-        from emu.control.errors import SouthboundError
-
         refused = {}
         for i, w in enumerate(self.trial):
             if i in skip:
                 continue
             try:
-                if isinstance(w, DefaultAction):
-                    handle.set_default(w.table, w.action, w.params)
-                elif isinstance(w, ProfileMember):
-                    handle.insert_member(w)
-                elif isinstance(w, ProfileGroup):
-                    handle.insert_group(w)
-                else:
-                    handle.insert_entry(w)
+                make(handle, w)
             except SouthboundError as exc:
                 refused[i] = str(exc)
         return refused
 
     def trial_write(self, i: int) -> str:
         """Trial write number `i` in words."""
-        from emu.control import ProfileGroup, ProfileMember
-
         w = self.trial[i]
         if isinstance(w, DefaultAction):
             return f"default action of {w.table}: {w.action}{dict(w.params)}"
@@ -154,14 +149,12 @@ def fabric_programming(topo: str, switch: str | None, lb: str, *, ecn_always: bo
 
 def runtime_programming(path: Path, ports: list[int]) -> Programming:
     """Entries from a p4lang-tutorials-style runtime JSON file."""
-    from emu.control import Lpm, TableEntry, Ternary
-
     doc = json.loads(path.read_text())
     prog = Programming.entries_only(ports)
     for e in doc.get("table_entries", []):
         params = {k: int(v) for k, v in dict(e.get("action_params", {})).items()}
         if e.get("default_action"):
-            prog.defaults.append((e["table"], e["action_name"], params))
+            prog.defaults.append(DefaultAction(e["table"], e["action_name"], params))
             continue
         match: dict[str, Any] = {}
         for name, v in dict(e.get("match", {})).items():

@@ -14,6 +14,7 @@ import pytest
 
 from emu import crosscheck as X
 from emu.cli import main
+from emu.crosscheck.programming import DefaultAction
 
 from ..conftest import needs_root
 from ..targets.conftest import PROGRAMS
@@ -130,7 +131,7 @@ def test_fabric_programming_picks_a_leaf_and_its_hosts():
 
 def test_runtime_entries(tmp_path):
     setup = X.runtime_programming(PROGRAMS / "portfwd-runtime.json", [1, 2, 3])
-    assert setup.defaults == [("Ing.port_map", "Ing.drop", {})]
+    assert setup.defaults == [DefaultAction("Ing.port_map", "Ing.drop", {})]
     assert [(e.match["sm.ingress_port"], e.params["port"]) for e in setup.entries] == [
         (1, 2), (2, 3), (3, 1)]
 
