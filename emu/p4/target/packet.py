@@ -51,6 +51,7 @@ class PacketState:
     recirc: tuple[str | None] | None = None
     trunc = 0
     depth = 0
+    loop_budget = runtime.LOOP_LIMIT  # generated loops count it down (instance on first use)
     digests: tuple[tuple[str, int, tuple[int, ...]], ...] = ()  # generated code appends
 
     def __init__(self, data: bytes) -> None:

@@ -10,9 +10,16 @@ from __future__ import annotations
 
 import struct as _struct
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from emu.p4.v1model.hashes import pack_fields
+
+# Loop iterations a packet may make, parser state loops and `for` loops together:
+# enough for any loop that ends (a parser loop that extracts ends within the frame's
+# bytes; two nested loops over bit<8> take 65,792), so that a loop that does not end
+# cannot hang the switch. docs/v1model.md, "Loops".
+LOOP_LIMIT: Final = 1 << 20
+
 
 # Generated code packs (value, width) pairs (MSB first, zero-padded to a byte) as the
 # hash inputs are packed.
@@ -38,6 +45,14 @@ class ExitBlock(Exception):
 
 class AssertFailed(Exception):
     """A failed v1model assert/assume; the switch logs it and drops the packet."""
+
+
+class LoopLimit(Exception):
+    """A `for` loop ran past the packet's LOOP_LIMIT: the switch drops the packet as a
+    pipeline error (a parser loop ends with error.ParserTimeout instead)."""
+
+    def __init__(self) -> None:
+        super().__init__(f"more than {LOOP_LIMIT:,} loop iterations for one packet")
 
 
 class Pkt:

@@ -78,7 +78,7 @@ _MAC_SM = _MacSm()
 # Names the generated code uses that are the same objects for every switch.
 _SHARED: dict[str, Any] = {
     "ParserError": runtime.ParserError, "ExitBlock": runtime.ExitBlock,
-    "AssertFailed": runtime.AssertFailed, "Stack": runtime.Stack,
+    "AssertFailed": runtime.AssertFailed, "LoopLimit": runtime.LoopLimit, "Stack": runtime.Stack,
     "stack_next": runtime.stack_next, "stack_last": runtime.stack_last,
     "stack_get": runtime.stack_get, "pack": runtime.pack, "sat_add": runtime.sat_add,
     "hash_result": hash_result, "Pkt": runtime.Pkt,
