@@ -22,7 +22,9 @@ table a controller may write, a few entries that packets are likely to hit and a
 default action (members and groups for a table behind an action profile or
 selector), all drawn from the P4Info with that seed (see `random_entries.py`):
 without entries every lookup misses, and the actions a controller installs are
-never compared.
+never compared. A dry run of side A first records the keys the packets look up,
+and half the entries of a table sit on one of them, so exact keys on header
+fields hit too.
 
 Packets: `--packets FILE` has one packet per line, STF-style `packet PORT HEX`
 or JSON `{"port": P, "frame": "HEX"}`, or is an STF file (`.stf`: its `packet`
@@ -91,7 +93,7 @@ from .model import (
 )
 from .programming import Programming, fabric_programming, group_ports, runtime_programming
 from .random_entries import with_random_entries
-from .sides import read_counters, run_in_process, run_process
+from .sides import observed_keys, read_counters, run_in_process, run_process
 
 __all__ = ["DEFAULT_PROGRAM", "MIN_FRAME", "ROOT", "TIME_IN_CHOICE", "Packet", "Programming", "Report",
            "compare_outputs", "counter_totals_equal", "crosscheck", "explain_time_in_choice",
@@ -119,7 +121,8 @@ def crosscheck(program: Path, include_dirs: Sequence[Path], setup: Programming,
     pipe = get_target(against).compile(program, build_dir, tuple(include_dirs))
     p4info = pipe.load_p4info()
     if random_entries is not None:
-        setup = with_random_entries(setup, p4info, random_entries)
+        observed = observed_keys(program, include_dirs, setup, packets)
+        setup = with_random_entries(setup, p4info, random_entries, observed=observed)
         kinds = Counter(type(w).__name__ for w in setup.trial)
         rep.notes.append(f"random entries (seed {random_entries}): "
                          f"{kinds['TableEntry']} entries, {kinds['DefaultAction']} default "

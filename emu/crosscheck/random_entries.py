@@ -13,13 +13,15 @@ an exact field gets 0, 1, all ones or a random value (metadata a program never s
 so 0 hits); a ternary, LPM, range or optional field is often a wildcard (omitted, as
 P4Runtime requires), else a mask, prefix or range around such a value. A 9-bit parameter
 is a port: mostly one of the switch's ports, so the packet comes out where it can be seen.
-The same seed gives the same entries, and both sides get the same ones.
+With the keys a dry run saw packets look up (`observed`), half the entries of a table
+move onto one of them. The same seed and packets give the same entries, and both sides
+get the same ones.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -61,6 +63,23 @@ def _field_match(rng: random.Random, kind: int, width: int) -> Any:
     if kind == _OPTIONAL:
         return OptionalMatch(_value(rng, width))
     raise ValueError(f"match kind {kind} has no random form")
+
+
+def _around(rng: random.Random, m: Any, value: int, width: int) -> Any:
+    """Field match `m` (not a wildcard) moved onto `value`, a key a packet looked up: the
+    same kind, mask and prefix length, so that the packet hits it."""
+    top = (1 << width) - 1
+    value &= top
+    if isinstance(m, Ternary):
+        return Ternary(value & m.mask, m.mask)
+    if isinstance(m, Lpm):
+        return Lpm(value & (top ^ (top >> m.prefix_len)), m.prefix_len)
+    if isinstance(m, Range):
+        low, high = rng.randint(0, value), rng.randint(value, top)
+        return Range(value, value) if (low, high) == (0, top) else Range(low, high)
+    if isinstance(m, OptionalMatch):
+        return OptionalMatch(value)
+    return value  # exact
 
 
 def _params(rng: random.Random, action: Any, ports: Sequence[int]) -> dict[str, int]:
@@ -111,11 +130,20 @@ def _profile_writes(rng: random.Random, profile: Any, actions: Sequence[Any],
     return writes, members, groups
 
 
-def random_entries(p4info: Any, ports: Sequence[int], seed: int, per_table: int = 4
+def random_entries(p4info: Any, ports: Sequence[int], seed: int, per_table: int = 4,
+                   observed: Mapping[str, Sequence[tuple[int, ...]]] | None = None
                    ) -> list[Any]:
     """The writes for every table of `p4info` a controller may write, in the order to
-    make them: default actions, action profile members and groups, entries."""
+    make them: default actions, action profile members and groups, entries.
+
+    `observed`: keys packets looked up, per table (a dry run: sides.observed_keys).
+    Half the entries of such a table move their key onto one of them (wildcards stay
+    wildcards; not onto a key an entry has already), so that exact keys on header fields
+    hit too. Those choices come from a stream of their own: everything else is what the
+    seed gives without `observed`, but for an entry whose key as drawn is one an entry
+    before it moved onto (it is left out)."""
     rng = random.Random(seed)
+    orng = random.Random(f"observed keys {seed}")
     translated = _translated(p4info)
     actions = {a.preamble.id: a for a in p4info.actions
                if not any(p.type_name.name in translated for p in a.params)}
@@ -147,32 +175,56 @@ def random_entries(p4info: Any, ports: Sequence[int], seed: int, per_table: int 
         kinds = {f.match_type for f in t.match_fields}
         prioritised = bool(kinds & {_TERNARY, _RANGE, _OPTIONAL})
         priorities = rng.sample(range(1, 1000), per_table)
-        seen: set[tuple[Any, ...]] = set()
+        seen: set[tuple[Any, ...]] = set()  # keys as drawn
+        taken: set[tuple[Any, ...]] = set()  # keys as written
+        looked_up = [k for k in (observed or {}).get(name, ()) if len(k) == len(t.match_fields)]
         for n in range(min(per_table, t.size or per_table)):
             match = {f.name: m for f in t.match_fields
                      if (m := _field_match(rng, f.match_type, f.bitwidth)) is not None}
-            key = tuple(sorted(match.items(), key=lambda kv: kv[0]))
-            if key in seen:
+            if _key(match) in seen:
                 continue  # the same key twice is ALREADY_EXISTS; one fewer entry instead
-            seen.add(key)
-            prio = priorities[n] if prioritised else None
-            if t.implementation_id:
-                members, groups = made[t.implementation_id]
-                if groups and rng.random() < 0.5:
-                    entries.append(TableEntry(name, match, "", priority=prio,
-                                              group_id=rng.choice(groups)))
-                else:
-                    entries.append(TableEntry(name, match, "", priority=prio,
-                                              member_id=rng.choice(members)))
-                continue
-            a = rng.choice(in_entries)
-            entries.append(TableEntry(name, match, a.preamble.name, _params(rng, a, ports), prio))
+            seen.add(_key(match))
+            if looked_up and match and orng.random() < 0.5:
+                moved = _moved(orng, t, match, orng.choice(looked_up))
+                if _key(moved) not in taken:
+                    match = moved
+            entry = _entry(rng, name, match, priorities[n] if prioritised else None,
+                           made.get(t.implementation_id), in_entries, ports)
+            if _key(match) not in taken:  # else as drawn, it is one moved before it
+                taken.add(_key(match))
+                entries.append(entry)
     return [*defaults, *profile_writes, *entries]
 
 
-def with_random_entries(setup: Programming, p4info: Any, seed: int,
-                        per_table: int = 4) -> Programming:
+def _key(match: Mapping[str, Any]) -> tuple[Any, ...]:
+    return tuple(sorted(match.items(), key=lambda kv: kv[0]))
+
+
+def _moved(rng: random.Random, table: Any, match: Mapping[str, Any],
+           key_values: tuple[int, ...]) -> dict[str, Any]:
+    """`match` moved onto a key a packet looked up (its wildcards kept)."""
+    return {f.name: _around(rng, match[f.name], int(v), f.bitwidth)
+            for f, v in zip(table.match_fields, key_values, strict=True) if f.name in match}
+
+
+def _entry(rng: random.Random, table: str, match: dict[str, Any], prio: int | None,
+           profile: tuple[list[int], list[int]] | None, actions: Sequence[Any],
+           ports: Sequence[int]) -> TableEntry:
+    """An entry with `match`: a member or group of the table's `profile` (members,
+    groups), or one of `actions` with random parameters."""
+    if profile is not None:
+        members, groups = profile
+        if groups and rng.random() < 0.5:
+            return TableEntry(table, match, "", priority=prio, group_id=rng.choice(groups))
+        return TableEntry(table, match, "", priority=prio, member_id=rng.choice(members))
+    a = rng.choice(actions)
+    return TableEntry(table, match, a.preamble.name, _params(rng, a, ports), prio)
+
+
+def with_random_entries(setup: Programming, p4info: Any, seed: int, per_table: int = 4,
+                        observed: Mapping[str, Sequence[tuple[int, ...]]] | None = None
+                        ) -> Programming:
     """`setup` with random writes as trial writes, after its own: a switch may refuse
     some (BMv2 refuses writes to a table p4c optimised away)."""
     return replace(setup, trial=[*setup.trial, *random_entries(p4info, setup.ports, seed,
-                                                                per_table)])
+                                                                per_table, observed)])

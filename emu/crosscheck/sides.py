@@ -30,14 +30,7 @@ def run_in_process(program: Path, include_dirs: Sequence[Path], setup: Programmi
                    ) -> tuple[list[Outputs], dict[str, Any], Any, dict[int, str]]:
     """Side A; `skip`: the trial writes side B refused. Also returns the ones this side
     refused."""
-    from emu.control.inprocess import InProcessSwitchHandle
-    from emu.core.clock import VirtualClock
-    from emu.p4.api import P4Switch
-
-    sw = P4Switch.from_file(str(program), [str(d) for d in include_dirs], clock=VirtualClock(),
-                            seed=setup.device_id, queue_depth_pkts=1024)
-    handle = InProcessSwitchHandle(setup.switch_name, sw)
-    setup.apply(handle)
+    sw, handle = _side_a(program, include_dirs, setup)
     refused = setup.apply_trial(handle, skip)
     wired = set(setup.ports)
     results = []
@@ -49,6 +42,41 @@ def run_in_process(program: Path, include_dirs: Sequence[Path], setup: Programmi
     state = {"registers": {f"{r}[{i}]": int(sw.register_read(r, i))
                            for r in registers for i in setup.ports}}
     return results, state, handle, refused
+
+
+def observed_keys(program: Path, include_dirs: Sequence[Path], setup: Programming,
+                  packets: Sequence[Packet], limit: int = 64) -> dict[str, list[tuple[int, ...]]]:
+    """A dry run of side A with the setup's own writes (no trial writes): the distinct
+    keys each table looked up, per table (P4Info name), at most `limit` each in the
+    order first seen. Random entries built around them hit."""
+    sw, _handle = _side_a(program, include_dirs, setup)
+    keys: dict[str, dict[tuple[int, ...], None]] = {}
+
+    def record(table: str, key: tuple[Any, ...]) -> None:
+        seen = keys.setdefault(table, {})
+        if len(seen) < limit:
+            seen.setdefault(tuple(int(v) for v in key), None)
+
+    sw.on_lookup(record)
+    for pkt in packets:
+        sw.inject(pkt.port, pkt.frame)
+        sw.run_until_idle()
+        sw.outputs(clear=True)
+    return {table: list(seen) for table, seen in keys.items()}
+
+
+def _side_a(program: Path, include_dirs: Sequence[Path], setup: Programming) -> tuple[Any, Any]:
+    """The embedded switch of side A, in process on a virtual clock, with the setup's own
+    writes: (switch, its control handle)."""
+    from emu.control.inprocess import InProcessSwitchHandle
+    from emu.core.clock import VirtualClock
+    from emu.p4.api import P4Switch
+
+    sw = P4Switch.from_file(str(program), [str(d) for d in include_dirs], clock=VirtualClock(),
+                            seed=setup.device_id, queue_depth_pkts=1024)
+    handle = InProcessSwitchHandle(setup.switch_name, sw)
+    setup.apply(handle)
+    return sw, handle
 
 
 # ---------------------------------------------------------------------- side B: a process

@@ -226,6 +226,10 @@ class P4Switch:
     def on_output(self, fn: Callable[[OutputPacket], None]) -> None:
         self.sw.output_handlers.append(fn)
 
+    def on_lookup(self, fn: Callable[[str, tuple[Any, ...]], None]) -> None:
+        """`fn(table, key)` before each lookup of a keyed table (V1ModelSwitch.on_lookup)."""
+        self.sw.on_lookup(fn)
+
     def on_packet_in(self, fn: Callable[[bytes], None]) -> None:
         """Packets the deparser sends to the CPU port (with their packet_in header)."""
         self.sw.packet_in_handler = fn

@@ -318,3 +318,28 @@ def test_a_switch_that_dies_is_reported_at_the_packet(tmp_path):
                      [X.Packet(0, f) for f in frames], build_dir=tmp_path / "build",
                      settle_s=0.03)
     assert _crosscheck_namespaces() <= before  # the namespace went with the error
+
+
+@needs_root
+@requires_bmv2
+def test_keys_of_an_invalid_header_look_up_zero_on_both_sides(tmp_path):
+    """invalid_keys.stf's entries, as a runtime file, and its packets: an exact, ternary
+    and LPM key on a field of an invalid header (written or not) looks up 0 on BMv2, and
+    so on the embedded target (which looked up the stored value before)."""
+    entries = [{"table": f"I.t_{kind}", "match": {"hdr.b.x": m(x)}, "priority": prio,
+                "action_name": f"I.set_{kind}", "action_params": {"v": base + x}}
+               for kind, base, prio, m in (("exact", 0x10, None, lambda x: x),
+                                           ("ternary", 0x20, 10, lambda x: [x, 0xFF]),
+                                           ("lpm", 0x30, None, lambda x: [x, 8]))
+               for x in (0, 7)]
+    for e in entries:
+        if e["priority"] is None:
+            del e["priority"]
+    runtime = tmp_path / "runtime.json"
+    runtime.write_text(json.dumps({"table_entries": entries}))
+    packets, ports = stf_packets(STF_PROGRAMS / "invalid_keys.stf")
+    rep = X.crosscheck(STF_PROGRAMS / "invalid_keys.p4", [STF_PROGRAMS],
+                       X.runtime_programming(runtime, ports), packets,
+                       build_dir=tmp_path / "build", settle_s=0.03)
+    assert rep.differences == [], "\n".join(rep.differences)
+    assert rep.notes[-1] == "3 packets in, 3 frames out on embedded, 3 on bmv2"

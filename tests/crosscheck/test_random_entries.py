@@ -5,6 +5,7 @@ embedded daemon over P4Runtime and in-process, the two agree packet for packet."
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from emu.control import (
 )
 from emu.crosscheck.programming import DefaultAction
 from emu.crosscheck.random_entries import random_entries
+from emu.crosscheck.sides import observed_keys
 from emu.p4.frontend import load_program
 from emu.p4.p4info import generate_p4info
 from emu.p4.tables import OptionalMatch, Range
@@ -240,3 +242,53 @@ def test_random_entries_embedded_vs_bmv2(seed, tmp_path):
     assert rep.differences == [], "\n".join(rep.differences)
     refused = [n for n in rep.notes if "refused" in n]
     assert refused and all("of I.t_dead" in n for n in refused), refused
+
+
+def test_observed_keys_move_half_the_entries_onto_them_and_change_nothing_else(p4info):
+    """With the keys a dry run saw, about half the entries of a table sit on one of them
+    (a mask, prefix or range around it; wildcards stay wildcards); actions, parameters,
+    priorities, defaults, members and groups are what the seed gives without them."""
+    observed = {"I.t_profile": [(k,) for k in range(0x50, 0x60)], "I.t_lpm": [(0x0A010203,)],
+                "I.t_range": [(0x1234,)], "I.t_opt": [(0x42, 0x99)]}
+    on, total = 0, 0
+    for seed in SEEDS:
+        plain = random_entries(p4info, PORTS, seed)
+        seen = random_entries(p4info, PORTS, seed, observed=observed)
+        strip = [replace(w, match={}) if isinstance(w, TableEntry) else w for w in plain]
+        assert [replace(w, match={}) if isinstance(w, TableEntry) else w for w in seen] == strip
+        for a, b in zip(_split(plain)[0], _split(seen)[0], strict=True):
+            assert set(b.match) == set(a.match)  # the same fields are wildcards
+            if b.table == "I.t_profile":
+                total += 1
+                on += 0x50 <= b.match["hdr.h.op"] < 0x60
+            for field, m in b.match.items():
+                if m != a.match[field] and field != "hdr.h.op":  # moved onto the key
+                    key = {"hdr.h.d": 0x0A010203, "hdr.h.a": 0x1234, "hdr.h.b": 0x42,
+                           "hdr.h.c": 0x99}[field]
+                    assert _matches(m, key), (field, m)
+    assert 0.3 * total < on < 0.7 * total
+
+
+def _matches(m, v):
+    if isinstance(m, Ternary):
+        return v & m.mask == m.value
+    if isinstance(m, Lpm):
+        return v >> (32 - m.prefix_len) == m.value >> (32 - m.prefix_len)
+    if isinstance(m, Range):
+        return m.low <= v <= m.high
+    if isinstance(m, OptionalMatch):
+        return m.value == v
+    return m == v
+
+
+def test_the_dry_run_records_the_keys_packets_look_up():
+    """observed_keys: side A in process with the setup's own writes, per table the keys
+    in the order first seen, each once (a table never applied, or keyless, has none)."""
+    # Ethernet, then h: a, b, c, d, op, seen
+    frames = [(bytes(14) + bytes.fromhex(f"0000 0042 99 0a010203 {op:02x} 00")).ljust(60, b"\0")
+              for op in (5, 5, 7)]
+    packets = [X.Packet(0, f) for f in frames]
+    keys = observed_keys(MATCH_KINDS, [PROGRAMS], X.Programming.entries_only(PORTS), packets)
+    assert keys["I.t_profile"] == [(5,), (7,)]
+    assert "I.t_keyless" not in keys and "I.t_dead" not in keys
+    assert keys["I.t_opt"] == [(0x42, 0x99)]  # hdr.h.b, hdr.h.c in key order

@@ -6,6 +6,7 @@ from typing import Any
 
 from emu.p4.frontend import ast as A
 from emu.p4.frontend.types import (
+    ExternType,
     HeaderStackType,
     HeaderType,
     HeaderUnionType,
@@ -290,4 +291,47 @@ def _extract_key(e: A.Expr, hdr: A.Param | None) -> str | None:
         return stack.name + ".next"
     if isinstance(e, A.Index) and e.index.const is not None:
         return f"{stack.name}[{e.index.const}]"
+    return None
+
+
+def _direct_meter_targets(prog: A.Program) -> tuple[dict[int, A.Expr], set[int]]:
+    """Where BMv2 writes each direct meter's color. p4c-bm2-ss turns `read(dst)` into the
+    meter's result target and drops the call (it refuses two destinations); BMv2 then
+    writes the color into `dst` on every hit of the table, before its action, whichever
+    action that is. For each direct_meter whose reads all name one field of the
+    control's parameters or locals: (meter declaration id -> that lvalue, the ids of
+    its read calls, which do nothing themselves). Otherwise (p4c-bm2-ss refuses the
+    program) each read writes the color where it stands, as the v1model text reads."""
+    targets: dict[int, A.Expr] = {}
+    hoisted: set[int] = set()
+    for c in prog.decls:
+        if not isinstance(c, A.ControlDecl):
+            continue
+        scope = {id(p) for p in c.params} | {id(d) for d in c.locals if isinstance(d, A.VarDecl)}
+        reads: dict[int, list[tuple[A.Call, A.Expr | None]]] = {}
+        for n in _walk([c.locals, c.body]):
+            if not (isinstance(n, A.Call) and n.kind == "extern_method" and isinstance(n.func, A.Member)
+                    and n.func.name == "read" and isinstance(n.func.expr, A.NameRef)
+                    and n.func.expr.ref is not None and isinstance(n.target, A.MethodDecl)):
+                continue
+            rt = bt(n.func.expr.type)
+            if isinstance(rt, ExternType) and rt.name == "direct_meter":
+                dst = bind_args(n.target.params, n.args)[0][1]
+                reads.setdefault(id(n.func.expr.ref.decl), []).append((n, dst))
+        for meter, calls in reads.items():
+            keys = {_lvalue_key(dst, scope) for _, dst in calls}
+            first = calls[0][1]
+            if len(keys) == 1 and None not in keys and first is not None:
+                targets[meter] = first
+                hoisted |= {id(call) for call, _ in calls}
+    return targets, hoisted
+
+
+def _lvalue_key(e: A.Expr | None, scope: set[int]) -> tuple[Any, ...] | None:
+    """`a.b.c` as a comparable key when `a` is declared in `scope`; None otherwise."""
+    if isinstance(e, A.NameRef):
+        return ("name", id(e.ref.decl)) if e.ref is not None and id(e.ref.decl) in scope else None
+    if isinstance(e, A.Member):
+        base = _lvalue_key(e.expr, scope)
+        return None if base is None else (base, e.name)
     return None

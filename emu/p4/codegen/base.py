@@ -181,6 +181,10 @@ class LowererBase:
         # parameters bound to their caller's aggregate in place (StmtLowerer.inline_body)
         self.by_ref: set[int] = set()
         self.global_functions = {id(f) for f in cp.functions.values()}
+        # direct meter declaration id -> where a hit writes its color, and the read()
+        # calls that this replaces (analysis._direct_meter_targets; Lowerer.run)
+        self.meter_targets: dict[int, A.Expr] = {}
+        self.hoisted_reads: set[int] = set()
         # per-compilation analysis state (no module globals change while lowering)
         self.exits = ExitAnalysis()
 

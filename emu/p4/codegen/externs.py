@@ -346,6 +346,8 @@ class ExternLowerer(LowererBase):
             self.assign(res, f"{py}.execute({self.value(idx, ctx)}, _ps.length, {cur})", ctx)
             return None
         if ename == "direct_meter" and m.name == "read":
+            if id(e) in self.hoisted_reads:
+                return None  # the table's hit wrote it (TableLowerer.apply_table)
             res = args[0]
             assert res is not None
             with o.block(f"if {py}.color is not None:"):

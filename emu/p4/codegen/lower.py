@@ -44,6 +44,7 @@ from emu.p4.frontend.types import (
 from emu.p4.names import field_name, qualify
 
 from .analysis import (
+    _direct_meter_targets,
     _header_writes,
     _read_headers,
     _static_length,
@@ -87,6 +88,7 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
         self.header_writes = _header_writes(self.cp.program)
         self.cls.rewritten = set(self.header_writes)
         self.cls.read = _read_headers(self.cp.program)
+        self.meter_targets, self.hoisted_reads = _direct_meter_targets(self.cp.program)
         pipeline = self.pipeline()
         for k in PIPELINE_PARAMS:
             if k not in pipeline:

@@ -8,6 +8,7 @@ from emu.p4.frontend import ast as A
 from emu.p4.frontend.types import (
     ActionEnumType,
     BoolType,
+    HeaderType,
 )
 from emu.p4.names import KeyNameError, key_field_name, name_annotation, qualify
 
@@ -26,6 +27,17 @@ from .classes import pack_expr
 
 class TableLowerer(LowererBase):
     # ------------------------------------------------------------------ tables
+    def key_of_header_field(self, e: A.Expr, code: str, ctx: Ctx) -> str:
+        """A key field of a header looks up 0 while the header is invalid: BMv2's key
+        builder writes zeros for it (it keeps an invalid header's old field values, even
+        from earlier packets, and does not look them up)."""
+        base = e
+        while isinstance(base, A.Slice):
+            base = base.expr
+        if isinstance(base, A.Member) and isinstance(bt(base.expr.type), HeaderType):
+            return f"({code} if {self.value(base.expr, ctx)}._v else 0)"
+        return code
+
     def make_table(self, d: A.TableDecl, ctx: Ctx) -> TableInst:
         qn = qualify(ctx.scope, d.name, d.annotations)
         keys: list[dict[str, Any]] = []
@@ -208,7 +220,7 @@ class TableLowerer(LowererBase):
             if k.match_kind == "selector":
                 sel_codes.append((c, self.width(k.expr.type, k.expr)))
             else:
-                kcodes.append(c)
+                kcodes.append(self.key_of_header_field(k.expr, c, ctx))
         e = self.tmp("e")
         key = "(" + ", ".join(kcodes) + ("," if len(kcodes) == 1 else "") + ")"
         info = ti.info
@@ -233,6 +245,13 @@ class TableLowerer(LowererBase):
         if info.get("meter_py"):
             # BMv2 runs a direct meter on a hit only; on a miss read() leaves its target as is.
             o.line(f"{info['meter_py']}.color = {info['meter_py']}.execute_entry({e}, _ps.length) if {hit} else None")
+            mp = d.prop("meters")
+            ref = mp.value if mp is not None else None
+            target = (self.meter_targets.get(id(ref.ref.decl))
+                      if isinstance(ref, A.NameRef) and ref.ref is not None else None)
+            if target is not None:  # BMv2's result target, before any action
+                with o.block(f"if {hit}:"):
+                    self.assign(target, f"{info['meter_py']}.color", ctx)
         if info.get("impl_py"):
             ap = info["impl_py"]
             o.line(f"if {e}.is_default: {c} = {e}.action")

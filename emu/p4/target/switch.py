@@ -229,6 +229,22 @@ class V1ModelSwitch:
             text = msg
         p4log.info("%s", text)
 
+    def on_lookup(self, fn: Callable[[str, tuple[Any, ...]], None]) -> None:
+        """Call `fn(table, key)` before each lookup of a table with a key: the table's
+        P4Info name and its key values in key order (selector fields left out), as the
+        matcher gets them. For tools that trace lookups (crosscheck's dry run records
+        the keys so that random entries hit); a call more per lookup from then on."""
+        for ob in self.program.info.objects:
+            if ob["kind"] == "table":
+                name, slot = ob["name"], ob["py"] + "_lookup"
+                inner = self.ns[slot]
+
+                def traced(key: tuple[Any, ...], _inner: Any = inner, _name: str = name) -> Any:
+                    fn(_name, key)
+                    return _inner(key)
+
+                self.ns[slot] = traced  # rebinds it in the generated code (_Namespace)
+
     # ------------------------------------------------------------------ flow control
     def enable_flow_control(self, settings: Any, **kw: Any) -> Any:
         """Turn on PFC (emu.core.pfc.FlowControl) in the traffic manager and the ports'

@@ -30,6 +30,8 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
     // No read() here: v1model allows it only in an action run on a hit. (BMv2 writes
     // nothing on a miss, and p4c, taking read() for a write, drops the 0x77 below when
     // every action of the table calls it: a miss would then show 0, not 0x77.)
+    // A hit on an `unmetered` entry still runs the meter and writes its color: p4c-bm2-ss
+    // makes read()'s argument the meter's result target, which BMv2 writes on every hit.
     action unmetered() { }
     table flows {
         key = { hdr.h.idx: exact; }

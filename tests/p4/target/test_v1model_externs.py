@@ -13,6 +13,8 @@ from emu.p4.tables import Exact
 from emu.p4.target.program import CompiledProgram, compile_file, compile_source
 from emu.p4.v1model.stateful import GREEN, RED, YELLOW, MeterRates
 
+from ..programs import v1model_program
+
 PROGRAMS = Path(__file__).resolve().parents[1] / "stf_programs"
 US = 1_000
 
@@ -70,6 +72,33 @@ def test_direct_meter_configured_like_p4runtime(meters: CompiledProgram) -> None
     clock.advance(2000 * US)  # 2 tokens each, capped at the bursts
     assert [_color(sw, pkt) for _ in range(2)] == [GREEN, YELLOW]
     assert _color(sw, bytes([3, 8, 0xFF])) == 0x77  # miss: read() target untouched
+
+
+_DIRECT_READS = v1model_program("""
+    direct_meter<bit<8>>(MeterType.packets) dm;
+    action first() { m.c = 9; hdr.h.b = m.c; dm.read(m.c); }
+    action second() { dm.read(%s); }
+    table t { key = { hdr.h.a: exact; } actions = { first; second; } meters = dm; }
+    apply { sm.egress_spec = 1; m.c = 0x77; t.apply(); hdr.h.c = m.c; }""",
+    headers="header h_t { bit<8> a; bit<8> b; bit<8> c; }", meta="bit<8> c;")
+
+
+@pytest.mark.parametrize("second, out", [
+    # One destination: BMv2 writes the color there on every hit, before the action, and
+    # read() itself does nothing (p4c-bm2-ss's result target): `first` leaves c = 9.
+    ("m.c", [bytes([1, 9, 9]), bytes([2, 0, 0])]),
+    # Two destinations (p4c-bm2-ss refuses them): each read writes where it stands.
+    ("hdr.h.b", [bytes([1, 9, 0]), bytes([2, 0, 0x77])]),
+])
+def test_direct_meter_read_writes_where_bmv2_writes(second: str, out: list[bytes]) -> None:
+    sw = P4Switch(compile_source(_DIRECT_READS % second, "dm.p4"))
+    sw.table_add("t", [Exact(1)], "first")
+    sw.table_add("t", [Exact(2)], "second")
+    for a in (1, 2):
+        sw.inject(0, bytes([a, 0, 0]))
+    sw.inject(0, bytes([3, 0, 0]))  # a miss writes nothing
+    sw.run_until_idle()
+    assert [o.data for o in sw.outputs()] == [*out, bytes([3, 0, 0x77])]
 
 
 def test_value_set_through_the_api() -> None:
