@@ -20,8 +20,10 @@ from .errors import (
 from .params import MAX_MEMBERS, EcnSettings, LbMode, LbSettings, QosSettings
 from .routes import Route, SwitchRoutes, all_routes, switch_routes
 from .southbound import (
+    CloneSession,
     Lpm,
     MemorySwitchHandle,
+    MulticastGroup,
     ProfileGroup,
     ProfileMember,
     SwitchHandle,
@@ -32,6 +34,7 @@ from .te import Flow, Placement, place_flows
 
 __all__ = [
     "MAX_MEMBERS",
+    "CloneSession",
     "ControlError",
     "EcnSettings",
     "FabricController",
@@ -41,6 +44,7 @@ __all__ = [
     "LbSettings",
     "Lpm",
     "MemorySwitchHandle",
+    "MulticastGroup",
     "ProfileGroup",
     "ProfileMember",
     "NoPathError",

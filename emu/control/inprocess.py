@@ -13,7 +13,14 @@ from typing import Any
 from emu.p4 import tables as T
 
 from .errors import SouthboundError
-from .southbound import MatchValue, ProfileGroup, ProfileMember, TableEntry
+from .southbound import (
+    CloneSession,
+    MatchValue,
+    MulticastGroup,
+    ProfileGroup,
+    ProfileMember,
+    TableEntry,
+)
 
 
 def _match(match: Mapping[str, MatchValue]) -> dict[str | int, Any]:
@@ -82,6 +89,16 @@ class InProcessSwitchHandle:
         prof = self._profile(group.profile)
         with self._refusal(f"{group.profile}: group insert"):
             prof.insert_group(group.group_id, list(group.members), max_size=group.max_size)
+
+    def insert_multicast_group(self, group: MulticastGroup) -> None:
+        with self._refusal(f"multicast group {group.group_id}"):
+            self.switch.sw.pre.insert_multicast_group(group.group_id, group.replicas)
+
+    def insert_clone_session(self, session: CloneSession) -> None:
+        with self._refusal(f"clone session {session.session_id}"):
+            self.switch.sw.pre.insert_clone_session(
+                session.session_id, session.replicas, class_of_service=session.class_of_service,
+                packet_length_bytes=session.packet_length_bytes)
 
     def modify_entry(self, entry: TableEntry) -> None:
         t = self._table(entry.table)

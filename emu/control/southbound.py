@@ -68,6 +68,26 @@ class ProfileGroup:
     max_size: int = 0
 
 
+@dataclass(frozen=True)
+class MulticastGroup:
+    """A multicast group of the packet replication engine (P4Runtime
+    MulticastGroupEntry): its copies as (egress port, instance), in order."""
+
+    group_id: int
+    replicas: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class CloneSession:
+    """A clone session (P4Runtime CloneSessionEntry); `packet_length_bytes` 0 keeps
+    the clones whole."""
+
+    session_id: int
+    replicas: tuple[tuple[int, int], ...]
+    class_of_service: int = 0
+    packet_length_bytes: int = 0
+
+
 @runtime_checkable
 class SwitchHandle(Protocol):
     """One switch, programmed by name."""
@@ -85,6 +105,10 @@ class SwitchHandle(Protocol):
     def insert_member(self, member: ProfileMember) -> None: ...
 
     def insert_group(self, group: ProfileGroup) -> None: ...
+
+    def insert_multicast_group(self, group: MulticastGroup) -> None: ...
+
+    def insert_clone_session(self, session: CloneSession) -> None: ...
 
     def read_counter(self, counter: str, index: int) -> tuple[int, int]:
         """(packets, bytes) of one counter cell."""
@@ -114,6 +138,8 @@ class MemorySwitchHandle:
         self.registers: dict[tuple[str, int], int] = {}
         self.members: dict[tuple[str, int], ProfileMember] = {}
         self.groups: dict[tuple[str, int], ProfileGroup] = {}
+        self.multicast_groups: dict[int, MulticastGroup] = {}
+        self.clone_sessions: dict[int, CloneSession] = {}
         self.log: list[tuple[str, str]] = []  # (operation, table or profile) in order
 
     def insert_entry(self, entry: TableEntry) -> None:
@@ -154,6 +180,18 @@ class MemorySwitchHandle:
                                   f"exists or names no member {missing}")
         self.groups[key] = group
         self.log.append(("group", group.profile))
+
+    def insert_multicast_group(self, group: MulticastGroup) -> None:
+        if group.group_id in self.multicast_groups:
+            raise SouthboundError(f"{self.name}: multicast group {group.group_id} exists")
+        self.multicast_groups[group.group_id] = group
+        self.log.append(("multicast", str(group.group_id)))
+
+    def insert_clone_session(self, session: CloneSession) -> None:
+        if session.session_id in self.clone_sessions:
+            raise SouthboundError(f"{self.name}: clone session {session.session_id} exists")
+        self.clone_sessions[session.session_id] = session
+        self.log.append(("clone", str(session.session_id)))
 
     def read_counter(self, counter: str, index: int) -> tuple[int, int]:
         return self.counters.get((counter, index), (0, 0))

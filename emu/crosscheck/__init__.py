@@ -17,7 +17,9 @@ Entries: for fabric.p4 the fabric controller computes them for one switch of a
 topology (the same calls program both sides); for any other program give a
 runtime file in the p4lang tutorials' format (`table_entries`: table, match
 {field: value | [value, prefix_len] | [value, mask]}, action_name,
-action_params, priority, default_action). `--random-entries SEED` adds, for every
+action_params, priority, default_action), or an STF file: its `add`,
+`setdefault` and `remove all` commands, as `emu stf` reads them
+(`stf_setup.py`; its other set-up is listed as left out). `--random-entries SEED` adds, for every
 table a controller may write, a few entries that packets are likely to hit and a
 default action (members and groups for a table behind an action profile or
 selector), all drawn from the P4Info with that seed (see `random_entries.py`):
@@ -28,10 +30,10 @@ fields hit too.
 
 Packets: `--packets FILE` has one packet per line, STF-style `packet PORT HEX`
 or JSON `{"port": P, "frame": "HEX"}`, or is an STF file (`.stf`: its `packet`
-commands; table set-up comes from --entries); a frame is at least 14 bytes, an
-Ethernet header, the least a veth carries; `--generate N` makes N IPv4/UDP (RoCEv2)
-frames with random addresses, ports, sizes, DSCP/ECN, plus some TTL-1 and
-non-IP frames.
+commands; its table set-up comes with `--entries` naming the same file); a frame
+is at least 14 bytes, an Ethernet header, the least a veth carries; `--generate N`
+makes N IPv4/UDP (RoCEv2) frames with random addresses, ports, sizes, DSCP/ECN,
+plus some TTL-1 and non-IP frames.
 
 Compared: per packet, the (port, bytes) of every frame out; after the run, the
 P4Info's counters (packets and/or bytes per the counter's unit) at every port
@@ -94,11 +96,12 @@ from .model import (
 from .programming import Programming, fabric_programming, group_ports, runtime_programming
 from .random_entries import with_random_entries
 from .sides import observed_keys, read_counters, run_in_process, run_process
+from .stf_setup import stf_programming
 
 __all__ = ["DEFAULT_PROGRAM", "MIN_FRAME", "ROOT", "TIME_IN_CHOICE", "Packet", "Programming", "Report",
            "compare_outputs", "counter_totals_equal", "crosscheck", "explain_time_in_choice",
            "fabric_programming", "generate_packets", "group_ports", "read_packets",
-           "register", "runtime_programming", "with_random_entries"]
+           "register", "runtime_programming", "stf_programming", "with_random_entries"]
 
 
 def crosscheck(program: Path, include_dirs: Sequence[Path], setup: Programming,
@@ -115,7 +118,7 @@ def crosscheck(program: Path, include_dirs: Sequence[Path], setup: Programming,
         raise ValueError("random entries go with --entries: the fabric controller fills "
                          "fabric.p4's tables itself")
     rep = Report(program=str(program), side_a="embedded (in-process)", side_b=against,
-                 packets=len(packets))
+                 packets=len(packets), notes=list(setup.notes))
     names = ("embedded", against)
     time_in_choice = setup.fabric is not None and setup.lb in TIME_IN_CHOICE
     pipe = get_target(against).compile(program, build_dir, tuple(include_dirs))
@@ -194,9 +197,10 @@ def register(sub: Any) -> None:
     p.add_argument("--fail-link", action="append", default=[], metavar="A:B",
                    help="fabric.p4: the controller reroutes around this link first "
                         "(repeatable)")
-    p.add_argument("--entries", type=Path, metavar="RUNTIME.json",
-                   help="table entries (p4lang tutorials runtime format) instead of the "
-                        "fabric controller; for programs other than fabric.p4")
+    p.add_argument("--entries", type=Path, metavar="RUNTIME.json|FILE.stf",
+                   help="table entries (p4lang tutorials runtime format, or an STF file's "
+                        "add/setdefault commands) instead of the fabric controller; for "
+                        "programs other than fabric.p4")
     p.add_argument("--ports", default="1,2,3,4", help="switch ports with --entries")
     p.add_argument("--random-entries", type=int, metavar="SEED", default=None,
                    help="also give every table a controller may write random entries and "
@@ -233,7 +237,8 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     try:
         if args.entries is not None:
             ports = [int(x) for x in args.ports.split(",") if x]
-            setup = runtime_programming(args.entries, ports)
+            setup = (stf_programming(args.entries, args.program, includes, ports)
+                     if args.entries.suffix == ".stf" else runtime_programming(args.entries, ports))
         else:
             failed = []
             for spec in args.fail_link:

@@ -1,5 +1,6 @@
 """The entries both sides get: fabric.p4's from the fabric controller, or a runtime
-file's in the p4lang tutorials' format."""
+file's in the p4lang tutorials' format (table entries, multicast groups and clone
+sessions), or an STF file's set-up (stf_setup.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from emu.control import Lpm, ProfileGroup, ProfileMember, TableEntry, Ternary
+from emu.control import (
+    CloneSession,
+    Lpm,
+    MulticastGroup,
+    ProfileGroup,
+    ProfileMember,
+    TableEntry,
+    Ternary,
+)
 from emu.control.errors import SouthboundError
 from emu.control.params import LbMode
 
@@ -26,7 +35,7 @@ class DefaultAction:
 
 
 # One write of a switch's programming, made by `make`.
-Write = TableEntry | DefaultAction | ProfileMember | ProfileGroup
+Write = TableEntry | DefaultAction | ProfileMember | ProfileGroup | MulticastGroup | CloneSession
 
 
 def make(handle: Any, w: Write) -> None:
@@ -37,6 +46,10 @@ def make(handle: Any, w: Write) -> None:
         handle.insert_member(w)
     elif isinstance(w, ProfileGroup):
         handle.insert_group(w)
+    elif isinstance(w, MulticastGroup):
+        handle.insert_multicast_group(w)
+    elif isinstance(w, CloneSession):
+        handle.insert_clone_session(w)
     else:
         handle.insert_entry(w)
 
@@ -53,11 +66,13 @@ class Programming:
     lb: str = "ecmp"
     entries: list[TableEntry] = field(default_factory=list)
     defaults: list[DefaultAction] = field(default_factory=list)
+    replication: list[MulticastGroup | CloneSession] = field(default_factory=list)
     ecn_always: bool = False  # fabric: mark every ECT packet (kmin = kmax = 0)
     failed_links: list[tuple[str, str]] = field(default_factory=list)  # fabric: A, B
     # Writes a switch may refuse (random entries), in order: side B's refusals are left
     # out on side A too, as a note; side A refusing one side B took is a difference.
     trial: list[Write] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the set-up left out, for the report
 
     @classmethod
     def entries_only(cls, ports: list[int]) -> Programming:
@@ -82,7 +97,7 @@ class Programming:
                         ECN_CONFIG, {"standard_metadata.egress_port": p}, SET_RED,
                         {"kmin": 0, "kmax": 0, "slope": 0, "at_dequeue": 1}))
             return
-        writes: list[Write] = [*self.defaults, *self.entries]
+        writes: list[Write] = [*self.replication, *self.defaults, *self.entries]
         for w in writes:
             make(handle, w)
 
@@ -108,6 +123,10 @@ class Programming:
             return f"member {w.member_id} of {w.profile}: {w.action}{dict(w.params)}"
         if isinstance(w, ProfileGroup):
             return f"group {w.group_id} of {w.profile}: members {list(w.members)}"
+        if isinstance(w, MulticastGroup):
+            return f"multicast group {w.group_id}: replicas {list(w.replicas)}"
+        if isinstance(w, CloneSession):
+            return f"clone session {w.session_id}: replicas {list(w.replicas)}"
         target = (f"member {w.member_id}" if w.member_id is not None else
                   f"group {w.group_id}" if w.group_id is not None else
                   f"{w.action}{dict(w.params)}")
@@ -166,4 +185,15 @@ def runtime_programming(path: Path, ports: list[int]) -> Programming:
                 match[name] = int(v)
         prog.entries.append(TableEntry(e["table"], match, e["action_name"], params,
                                        e.get("priority")))
+    for g in doc.get("multicast_group_entries", []):
+        prog.replication.append(MulticastGroup(int(g["multicast_group_id"]), _replicas(g)))
+    for c in doc.get("clone_session_entries", []):
+        prog.replication.append(CloneSession(
+            int(c["clone_session_id"]), _replicas(c), int(c.get("class_of_service", 0)),
+            int(c.get("packet_length_bytes", 0))))
     return prog
+
+
+def _replicas(doc: Mapping[str, Any]) -> tuple[tuple[int, int], ...]:
+    return tuple((int(r["egress_port"]), int(r.get("instance", 0)))
+                 for r in doc.get("replicas", []))

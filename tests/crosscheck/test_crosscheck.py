@@ -171,6 +171,24 @@ def test_machinery_against_the_embedded_daemon(tmp_path):
 
 
 @needs_root
+def test_the_cli_takes_an_stf_file_for_entries_and_packets(tmp_path):
+    """`--entries FILE.stf --packets FILE.stf`: the STF's set-up on both sides, its
+    packets through them, and what the set-up left out said in a note."""
+    stf = tmp_path / "match_kinds.stf"
+    stf.write_text("set_queue_depth 64\n" + (STF_PROGRAMS / "match_kinds.stf").read_text())
+    rc = subprocess.run(
+        [X.sys.executable, "-m", "emu", "crosscheck", "--program", str(MATCH_KINDS),
+         "--entries", str(stf), "--ports", "0,1,2,3", "--packets", str(stf),
+         "--against", "embedded", "--build-dir", str(tmp_path / "build"), "--settle-ms", "30"],
+        capture_output=True, text=True, timeout=180, cwd=str(X.ROOT))
+    assert rc.returncode == 0, rc.stdout + rc.stderr
+    assert "4 packets, embedded (in-process) vs embedded: 0 difference(s)" in rc.stdout
+    assert "match_kinds.stf: set-up left out" in rc.stdout and "SetQueueDepth x1" in rc.stdout
+    # the STF's entries are in: three of its four packets come out (one is dropped)
+    assert "4 packets in, 3 frames out on embedded, 3 on embedded" in rc.stdout
+
+
+@needs_root
 @requires_bmv2
 def test_fabric_p4_embedded_vs_bmv2(tmp_path):
     rc = subprocess.run([X.sys.executable, "-m", "emu", "crosscheck", "--generate", "200",
@@ -252,25 +270,28 @@ def test_a_killed_crosscheck_removes_its_namespace_and_switch(tmp_path):
 
 
 STF_PROGRAMS = Path(__file__).resolve().parents[1] / "p4" / "stf_programs"
+MATCH_KINDS = STF_PROGRAMS / "match_kinds.p4"
 
 
 @needs_root
 @requires_bmv2
-@pytest.mark.parametrize("seed", [None, 1], ids=["no-entries", "random-entries"])
+@pytest.mark.parametrize("entries", ["none", "random", "stf"])
 @pytest.mark.parametrize("name", sorted(p.stem for p in STF_PROGRAMS.glob("*.stf")))
-def test_our_stf_programs_embedded_vs_bmv2(name, seed, tmp_path):
-    """Each of our STF programs on BMv2 and the embedded target, with no table entries
-    and with random ones: the STF's own packets, then random frames. Found this way:
-    lookahead<T> of a struct read a signed field unsigned; a select with no matching case
-    raised NoMatch where BMv2 ends parsing with no error; a resubmitted or recirculated
-    packet kept its instance_type into egress, where BMv2 makes it NORMAL."""
-    packets, ports = stf_packets(STF_PROGRAMS / f"{name}.stf")
+def test_our_stf_programs_embedded_vs_bmv2(name, entries, tmp_path):
+    """Each of our STF programs on BMv2 and the embedded target, with no table entries,
+    with random ones and with the STF's own: its packets, then random frames. Found this
+    way: lookahead<T> of a struct read a signed field unsigned; a select with no matching
+    case raised NoMatch where BMv2 ends parsing with no error; a resubmitted or
+    recirculated packet kept its instance_type into egress, where BMv2 makes it NORMAL;
+    a direct meter's color written only by read(); a key of an invalid header."""
+    stf, p4 = STF_PROGRAMS / f"{name}.stf", STF_PROGRAMS / f"{name}.p4"
+    packets, ports = stf_packets(stf)
     if name != "p4c_names":  # random frames index its stack out of range: BMv2 aborts
         packets += X.generate_packets(60, ports, seed=3)
-    rep = X.crosscheck(STF_PROGRAMS / f"{name}.p4", [STF_PROGRAMS],
-                       X.Programming.entries_only(ports),
-                       packets, build_dir=tmp_path / "build", settle_s=0.03,
-                       random_entries=seed)
+    setup = (X.stf_programming(stf, p4, [STF_PROGRAMS], ports) if entries == "stf"
+             else X.Programming.entries_only(ports))
+    rep = X.crosscheck(p4, [STF_PROGRAMS], setup, packets, build_dir=tmp_path / "build",
+                       settle_s=0.03, random_entries=1 if entries == "random" else None)
     assert rep.differences == [], "\n".join(rep.differences)
 
 

@@ -1,7 +1,8 @@
 """p4c's v1model samples through `emu crosscheck` against BMv2: for each sample, its STF
 packets (if it has an STF file; padded to 60 bytes) and random frames, on the embedded
 target and on BMv2, every output compared; once with no table entries (every lookup
-misses) and once with random entries and default actions (`--random-entries`).
+misses), once with random entries and default actions (`--random-entries`), and once
+with the STF's own table and replication set-up where it has some (`--entries FILE.stf`).
 
 Opt-in, like tests/p4/test_corpus.py: set P4C_SAMPLES to p4c's testdata/p4_16_samples
 (we keep no copies of p4c's programs); it also needs root and a p4c/BMv2 build on PATH.
@@ -59,18 +60,26 @@ def _packets(p4: Path) -> tuple[list[X.Packet], list[int]]:
 @needs_root
 @requires_bmv2
 @pytest.mark.skipif(not SAMPLES, reason="set P4C_SAMPLES to p4c's testdata/p4_16_samples")
-@pytest.mark.parametrize("seed", [None, 1], ids=["no-entries", "random-entries"])
+@pytest.mark.parametrize("entries", ["no-entries", "random-entries", "stf-entries"])
 @pytest.mark.parametrize("name", _v1model_samples() or ["-"])
-def test_p4c_sample_embedded_vs_bmv2(name: str, seed: int | None, tmp_path: Path) -> None:
+def test_p4c_sample_embedded_vs_bmv2(name: str, entries: str, tmp_path: Path) -> None:
     assert SAMPLES is not None
     p4 = Path(SAMPLES) / name
     if re.search(r"\brandom\s*[<(]", p4.read_text(errors="replace")):
         pytest.skip("draws random numbers: the two targets' draws differ")
     packets, ports = _packets(p4)
     setup = X.Programming.entries_only(ports)
+    if entries == "stf-entries":
+        stf = p4.with_suffix(".stf")
+        try:
+            setup = X.stf_programming(stf, p4, [Path(SAMPLES)], ports) if stf.exists() else setup
+        except (ValueError, P4Error) as e:
+            pytest.skip(f"its STF set-up does not run on the embedded target: {e}")
+        if not (setup.entries or setup.defaults or setup.replication):
+            pytest.skip("no STF table or replication set-up")
     try:
         rep = X.crosscheck(p4, [Path(SAMPLES)], setup, packets, build_dir=tmp_path / "build",
-                           settle_s=0.03, random_entries=seed)
+                           settle_s=0.03, random_entries=1 if entries == "random-entries" else None)
     except RuntimeError as e:
         text = str(e)
         if text.startswith("p4c failed") or "refused the pipeline" in text or \
