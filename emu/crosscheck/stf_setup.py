@@ -45,6 +45,8 @@ def stf_programming(stf: Path, program: Path, include_dirs: Sequence[Path],
     except M.StfError as exc:
         raise ValueError(str(exc)) from None
     runner = StfRunner(compile_file(str(program), [str(d) for d in include_dirs]))
+    # the program's own initial entries (`entries = {...}`) are in place on both sides
+    initial = _entry_ids(runner)
     defaults: set[str] = set()
     left_out: Counter[str] = Counter()
     for cmd in commands:
@@ -70,7 +72,7 @@ def stf_programming(stf: Path, program: Path, include_dirs: Sequence[Path],
         table = runner.sw.tables[info["name"]]
         keys = [k for k in info["keys"] if k["match_kind"] != "selector"]
         for e in table.entries():
-            if not e.is_const and e.action is not None:
+            if (table.name, e.handle, e.match) not in initial and e.action is not None:
                 setup.entries.append(TableEntry(
                     table.name, _match(keys, e.match), str(e.action.action),
                     _params(runner, e.action), e.priority or None))
@@ -79,11 +81,18 @@ def stf_programming(stf: Path, program: Path, include_dirs: Sequence[Path],
             assert action is not None
             setup.defaults.append(DefaultAction(table.name, str(action.action),
                                                 _params(runner, action)))
+    gone = len(initial - _entry_ids(runner))
+    if gone:
+        left_out["removal of the program's initial entries"] += gone
     if left_out:
         setup.notes.append(f"{stf.name}: set-up left out (crosscheck carries table entries, "
                            f"default actions, multicast groups and clone sessions): " +
                            ", ".join(f"{n} x{c}" for n, c in sorted(left_out.items())))
     return setup
+
+
+def _entry_ids(runner: StfRunner) -> set[tuple[str, int, Any]]:
+    return {(t.name, e.handle, e.match) for t in runner.sw.tables.values() for e in t.entries()}
 
 
 def _params(runner: StfRunner, action: T.ActionCall) -> dict[str, int]:

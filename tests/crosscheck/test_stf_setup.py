@@ -1,8 +1,8 @@
 """`emu crosscheck --entries FILE.stf`: an STF file's table set-up as writes for both
 sides, read back from the STF runner's tables (so STF names, values and priorities mean
 what they mean in `emu stf`) and its replication engine as multicast groups and clone
-sessions; wildcards omitted as P4Runtime requires, const entries left to the program,
-other set-up listed as left out."""
+sessions; wildcards omitted as P4Runtime requires, the program's own entries left to
+it, other set-up listed as left out."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ from emu.control import (
 )
 from emu.crosscheck.programming import DefaultAction
 from emu.p4.tables import Optional, Range
+
+from ..p4.programs import v1model_program
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "p4" / "stf_programs"
 MATCH_KINDS = PROGRAMS / "match_kinds.p4"
@@ -91,3 +93,23 @@ def test_a_runtime_file_carries_multicast_groups_and_clone_sessions(tmp_path):
     setup = X.runtime_programming(f, PORTS)
     assert setup.replication == [MulticastGroup(1, ((1, 1), (2, 1))),
                                  CloneSession(100, ((3, 0),), 0, 64)]
+
+
+def test_the_programs_own_initial_entries_are_not_written_again(tmp_path):
+    """A table's mutable `entries` are the program's, on both sides already: only the
+    STF's own entries are writes, and removing the program's is named as left out."""
+    p4 = tmp_path / "init.p4"
+    p4.write_text(v1model_program("""
+    action set_b(bit<8> v) { hdr.h.b = v; }
+    table t { key = { hdr.h.a: exact; } actions = { set_b; NoAction; }
+              entries = { 1: set_b(0x11); } default_action = NoAction(); }
+    apply { sm.egress_spec = 1; t.apply(); }"""))
+    stf = tmp_path / "init.stf"
+    stf.write_text("add t hdr.h.a:2 set_b(v:0x22)\n")
+    setup = X.stf_programming(stf, p4, [], PORTS)
+    assert setup.entries == [TableEntry("I.t", {"hdr.h.a": 2}, "I.set_b", {"v": 0x22})]
+    assert setup.notes == []
+    stf.write_text("remove all\nadd t hdr.h.a:2 set_b(v:0x22)\n")
+    setup = X.stf_programming(stf, p4, [], PORTS)
+    assert setup.entries == [TableEntry("I.t", {"hdr.h.a": 2}, "I.set_b", {"v": 0x22})]
+    assert setup.notes[0].endswith("removal of the program's initial entries x1")
