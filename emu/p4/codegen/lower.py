@@ -252,6 +252,9 @@ class Lowerer(ExprLowerer, StmtLowerer, ParserLowerer, TableLowerer, ExternLower
         if kind == "register":
             vt = t.type_args.get("T")
             w = scalar_width(vt) if vt is not None else 32
+            if w is None:  # its cells would be struct values: reads and writes are of ints
+                raise unsupported(d, f"register '{qn}' with cells of type {vt} (p4c-bm2-ss "
+                                     f"refuses it too; use a bit<W> register per field)")
             info = {"size": const("size"), "width": w or 32,
                     "signed": isinstance(bt(vt), BitType) and bt(vt).signed}  # type: ignore[union-attr]
             py = self.obj(qn, "register", "R", **info)

@@ -210,6 +210,20 @@ def test_an_extern_array_too_large_to_allocate_is_a_compile_error(decl: str, use
                                   .replace("4000000000", "1024").replace("2000000", "1024")), "t.p4")
 
 
+def test_a_register_of_struct_cells_is_a_compile_error_at_its_declaration() -> None:
+    """Its cells were ints: the first write of a struct value (p4c's issue907-bmv2.p4)
+    was a pipeline error on every packet. p4c-bm2-ss refuses such a register too."""
+    from emu.p4.frontend import P4Error
+
+    decls = "struct S { bit<32> f; }\n"
+    with pytest.raises(P4Error) as ei:
+        compile_source(program("bit<8> a;", "S s = { 7 }; r.write(0, s);", "register<S>(4) r;")
+                       .replace("header h_t", decls + "header h_t", 1), "t.p4")
+    (d,) = ei.value.diagnostics
+    assert "register 'I.r' with cells of type S" in d.message and (d.line, d.col) > (0, 0)
+    assert "not supported by the embedded v1model target" in d.message
+
+
 def test_lvalue_index_is_evaluated_before_the_right_hand_side() -> None:
     # p4c orders the left side's index first (gauntlet_index_7-bmv2): f() resets i after
     decls = "bit<8> f(inout bit<8> i) { i = 0; return 9; }"
