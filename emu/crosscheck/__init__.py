@@ -95,7 +95,7 @@ from .model import (
 )
 from .programming import Programming, fabric_programming, group_ports, runtime_programming
 from .random_entries import with_random_entries
-from .sides import observed_keys, read_counters, run_in_process, run_process
+from .sides import compile_side_a, observed_keys, read_counters, run_in_process, run_process
 from .stf_setup import stf_programming
 
 __all__ = ["DEFAULT_PROGRAM", "MIN_FRAME", "ROOT", "TIME_IN_CHOICE", "Packet", "Programming", "Report",
@@ -123,8 +123,9 @@ def crosscheck(program: Path, include_dirs: Sequence[Path], setup: Programming,
     time_in_choice = setup.fabric is not None and setup.lb in TIME_IN_CHOICE
     pipe = get_target(against).compile(program, build_dir, tuple(include_dirs))
     p4info = pipe.load_p4info()
+    compiled = compile_side_a(program, include_dirs)
     if random_entries is not None:
-        observed = observed_keys(program, include_dirs, setup, packets)
+        observed = observed_keys(compiled, setup, packets)
         setup = with_random_entries(setup, p4info, random_entries, observed=observed)
         kinds = Counter(type(w).__name__ for w in setup.trial)
         rep.notes.append(f"random entries (seed {random_entries}): "
@@ -133,8 +134,8 @@ def crosscheck(program: Path, include_dirs: Sequence[Path], setup: Programming,
                          f"{kinds['ProfileGroup']} groups")
     res_b, state_b, counters_b, refused_b = run_process(against, pipe, setup, packets,
                                                         registers, settle_s)
-    res_a, state_a, handle_a, refused_a = run_in_process(program, include_dirs, setup, packets,
-                                                         registers, skip=refused_b)
+    res_a, state_a, handle_a, refused_a = run_in_process(compiled, setup, packets, registers,
+                                                         skip=refused_b)
     rep.notes += [f"{names[1]} refused the {setup.trial_write(i)} ({why}); left out on both "
                   f"sides" for i, why in sorted(refused_b.items())]
     rep.differences += [f"{names[0]} refused the {setup.trial_write(i)} ({why}); {names[1]} "

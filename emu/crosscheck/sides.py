@@ -24,13 +24,20 @@ from .programming import Programming
 # ---------------------------------------------------------------------- side A: in-process
 
 
-def run_in_process(program: Path, include_dirs: Sequence[Path], setup: Programming,
-                   packets: Sequence[Packet], registers: Sequence[str],
-                   skip: Collection[int] = ()
+def compile_side_a(program: Path, include_dirs: Sequence[Path]) -> Any:
+    """The program as the embedded target compiles it, once for every switch of side A
+    (the dry run's and the compared one)."""
+    from emu.p4.target.program import compile_file
+
+    return compile_file(str(program), [str(d) for d in include_dirs])
+
+
+def run_in_process(compiled: Any, setup: Programming, packets: Sequence[Packet],
+                   registers: Sequence[str], skip: Collection[int] = ()
                    ) -> tuple[list[Outputs], dict[str, Any], Any, dict[int, str]]:
-    """Side A; `skip`: the trial writes side B refused. Also returns the ones this side
-    refused."""
-    sw, handle = _side_a(program, include_dirs, setup)
+    """Side A, running `compiled` (compile_side_a); `skip`: the trial writes side B
+    refused. Also returns the ones this side refused."""
+    sw, handle = _side_a(compiled, setup)
     refused = setup.apply_trial(handle, skip)
     wired = set(setup.ports)
     results = []
@@ -44,12 +51,12 @@ def run_in_process(program: Path, include_dirs: Sequence[Path], setup: Programmi
     return results, state, handle, refused
 
 
-def observed_keys(program: Path, include_dirs: Sequence[Path], setup: Programming,
-                  packets: Sequence[Packet], limit: int = 64) -> dict[str, list[tuple[int, ...]]]:
-    """A dry run of side A with the setup's own writes (no trial writes): the distinct
-    keys each table looked up, per table (P4Info name), at most `limit` each in the
-    order first seen. Random entries built around them hit."""
-    sw, _handle = _side_a(program, include_dirs, setup)
+def observed_keys(compiled: Any, setup: Programming, packets: Sequence[Packet],
+                  limit: int = 64) -> dict[str, list[tuple[int, ...]]]:
+    """A dry run of side A (`compiled`: compile_side_a) with the setup's own writes (no
+    trial writes): the distinct keys each table looked up, per table (P4Info name), at
+    most `limit` each in the order first seen. Random entries built around them hit."""
+    sw, _handle = _side_a(compiled, setup)
     keys: dict[str, dict[tuple[int, ...], None]] = {}
 
     def record(table: str, key: tuple[Any, ...]) -> None:
@@ -65,15 +72,14 @@ def observed_keys(program: Path, include_dirs: Sequence[Path], setup: Programmin
     return {table: list(seen) for table, seen in keys.items()}
 
 
-def _side_a(program: Path, include_dirs: Sequence[Path], setup: Programming) -> tuple[Any, Any]:
-    """The embedded switch of side A, in process on a virtual clock, with the setup's own
-    writes: (switch, its control handle)."""
+def _side_a(compiled: Any, setup: Programming) -> tuple[Any, Any]:
+    """An embedded switch of side A running `compiled`, in process on a virtual clock,
+    with the setup's own writes: (switch, its control handle)."""
     from emu.control.inprocess import InProcessSwitchHandle
     from emu.core.clock import VirtualClock
     from emu.p4.api import P4Switch
 
-    sw = P4Switch.from_file(str(program), [str(d) for d in include_dirs], clock=VirtualClock(),
-                            seed=setup.device_id, queue_depth_pkts=1024)
+    sw = P4Switch(compiled, VirtualClock(), seed=setup.device_id, queue_depth_pkts=1024)
     handle = InProcessSwitchHandle(setup.switch_name, sw)
     setup.apply(handle)
     return sw, handle

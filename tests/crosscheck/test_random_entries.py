@@ -22,7 +22,7 @@ from emu.control import (
 )
 from emu.crosscheck.programming import DefaultAction
 from emu.crosscheck.random_entries import random_entries
-from emu.crosscheck.sides import observed_keys
+from emu.crosscheck.sides import compile_side_a, observed_keys
 from emu.p4.frontend import load_program
 from emu.p4.p4info import generate_p4info
 from emu.p4.tables import OptionalMatch, Range
@@ -288,7 +288,8 @@ def test_the_dry_run_records_the_keys_packets_look_up():
     frames = [(bytes(14) + bytes.fromhex(f"0000 0042 99 0a010203 {op:02x} 00")).ljust(60, b"\0")
               for op in (5, 5, 7)]
     packets = [X.Packet(0, f) for f in frames]
-    keys = observed_keys(MATCH_KINDS, [PROGRAMS], X.Programming.entries_only(PORTS), packets)
+    keys = observed_keys(compile_side_a(MATCH_KINDS, [PROGRAMS]),
+                         X.Programming.entries_only(PORTS), packets)
     assert keys["I.t_profile"] == [(5,), (7,)]
     assert "I.t_keyless" not in keys and "I.t_dead" not in keys
     assert keys["I.t_opt"] == [(0x42, 0x99)]  # hdr.h.b, hdr.h.c in key order
