@@ -23,7 +23,7 @@ from emu.p4.stf import model as M
 from emu.p4.stf.parser import parse_stf
 from emu.p4.stf.runner import StfRunner
 from emu.p4.target.program import compile_file
-from emu.p4.v1model.replication import ReplicationError
+from emu.p4.v1model.replication import Replica
 
 from .programming import DefaultAction, Programming
 
@@ -38,8 +38,9 @@ _NOT_SETUP = (M.Packet, M.Expect, M.NoPacket, M.Wait, M.CheckCounter, M.Register
 
 def stf_programming(stf: Path, program: Path, include_dirs: Sequence[Path],
                     ports: list[int]) -> Programming:
-    """The table entries and default actions `stf` sets up for `program`, for a switch
-    with `ports`. A command the switch refuses is a ValueError at its line."""
+    """The table entries, default actions, multicast groups and clone sessions `stf`
+    sets up for `program`, for a switch with `ports`. A command the switch refuses is a
+    ValueError at its line."""
     try:
         commands = parse_stf(stf.read_text(), str(stf))
     except M.StfError as exc:
@@ -52,21 +53,19 @@ def stf_programming(stf: Path, program: Path, include_dirs: Sequence[Path],
     for cmd in commands:
         if isinstance(cmd, _CARRIED):
             try:
-                runner.command(cmd)
-            except (LookupError, ValueError, T.TableError, ReplicationError) as exc:
-                text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-                raise ValueError(f"{stf}:{cmd.line}: {text}") from None
+                runner.command_at(cmd, str(stf))
+            except M.StfError as exc:
+                raise ValueError(str(exc)) from None
             if isinstance(cmd, M.SetDefault):  # (`remove all` keeps defaults, as in emu stf)
                 defaults.add(runner.sw.table(cmd.table).name)
         elif not isinstance(cmd, _NOT_SETUP):
             left_out[type(cmd).__name__] += 1
     setup = Programming.entries_only(ports)
     pre = runner.sw.sw.pre
-    setup.replication += [MulticastGroup(g, tuple((r.egress_port, r.instance) for r in copies))
+    setup.replication += [MulticastGroup(g, _pairs(copies))
                           for g, copies in sorted(pre.multicast_groups().items())]
-    setup.replication += [CloneSession(c.session_id, tuple((r.egress_port, r.instance)
-                                                           for r in c.replicas),
-                                       c.class_of_service, c.packet_length_bytes)
+    setup.replication += [CloneSession(c.session_id, _pairs(c.replicas), c.class_of_service,
+                                       c.packet_length_bytes)
                           for _, c in sorted(pre.clone_sessions().items())]
     for info in runner.program.info.tables:
         table = runner.sw.tables[info["name"]]
@@ -89,6 +88,11 @@ def stf_programming(stf: Path, program: Path, include_dirs: Sequence[Path],
                            f"default actions, multicast groups and clone sessions): " +
                            ", ".join(f"{n} x{c}" for n, c in sorted(left_out.items())))
     return setup
+
+
+def _pairs(replicas: Sequence[Replica]) -> tuple[tuple[int, int], ...]:
+    """The engine's replicas as the control API's (egress port, instance) pairs."""
+    return tuple((r.egress_port, r.instance) for r in replicas)
 
 
 def _entry_ids(runner: StfRunner) -> set[tuple[str, int, Any]]:

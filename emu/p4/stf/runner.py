@@ -138,18 +138,22 @@ class StfRunner:
         outputs: dict[int, list[bytes]] = {}
         self.sw.on_output(lambda p: outputs.setdefault(p.port, []).append(p.data))
         for cmd in commands:
-            try:
-                self.command(cmd)
-            except (LookupError, ValueError, TableError, ReplicationError) as exc:
-                # KeyError's str() is its argument's repr; the message is the argument
-                text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-                raise M.StfError(filename, cmd.line, str(text)) from None
+            self.command_at(cmd, filename)
         self.sw.run_until_idle()
         expected, named = M.expectations(commands)
         res = check_outputs(expected, outputs, named)
         problems = list(res.problems) + self.failed_checks
         return StfResult(not problems, res.report + ("\n" + "\n".join(self.failed_checks) if self.failed_checks else ""),
                          problems, outputs)
+
+    def command_at(self, cmd: M.StfCommand, filename: str) -> None:
+        """`command`, with the switch's refusal as an StfError at the command's line."""
+        try:
+            self.command(cmd)
+        except (LookupError, ValueError, TableError, ReplicationError) as exc:
+            # KeyError's str() is its argument's repr; the message is the argument
+            text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+            raise M.StfError(filename, cmd.line, str(text)) from None
 
     def command(self, cmd: M.StfCommand) -> None:
         sw = self.sw
