@@ -196,6 +196,12 @@ class LowererBase:
     def errcode(self, name: str) -> int:
         return self.err.get(name, 0)
 
+    def count_loop_iteration(self, exc: str) -> None:
+        """One iteration of a loop off the packet's budget (runtime.LOOP_LIMIT), so that
+        a loop that never ends cannot hang the switch; past it, `raise exc`."""
+        self.out.line("_ps.loop_budget -= 1")
+        self.out.line(f"if _ps.loop_budget < 0: raise {exc}")
+
     def lit(self, c: Any, t: Type | None) -> str:
         b = bt(t)
         if isinstance(c, bool):

@@ -61,9 +61,8 @@ class ParserLowerer(LowererBase):
         with o.block("while True:"):
             if looped:
                 # A state loop that never ends stops as the spec's parser time limit
-                # does (runtime.LOOP_LIMIT); BMv2 would spin on it.
-                o.line("_ps.loop_budget -= 1")
-                o.line(f"if _ps.loop_budget < 0: raise ParserError({self.errcode('ParserTimeout')})")
+                # does; BMv2 would spin on it.
+                self.count_loop_iteration(f"ParserError({self.errcode('ParserTimeout')})")
             for i, n in enumerate(loop_states):
                 with o.block(f"{'if' if i == 0 else 'elif'} {stv} == {i}:"):
                     self.state_body(states[n], pctx, states, ids, stv)

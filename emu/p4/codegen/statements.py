@@ -128,9 +128,7 @@ class StmtLowerer(LowererBase):
         first = self.tmp("first")
         o.line(f"{first} = True")
         with o.block("while True:"):
-            # a loop that never ends must not hang the switch (runtime.LOOP_LIMIT)
-            o.line("_ps.loop_budget -= 1")
-            o.line("if _ps.loop_budget < 0: raise LoopLimit()")
+            self.count_loop_iteration("LoopLimit()")
             if s.update:
                 with o.block(f"if not {first}:"):
                     for x in s.update:
