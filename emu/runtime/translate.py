@@ -3,10 +3,9 @@
 Byte strings follow the P4Runtime spec ("Bytestrings"): the server answers with
 the canonical form (shortest big-endian string, at least one byte) and accepts
 non-canonical ones with leading zero bytes; a value wider than the bitwidth, or
-an empty string, is rejected: OUT_OF_RANGE for a value that does not fit (the
-spec's code), INVALID_ARGUMENT for an empty one. Error messages show at most a
-few bytes of the offending value: a client's 17 MB value must not come back as
-a 35 MB message.
+an empty string, is rejected with OUT_OF_RANGE (the spec's code for both). Error
+messages show at most a few bytes of the offending value: a client's 17 MB value
+must not come back as a 35 MB message.
 """
 
 from __future__ import annotations
@@ -59,7 +58,7 @@ _SCOPES = {
 def decode_uint(data: bytes, bitwidth: int, what: str) -> int:
     """Bytes -> int; leading zeros accepted; bitwidth 0 means unchecked."""
     if not data:
-        raise invalid(f"{what}: empty byte string")
+        raise out_of_range(f"{what}: empty byte string")
     value = int.from_bytes(data, "big")
     if bitwidth and value >> bitwidth:
         raise out_of_range(f"{what}: value {show_bytes(data)} does not fit in {bitwidth} bits")
@@ -315,14 +314,18 @@ class P4InfoIndex:
         for p, v in zip(a.params, call.params, strict=False):
             out.params.add(param_id=p.id, value=encode_uint(v))
 
-    def entry_to_proto(self, ti: TableInfo, e: TableEntry,
-                       out: p4runtime_pb2.TableEntry) -> None:
+    def key_to_proto(self, ti: TableInfo, e: TableEntry, out: p4runtime_pb2.TableEntry) -> None:
+        """What names the entry (a direct counter or meter entity carries only that)."""
         out.table_id = ti.proto.preamble.id
         if e.is_default:
             out.is_default_action = True
         else:
             self.match_to_proto(ti, e.match, out)
             out.priority = e.priority
+
+    def entry_to_proto(self, ti: TableInfo, e: TableEntry,
+                       out: p4runtime_pb2.TableEntry) -> None:
+        self.key_to_proto(ti, e, out)
         if e.action is not None:
             self.action_to_proto(e.action, out.action.action)
         elif e.member_id is not None:

@@ -304,10 +304,16 @@ def test_byte_string_encodings(rig: Rig, cp_p4info: p4info_pb2.P4Info, cpc: P4Ru
     with pytest.raises(WriteError) as ei:
         c.write_one(U.INSERT, ent)
     assert error_codes(ei.value) == [RANGE]
+    # an empty string too: "the server always rejects the string ... OUT_OF_RANGE"
     ent.table_entry.action.action.params[0].value = b""
     with pytest.raises(WriteError) as ei:
         c.write_one(U.INSERT, ent)
-    assert error_codes(ei.value) == [INVALID]
+    assert error_codes(ei.value) == [RANGE]
+    ent.table_entry.action.action.params[0].value = b"\x02"
+    ent.table_entry.match[0].exact.value = b""
+    with pytest.raises(WriteError) as ei:
+        c.write_one(U.INSERT, ent)
+    assert error_codes(ei.value) == [RANGE]
 
 
 def test_invalid_requests(rig: Rig, cp_p4info: p4info_pb2.P4Info, cpc: P4RuntimeClient) -> None:
@@ -453,6 +459,40 @@ def test_direct_counter_and_meter(rig: Rig, cp_p4info: p4info_pb2.P4Info, cpc: P
     with pytest.raises(WriteError) as ei:
         c.write_one(U.INSERT, bad)
     assert error_codes(ei.value) == [INVALID]
+
+
+def test_direct_resources_wildcard_reads(rig: Rig, cp_p4info: p4info_pb2.P4Info,
+                                         cpc: P4RuntimeClient) -> None:
+    """A direct counter or meter read with only a table id (or none) returns one entity per
+    entry; each names its entry by key alone (no action, no idle timeout)."""
+    c = cpc
+    for mac, cir in ((1, 1000), (2, 0)):
+        ent = c.table_entry("MyIngress.fwd", {"hdr.ethernet.dstAddr": mac}, "MyIngress.drop")
+        ent.table_entry.idle_timeout_ns = 10**12
+        if cir:
+            ent.table_entry.meter_config.cir = ent.table_entry.meter_config.pir = cir
+            ent.table_entry.meter_config.cburst = ent.table_entry.meter_config.pburst = 10
+        c.write_one(U.INSERT, ent)
+    fwd = c.table_entry("MyIngress.fwd").table_entry
+    for which in ("direct_counter_entry", "direct_meter_entry"):
+        for table_id in (fwd.table_id, 0):
+            q = p4runtime_pb2.Entity()
+            getattr(q, which).table_entry.table_id = table_id
+            got = [getattr(e, which) for e in c.read([q])]
+            keys = sorted(d.table_entry.match[0].exact.value for d in got)
+            assert keys == [b"\x01", b"\x02"], (which, table_id)
+            for d in got:
+                assert d.table_entry.table_id == fwd.table_id
+                assert not d.table_entry.HasField("action")
+                assert d.table_entry.idle_timeout_ns == 0
+            if which == "direct_meter_entry":
+                rates = {d.table_entry.match[0].exact.value: d.config.cir for d in got}
+                assert rates == {b"\x01": 1000, b"\x02": 0}
+    q = p4runtime_pb2.Entity()
+    q.direct_meter_entry.table_entry.table_id = c.table_entry("MyIngress.acl").table_entry.table_id
+    with pytest.raises(grpc.RpcError) as ei:
+        c.read([q])
+    assert ei.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
 # ---------------------------------------------------------------- profiles

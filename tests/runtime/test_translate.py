@@ -34,10 +34,11 @@ def test_too_wide_is_out_of_range(width: int, extra: int) -> None:
     assert ei.value.code is grpc.StatusCode.OUT_OF_RANGE
 
 
-def test_empty_bytes_are_invalid() -> None:
+def test_empty_bytes_are_out_of_range() -> None:
+    # P4Runtime spec, Bytestrings: an empty string is always rejected, with OUT_OF_RANGE.
     with pytest.raises(P4RTError) as ei:
         decode_uint(b"", 8, "x")
-    assert ei.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert ei.value.code is grpc.StatusCode.OUT_OF_RANGE
 
 
 @given(st.integers(min_value=0, max_value=511), st.integers(min_value=0, max_value=127))

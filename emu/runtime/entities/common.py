@@ -18,7 +18,8 @@ from ..translate import TableInfo
 U = p4runtime_pb2.Update
 Entity = p4runtime_pb2.Entity
 
-__all__ = ["Entity", "EntityContext", "Reader", "U", "Writer", "array_to_modify", "cells_of", "direct_entry", "modify_only",
+__all__ = ["Entity", "EntityContext", "Reader", "U", "Writer", "array_to_modify", "cells_of", "direct_entries", "direct_entry",
+           "modify_only",
            "read_cells", "entry_of", "index_in", "table_of"]
 
 
@@ -56,6 +57,26 @@ def direct_entry(pipe: Pipeline, te: p4runtime_pb2.TableEntry, kind: str
     if not getattr(ti, f"direct_{kind}_id"):
         raise invalid(f"{ti.name}: table has no direct {kind}")
     return ti, e
+
+
+def direct_entries(pipe: Pipeline, te: p4runtime_pb2.TableEntry, kind: str
+                   ) -> list[tuple[TableInfo, TableEntry]]:
+    """The entries a direct counter or meter (`kind`) read names: the one its match (or
+    is_default_action) names; with a table_id alone, that table's (of the priority, if
+    given); with table_id 0, those of every table with a direct `kind`."""
+    if te.table_id and (len(te.match) or te.is_default_action):
+        return [direct_entry(pipe, te, kind)]
+    attr = f"direct_{kind}_id"
+    idx = pipe.index
+    tis = ([idx.table(te.table_id)] if te.table_id
+           else [t for t in idx.tables.values() if getattr(t, attr)])
+    out = []
+    for ti in tis:
+        if not getattr(ti, attr):
+            raise invalid(f"{ti.name}: table has no direct {kind}")
+        out += [(ti, e) for e in pipe.control.tables[ti.name].entries()
+                if not te.priority or e.priority == te.priority]
+    return out
 
 
 def modify_only(typ: int, kind: str) -> None:

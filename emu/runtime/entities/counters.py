@@ -7,14 +7,13 @@ from typing import Any
 
 from p4.v1 import p4runtime_pb2
 
-from ..errors import invalid
 from .common import (
     Entity,
     EntityContext,
     array_to_modify,
     cells_of,
+    direct_entries,
     direct_entry,
-    entry_of,
     modify_only,
     read_cells,
 )
@@ -44,25 +43,11 @@ def write_direct(ctx: EntityContext, typ: int, d: p4runtime_pb2.DirectCounterEnt
 
 
 def read_direct(ctx: EntityContext, d: p4runtime_pb2.DirectCounterEntry) -> list[Entity]:
-    pipe = ctx.pipe
-    idx = pipe.index
-    te = d.table_entry
-    tis = ([idx.table(te.table_id)] if te.table_id
-           else [t for t in idx.tables.values() if t.direct_counter_id])
     out = []
-    for ti in tis:
-        if not ti.direct_counter_id:
-            raise invalid(f"{ti.name}: table has no direct counter")
-        table = pipe.control.tables[ti.name]
-        if te.table_id and (len(te.match) or te.is_default_action):
-            entries = [entry_of(pipe, te)[1]]
-        else:
-            entries = table.entries()
-        for e in entries:
-            r = Entity()
-            idx.entry_to_proto(ti, e, r.direct_counter_entry.table_entry)
-            r.direct_counter_entry.table_entry.ClearField("action")
-            r.direct_counter_entry.data.packet_count = e.counter.packets
-            r.direct_counter_entry.data.byte_count = e.counter.bytes
-            out.append(r)
+    for ti, e in direct_entries(ctx.pipe, d.table_entry, "counter"):
+        r = Entity()
+        ctx.pipe.index.key_to_proto(ti, e, r.direct_counter_entry.table_entry)
+        r.direct_counter_entry.data.packet_count = e.counter.packets
+        r.direct_counter_entry.data.byte_count = e.counter.bytes
+        out.append(r)
     return out

@@ -15,6 +15,7 @@ from .common import (
     Entity,
     EntityContext,
     array_to_modify,
+    direct_entries,
     direct_entry,
     index_in,
     modify_only,
@@ -83,10 +84,11 @@ def write_direct(ctx: EntityContext, typ: int, d: p4runtime_pb2.DirectMeterEntry
 
 
 def read_direct(ctx: EntityContext, d: p4runtime_pb2.DirectMeterEntry) -> list[Entity]:
-    ti, e = direct_entry(ctx.pipe, d.table_entry, "meter")
-    r = Entity()
-    ctx.pipe.index.entry_to_proto(ti, e, r.direct_meter_entry.table_entry)
-    r.direct_meter_entry.table_entry.ClearField("action")
-    if e.meter_config is not None:
-        meter_to_proto(e.meter_config, r.direct_meter_entry.config)
-    return [r]
+    out = []
+    for ti, e in direct_entries(ctx.pipe, d.table_entry, "meter"):
+        r = Entity()
+        ctx.pipe.index.key_to_proto(ti, e, r.direct_meter_entry.table_entry)
+        if e.meter_config is not None:
+            meter_to_proto(e.meter_config, r.direct_meter_entry.config)
+        out.append(r)
+    return out
