@@ -236,3 +236,16 @@ def test_run_and_check_report_the_same_errors(
     assert "Traceback" not in r.stderr
     want = [f"{f}:{line}" for line in expected[:-1]] + expected[-1:]
     assert r.stderr.splitlines() == want
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--generate", "-3"], "argument --generate: must be 1..1000000, got -3"),
+    (["--settle-ms", "nan"], "argument --settle-ms: must be a finite number > 0"),
+    (["--ports", "1,600"], "argument --ports: must be 0..510"),
+    (["--ports", "a,b"], "argument --ports: not an integer: 'a'"),
+])
+def test_crosscheck_options_are_checked(args: list[str], says: str) -> None:
+    # --generate -3 compared 0 packets and called it agreement; --ports a,b was ignored
+    # without --entries and a traceback with it; --settle-ms nan reached the switch.
+    r = emu("crosscheck", *args)
+    assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr

@@ -78,7 +78,8 @@ from pathlib import Path
 from typing import Any
 
 from emu.control.params import LbMode
-from emu.core import signals
+from emu.core import argtypes, signals
+from emu.topo.validate import MAX_PORT
 
 from .model import (
     DEFAULT_PROGRAM,
@@ -186,7 +187,8 @@ def register(sub: Any) -> None:
     src.add_argument("--packets", type=Path, metavar="FILE",
                      help="`packet PORT HEX` or JSON {port, frame} per line, or an STF "
                           "file's packets")
-    src.add_argument("--generate", type=int, metavar="N", default=None,
+    src.add_argument("--generate", type=argtypes.integer(1, 1_000_000), metavar="N",
+                     default=None,
                      help="N random frames (default 200)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--topo", default="clos4", help="topology whose switch is programmed "
@@ -202,7 +204,8 @@ def register(sub: Any) -> None:
                    help="table entries (p4lang tutorials runtime format, or an STF file's "
                         "add/setdefault commands) instead of the fabric controller; for "
                         "programs other than fabric.p4")
-    p.add_argument("--ports", default="1,2,3,4", help="switch ports with --entries")
+    p.add_argument("--ports", type=argtypes.integers(0, MAX_PORT, "v1model ports; 511 drops"),
+                   default="1,2,3,4", help="switch ports with --entries")
     p.add_argument("--random-entries", type=int, metavar="SEED", default=None,
                    help="also give every table a controller may write random entries and "
                         "a random default action (the same on both sides), so that the "
@@ -212,7 +215,7 @@ def register(sub: Any) -> None:
     p.add_argument("--against", default="bmv2", choices=("bmv2", "embedded"),
                    help="side B: a switch process of this target (embedded: the daemon)")
     p.add_argument("--build-dir", type=Path, default=ROOT / "build" / "crosscheck")
-    p.add_argument("--settle-ms", type=float, default=100.0,
+    p.add_argument("--settle-ms", type=argtypes.positive, default=100.0,
                    help="quiet time after the last output frame of a packet")
     p.add_argument("--report", type=Path, metavar="FILE.json")
     p.set_defaults(func=cmd_crosscheck)
@@ -237,7 +240,7 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     includes = list(args.include_dirs) or [args.program.parent]
     try:
         if args.entries is not None:
-            ports = [int(x) for x in args.ports.split(",") if x]
+            ports = args.ports
             setup = (stf_programming(args.entries, args.program, includes, ports)
                      if args.entries.suffix == ".stf" else runtime_programming(args.entries, ports))
         else:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from emu.control.params import LbMode
 from emu.core.flowmode import WATCHDOG_MODES, FlowControlMode
+from emu.experiments import argtypes
 from emu.experiments.config import (
     CC_MODES,
     RECOVERY_MODES,
@@ -29,32 +30,6 @@ if TYPE_CHECKING:
 # Python with the same settings are the same run.
 _RUN = RunConfig()
 _WL = _RUN.workload
-
-
-def _size(text: str) -> int:
-    """'64K', '1M', '4096' -> bytes (K/M/G are powers of 1024)."""
-    from emu.topo import UnitError, parse_message_size
-
-    try:
-        return parse_message_size(text)
-    except UnitError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _rate(text: str) -> int:
-    from emu.topo import UnitError, parse_rate
-
-    try:
-        return int(parse_rate(text))
-    except (UnitError, ValueError) as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _link(text: str) -> tuple[str, str]:
-    a, sep, b = text.partition(":")
-    if not sep or not a or not b:
-        raise argparse.ArgumentTypeError(f"expected SWITCH:SWITCH, got {text!r}")
-    return a, b
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -100,7 +75,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _workload_args(w: argparse._ArgumentGroup) -> None:
-    w.add_argument("--size", type=_size, default=None, metavar="BYTES",
+    w.add_argument("--size", type=argtypes.size, default=None, metavar="BYTES",
                    help="message size: per flow (permutation, incast) or per-rank buffer "
                         f"(allreduce, alltoall); e.g. 4096, 64K, 1M (default {_WL.message_bytes // 1024}K)")
     w.add_argument("--iterations", type=int, default=_WL.iterations, metavar="N",
@@ -116,7 +91,7 @@ def _workload_args(w: argparse._ArgumentGroup) -> None:
 
 
 def _fabric_args(f: argparse._ArgumentGroup) -> None:
-    f.add_argument("--rate", type=_rate, default=None, metavar="RATE",
+    f.add_argument("--rate", type=argtypes.rate, default=None, metavar="RATE",
                    help="wire rate of the topology's fastest link, e.g. 10Mbps; every link "
                         "is slowed by the same ratio (the dilation) and every delay and timer "
                         "stretched by it (default: the rate `emu calibrate TOPO` saved for "
@@ -140,7 +115,7 @@ def _fabric_args(f: argparse._ArgumentGroup) -> None:
     f.add_argument("--no-link-delay", action="store_true",
                    help="every link's delay 0 (a target that cannot emulate delays here, "
                         "e.g. BMv2 without netem) (default: off, the topology's delays)")
-    f.add_argument("--fail-link", type=_link, default=None, metavar="A:B",
+    f.add_argument("--fail-link", type=argtypes.link, default=None, metavar="A:B",
                    help="fail the link between switches A and B during the workload (the "
                         "controller reroutes) (default: none)")
     f.add_argument("--fail-after", type=float, default=_RUN.fail_after_s, metavar="S",

@@ -6,6 +6,7 @@ The CLI only maps flags onto it; the results folder records it resolved (config.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
@@ -28,6 +29,19 @@ TARGETS = ("embedded", "bmv2")
 # The wire rate of a run that names neither a rate nor a dilation (library and test use;
 # `emu run` picks a calibrated or built-in rate, emu.experiments.rates).
 DEFAULT_WIRE_RATE_BPS = 20_000_000
+
+
+# Numeric settings checked alike (dilation may also be None: derived from the rate).
+_POSITIVE = ("dilation", "sample_interval_s", "timeout_s", "pfc_watchdog_ms",
+             "flowlet_timeout_us")
+_NON_NEGATIVE = ("agent_progress_s", "start_delay_s", "lock_wait_s", "fail_after_s",
+                 "qdepth_max_age_us")
+
+
+def _finite(value: object) -> bool:
+    """A real number: not a bool, NaN or an infinity (NaN passes `not x <= 0`)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
 
 
 class RunConfigError(ValueError):
@@ -126,17 +140,18 @@ class RunConfig:
             raise bad(f"recovery must be one of {', '.join(RECOVERY_MODES)}")
         if self.target not in TARGETS:
             raise bad(f"target must be one of {', '.join(TARGETS)}, got {self.target!r}")
-        if self.dilation is not None and not self.dilation > 0:
-            raise bad("dilation must be positive")
+        for name in _POSITIVE + _NON_NEGATIVE:
+            value = getattr(self, name)
+            if value is None and name == "dilation":
+                continue
+            least = "> 0" if name in _POSITIVE else ">= 0"
+            if not _finite(value) or not (value > 0 if name in _POSITIVE else value >= 0):
+                raise bad(f"{name} must be a finite number {least}, got {value!r}")
         if self.rate_bps is not None and self.rate_bps <= 0:
             raise bad("rate_bps must be positive")
         if self.dilation is not None and self.rate_bps is not None:
             raise bad("give a wire rate (rate_bps) or a dilation, not both: "
                       "one follows from the other and the topology's fastest link")
-        if self.sample_interval_s <= 0 or self.timeout_s <= 0:
-            raise bad("sample_interval_s and timeout_s must be positive")
-        if self.agent_progress_s < 0:
-            raise bad("agent_progress_s must be >= 0")
         if not 1 <= self.priority_queues <= 8:
             raise bad(f"priority_queues must be 1..8, got {self.priority_queues}")
         if self.window_pkts is not None and self.window_pkts < 1:
@@ -154,8 +169,6 @@ class RunConfig:
         if self.pfc_watchdog not in WATCHDOG_MODES:
             raise bad(f"pfc_watchdog must be one of {', '.join(WATCHDOG_MODES)}, "
                       f"got {self.pfc_watchdog!r}")
-        if self.pfc_watchdog_ms <= 0:
-            raise bad("pfc_watchdog_ms must be positive")
         self.workload.validate()
 
     def dilation_for(self, model: Fabric) -> Dilation:

@@ -19,14 +19,18 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from emu.core import argtypes as nums
 from emu.core.units import Dilation
 from emu.core.wire import MAX_MESSAGE_BYTES
 from emu.roce import dcqcn
+from emu.topo.addressing import MAX_HOSTS_PER_LEAF
 
+from . import argtypes
 from .agent_configs import FRAME_OVERHEAD_BYTES, base_rtt_s
 from .config import CcMode, RunConfig
 from .jsontypes import count, sub
@@ -44,6 +48,10 @@ IPV4_SRC = slice(26, 30)
 def _messages(spec: IncastSpec) -> int:
     largest = max(spec.flow_bytes_each or (spec.flow_bytes,))
     return max(1, -(-largest // spec.max_message_bytes))
+
+
+# The senders and the receiver are hosts of one leaf (one /24 of the addressing plan).
+MAX_SENDERS = MAX_HOSTS_PER_LEAF - 1
 
 
 @dataclass(frozen=True)
@@ -365,25 +373,30 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "receiver, one leaf; each profile with its source's marking and buffer) "
                     "in virtual time, prints each profile's steady-state figures and writes "
                     "a plot of rates over time and the bottleneck queue.")
-    p.add_argument("--senders", type=int, default=8, help="N (default %(default)s)")
-    p.add_argument("--rate", default="25Gbps", help="modelled link rate (default %(default)s)")
-    p.add_argument("--ms", type=float, default=320.0,
+    p.add_argument("--senders", type=nums.integer(1, MAX_SENDERS, "hosts of one leaf"),
+                   default=8, help="N (default %(default)s)")
+    p.add_argument("--rate", type=argtypes.rate, default="25Gbps",
+                   help="modelled link rate (default %(default)s)")
+    p.add_argument("--ms", type=nums.positive, default=320.0,
                    help="each flow carries this many ms of its fair share (default %(default)s)")
-    p.add_argument("--mtu", type=int, default=None,
+    p.add_argument("--mtu", type=nums.integer(256, 4096, "RoCE path MTU"), default=None,
                    help="RoCE MTU (default: each profile's source's, profile_spec().mtu_bytes)")
-    p.add_argument("--profiles", default="hpcc,nvidia,paper",
+    p.add_argument("--profiles", type=nums.one_of_each(dcqcn.PROFILES),
+                   default="hpcc,nvidia,paper",
                    help="comma-separated DCQCN profiles (default %(default)s)")
     p.add_argument("--plot", default="incast.png", help="PNG to write (default %(default)s)")
     p.set_defaults(func=_cmd_incast)
 
 
 def _cmd_incast(args: argparse.Namespace) -> int:
-    from emu.topo import parse_rate
-
-    rate = parse_rate(args.rate)
+    rate = args.rate
+    size = int(rate / args.senders * args.ms / 1e3 / 8)
+    if size < 1:
+        print(f"emu incast: --ms {args.ms:g} gives each flow {size} bytes; raise it",
+              file=sys.stderr)
+        return 1
     recs: dict[str, IncastRecord] = {}
-    for name in args.profiles.split(","):
-        size = int(rate / args.senders * args.ms / 1e3 / 8)
+    for name in args.profiles:
         mtu = args.mtu or dcqcn.profile_spec(name, rate).mtu_bytes
         rec = run_incast(IncastSpec(senders=args.senders, flow_bytes=size, profile=name,
                                     link_rate_bps=rate, mtu_bytes=mtu))

@@ -108,7 +108,8 @@ def _kind(value: Any) -> str:
         return "a list"
     if value is None:
         return "nothing"
-    return f"{type(value).__name__} {value!r}"
+    text = repr(value)  # a whole file read as one scalar must not flood the message
+    return f"{type(value).__name__} {text if len(text) <= 60 else text[:56] + ' ...'}"
 
 
 def _int(minimum: int, maximum: int | None = None) -> Callable[[Any], int]:

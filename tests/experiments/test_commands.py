@@ -135,6 +135,46 @@ def test_run_config_validation() -> None:
     assert RunConfig(lb=LbMode.SPRAY, recovery="sr").notes() == []
 
 
+@pytest.mark.parametrize("flag, value, setting", [
+    ("--timeout", "nan", "timeout_s"), ("--timeout", "inf", "timeout_s"),
+    ("--sample-interval", "nan", "sample_interval_s"), ("--dilation", "inf", "dilation"),
+    ("--lock-wait", "-1", "lock_wait_s"), ("--lock-wait", "nan", "lock_wait_s"),
+    ("--pfc-watchdog-ms", "inf", "pfc_watchdog_ms"), ("--fail-after", "nan", "fail_after_s"),
+])
+def test_non_finite_and_negative_numbers_are_refused(
+        flag: str, value: str, setting: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # NaN passed `x <= 0` checks and ran; an infinite dilation crashed with a traceback.
+    assert main(["run", "clos4", flag, value, "--dry-run"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("emu run: run configuration:") and setting in err
+    assert "Traceback" not in err and "\n" not in err
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--senders", "0"], "--senders: must be 1..252"),
+    (["--senders", "600"], "--senders: must be 1..252"),
+    (["--rate", "bogus"], "--rate: bad rate 'bogus'"),
+    (["--ms", "nan"], "--ms: must be a finite number > 0"),
+    (["--ms", "-5"], "--ms: must be a finite number > 0"),
+    (["--mtu", "100"], "--mtu: must be 256..4096"),
+    (["--profiles", "hpcc,nope"], "--profiles: expected a comma-separated list"),
+])
+def test_incast_options_are_checked(args: list[str], says: str,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    # Each of these ended in a traceback (ZeroDivisionError, UnitError, ValueError) or
+    # ran with a negative flow size.
+    with pytest.raises(SystemExit) as ei:
+        main(["incast", *args])
+    assert ei.value.code == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err
+
+
+def test_incast_too_short_a_flow_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["incast", "--ms", "1e-12"]) == 1
+    assert capsys.readouterr().err.strip() == "emu incast: --ms 1e-12 gives each flow 0 bytes; raise it"
+
+
 def test_calibration_suggests_the_last_faithful_rate() -> None:
     def pt(rate: int, eff: float, cpu: bool = False) -> CalibrationPoint:
         return CalibrationPoint(rate, True, cpu, eff, eff / 2, 1000.0, 0, None, None, ())

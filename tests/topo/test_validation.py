@@ -288,6 +288,14 @@ def test_empty_file(tmp_path: Path) -> None:
     assert (line, col) == (1, 1) and "must be a mapping, got nothing" in msg
 
 
+def test_a_file_of_one_scalar_is_quoted_short(tmp_path: Path) -> None:
+    # Any text file (say /etc/passwd) parses as one YAML scalar: the message named it whole.
+    text = "\n".join(f"user{i}:x:{i}:{i}::/home/user{i}:/bin/sh" for i in range(200)) + "\n"
+    line, col, msg = one(tmp_path, text)
+    assert (line, col) == (1, 1) and "must be a mapping, got str 'user0:x:0:0" in msg
+    assert len(msg) < 200 and "user199" not in msg
+
+
 def test_yaml_syntax_error(tmp_path: Path) -> None:
     line, col, msg = one(tmp_path, "name: t\nswitches: [\n  {name: s1\n")
     assert msg.startswith("YAML syntax error")

@@ -1,0 +1,33 @@
+"""argparse types for sizes, rates and links, in the topology's units (numeric ones:
+emu.core.argtypes)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def size(text: str) -> int:
+    """'64K', '1M', '4096' -> bytes (K/M/G are powers of 1024)."""
+    from emu.topo import UnitError, parse_message_size
+
+    try:
+        return parse_message_size(text)
+    except UnitError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def rate(text: str) -> int:
+    """'25Gbps' -> bits per second."""
+    from emu.topo import UnitError, parse_rate
+
+    try:
+        return int(parse_rate(text))
+    except (UnitError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def link(text: str) -> tuple[str, str]:
+    a, sep, b = text.partition(":")
+    if not sep or not a or not b:
+        raise argparse.ArgumentTypeError(f"expected SWITCH:SWITCH, got {text!r}")
+    return a, b
