@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
-from emu.control.params import LbMode
+from emu.control.params import EcnSettings, LbMode, ParamError
 from emu.core.flowmode import WATCHDOG_MODES, FlowControlMode, WatchdogMode
 from emu.core.units import Dilation
 from emu.roce.dcqcn import EcnMarkAt
@@ -169,6 +169,11 @@ class RunConfig:
         if self.pfc_watchdog not in WATCHDOG_MODES:
             raise bad(f"pfc_watchdog must be one of {', '.join(WATCHDOG_MODES)}, "
                       f"got {self.pfc_watchdog!r}")
+        try:  # the marking's own rules (kmin < kmax, pmax in [0, 1]), before any run
+            EcnSettings(self.ecn_kmin_pkts, self.ecn_kmax_pkts, self.ecn_pmax,
+                        mark_at=self.ecn_mark_at)
+        except ParamError as exc:
+            raise bad(str(exc)) from None
         self.workload.validate()
 
     def dilation_for(self, model: Fabric) -> Dilation:

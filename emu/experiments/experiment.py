@@ -240,11 +240,24 @@ def _show(v: object) -> str:
 # --------------------------------------------------------------------------- reading
 
 
+@dataclass(frozen=True)
+class _Suspect:
+    """An option whose value, with every other option at its default, breaks a rule. The
+    rule may involve another option that the file also sets (`workload: background` wants
+    a `background_load`), so only a point that fails with the same message convicts it."""
+
+    name: str
+    value: object
+    mark: Mark
+    message: str
+
+
 @dataclass
 class _Reader:
     file: Path
     errs: Collector = field(default_factory=Collector)
     opts: dict[str, Option] = field(default_factory=options)
+    suspects: list[_Suspect] = field(default_factory=list)
 
     def error(self, mark: Mark, message: str) -> None:
         self.errs.error(mark, message)
@@ -256,7 +269,8 @@ class _Reader:
 
     def option(self, name: str, value: object, key_mark: Mark, value_mark: Mark
                ) -> tuple[str, object] | None:
-        """The parsed value of one option, checked alone; None (reported) if bad."""
+        """The parsed value of one option; None (reported) if it does not parse. A value
+        that breaks a rule with every other option at its default becomes a suspect."""
         opt = self.opts.get(name)
         if opt is None:
             self.unknown(key_mark, name, sorted(self.opts), "option")
@@ -267,12 +281,23 @@ class _Reader:
                 and local.is_file() else value
         try:
             parsed = opt.parse(value)
-            _build({name: parsed}, self.opts).validate()
-        except (OptionError, RunConfigError, WorkloadError) as exc:
-            msg = str(exc).removeprefix("run configuration: ")
-            self.error(value_mark, f"{name}: {msg}")
+        except OptionError as exc:
+            self.error(value_mark, f"{name}: {exc}")
             return None
+        try:
+            _build({name: parsed}, self.opts).validate()
+        except (RunConfigError, WorkloadError) as exc:
+            msg = str(exc).removeprefix("run configuration: ")
+            self.suspects.append(_Suspect(name, parsed, value_mark, msg))
         return name, parsed
+
+    def sets(self, point: Point, suspect: _Suspect) -> bool:
+        opt = self.opts[suspect.name]
+        holder = point.config if opt.part == "run" else point.config.workload
+        got, value = getattr(holder, opt.field), suspect.value
+        both_nan = isinstance(got, float) and isinstance(value, float) and \
+            math.isnan(got) and math.isnan(value)
+        return both_nan or bool(got == value)
 
     def mapping(self, m: object, mark: Mark, what: str) -> dict[str, object]:
         if not isinstance(m, YMap):
@@ -343,7 +368,8 @@ def loads_experiment(text: str, file: Path, *, results_root: Path = Path("result
     axes = _axes(r, doc)
     seeds = _seeds(r, doc)
     timeout = doc.get("timeout", DEFAULT_TIMEOUT_S)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or \
+            not math.isfinite(timeout) or timeout <= 0:
         r.error(doc.value_mark("timeout"), f"timeout must be a positive number of seconds, "
                 f"got {timeout!r}")
         timeout = DEFAULT_TIMEOUT_S
@@ -351,11 +377,13 @@ def loads_experiment(text: str, file: Path, *, results_root: Path = Path("result
     if runs > MAX_POINTS:
         r.error(doc.key_mark("grid") if "grid" in doc else top, f"the grid and seeds make {runs} "
                 f"runs; at most {MAX_POINTS} in one experiment file")
-    r.errs.raise_if_any()
+        r.errs.raise_if_any()
     exp = Experiment(str(name), str(description), file, base, tuple(a for a, _ in axes),
                      seeds, float(timeout))
+    # Planned even when the file has other errors, so that every bad value is reported
+    # together; the points then lack those values, so only the suspects are judged.
     points = _points(exp, axes, r.opts, results_root, real)
-    _check_points(r, doc, points)
+    _check_points(r, doc, points, whole=not r.errs)
     r.errs.raise_if_any()
     return dataclasses.replace(exp, points=tuple(points))
 
@@ -432,15 +460,17 @@ def _points(exp: Experiment, axes: Sequence[tuple[str, list[tuple[object, dict[s
     return out
 
 
-def _check_points(r: _Reader, doc: YMap, points: Sequence[Point]) -> None:
+def _check_points(r: _Reader, doc: YMap, points: Sequence[Point], whole: bool) -> None:
     """Plan every point (as `emu run --dry-run` would): errors that only a whole point
     shows (a rate and a dilation, more incast senders than hosts) are reported at the
-    grid (or base) with the points they concern."""
+    grid (or base) with the points they concern; a suspect value whose rule a point
+    breaks, where the file gives it. `whole`: the points have every value of the file
+    (no other error dropped one), so a failure no suspect explains is reported too."""
     from .plan import plan_run
 
     where = doc.key_mark("grid") if "grid" in doc else doc.key_mark("base")
     models: dict[str, Fabric | None] = {}
-    failing: dict[str, list[str]] = {}
+    failing: dict[str, list[Point]] = {}
     for p in points:
         topo = p.config.topo
         if topo not in models:
@@ -466,10 +496,17 @@ def _check_points(r: _Reader, doc: YMap, points: Sequence[Point]) -> None:
             plan_run(p.config, model)
         except (RunConfigError, WorkloadError) as exc:
             msg = str(exc).removeprefix("run configuration: ")
-            failing.setdefault(msg, []).append(p.id)
-    for msg, ids in failing.items():
-        shown = ", ".join(ids[:4]) + (f" and {len(ids) - 4} more" if len(ids) > 4 else "")
-        r.error(where, f"point{'s' if len(ids) > 1 else ''} {shown}: {msg}")
+            failing.setdefault(msg, []).append(p)
+    for msg, failed in failing.items():
+        # A value that breaks the rule by itself is named where the file gives it.
+        culprits = [s for s in r.suspects
+                    if s.message == msg and any(r.sets(p, s) for p in failed)]
+        for s in culprits:
+            r.error(s.mark, f"{s.name}: {msg}")
+        if not culprits and whole:
+            ids = [p.id for p in failed]
+            shown = ", ".join(ids[:4]) + (f" and {len(ids) - 4} more" if len(ids) > 4 else "")
+            r.error(where, f"point{'s' if len(ids) > 1 else ''} {shown}: {msg}")
 
 
 def _value_mark(doc: YMap, keys: Sequence[str], value: str) -> Mark:

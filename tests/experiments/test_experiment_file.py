@@ -111,6 +111,43 @@ def test_bad_file_reports_every_problem_at_its_position(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize("path", sorted((REPO / "experiments").glob("*.yaml")),
+                         ids=lambda p: p.stem)
+def test_every_shipped_experiment_file_loads(path: Path) -> None:
+    # oversubscription.yaml did not: `workload: background` was checked alone, without
+    # the grid's background_load, and refused.
+    exp = load_experiment(path)
+    assert exp.points and all(p.config.workload.kind for p in exp.points)
+
+
+def test_a_rule_of_two_options_is_judged_on_whole_points(tmp_path: Path) -> None:
+    exp = load("""\
+        base: {topology: clos4, workload: background, size_dist: websearch}
+        grid:
+          background_load: [0.3, 0.5]
+        """, tmp_path)
+    assert [p.config.workload.background_load for p in exp.points] == [0.3, 0.5]
+    f = str(tmp_path / "exp.yaml")
+    # both sides of a broken rule in the grid: the point that breaks it is named
+    assert errors("""\
+        base: {topology: clos4, ecn_kmax_pkts: 30}
+        grid:
+          ecn_kmin_pkts: [10, 40]
+        """, tmp_path) == [f"{f}:2:1: point ecn_kmin_pkts=40,seed=1: ECN needs kmin < "
+                           "kmax, got kmin=40 kmax=30"]
+    # a value that breaks a rule by itself is named where it stands, with other errors
+    assert errors("""\
+        base: {topology: clos4, ecn_pmax: 2}
+        grid:
+          timeout_s: [.nan, 5]
+          lb: [ecmp, bogus]
+        """, tmp_path) == [
+        f"{f}:1:35: ecn_pmax: ECN pmax must be in [0, 1], got 2.0",
+        f"{f}:3:15: timeout_s: timeout_s must be a finite number > 0, got nan",
+        f"{f}:4:14: lb: expected one of ecmp, flowlet, adaptive, spray, te, got 'bogus'",
+    ]
+
+
 def test_impossible_points_are_reported_before_anything_runs(tmp_path: Path) -> None:
     errs = errors("""\
         base: {workload: incast, incast_senders: 12, size: 4K}
