@@ -19,6 +19,8 @@ from dataclasses import dataclass
 # is far above any NIC or link, yet below what overflows the models' arithmetic.
 MAX_TIME_NS = 10**15
 MAX_LINE_RATE_BPS = 1e15
+# A dilation of 1e9 runs one modelled second in about 32 years: any run wants less.
+MAX_DILATION = 1e9
 
 
 @dataclass(frozen=True)
@@ -26,8 +28,9 @@ class Dilation:
     factor: float = 1.0
 
     def __post_init__(self) -> None:
-        if not self.factor > 0:
-            raise ValueError(f"time dilation must be positive, got {self.factor!r}")
+        if not 0 < self.factor <= MAX_DILATION:  # also refuses NaN
+            raise ValueError(f"time dilation must be in (0, {MAX_DILATION:g}], "
+                             f"got {self.factor!r}")
 
     @classmethod
     def for_wire_rate(cls, modelled_bps: float, wire_bps: float) -> Dilation:

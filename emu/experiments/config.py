@@ -13,7 +13,7 @@ from typing import Literal, get_args
 
 from emu.control.params import EcnSettings, LbMode, ParamError
 from emu.core.flowmode import WATCHDOG_MODES, FlowControlMode, WatchdogMode
-from emu.core.units import Dilation
+from emu.core.units import MAX_DILATION, MAX_LINE_RATE_BPS, Dilation
 from emu.roce.dcqcn import EcnMarkAt
 from emu.roce.recovery import RECOVERY_MODES, RecoveryMode
 from emu.roce.wire import ACK_CLASSES, AckClass
@@ -178,9 +178,16 @@ class RunConfig:
 
     def dilation_for(self, model: Fabric) -> Dilation:
         """The run's one dilation for the modelled fabric `model`."""
-        if self.dilation is not None:
-            return Dilation(self.dilation)
-        return Dilation.for_wire_rate(model.max_rate_bps, self.rate_bps or DEFAULT_WIRE_RATE_BPS)
+        factor = (self.dilation if self.dilation is not None else
+                  model.max_rate_bps / (self.rate_bps or DEFAULT_WIRE_RATE_BPS))
+        wire_bps = model.max_rate_bps / factor
+        if not (0 < factor <= MAX_DILATION and wire_bps <= MAX_LINE_RATE_BPS):
+            raise RunConfigError(
+                f"run configuration: dilation {factor:g} puts {model.name}'s fastest link "
+                f"({model.max_rate_bps:g} bit/s modelled) at {wire_bps:g} bit/s on the "
+                f"wire; the dilation must be at most {MAX_DILATION:g} and the wire rate "
+                f"at most {MAX_LINE_RATE_BPS:g} bit/s")
+        return Dilation(factor)
 
     def to_dict(self) -> JsonDict:
         d = dataclasses.asdict(self)

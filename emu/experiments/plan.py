@@ -13,7 +13,7 @@ from emu.roce.config import AgentConfig
 from emu.topo import Fabric, Role, load_topology
 
 from .agent_configs import AgentSettings, agent_configs
-from .config import RunConfig, without_link_delay
+from .config import RunConfig, RunConfigError, without_link_delay
 from .workloads import Workload, build_workload
 
 if TYPE_CHECKING:  # emu.control (gRPC) is imported only by the runs that program switches
@@ -111,6 +111,10 @@ def plan_run(cfg: RunConfig, model: Fabric | None = None) -> RunPlan:
         # The user's file, checked in full as `emu topo check` does: errors are reported
         # all at once, at their positions in that file.
         model = load_topology(cfg.topo)
+    if cfg.fail_link is not None and not model.link_between(*cfg.fail_link):
+        a, b = cfg.fail_link
+        raise RunConfigError(f"run configuration: fail_link: topology {model.name} has no "
+                             f"link between {a} and {b}")
     dilation = cfg.dilation_for(model)
     fabric = model.on_wire(dilation)
     if not cfg.link_delay:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from emu.core.units import MAX_LINE_RATE_BPS, MAX_TIME_NS
+from emu.core.units import MAX_DILATION, MAX_LINE_RATE_BPS, MAX_TIME_NS
 from emu.core.wire import DSCP_CNP, DSCP_ROCE_DATA, MAX_MESSAGE_BYTES
 from emu.roce import wire
 from emu.roce.dcqcn import PROFILES, DcqcnParams, profile
@@ -225,9 +225,6 @@ def dcqcn_params(name: str, line_rate: float | None,
         raise ConfigError(str(exc)) from None
     _check_times(params, "dcqcn")
     return params
-
-
-MAX_DILATION = 1e9
 
 
 def _check_line_rate(bps: float | None) -> None:

@@ -140,6 +140,13 @@ def test_run_config_validation() -> None:
     ("--sample-interval", "nan", "sample_interval_s"), ("--dilation", "inf", "dilation"),
     ("--lock-wait", "-1", "lock_wait_s"), ("--lock-wait", "nan", "lock_wait_s"),
     ("--pfc-watchdog-ms", "inf", "pfc_watchdog_ms"), ("--fail-after", "nan", "fail_after_s"),
+    # a dilation past the NIC's bound, or one that puts the wire rate at infinity:
+    # tracebacks (ConfigError, OverflowError) from deep in the plan
+    ("--rate", "1bps", "dilation 1e+11"), ("--dilation", "1e-300", "dilation 1e-300"),
+    ("--dilation", "2e9", "dilation 2e+09"),
+    # a link the topology does not have: UnknownLinkError from the controller mid-run
+    ("--fail-link", "leaf1:nosuch", "fail_link: topology clos4 has no link between leaf1 "
+                                    "and nosuch"),
 ])
 def test_non_finite_and_negative_numbers_are_refused(
         flag: str, value: str, setting: str, capsys: pytest.CaptureFixture[str]) -> None:
