@@ -249,3 +249,28 @@ def test_crosscheck_options_are_checked(args: list[str], says: str) -> None:
     # without --entries and a traceback with it; --settle-ms nan reached the switch.
     r = emu("crosscheck", *args)
     assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr
+
+
+def test_unwritable_outputs_are_one_line(tmp_path: Path) -> None:
+    # Each of these was a FileNotFoundError / FileExistsError traceback.
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    r = emu("topo", "draw", "clos4", "--output", str(tmp_path / "no" / "such" / "x.png"))
+    assert r.returncode == 1 and "emu topo draw: cannot write" in r.stderr
+    assert "Traceback" not in r.stderr
+    r = emu("run", "clos4", "--virtual", "--no-progress", "--results", str(a_file))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.strip().endswith(f"cannot make a run folder under {a_file}: not a folder")
+    r = emu("experiment", str(REPO / "experiments" / "lb-modes.yaml"), "--results", str(a_file))
+    assert r.returncode == 1 and "emu experiment: cannot write under" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--rates", ","], "argument --rates: expected comma-separated rates"),
+    (["--size", "0"], "argument --size: a size must be 1 byte"),
+])
+def test_calibrate_options_are_checked(args: list[str], says: str) -> None:
+    # `--rates ,` tried nothing and said no rate was faithful; `--size 0` was a traceback.
+    r = emu("calibrate", "clos4", *args)
+    assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr

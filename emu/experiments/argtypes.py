@@ -31,3 +31,11 @@ def link(text: str) -> tuple[str, str]:
     if not sep or not a or not b:
         raise argparse.ArgumentTypeError(f"expected SWITCH:SWITCH, got {text!r}")
     return a, b
+
+
+def rates(text: str) -> tuple[int, ...]:
+    """'1Mbps,2Mbps' -> bits per second each; at least one."""
+    out = tuple(rate(r.strip()) for r in text.split(",") if r.strip())
+    if not out:
+        raise argparse.ArgumentTypeError(f"expected comma-separated rates, got {text!r}")
+    return out

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from emu.control.params import LbMode
 
+from . import argtypes
 from .jsontypes import JsonDict
 
 if TYPE_CHECKING:
@@ -104,9 +105,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("calibrate", help="measure which link rates this machine emulates "
                                          "faithfully, and suggest one")
     p.add_argument("topo", metavar="TOPO", nargs="?", default="clos4")
-    p.add_argument("--rates", default=",".join(f"{r // 1_000_000}Mbps" for r in DEFAULT_RATES_BPS),
+    p.add_argument("--rates", type=argtypes.rates,
+                   default=",".join(f"{r // 1_000_000}Mbps" for r in DEFAULT_RATES_BPS),
                    help="comma-separated link rates to try (default %(default)s)")
-    p.add_argument("--size", type=int, default=128 * 1024, help="bytes per flow")
+    p.add_argument("--size", type=argtypes.size, default=128 * 1024, help="bytes per flow")
     p.add_argument("--target", default="embedded", choices=("embedded", "bmv2"))
     p.add_argument("--results", default="results/calibrate", metavar="DIR")
     p.add_argument("--no-save", action="store_true",
@@ -116,17 +118,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from emu.topo import UnitError, parse_rate
-
     from .run import RunError
 
     try:
-        rates = tuple(int(parse_rate(r.strip())) for r in args.rates.split(",") if r.strip())
-    except (UnitError, ValueError) as exc:
-        print(f"emu calibrate: {exc}", file=sys.stderr)
-        return 1
-    try:
-        points = calibrate(args.topo, rates, args.size, args.target, Path(args.results))
+        points = calibrate(args.topo, args.rates, args.size, args.target, Path(args.results))
     except RunError as exc:
         print(str(exc), file=sys.stderr)
         return 1

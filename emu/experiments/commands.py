@@ -250,6 +250,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run(cfg: RunConfig, plan: RunPlan) -> int:
     import sys
 
+    from emu.experiments.results import ResultsError
     from emu.experiments.run import RunError, run_experiment
 
     try:
@@ -258,7 +259,7 @@ def _run(cfg: RunConfig, plan: RunPlan) -> int:
         StateError = RuntimeError  # type: ignore[misc,assignment]  # noqa: N806
     try:
         summary = run_experiment(cfg, plan=plan)
-    except (RunError, StateError) as exc:
+    except (RunError, ResultsError, StateError) as exc:
         print(str(exc) if str(exc).startswith("emu") else f"emu run: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # before the workload: nothing measured, nothing written

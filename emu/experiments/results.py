@@ -33,18 +33,28 @@ def run_dir_name(topo: str, lb: str, cc: str, now: float | None = None) -> str:
     return f"{stamp}-{Path(topo).stem}-{lb}-{cc}"
 
 
+class ResultsError(RuntimeError):
+    """The results folder cannot be made; the message is one line for the user."""
+
+
 def make_run_dir(root: Path, topo: str, lb: str, cc: str) -> Path:
     """A fresh folder (a suffix keeps two runs in the same second apart)."""
-    root.mkdir(parents=True, exist_ok=True)
     base = run_dir_name(topo, lb, cc)
-    for i in range(100):
-        d = root / (base if i == 0 else f"{base}-{i}")
-        try:
-            d.mkdir()
-            return d
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"cannot make a fresh run folder under {root}")
+    if root.exists() and not root.is_dir():
+        raise ResultsError(f"cannot make a run folder under {root}: not a folder")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        for i in range(100):
+            d = root / (base if i == 0 else f"{base}-{i}")
+            try:
+                d.mkdir()
+                return d
+            except FileExistsError:
+                continue
+    except OSError as exc:  # not a folder, no permission, read-only, full
+        raise ResultsError(f"cannot make a run folder under {root}: "
+                           f"{exc.strerror or exc}") from None
+    raise ResultsError(f"cannot make a fresh run folder under {root}")
 
 
 def write_json(path: Path, data: JsonValue) -> Path:

@@ -273,8 +273,13 @@ def run_sweep(exp: Experiment, out: Path, *, jobs: int, ray: str | None = None,
     """Run the points of `exp` into `out`; None, or an exit code if it could not."""
     from emu.topo import load_topology
 
-    out.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(exp.file, out / "experiment.yaml")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(exp.file, out / "experiment.yaml")
+    except OSError as exc:  # not a folder, no permission, read-only, full
+        print(f"emu experiment: cannot write under {out}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 1
     models = {t: load_topology(t) for t in {p.config.topo for p in exp.points}}
     backend: Backend
     if ray:

@@ -49,7 +49,12 @@ def cmd_draw(args: argparse.Namespace) -> int:
     from .draw import draw_fabric  # matplotlib is slow to import; only pay for it here
 
     fabric = load_topology(args.topo)
-    draw_fabric(fabric, args.output)
+    try:
+        draw_fabric(fabric, args.output)
+    except OSError as exc:  # a folder that is not there, no permission, a full disk
+        print(f"emu topo draw: cannot write {args.output}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 1
     print(f"wrote {args.output}")
     return 0
 
