@@ -98,8 +98,10 @@ def compare_outputs(index: int, pkt: Packet, a: Outputs, b: Outputs,
 # ---------------------------------------------------------------------- packets
 
 
-# An AF_PACKET socket sends nothing shorter than an Ethernet header (EINVAL).
+# An AF_PACKET socket sends nothing shorter than an Ethernet header (EINVAL), and
+# nothing longer than the veth's MTU 1500 plus that header (EMSGSIZE).
 MIN_FRAME = 14
+MAX_FRAME = 1514
 
 
 def read_packets(path: Path) -> list[Packet]:
@@ -117,27 +119,37 @@ def read_packets(path: Path) -> list[Packet]:
         out, lines = [Packet(c.port, c.data) for c in cmds], [c.line for c in cmds]
     else:
         out, lines = [], []
-        for n, line in enumerate(path.read_text().splitlines(), 1):
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: not a text file ({exc.reason} at byte {exc.start})") \
+                from None
+        for n, line in enumerate(text.splitlines(), 1):
             line = line.split("#", 1)[0].strip()
             if not line:
                 continue
             try:
                 out.append(_packet_line(line))
-            except (ValueError, KeyError) as exc:
+            except KeyError as exc:
+                raise ValueError(f"{path}:{n}: the JSON object has no {exc}") from None
+            except (ValueError, TypeError) as exc:
                 raise ValueError(f"{path}:{n}: {exc}") from None
             lines.append(n)
     if not out:
         raise ValueError(f"{path}: no packets")
     for pkt, n in zip(out, lines, strict=True):
-        if len(pkt.frame) < MIN_FRAME:
+        if not MIN_FRAME <= len(pkt.frame) <= MAX_FRAME:
             raise ValueError(f"{path}:{n}: a frame of {len(pkt.frame)} bytes; a frame sent on a "
-                             f"veth needs at least {MIN_FRAME} (an Ethernet header)")
+                             f"veth has {MIN_FRAME} (an Ethernet header) to {MAX_FRAME} "
+                             f"(its MTU and the header)")
     return out
 
 
 def _packet_line(line: str) -> Packet:
     if line.startswith("{"):
         d = json.loads(line)
+        if not isinstance(d, dict):
+            raise ValueError("expected a JSON object {\"port\", \"frame\"}")
         return Packet(int(d["port"]), bytes.fromhex(str(d["frame"])))
     words = line.split()
     if words[0] != "packet" or len(words) < 3:

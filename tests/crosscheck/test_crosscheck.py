@@ -99,7 +99,12 @@ def test_an_stf_file_gives_its_packets(tmp_path):
     ("p.txt", "packet one 00\n", "p.txt:1"),
     ("p.txt", "# nothing\n", "no packets"),
     ("p.txt", "packet 1 00112233445566778899aabbccdd\npacket 2 0011\n",
-     r"p.txt:2: a frame of 2 bytes.*at least 14"),
+     r"p.txt:2: a frame of 2 bytes.*has 14 \(an Ethernet header\) to 1514"),
+    # past the veth's MTU: was "[Errno 90] Message too long" from the socket, no line
+    ("p.txt", f"packet 1 {'00' * 1515}\n", r"p.txt:1: a frame of 1515 bytes"),
+    # was "'frame'" (a KeyError's text), and a TypeError traceback
+    ("p.txt", '{"port": 1}\n', r"p.txt:1: the JSON object has no 'frame'"),
+    ("p.txt", '{"port": [1], "frame": "00"}\n', r"p.txt:1: int\(\) argument"),
     ("t.stf", "packet 0 0011\n", "t.stf:1: a frame of 2 bytes"),
     ("t.stf", "packet zero 00\n", "t.stf:1"),
 ])
@@ -107,6 +112,13 @@ def test_a_bad_packet_file_is_an_error_at_its_line(tmp_path, name, text, error):
     f = tmp_path / name
     f.write_text(text)
     with pytest.raises(ValueError, match=error):
+        X.read_packets(f)
+
+
+def test_a_binary_packet_file_is_named(tmp_path):
+    f = tmp_path / "p.bin"
+    f.write_bytes(b"\x00\xff\xfe")
+    with pytest.raises(ValueError, match=r"p.bin: not a text file"):
         X.read_packets(f)
 
 
