@@ -451,10 +451,12 @@ def field_groups(fields: list[tuple[str, int]]) -> list[tuple[int, list[tuple[st
     for name, w in fields:
         cur.append((name, w))
         bits += w
-        if bits % 8 == 0:
+        if bits and bits % 8 == 0:  # a bit<0> field joins the group that follows it
             groups.append((bits, cur))
             cur, bits = [], 0
-    if cur:
+    if cur and not bits and groups:  # ... or, last, the one before
+        groups[-1][1].extend(cur)
+    elif cur:
         groups.append((bits, cur))
     # A group no single struct code holds (3, 5, 6 or 7 bytes: two or three codes and
     # the shifts between them) joins the next one when together they fill one code
