@@ -168,30 +168,53 @@ def fabric_programming(topo: str, switch: str | None, lb: str, *, ecn_always: bo
 
 def runtime_programming(path: Path, ports: list[int]) -> Programming:
     """Entries from a p4lang-tutorials-style runtime JSON file."""
-    doc = json.loads(path.read_text())
+    try:
+        doc = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        raise ValueError(f"{path}: not a runtime JSON file: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: expected a JSON object with table_entries, got "
+                         f"{type(doc).__name__}")
     prog = Programming.entries_only(ports)
-    for e in doc.get("table_entries", []):
-        params = {k: int(v) for k, v in dict(e.get("action_params", {})).items()}
-        if e.get("default_action"):
-            prog.defaults.append(DefaultAction(e["table"], e["action_name"], params))
-            continue
-        match: dict[str, Any] = {}
-        for name, v in dict(e.get("match", {})).items():
-            if isinstance(v, list):
-                a, b = int(v[0]), int(v[1])
-                # [value, prefix_len] is LPM; with a priority the entry is ternary [value, mask]
-                match[name] = Lpm(a, b) if e.get("priority") is None else Ternary(a, b)
-            else:
-                match[name] = int(v)
-        prog.entries.append(TableEntry(e["table"], match, e["action_name"], params,
-                                       e.get("priority")))
-    for g in doc.get("multicast_group_entries", []):
-        prog.replication.append(MulticastGroup(int(g["multicast_group_id"]), _replicas(g)))
-    for c in doc.get("clone_session_entries", []):
-        prog.replication.append(CloneSession(
-            int(c["clone_session_id"]), _replicas(c), int(c.get("class_of_service", 0)),
-            int(c.get("packet_length_bytes", 0))))
+    for key, add in (("table_entries", _add_entry), ("multicast_group_entries", _add_group),
+                     ("clone_session_entries", _add_session)):
+        items = doc.get(key) or []
+        if not isinstance(items, list):
+            raise ValueError(f"{path}: {key} must be a list, got {type(items).__name__}")
+        for i, item in enumerate(items):
+            try:
+                add(prog, item)
+            except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+                why = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
+                raise ValueError(f"{path}: {key}[{i}]: {why}") from None
     return prog
+
+
+def _add_entry(prog: Programming, e: Mapping[str, Any]) -> None:
+    params = {k: int(v) for k, v in dict(e.get("action_params", {})).items()}
+    if e.get("default_action"):
+        prog.defaults.append(DefaultAction(e["table"], e["action_name"], params))
+        return
+    match: dict[str, Any] = {}
+    for name, v in dict(e.get("match", {})).items():
+        if isinstance(v, list):
+            a, b = int(v[0]), int(v[1])
+            # [value, prefix_len] is LPM; with a priority the entry is ternary [value, mask]
+            match[name] = Lpm(a, b) if e.get("priority") is None else Ternary(a, b)
+        else:
+            match[name] = int(v)
+    prog.entries.append(TableEntry(e["table"], match, e["action_name"], params,
+                                   e.get("priority")))
+
+
+def _add_group(prog: Programming, g: Mapping[str, Any]) -> None:
+    prog.replication.append(MulticastGroup(int(g["multicast_group_id"]), _replicas(g)))
+
+
+def _add_session(prog: Programming, c: Mapping[str, Any]) -> None:
+    prog.replication.append(CloneSession(
+        int(c["clone_session_id"]), _replicas(c), int(c.get("class_of_service", 0)),
+        int(c.get("packet_length_bytes", 0))))
 
 
 def _replicas(doc: Mapping[str, Any]) -> tuple[tuple[int, int], ...]:

@@ -141,6 +141,25 @@ def test_fabric_programming_picks_a_leaf_and_its_hosts():
         X.fabric_programming("clos4", "nosuch", "ecmp")
 
 
+@pytest.mark.parametrize("text, error", [
+    ("", r"r.json: not a runtime JSON file"),
+    ("[1]", r"r.json: expected a JSON object with table_entries, got list"),
+    ('{"table_entries": 5}', r"r.json: table_entries must be a list, got int"),
+    ('{"table_entries": [{"match": {}}]}', r"r.json: table_entries\[0\]: no 'table'"),
+    ('{"table_entries": [{"table": "t", "action_name": "a", "match": {"f": "x"}}]}',
+     r"r.json: table_entries\[0\]: invalid literal for int"),
+    ('{"clone_session_entries": [{"clone_session_id": 1, "replicas": [{}]}]}',
+     r"r.json: clone_session_entries\[0\]: no 'egress_port'"),
+])
+def test_a_bad_runtime_file_is_named_with_the_item(tmp_path, text, error):
+    # These were a bare KeyError's text ("'table'"), a TypeError traceback or a JSON
+    # error without the file.
+    f = tmp_path / "r.json"
+    f.write_text(text)
+    with pytest.raises(ValueError, match=error):
+        X.runtime_programming(f, [1, 2])
+
+
 def test_runtime_entries(tmp_path):
     setup = X.runtime_programming(PROGRAMS / "portfwd-runtime.json", [1, 2, 3])
     assert setup.defaults == [DefaultAction("Ing.port_map", "Ing.drop", {})]

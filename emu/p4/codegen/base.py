@@ -33,9 +33,13 @@ _SIMPLE = re.compile(r"^[A-Za-z_][\w.]*$|^-?\d+$|^0x[0-9a-fA-F]+$")
 
 
 def unsupported(node: A.Node | None, msg: str) -> P4Error:
+    return refused(node, f"{msg} (not supported by the embedded v1model target)")
+
+
+def refused(node: A.Node | None, msg: str) -> P4Error:
+    """An error at `node` that the front end lets through and the target cannot take."""
     pos = node.pos if node is not None else A.NOPOS
-    return P4Error([Diagnostic(pos.file, pos.line, pos.col, "error",
-                               f"{msg} (not supported by the embedded v1model target)",
+    return P4Error([Diagnostic(pos.file, pos.line, pos.col, "error", msg,
                                SourceCache().line(pos.file, pos.line))])  # read on error only
 
 

@@ -20,6 +20,7 @@ from .base import (
     bind_args,
     bt,
     expr_text,
+    refused,
     unsupported,
 )
 from .classes import pack_expr
@@ -196,7 +197,11 @@ class TableLowerer(LowererBase):
                 return ["lpm", v & m, plen]
             return ["ternary", v & m, m]
         if isinstance(e, A.Range):
-            return ["range", cv(e.lo), cv(e.hi)]
+            lo, hi = cv(e.lo), cv(e.hi)
+            if lo > hi:  # p4c only warns (a bound truncated to its width); BMv2 will not load it
+                raise refused(e, f"range {lo}..{hi} of a table entry matches nothing "
+                                 f"(low > high once the bounds are {w}-bit values)")
+            return ["range", lo, hi]
         v = cv(e)
         if mk == "lpm":
             return ["lpm", v, w]

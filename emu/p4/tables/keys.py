@@ -59,8 +59,8 @@ class KeyField:
     id: int = 0
 
     def __post_init__(self) -> None:
-        if self.bitwidth <= 0:
-            raise ValueError(f"key field {self.name}: bitwidth must be > 0")
+        if self.bitwidth < 0:  # bit<0> is a key p4c and BMv2 take: it only holds 0
+            raise ValueError(f"key field {self.name}: bitwidth must be >= 0")
         if not isinstance(self.kind, MatchKind):
             object.__setattr__(self, "kind", MatchKind(self.kind))
 

@@ -210,6 +210,39 @@ def test_an_extern_array_too_large_to_allocate_is_a_compile_error(decl: str, use
                                   .replace("4000000000", "1024").replace("2000000", "1024")), "t.p4")
 
 
+def test_an_empty_range_in_a_table_entry_is_a_compile_error_at_the_range() -> None:
+    """`255..8w256` is 255..0 once the bound is an 8-bit value (p4c only warns): the
+    switch refused the entry when it started, with a traceback; BMv2 will not load it."""
+    from emu.p4.frontend import P4Error
+
+    decls = """action a() { }
+        table t { key = { hdr.h.a: range; } actions = { a; }
+                  const entries = { 255..8w256 : a(); 1..2 : a(); } }"""
+    src = program("bit<8> a;", "t.apply();", decls)
+    with pytest.raises(P4Error) as ei:
+        compile_source(src, "t.p4")
+    (d,) = ei.value.diagnostics
+    assert "range 255..0 of a table entry matches nothing" in d.message
+    line = src.splitlines()[d.line - 1]
+    assert line[d.col - 1:].startswith("..8w256")
+    assert compile_source(src.replace("255..8w256", "3..8w255"), "t.p4")
+
+
+def test_a_key_of_width_0_matches_its_one_value() -> None:
+    """p4c and BMv2 take a bit<0> key; the switch refused it when it started."""
+    decls = """action set(bit<8> v) { hdr.h.b = v; }
+        table t { key = { m.z: exact; hdr.h.a: exact; } actions = { set; }
+                  const entries = { (0, 7) : set(9); } }"""
+    src = v1model_program(ingress_apply("t.apply();", decls), headers="header h_t { bit<8> a; "
+                          "bit<8> b; }", meta="bit<0> z;", deparse="pk.emit(hdr.h);")
+    prog = compile_source(src, "t.p4")
+    sw = P4Switch(prog)
+    for a in (7, 8):
+        sw.inject(0, bytes([a, 1]))
+    sw.run_until_idle()
+    assert [o.data for o in sw.outputs()] == [bytes([7, 9]), bytes([8, 1])]
+
+
 def test_a_register_of_struct_cells_is_a_compile_error_at_its_declaration() -> None:
     """Its cells were ints: the first write of a struct value (p4c's issue907-bmv2.p4)
     was a pipeline error on every packet. p4c-bm2-ss refuses such a register too."""

@@ -33,8 +33,15 @@ parser P(packet_in pkt, out headers hdr, inout metadata meta,
 control VC(inout headers hdr, inout metadata meta) { apply { } }
 
 control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    action to(bit<9> port) { sm.egress_spec = port; }
+    // A key of width 0 matches every packet (its one value is 0); with hdr.t.tag beside it
+    table zt {
+        key = { hdr.a.z2: exact; hdr.t.tag: exact; }
+        actions = { to; NoAction; }
+        default_action = to(1);
+    }
     apply {
-        sm.egress_spec = 1;
+        zt.apply();
         hdr.a.z1 = 0;
         meta.sum = hdr.a.a + (bit<8>)(hdr.a.z0 ++ hdr.a.b) + (bit<8>)(hdr.a.c ++ hdr.a.z2);
         if (hdr.a.z0 == hdr.a.z2 && meta.mz == 0) {
