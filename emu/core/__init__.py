@@ -7,7 +7,8 @@ time on in-memory links (`VirtualClock`, `MemLink`).
 Beside them, what every layer above needs from one place: `units` (time dilation),
 `wire` (EtherTypes, the RoCEv2 port, DSCPs, BTH opcodes), `netns` and `runstate` (the
 run record and lock that `emu stop` works from), `cachedir` (files kept between runs),
-`accel` (the mypyc build of the per-packet modules, used when it matches the sources).
+`accel` (the mypyc build of the per-packet modules, used when it matches the sources),
+`argtypes` (option types that refuse NaN and out-of-range values in one line).
 
 Imports: nothing else of emu. Layer 1 (bottom) of the package layers that
 pyproject.toml's import-linter contracts enforce; nothing above it.
