@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from emu.control.params import LbMode
 
-from .config import spray_gbn_warning
+from .config import reorder_gbn_warning
 from .pfc import Counters
 
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ def set_lb_mode(exp: CliSession, args: list[str]) -> str:
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     out = f"lb {mode} on {', '.join(switches) if switches else 'every switch'}"
-    warning = spray_gbn_warning(mode, exp.plan.config.recovery)
+    warning = reorder_gbn_warning(mode, exp.plan.config.recovery)
     return f"{out}\nwarning: {warning}" if warning else out
 
 

@@ -195,17 +195,21 @@ class RunConfig:
         return d
 
     def notes(self) -> list[str]:
-        warning = spray_gbn_warning(self.lb, self.recovery)
+        warning = reorder_gbn_warning(self.lb, self.recovery)
         return [warning] if warning else []
 
 
-def spray_gbn_warning(lb: LbMode, recovery: str) -> str | None:
-    """Spraying reorders nearly every packet; go-back-N treats each gap as a loss and
-    resends the whole window, which reorders again: livelock-prone."""
-    if lb is LbMode.SPRAY and recovery == "gbn":
+def reorder_gbn_warning(lb: LbMode, recovery: str) -> str | None:
+    """Spraying and adaptive routing choose a path per packet, so packets arrive out of
+    order; go-back-N treats each gap as a loss and resends the window from it."""
+    if recovery != "gbn" or lb not in (LbMode.SPRAY, LbMode.ADAPTIVE):
+        return None
+    if lb is LbMode.SPRAY:
         return ("spray with go-back-N: every reorder triggers a resend of the whole window "
                 "(livelock-prone); use --recovery sr (RECOVERY=sr)")
-    return None
+    return ("adaptive with go-back-N: each packet takes the shortest queue, so packets "
+            "arrive out of order and every gap resends the window from it; use --recovery "
+            "sr (RECOVERY=sr)")
 
 
 def without_link_delay(fabric: Fabric) -> Fabric:

@@ -133,6 +133,10 @@ def test_run_config_validation() -> None:
         RunConfig(lb="nope").validate()  # type: ignore[arg-type]
     assert any("go-back-N" in n for n in RunConfig(lb=LbMode.SPRAY).notes())
     assert RunConfig(lb=LbMode.SPRAY, recovery="sr").notes() == []
+    # adaptive routing reorders too (a clos4 permutation of 1 MB: 2,861 resent packets)
+    assert any("out of order" in n for n in RunConfig(lb=LbMode.ADAPTIVE).notes())
+    assert RunConfig(lb=LbMode.ADAPTIVE, recovery="sr").notes() == []
+    assert RunConfig(lb=LbMode.FLOWLET).notes() == []
 
 
 @pytest.mark.parametrize("flag, value, setting", [
