@@ -19,9 +19,11 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import TYPE_CHECKING, TypedDict
 
+from . import addressing
 from .errors import Mark, TopologyError
 from .model import Defaults, Fabric, Role
 from .spec import EndpointSpec, FabricSpec, HostSpec, LinkSpec, SwitchSpec
+from .validate import MAX_PORT
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -102,6 +104,28 @@ def _positive(
         raise _fail(marks, mark, param, f"{param} must be an integer >= {minimum}, got {value!r}")
 
 
+# The largest even k whose k^2/2 edge switches the addressing plan numbers.
+_MAX_K = max(k for k in range(2, 64, 2) if k * k // 2 <= addressing.MAX_LEAVES)
+
+
+def _clos_fits(leaves: int, spines: int, hosts_per_leaf: int, uplinks: int,
+               marks: Mapping[str, Mark], mark: Mark) -> None:
+    """Bounds checked before the fabric is generated: a million leaves would take
+    gigabytes and minutes only to be refused."""
+    if leaves > addressing.MAX_LEAVES:
+        raise _fail(marks, mark, "leaves", f"{leaves} leaves exceed the addressing plan's "
+                    f"{addressing.MAX_LEAVES}")
+    if hosts_per_leaf > addressing.MAX_HOSTS_PER_LEAF:
+        raise _fail(marks, mark, "hosts_per_leaf", f"{hosts_per_leaf} hosts per leaf exceed "
+                    f"the addressing plan's {addressing.MAX_HOSTS_PER_LEAF}")
+    if hosts_per_leaf + spines * uplinks > MAX_PORT:
+        raise _fail(marks, mark, "spines", f"a leaf would have {hosts_per_leaf} host ports "
+                    f"and {spines * uplinks} uplinks; a switch has ports 1..{MAX_PORT}")
+    if leaves * uplinks > MAX_PORT:
+        raise _fail(marks, mark, "leaves", f"a spine would have {leaves * uplinks} ports; a "
+                    f"switch has ports 1..{MAX_PORT}")
+
+
 def _add_link(spec: FabricSpec, a: str, a_port: int, b: str, b_port: int, rate_bps: int,
               mark: Mark) -> None:
     spec.links.append(LinkSpec(EndpointSpec(a, a_port, mark), EndpointSpec(b, b_port, mark),
@@ -128,6 +152,7 @@ def clos(
     _positive(spines, "spines", marks, mark)
     _positive(hosts_per_leaf, "hosts_per_leaf", marks, mark, minimum=0)
     _positive(uplinks_per_spine, "uplinks_per_spine", marks, mark)
+    _clos_fits(leaves, spines, hosts_per_leaf, uplinks_per_spine, marks, mark)
     host_rate, up_rate = _rates(
         opts, defaults, Fraction(hosts_per_leaf), spines * uplinks_per_spine, marks, mark
     )
@@ -164,6 +189,9 @@ def fattree(
     _positive(k, "k", marks, mark, minimum=2)
     if k % 2:
         raise _fail(marks, mark, "k", f"k must be even, got {k}")
+    if k * k // 2 > addressing.MAX_LEAVES:
+        raise _fail(marks, mark, "k", f"k={k} makes {k * k // 2} edge switches; the "
+                    f"addressing plan has {addressing.MAX_LEAVES} leaves (k <= {_MAX_K})")
     half = k // 2
     host_rate, up_rate = _rates(opts, defaults, Fraction(half), half, marks, mark)
     spec = _new_spec(

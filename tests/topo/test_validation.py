@@ -125,6 +125,27 @@ def test_fattree_odd_k(tmp_path: Path) -> None:
     assert (line, col) == (4, 6) and "k must be even" in msg
 
 
+@pytest.mark.parametrize("params, at, says", [
+    ("k: 1000", (4, 6), "k=1000 makes 500000 edge switches; the addressing plan has 254 "
+                        "leaves (k <= 22)"),
+    ("leaves: 1000000\n  spines: 2\n  hosts_per_leaf: 2", (4, 11),
+     "1000000 leaves exceed the addressing plan's 254"),
+    ("leaves: 4\n  spines: 100000\n  hosts_per_leaf: 2", (5, 11),
+     "a leaf would have 2 host ports and 100000 uplinks"),
+    ("leaves: 4\n  spines: 2\n  hosts_per_leaf: 100000", (6, 19),
+     "100000 hosts per leaf exceed the addressing plan's 253"),
+    ("leaves: 200\n  spines: 2\n  hosts_per_leaf: 1\n  uplinks_per_spine: 3", (4, 11),
+     "a spine would have 600 ports"),
+])
+def test_a_generator_too_large_is_refused_before_it_runs(tmp_path: Path, params: str,
+                                                         at: tuple[int, int], says: str) -> None:
+    # fattree k: 1000 or a clos of a million leaves took minutes and gigabytes (17 GB for
+    # k: 100000) to build the fabric only to refuse it.
+    gen = "fattree" if params.startswith("k:") else "clos"
+    line, col, msg = one(tmp_path, f"name: big\ngenerator: {gen}\nparams:\n  {params}\n")
+    assert (line, col) == at and says in msg
+
+
 def test_generator_unknown_param(tmp_path: Path) -> None:
     text = "generator: clos\nparams:\n  leaves: 2\n  spines: 2\n  host_per_leaf: 1\n"
     errs = errors(tmp_path, text)
