@@ -20,7 +20,6 @@ MAX_MEMBERS = 8
 MAX_GROUPS = 1024
 FLOWLET_SLOTS = 4096
 PORT_SLOTS = 512
-DROP_PORT = 511
 ECN_PROB_ONE = 1 << 24
 """RED probabilities are compared with random numbers in [0, 2^24)."""
 U32_MAX = (1 << 32) - 1

@@ -19,6 +19,17 @@ def positive(text: str) -> float:
     return value
 
 
+def non_negative(text: str) -> float:
+    """A finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
 def integer(low: int, high: int, why: str = "") -> Callable[[str], int]:
     """An int in low..high; `why` says where the bounds come from."""
     def convert(text: str) -> int:

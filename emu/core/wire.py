@@ -18,6 +18,11 @@ ETH_P_IPV6 = 0x86DD
 # NIC pacers, switch egress ports and links all serialise frame + this.
 WIRE_OVERHEAD_BYTES = 24
 
+# v1model switch ports are 9 bits wide and BMv2 reserves the last as the drop port, so a
+# switch (embedded or BMv2) has ports 0..MAX_PORT; a topology numbers them from 1.
+DROP_PORT = 511
+MAX_PORT = DROP_PORT - 1
+
 # IP protocol numbers.
 IP_PROTO_TCP = 6
 IP_PROTO_UDP = 17

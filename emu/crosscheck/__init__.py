@@ -79,7 +79,7 @@ from typing import Any
 
 from emu.control.params import LbMode
 from emu.core import argtypes, signals
-from emu.topo.validate import MAX_PORT
+from emu.core.wire import MAX_PORT
 
 from .model import (
     DEFAULT_PROGRAM,

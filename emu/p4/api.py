@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from emu.core.clock import Clock, VirtualClock
+from emu.core.wire import DROP_PORT
 from emu.p4.tables import ActionCall, CounterCell, Table, TableEntry
 from emu.p4.target.program import CompiledProgram, compile_file
 from emu.p4.target.switch import Digest, OutputPacket, V1ModelSwitch
@@ -43,7 +44,7 @@ class P4Switch:
     """A v1model switch with a control-plane API by name and a packet API."""
 
     def __init__(self, program: CompiledProgram, clock: Clock | None = None, *,
-                 drop_port: int = 511, seed: int = 0, queue_depth_pkts: int = 64,
+                 drop_port: int = DROP_PORT, seed: int = 0, queue_depth_pkts: int = 64,
                  priority_queues: int = 1, cpu_port: int | None = None,
                  capture: bool = True, wire_overhead_bytes: int = 0) -> None:
         self.clock = clock if clock is not None else VirtualClock()

@@ -7,10 +7,14 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from emu.core import argtypes
 from emu.core.pfc import FlowControl
+from emu.core.wire import MAX_PORT
 
 from .daemon import run_switch, setup_logging
 from .options import PortSettings, SwitchOptions, check_setting
+
+_PORT = argtypes.integer(0, MAX_PORT, f"9-bit ports; {MAX_PORT + 1} drops")
 
 
 def _port_value(text: str, conv: Any) -> tuple[int | None, Any]:
@@ -31,12 +35,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="P4 program compiled and loaded at start (else: --no-p4)")
     p.add_argument("--no-p4", action="store_true",
                    help="start without a pipeline; push one with SetForwardingPipelineConfig")
-    p.add_argument("--device-id", type=int, default=0)
+    p.add_argument("--device-id", type=argtypes.integer(0, (1 << 64) - 1, "a P4Runtime uint64"),
+                   default=0)
     p.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFACE",
                    help="bind port number PORT to interface IFACE (repeatable)")
     p.add_argument("--grpc-addr", "--grpc-server-addr", default="127.0.0.1:9559",
                    metavar="HOST:PORT|unix:PATH")
-    p.add_argument("--cpu-port", type=int, default=None,
+    p.add_argument("--cpu-port", type=_PORT, default=None,
                    help="the port whose frames are PacketIn/PacketOut (e.g. 255)")
     p.add_argument("--pcap", metavar="DIR", help="write <iface>_in.pcap / <iface>_out.pcap")
     p.add_argument("--log-console", action="store_true")
@@ -49,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ready-fd", type=int, metavar="FD", help="written and closed when ready")
     p.add_argument("--port-netns", metavar="NAME",
                    help="open the ports inside this network namespace")
-    p.add_argument("--priority-queues", type=int, default=1)
+    p.add_argument("--priority-queues", type=argtypes.integer(1, 8), default=1)
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the pipeline's random draws (v1model `random`: ECN "
                         "marking, spraying); a run gives each switch its own")
@@ -64,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="priority flow control (emu.core.pfc.FlowControl.to_dict), plus "
                         '"links": {"PORT": [rate_bps, delay_ns, mtu]} for the headroom each '
                         "port needs (default: no flow control)")
-    p.add_argument("--timer-spin-us", type=float, default=100.0, metavar="US",
+    p.add_argument("--timer-spin-us", type=argtypes.non_negative, default=100.0, metavar="US",
                    help="busy-wait up to this long for a paced departure (precise rates on a "
                         "core of its own; 0 when many switches share the CPUs)")
     p.add_argument("--no-pdeathsig", action="store_true",
@@ -84,6 +89,9 @@ def options_from_args(args: argparse.Namespace) -> SwitchOptions:
         num, sep, iface = item.partition("@")
         if not sep or not num.isdigit() or not iface:
             raise SystemExit(f"error: bad -i {item!r}: expected PORT@IFACE")
+        if int(num) > MAX_PORT:
+            raise SystemExit(f"error: bad -i {item!r}: ports are 0..{MAX_PORT} (9 bits; "
+                             f"{MAX_PORT + 1} drops)")
         if int(num) in ifaces:
             raise SystemExit(f"error: port {num} given twice")
         ifaces[int(num)] = iface
@@ -97,8 +105,8 @@ def options_from_args(args: argparse.Namespace) -> SwitchOptions:
             try:
                 port, value = _port_value(item, conv)
                 check_setting(attr, value)
-                if port is not None and port < 0:
-                    raise ValueError("a port number is not negative")
+                if port is not None and not 0 <= port <= MAX_PORT:
+                    raise ValueError(f"ports are 0..{MAX_PORT}")
             except ValueError as exc:
                 raise SystemExit(f"error: bad [PORT=]VALUE {item!r}: {exc}") from None
             if port is None:
@@ -122,7 +130,7 @@ def options_from_args(args: argparse.Namespace) -> SwitchOptions:
         priority_queues=args.priority_queues,
         default_port=default, ports=ports, pdeathsig=not args.no_pdeathsig,
         parent_pid=args.parent_pid, seed=args.seed,
-        timer_spin_ns=int(max(0.0, args.timer_spin_us) * 1000))
+        timer_spin_ns=int(args.timer_spin_us * 1000))
 
 
 def _port_config(path: str) -> tuple[PortSettings, dict[int, PortSettings]]:
@@ -136,6 +144,8 @@ def _port_config(path: str) -> tuple[PortSettings, dict[int, PortSettings]]:
         default.check()
         ports = {}
         for k, v in cfg.get("ports", {}).items():
+            if not 0 <= int(k) <= MAX_PORT:
+                raise ValueError(f"port {k}: ports are 0..{MAX_PORT}")
             ports[int(k)] = s = PortSettings(**{**default.__dict__, **v})
             s.check()
         return default, ports

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from emu.core.wire import MAX_PORT
+
 # The interface `emu.targets` re-exports; helpers such as queue_problems stay here.
 __all__ = [
     "AddressInUse",
@@ -167,7 +169,6 @@ class SwitchSpec:
         return max((q.priority_queues for q in self.queues.values()), default=1)
 
 
-MAX_PORT = 510  # v1model: 9-bit ports, 511 is the drop port
 IFNAMSIZ = 15  # Linux interface names: at most 15 characters
 
 

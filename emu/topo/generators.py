@@ -19,11 +19,12 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import TYPE_CHECKING, TypedDict
 
+from emu.core.wire import MAX_PORT
+
 from . import addressing
 from .errors import Mark, TopologyError
 from .model import Defaults, Fabric, Role
 from .spec import EndpointSpec, FabricSpec, HostSpec, LinkSpec, SwitchSpec
-from .validate import MAX_PORT
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack

@@ -15,6 +15,8 @@ import difflib
 import re
 from collections import deque
 
+from emu.core.wire import MAX_PORT
+
 from . import addressing
 from .errors import Collector, Diagnostic, Mark, TopologyError
 from .model import (
@@ -32,9 +34,6 @@ from .model import (
     intf_name,
 )
 from .spec import EndpointSpec, FabricSpec, HostSpec, LinkSpec, SwitchSpec
-
-MAX_PORT = 510
-"""v1model ports are 9 bits and BMv2 reserves 511 as the drop port."""
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 """No '-' or ':' in names: they separate `node-ethN` and `node:port`."""

@@ -25,7 +25,8 @@ def _options(*argv: str):  # type: ignore[no-untyped-def]
     (("--queue-rate-pps", "3=1e300"), "rate_pps must be a number"),
     (("--link-delay-us", "nan"), "delay_us must be a number"),
     (("--link-delay-us", "2=inf"), "delay_us must be a number"),
-    (("--queue-depth=-2=5",), "not negative"),
+    (("--queue-depth=-2=5",), "ports are 0..510"),
+    (("--queue-depth", "600=5"), "ports are 0..510"),
 ])
 def test_bad_settings_on_the_command_line_are_one_line_errors(argv: tuple[str, ...],
                                                                why: str) -> None:
@@ -41,6 +42,7 @@ def test_bad_settings_on_the_command_line_are_one_line_errors(argv: tuple[str, .
     ({"ports": {"2": {"rate_bps": 1000, "rate_pps": 10}}}, "not both"),
     ({"ports": {"2": {"bogus": 1}}}, "bogus"),
     ({"ports": {"a": {}}}, "invalid literal"),
+    ({"ports": {"511": {}}}, "port 511: ports are 0..510"),
     ([1], "expected a JSON object"),
 ])
 def test_bad_port_config_files_are_one_line_errors(tmp_path: Path, cfg: object,
@@ -50,6 +52,31 @@ def test_bad_port_config_files_are_one_line_errors(tmp_path: Path, cfg: object,
     with pytest.raises(SystemExit) as ei:
         _options("--port-config", str(f))
     assert str(ei.value).startswith(f"error: --port-config {f}") and why in str(ei.value)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (("-i", "600@lo"), "error: bad -i '600@lo': ports are 0..510"),
+    (("-i", "511@lo"), "error: bad -i '511@lo': ports are 0..510"),
+])
+def test_a_port_past_9_bits_is_refused(argv: tuple[str, ...], says: str) -> None:
+    # -i 600@lo started a switch with a port no egress_spec can name
+    with pytest.raises(SystemExit) as ei:
+        _options(*argv)
+    assert str(ei.value).startswith(says)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (("--cpu-port", "999"), "argument --cpu-port: must be 0..510"),
+    (("--device-id", "-1"), "argument --device-id: must be 0..18446744073709551615"),
+    (("--priority-queues", "9"), "argument --priority-queues: must be 1..8"),
+    (("--timer-spin-us", "nan"), "argument --timer-spin-us: must be a finite number >= 0"),
+])
+def test_bad_numbers_are_refused_by_the_parser(argv: tuple[str, ...], says: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    # each of these started a switch (a device id of -1, 9 priority queues)
+    with pytest.raises(SystemExit) as ei:
+        build_parser().parse_args(["--no-p4", *argv])
+    assert ei.value.code == 2 and says in capsys.readouterr().err
 
 
 def test_good_settings_still_load(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from emu.core.clock import Clock, VirtualClock
+from emu.core.wire import DROP_PORT
 from emu.p4.tables import (
     ActionCall,
     ActionProfile,
@@ -89,7 +90,7 @@ class V1ModelSwitch:
     """One switch instance running a compiled program (data plane + object registry)."""
 
     def __init__(self, program: CompiledProgram, clock: Clock | None = None, *,
-                 drop_port: int = 511, seed: int = 0, queue_depth_pkts: int = 64,
+                 drop_port: int = DROP_PORT, seed: int = 0, queue_depth_pkts: int = 64,
                  priority_queues: int = 1, cpu_port: int | None = None,
                  wire_overhead_bytes: int = 0) -> None:
         self.program = program
