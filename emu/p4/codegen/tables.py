@@ -70,7 +70,8 @@ class TableLowerer(LowererBase):
                                 "is_const": False, "entries": [], "implementation": None,
                                 "direct_counter": None, "direct_meter": None,
                                 "largest_priority_wins": True, "priority_delta": 1,
-                                "support_timeout": False, "selector_keys": []}
+                                "support_timeout": False, "selector_keys": [],
+                                "pos": [d.pos.file, d.pos.line, d.pos.col]}
         for p in d.properties:
             if p.kind == "value" and p.value is not None:
                 v = p.value
@@ -169,7 +170,8 @@ class TableLowerer(LowererBase):
         prio = None
         if en.priority is not None and en.priority.const is not None:
             prio = int(en.priority.const)
-        out = {"match": match, "action": [qn, vals], "priority": prio, "is_const": en.is_const}
+        out = {"match": match, "action": [qn, vals], "priority": prio, "is_const": en.is_const,
+               "pos": [en.pos.file, en.pos.line, en.pos.col]}
         an = A.find_annotation(en.annotations, "priority")
         if an is not None and an.args and isinstance(an.args[0], int):
             # Old-style @priority(N): BMv2 order, the smaller number wins.

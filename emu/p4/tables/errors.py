@@ -35,6 +35,8 @@ class TableError(Exception):
     """
 
     kind: ErrorKind = ErrorKind.INVALID_ARGUMENT
+    # Set when installing a program's initial entries failed: which one (0-based).
+    entry_index: int | None = None
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

@@ -30,7 +30,14 @@ from typing import Any, Final
 
 from .action_profile import ActionProfile
 from .entry import CounterCell, TableEntry, make_rank
-from .errors import AlreadyExists, InvalidArgument, NotFound, PermissionDenied, ResourceExhausted
+from .errors import (
+    AlreadyExists,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+    TableError,
+)
 from .keys import (
     NO_ACTION,
     PRIORITY_KINDS,
@@ -397,11 +404,16 @@ class Table:
                 raise InvalidArgument(f"{self.name}: key needs no priorities, but some are given")
             prios = [0] * len(entries)
         out = []
-        for ie, prio in zip(entries, prios, strict=True):
-            out.append(self._insert(ie.match, ie.action, member_id=None, group_id=None,
-                                    priority=prio, idle_timeout_ns=0, metadata=b"",
-                                    controller_metadata=0, counter=None, meter_config=None,
-                                    strict=False, is_const=const_entries or ie.is_const))
+        for i, (ie, prio) in enumerate(zip(entries, prios, strict=True)):
+            try:
+                out.append(self._insert(ie.match, ie.action, member_id=None, group_id=None,
+                                        priority=prio, idle_timeout_ns=0, metadata=b"",
+                                        controller_metadata=0, counter=None,
+                                        meter_config=None, strict=False,
+                                        is_const=const_entries or ie.is_const))
+            except TableError as exc:
+                exc.entry_index = i
+                raise
         return out
 
     # -- reads -------------------------------------------------------------

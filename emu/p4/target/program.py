@@ -16,6 +16,8 @@ from typing import Any
 from emu.p4.codegen import ProgramInfo, lower
 from emu.p4.frontend.diagnostics import Diagnostic, P4Error, SourceCache
 
+from .tables import check_initial_entries
+
 FORMAT = "emu-p4-compiled"  # the artefact's `format` (the P4Runtime device config names it)
 FORMAT_VERSION = 1
 
@@ -155,6 +157,7 @@ def _factory_source(source: str, params: tuple[str, ...]) -> str | None:
 
 def compile_checked(checked: Any, name: str = "program") -> CompiledProgram:
     src, info = lower(checked)
+    check_initial_entries(info.tables)
     prog = CompiledProgram(src, info, name)
     _check_nesting(src, checked)
     prog.code  # noqa: B018 - compile now so that generator bugs surface at compile time

@@ -32,13 +32,7 @@ from typing import Any
 from emu.core.clock import Clock, VirtualClock
 from emu.core.wire import DROP_PORT
 from emu.p4.tables import (
-    ActionCall,
     ActionProfile,
-    ActionScope,
-    ActionSpec,
-    InitialEntry,
-    KeyField,
-    MatchKind,
     Table,
 )
 from emu.p4.v1model.hashes import hash_result
@@ -55,10 +49,10 @@ from .packet import (
     _algo,
     _ckind,
     _hash_fn,
-    _match_input,
     _mkind,
 )
 from .program import CompiledProgram
+from .tables import make_table
 
 log = logging.getLogger("emu.p4.switch")
 p4log = logging.getLogger("emu.p4.log_msg")
@@ -190,34 +184,7 @@ class V1ModelSwitch:
         self._fl = {k: [p[0].split(".") for p in v] for k, v in self.field_lists.items()}
 
     def _make_table(self, t: dict[str, Any]) -> Table:
-        keys = [KeyField(k["name"], MatchKind(k["match_kind"]), k["bitwidth"]) for k in t["keys"]]
-        actions = [ActionSpec(a["name"], param_widths=tuple(w for _, w in a["params"]),
-                              scope=ActionScope(a.get("scope", "TABLE_AND_DEFAULT")))
-                   for a in t["actions"]]
-        da = t["default_action"]
-        impl = self.action_profiles.get(t["implementation"]) if t.get("implementation") else None
-        table = Table(t["name"], keys, size=max(t["size"], len(t["entries"]), 1), actions=actions,
-                      default_action=ActionCall(da[0], tuple(da[1])),
-                      const_default_action=t["const_default_action"],
-                      is_const=t["is_const"] and not any("bmv2_priority" in e for e in t["entries"]),
-                      implementation=impl, largest_priority_wins=t["largest_priority_wins"],
-                      priority_delta=t["priority_delta"], support_timeout=t["support_timeout"],
-                      clock=self.clock.now_ns)
-        if any("bmv2_priority" in e for e in t["entries"]):
-            # @priority annotations: the smaller number wins, entries without one rank by
-            # position (as p4c's BMv2 back end numbers them).
-            big = 1 << 30
-            for i, e in enumerate(t["entries"]):
-                bp = e.get("bmv2_priority", i + 1)
-                table.insert([_match_input(m) for m in e["match"]],
-                             ActionCall(e["action"][0], tuple(e["action"][1])),
-                             priority=(big - bp) if table.needs_priority else 0)
-            table.is_const = t["is_const"]
-        elif t["entries"]:
-            ents = [InitialEntry([_match_input(m) for m in e["match"]],
-                                 ActionCall(e["action"][0], tuple(e["action"][1])),
-                                 e["priority"], e["is_const"]) for e in t["entries"]]
-            table.add_initial_entries(ents, const_entries=t["is_const"])
+        table = make_table(t, self.action_profiles, self.clock.now_ns)
         if t.get("direct_counter"):
             self.direct_counters.setdefault(t["direct_counter"], []).append(table)
         return table

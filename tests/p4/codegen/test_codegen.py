@@ -228,6 +228,28 @@ def test_an_empty_range_in_a_table_entry_is_a_compile_error_at_the_range() -> No
     assert compile_source(src.replace("255..8w256", "3..8w255"), "t.p4")
 
 
+@pytest.mark.parametrize("entries, says", [
+    # two entries the same once 0x1ff is a bit<8> 0xff, at one priority
+    ("priority=5: 0xff &&& 0xff : a(); priority=5: 0x1ff &&& 0xff : a();",
+     "entry 2 of table I.t: an entry with that match and priority exists"),
+    ("priority=4294967296: 1 &&& 0xff : a();",
+     "entry 1 of table I.t: priority must be in 1..2147483647"),
+])
+def test_an_initial_entry_the_switch_would_refuse_is_a_compile_error(entries: str,
+                                                                     says: str) -> None:
+    """Such programs compiled, then the switch would not start (a TableError traceback);
+    BMv2 will not load them either."""
+    from emu.p4.frontend import P4Error
+
+    decls = f"""action a() {{ }}
+        table t {{ key = {{ hdr.h.a: ternary; }} actions = {{ a; }} entries = {{ {entries} }} }}"""
+    src = program("bit<8> a;", "t.apply();", decls)
+    with pytest.raises(P4Error) as ei:
+        compile_source(src, "t.p4")
+    (d,) = ei.value.diagnostics
+    assert says in d.message and d.line == src.count("\n", 0, src.index("entries = {")) + 1
+
+
 def test_a_key_of_width_0_matches_its_one_value() -> None:
     """p4c and BMv2 take a bit<0> key; the switch refused it when it started."""
     decls = """action set(bit<8> v) { hdr.h.b = v; }
