@@ -191,21 +191,17 @@ class P4RuntimeSwitchHandle:
         self._write_entity(p4runtime_pb2.Update.INSERT, ent, "action profile")
 
     def insert_multicast_group(self, group: MulticastGroup) -> None:
-        ent = p4runtime_pb2.Entity()
-        g = ent.packet_replication_engine_entry.multicast_group_entry
-        g.multicast_group_id = group.group_id
-        for port, instance in group.replicas:
-            g.replicas.add(egress_port=port, instance=instance)
+        from emu.runtime.client import multicast_group_entity
+
+        ent = multicast_group_entity(group.group_id, group.replicas)
         self._write_entity(p4runtime_pb2.Update.INSERT, ent, "multicast group")
 
     def insert_clone_session(self, session: CloneSession) -> None:
-        ent = p4runtime_pb2.Entity()
-        c = ent.packet_replication_engine_entry.clone_session_entry
-        c.session_id = session.session_id
-        c.class_of_service = session.class_of_service
-        c.packet_length_bytes = session.packet_length_bytes
-        for port, instance in session.replicas:
-            c.replicas.add(egress_port=port, instance=instance)
+        from emu.runtime.client import clone_session_entity
+
+        ent = clone_session_entity(session.session_id, session.replicas,
+                                   class_of_service=session.class_of_service,
+                                   packet_length_bytes=session.packet_length_bytes)
         self._write_entity(p4runtime_pb2.Update.INSERT, ent, "clone session")
 
     def modify_entry(self, entry: TableEntry) -> None:

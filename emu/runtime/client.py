@@ -28,7 +28,8 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from .errors import STATUS_DETAILS_KEY
 from .translate import encode_uint
 
-__all__ = ["P4RuntimeClient", "WriteError", "write_errors"]
+__all__ = ["P4RuntimeClient", "WriteError", "clone_session_entity", "multicast_group_entity",
+           "write_errors"]
 
 U = p4runtime_pb2.Update
 
@@ -55,6 +56,31 @@ def write_errors(err: grpc.RpcError) -> list[tuple[int, str]]:
                 out.append((e.canonical_code, e.message))
             return out
     return []
+
+
+def multicast_group_entity(group_id: int, replicas: Iterable[tuple[int, int]]
+                           ) -> p4runtime_pb2.Entity:
+    """A PRE MulticastGroupEntry: `replicas` are (egress_port, instance) pairs."""
+    ent = p4runtime_pb2.Entity()
+    g = ent.packet_replication_engine_entry.multicast_group_entry
+    g.multicast_group_id = group_id
+    for port, instance in replicas:
+        g.replicas.add(egress_port=port, instance=instance)
+    return ent
+
+
+def clone_session_entity(session_id: int, replicas: Iterable[tuple[int, int]], *,
+                         class_of_service: int = 0, packet_length_bytes: int = 0
+                         ) -> p4runtime_pb2.Entity:
+    """A PRE CloneSessionEntry: `replicas` are (egress_port, instance) pairs."""
+    ent = p4runtime_pb2.Entity()
+    c = ent.packet_replication_engine_entry.clone_session_entry
+    c.session_id = session_id
+    c.class_of_service = class_of_service
+    c.packet_length_bytes = packet_length_bytes
+    for port, instance in replicas:
+        c.replicas.add(egress_port=port, instance=instance)
+    return ent
 
 
 def _find(items: Iterable[Any], name: str, what: str) -> Any:

@@ -12,7 +12,12 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as P
 
-from emu.runtime.client import P4RuntimeClient, WriteError
+from emu.runtime.client import (
+    P4RuntimeClient,
+    WriteError,
+    clone_session_entity,
+    multicast_group_entity,
+)
 
 U = P.Update
 INSERT, MODIFY, DELETE = U.INSERT, U.MODIFY, U.DELETE
@@ -306,35 +311,19 @@ def ecmp_requests(ids: Ids) -> list[Op]:
     q.action_profile_group.group_id = 99
     b.r("read a missing group", q)
 
-    def mcast(gid: int, replicas: Sequence[tuple[int, int]]) -> P.Entity:
-        e = P.Entity()
-        m = e.packet_replication_engine_entry.multicast_group_entry
-        m.multicast_group_id = gid
-        for port, instance in replicas:
-            m.replicas.add(egress_port=port, instance=instance)
-        return e
-
-    def clone(sid: int, replicas: Sequence[tuple[int, int]]) -> P.Entity:
-        e = P.Entity()
-        c = e.packet_replication_engine_entry.clone_session_entry
-        c.session_id = sid
-        for port, instance in replicas:
-            c.replicas.add(egress_port=port, instance=instance)
-        return e
-
-    b.w("multicast group", INSERT, mcast(1, [(1, 1), (2, 1)]))
-    b.w("multicast group again", INSERT, mcast(1, [(1, 1)]))
-    b.w("multicast group 0", INSERT, mcast(0, [(1, 1)]))
-    b.w("empty multicast group", INSERT, mcast(4, []))
-    b.w("modify a missing multicast group", MODIFY, mcast(5, [(1, 1)]))
-    b.w("delete a missing multicast group", DELETE, mcast(5, []))
-    b.r("read a multicast group", mcast(1, []))
-    b.r("read a missing multicast group", mcast(42, []))
-    b.w("clone session", INSERT, clone(1, [(1, 1)]))
-    b.w("clone session again", INSERT, clone(1, [(2, 1)]))
-    b.w("clone session 0", INSERT, clone(0, [(1, 1)]))
-    b.w("clone session with two replicas", INSERT, clone(4, [(1, 0), (2, 0)]))
-    b.r("read a clone session", clone(4, []))
+    b.w("multicast group", INSERT, multicast_group_entity(1, [(1, 1), (2, 1)]))
+    b.w("multicast group again", INSERT, multicast_group_entity(1, [(1, 1)]))
+    b.w("multicast group 0", INSERT, multicast_group_entity(0, [(1, 1)]))
+    b.w("empty multicast group", INSERT, multicast_group_entity(4, []))
+    b.w("modify a missing multicast group", MODIFY, multicast_group_entity(5, [(1, 1)]))
+    b.w("delete a missing multicast group", DELETE, multicast_group_entity(5, []))
+    b.r("read a multicast group", multicast_group_entity(1, []))
+    b.r("read a missing multicast group", multicast_group_entity(42, []))
+    b.w("clone session", INSERT, clone_session_entity(1, [(1, 1)]))
+    b.w("clone session again", INSERT, clone_session_entity(1, [(2, 1)]))
+    b.w("clone session 0", INSERT, clone_session_entity(0, [(1, 1)]))
+    b.w("clone session with two replicas", INSERT, clone_session_entity(4, [(1, 0), (2, 0)]))
+    b.r("read a clone session", clone_session_entity(4, []))
     # Last: BMv2 takes these, so the two sides' state differs from here on.
     b.w("group id 0", INSERT, group(sel, 0, [(1, 1)]))
     return b.ops

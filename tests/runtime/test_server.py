@@ -14,7 +14,12 @@ from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from emu.runtime.client import P4RuntimeClient, WriteError
+from emu.runtime.client import (
+    P4RuntimeClient,
+    WriteError,
+    clone_session_entity,
+    multicast_group_entity,
+)
 from emu.runtime.devconfig import make_null_config
 from emu.runtime.translate import encode_uint
 
@@ -611,22 +616,10 @@ def test_counters_meters_registers(rig: Rig, cp_p4info: p4info_pb2.P4Info, cpc: 
 def test_multicast_and_clone_sessions(rig: Rig, cp_p4info: p4info_pb2.P4Info, cpc: P4RuntimeClient) -> None:
     c = cpc
 
-    def mc(gid: int, reps: list[tuple[int, int]]) -> p4runtime_pb2.Entity:
-        e = p4runtime_pb2.Entity()
-        g = e.packet_replication_engine_entry.multicast_group_entry
-        g.multicast_group_id = gid
-        for port, inst in reps:
-            g.replicas.add(egress_port=port, instance=inst)
-        return e
+    mc = multicast_group_entity
 
     def cs(sid: int, reps: list[tuple[int, int]]) -> p4runtime_pb2.Entity:
-        e = p4runtime_pb2.Entity()
-        s = e.packet_replication_engine_entry.clone_session_entry
-        s.session_id = sid
-        s.packet_length_bytes = 128
-        for port, inst in reps:
-            s.replicas.add(egress_port=port, instance=inst)
-        return e
+        return clone_session_entity(sid, reps, packet_length_bytes=128)
 
     c.write_one(U.INSERT, mc(1, [(1, 0), (2, 0)]))
     new_style = mc(2, [])
