@@ -216,10 +216,10 @@ class ExternLowerer(LowererBase):
                 fast_code = (f"{self.csum_sum(t, terms, name, data, ctx)}; {t}r = {t} % 0xffff; "
                              f"{t} = ~({t}r if {t}r or not {t} else 0xffff) & 0xffff")
                 if valids:
-                    o.line(f"if {' and '.join(valids)}:")
-                    o.line("    " + fast_code)
-                    o.line("else:")
-                    o.line(f"    {t} = {hf}({self.pack_leaves(leaves)})")
+                    with o.block(f"if {' and '.join(valids)}:"):
+                        o.line(fast_code)
+                    with o.block("else:"):  # packing may hoist temporaries: inside the block
+                        o.line(f"{t} = {hf}({self.pack_leaves(leaves)})")
                 else:
                     o.line(fast_code)
                 val = f"({t} & {mask(w)})"

@@ -87,6 +87,9 @@ class _Generator(_Collector, _TableEmitter, _ExternEmitter):
                 if not isinstance(value, int) or isinstance(value, bool):
                     raise _error(a.pos, f"Value for '{key}' key in @platform_property annotation "
                                         "is not an integer")
+                if not -(1 << 31) <= value < 1 << 31:  # p4c wraps it to int32 unannounced
+                    raise _error(a.pos, f"Value for '{key}' key in @platform_property annotation "
+                                        f"does not fit P4Info's int32: {value}")
                 setattr(pkg.platform_properties, key, value)
         _add_annotations(pkg, main.annotations, frozenset({"pkginfo", "platform_property"}))
         _add_doc(pkg, main.annotations)

@@ -91,3 +91,23 @@ def test_header_written_whole_sums_every_field() -> None:
     (out,), src = _run(_frame(0x1234, 7, 9, 0xBEEF), "hdr.h.setValid();")
     assert out == _frame(0x1234, 7, 8, 0xBEEF)
     assert "_csp" not in src
+
+
+def test_verify_over_fields_that_pack_through_temporaries() -> None:
+    """48-bit fields at an odd byte offset pack as two struct codes each, through a
+    temporary; the temporaries of the slow path (a leaf's header invalid) were emitted
+    between `else:` and its body: an IndentationError at compile time."""
+    src = (PROGRAM.replace("header h_t {{ bit<16> a; bit<8> b; bit<8> c; bit<16> d; bit<16> ck; }}",
+                           "header h_t {{ bit<8> a; bit<48> b; bit<48> c; bit<8> d; bit<16> ck; }}")
+           .format(body="", decls="", subs="", egress=""))
+    prog = compile_source(src, "t.p4")
+    body = struct.pack("!B", 1) + (0x0A0B0C0D0E0F).to_bytes(6, "big") + \
+        (0x112233445566).to_bytes(6, "big") + b"\x07"
+    sw = P4Switch(prog)
+    for ck in (csum16(body), csum16(body) ^ 1):
+        sw.inject(0, body + struct.pack("!H", ck) + b"pay")
+    sw.run_until_idle()
+    (out,) = [o.data for o in sw.outputs()]  # the bad checksum is dropped
+    # ingress writes c - 1, update_checksum follows
+    want = body[:7] + (0x112233445565).to_bytes(6, "big") + b"\x07"
+    assert out == want + struct.pack("!H", csum16(want)) + b"pay"

@@ -418,6 +418,11 @@ def test_platform_properties_go_to_pkg_info() -> None:
                                       "annotation is not an integer"):
         p4info_of(base.replace("V1Switch(", '@platform_property(multicast_group_table_size = "x") '
                                             'V1Switch('))
+    # past int32 it was protobuf's ValueError (a traceback); p4c wraps it unannounced
+    with pytest.raises(P4Error, match="'multicast_group_table_size' key in @platform_property "
+                                      "annotation does not fit P4Info's int32: 4294967296"):
+        p4info_of(base.replace("V1Switch(", "@platform_property(multicast_group_table_size = "
+                                            "4294967296) V1Switch("))
 
 
 def test_a_hidden_key_element_keeps_its_annotation() -> None:
