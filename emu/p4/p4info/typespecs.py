@@ -50,7 +50,11 @@ def _translation(t: NewType) -> tuple[str, int] | None:
     if not m:
         raise _error(a.pos, "@p4runtime_translation expects a URI and bit<W> or string")
     uri, bits, _string, legacy = m.groups()
-    return uri, int(bits or legacy or 0)
+    width = int(bits or legacy or 0)
+    if width >= 1 << 31:  # P4Info's bitwidth is an int32; p4c refuses it there too
+        raise _error(a.pos, f"{width}: this implementation does not support bitstrings this "
+                            "large (a P4Info bit width is an int32)")
+    return uri, width
 
 
 def _new_members(table: Any, t: StructLikeType) -> Iterator[tuple[Any, Type]]:

@@ -399,6 +399,21 @@ def test_a_translation_to_another_type_than_bits_or_string_is_an_error() -> None
         p4info_of(source)
 
 
+@pytest.mark.parametrize("width", ["4294967296", "bit<2147483648>"])
+def test_a_translation_wider_than_an_int32_is_an_error(width: str) -> None:
+    """P4Info's bit width is an int32: protobuf's ValueError (a traceback) before; p4c
+    refuses it too ("does not support bitstrings this large"). 2^31 - 1 goes through."""
+    source = SKELETON.format(
+        locals="table t { key = { hdr.h.a : exact; } actions = { NoAction; } }",
+        apply="t.apply();", ingress="ingress", egress="egress", egress_locals="", egress_apply="",
+    ).replace("header h_t { bit<8> a;", f'@p4runtime_translation("emu.test/P", {width}) '
+                                        "type bit<8> Port_t;\nheader h_t { Port_t a;")
+    with pytest.raises(P4Error, match="this implementation does not support bitstrings this large"):
+        p4info_of(source)
+    info = p4info_of(source.replace("4294967296", "2147483647").replace("2147483648", "2147483647"))
+    assert info.type_info.new_types["Port_t"].translated_type.sdn_bitwidth == 2147483647
+
+
 def test_a_program_without_main_has_no_pkg_info() -> None:
     """p4c-bm2-ss warns and leaves pkg_info out (p4c's bitwise-and, issue407-2, ...)."""
     info = generate_p4info(check_source("#include <core.p4>\ncontrol c() { apply {} }\n", "nomain.p4"))
