@@ -86,6 +86,8 @@ class IdAllocator:
         if id_annotation is None:
             table[name] = None
             return
+        if not 0 <= id_annotation <= _M32:
+            raise P4IdError(f"{name}: @id {id_annotation} is not a 32-bit id")
         type_prefix = (int(prefix) & 0xFF) << 24
         top = id_annotation & 0xFF000000
         if top and top != type_prefix:

@@ -10,9 +10,9 @@ from p4.config.v1 import p4info_pb2
 from emu.p4.frontend import ast as A
 from emu.p4.frontend.check import CheckedProgram
 from emu.p4.frontend.types import Type
-from emu.p4.p4info_ids import IdAllocator, P4IdPrefix
+from emu.p4.p4info_ids import IdAllocator, P4IdError, P4IdPrefix
 
-from .annotations import _add_annotations, _add_doc, _int_arg
+from .annotations import _add_annotations, _add_doc, _error, _int_arg
 from .records import _Profile, _Table
 from .typespecs import _TypeSpecs
 
@@ -31,7 +31,11 @@ class _GeneratorBase:
         return self.ids_by_prefix[int(prefix)][name]
 
     def symbol(self, prefix: P4IdPrefix, name: str, annotations: Sequence[A.Annotation]) -> None:
-        self.ids.add(prefix, name, _int_arg(annotations, "id"))
+        try:
+            self.ids.add(prefix, name, _int_arg(annotations, "id"))
+        except P4IdError as exc:  # an @id out of 32 bits, of another type's prefix, or twice
+            at = A.find_annotation(list(annotations), "id")
+            raise _error(at.pos if at is not None else A.NOPOS, str(exc)) from None
 
     # ---- emission
     def preamble(self, msg: Any, prefix: P4IdPrefix, name: str, annotations: Sequence[A.Annotation],

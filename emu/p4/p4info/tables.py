@@ -15,6 +15,7 @@ from .annotations import (
     _const_int,
     _error,
     _field_ids,
+    _fits,
     _has,
     _int_arg,
     _string_arg,
@@ -102,7 +103,8 @@ class _TableEmitter(_GeneratorBase):
                 prefix = P4IdPrefix.DIRECT_COUNTER if pname == "counters" else P4IdPrefix.DIRECT_METER
                 msg.direct_resource_ids.append(self.id_of(prefix, name))
         size = t.decl.prop("size")
-        msg.size = (_const_int(size.value) if size else None) or DEFAULT_TABLE_SIZE
+        value = (_const_int(size.value) if size else None) or DEFAULT_TABLE_SIZE
+        msg.size = _fits(value, 64, size.pos if size else t.decl.pos, f"table {t.name}: size")
         timeout = t.decl.prop("support_timeout")
         if timeout is not None and _const_int(timeout.value):
             msg.idle_timeout_behavior = p4info_pb2.Table.NOTIFY_CONTROL
@@ -146,17 +148,18 @@ class _TableEmitter(_GeneratorBase):
         self.preamble(msg, P4IdPrefix.ACTION_PROFILE, name, p.annotations, _PROFILE_ANNOTATIONS)
         msg.table_ids.extend(self.id_of(P4IdPrefix.TABLE, t) for t in p.tables)
         msg.with_selector = p.selector
-        msg.size = p.size
+        msg.size = _fits(p.size, 64, p.pos, f"action profile {name}: size")
         # Group settings mean something only with a selector: p4c leaves them out of a
         # plain action_profile (with a warning).
         max_group = _int_arg(p.annotations, "max_group_size") if p.selector else None
         if max_group is not None:
-            msg.max_group_size = max_group
+            msg.max_group_size = _fits(max_group, 32, p.pos, f"{name}: @max_group_size")
             semantics = _string_arg(p.annotations, "selector_size_semantics")
             if semantics == "sum_of_members":
                 msg.sum_of_members.SetInParent()
                 weight = _int_arg(p.annotations, "max_member_weight")
                 if weight is not None:
-                    msg.sum_of_members.max_member_weight = weight
+                    msg.sum_of_members.max_member_weight = _fits(
+                        weight, 32, p.pos, f"{name}: @max_member_weight")
             else:
                 msg.sum_of_weights.SetInParent()

@@ -681,3 +681,25 @@ def test_a_size_beyond_p4infos_int32_is_an_error(decl: str, what: str) -> None:
                                       "size field") as ei:
         p4info_of(source)
     assert ei.value.diagnostics[0].line > 0
+
+
+@pytest.mark.parametrize("annotation, size, says", [
+    ("@id(4294967296)", "16", "ingress.t: @id 4294967296 is not a 32-bit id"),
+    ("@id(-1)", "16", "ingress.t: @id -1 is not a 32-bit id"),
+    ("@id(0x01ffffff)", "16", "ingress.t: @id 0x1ffffff has the wrong 8-bit prefix"),
+    ("", "4294967296000000000000", "table ingress.t: size 4294967296000000000000 does not "
+                                   "fit P4Info's int64"),
+])
+def test_numbers_p4info_cannot_hold_are_errors_at_their_position(annotation: str, size: str,
+                                                                 says: str) -> None:
+    """Each was a traceback: protobuf's ValueError, or P4IdError (not a P4Error) when the
+    @id was read."""
+    source = SKELETON.format(
+        locals=f"{annotation} table t {{ key = {{ hdr.h.a : exact; }} actions = {{ NoAction; }} "
+               f"size = {size}; }}",
+        apply="t.apply();", ingress="ingress", egress="egress", egress_locals="",
+        egress_apply="")
+    with pytest.raises(P4Error) as ei:
+        p4info_of(source)
+    (d,) = ei.value.diagnostics
+    assert d.message == says and d.line > 0
