@@ -176,6 +176,7 @@ def main() -> int:
 
 def crosscheck(path: Path, folder: Path, packets: list[X.Packet], n: int) -> str | None:
     build = path.parent / f"build{n}"
+    build.mkdir(parents=True, exist_ok=True)
     r = subprocess.run(["p4c-bm2-ss", "-I", str(folder), "-o", str(build / "x.json"), str(path)],
                        capture_output=True, text=True, check=False)
     if r.returncode != 0:
@@ -183,8 +184,10 @@ def crosscheck(path: Path, folder: Path, packets: list[X.Packet], n: int) -> str
     try:
         rep = X.crosscheck(path, [folder], X.Programming.entries_only(PORTS), packets,
                            build_dir=build, settle_s=0.03, random_entries=n)
-    except Exception as exc:  # BMv2 aborting on a frame is BMv2's, not a difference
-        return None if "exited" in str(exc) else f"crosscheck: {exc}"
+    except Exception as exc:
+        # BMv2 aborting on a frame or refusing the pipeline is BMv2's, not a difference
+        return None if "exited" in str(exc) or "refused the pipeline" in str(exc) \
+            else f"crosscheck: {exc}"
     return rep.differences[0] if rep.differences else None
 
 

@@ -61,7 +61,7 @@ def test_the_repository_programs_are_all_found() -> None:
     names = {p.relative_to(ROOT).as_posix() for p in PROGRAMS}
     assert "p4src/fabric.p4" in names
     assert "tests/p4/frontend/programs/stacks_varbit.p4" in names
-    assert len([n for n in names if not n.startswith("tests/p4/invalid/")]) == 33
+    assert len([n for n in names if not n.startswith("tests/p4/invalid/")]) == 34
     assert not any("/include/" in n for n in names)
     assert all(p in PROGRAMS for p in ON_BMV2)
 

@@ -211,6 +211,14 @@ class ParserLowerer(LowererBase):
             return self.lookahead(bt(e.type), e, pk, pts)
         if name == "advance":
             n = self.simple(self.value(args[0], ctx))  # type: ignore[arg-type]
+            # BMv2 advances whole bytes: a bit count that is not one is an invalid argument
+            # (checked before the length), and the cursor stays where it was.
+            invalid = f"raise ParserError({self.errcode('ParserInvalidArgument')})"
+            if not n.isdigit():
+                o.line(f"if {n} & 7: {invalid}")
+            elif int(n) & 7:
+                o.line(invalid)
+                return None
             o.line(f"if {pk}.o + ({n} >> 3) > {pk}.n: raise ParserError({pts})")
             o.line(f"{pk}.o += {n} >> 3")
             return None
