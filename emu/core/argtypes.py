@@ -8,26 +8,26 @@ import math
 from collections.abc import Callable
 
 
-def positive(text: str) -> float:
-    """A finite number > 0 (float() also takes 'nan' and 'inf')."""
+def _bounded(text: str, bound: str, within: Callable[[float], bool]) -> float:
+    """float(text) if finite (float() also takes 'nan' and 'inf') and `within`; `bound`
+    says which numbers are (for the message)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    if not math.isfinite(value) or not within(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number {bound}, got {text!r}")
     return value
+
+
+def positive(text: str) -> float:
+    """A finite number > 0."""
+    return _bounded(text, "> 0", lambda v: v > 0)
 
 
 def non_negative(text: str) -> float:
     """A finite number >= 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
-    return value
+    return _bounded(text, ">= 0", lambda v: v >= 0)
 
 
 def integer(low: int, high: int, why: str = "") -> Callable[[str], int]:

@@ -32,11 +32,6 @@ class Dilation:
             raise ValueError(f"time dilation must be in (0, {MAX_DILATION:g}], "
                              f"got {self.factor!r}")
 
-    @classmethod
-    def for_wire_rate(cls, modelled_bps: float, wire_bps: float) -> Dilation:
-        """The dilation that runs a modelled link of `modelled_bps` at `wire_bps`."""
-        return cls(modelled_bps / wire_bps)
-
     def wire_rate_bps(self, modelled_bps: float) -> float:
         return modelled_bps / self.factor
 

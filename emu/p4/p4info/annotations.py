@@ -25,11 +25,11 @@ def _error(pos: A.Pos, message: str) -> P4Error:
     return P4Error([Diagnostic(pos.file, pos.line, pos.col, "error", message, line)])
 
 
-def _fits(value: int, bits: int, pos: A.Pos, what: str) -> int:
+def _fits(value: int, bits: int, pos: A.Pos, what: str, field: str = "field") -> int:
     """`value` if a P4Info field of `bits` signed bits holds it, else an error at `pos`
     (protobuf would raise ValueError while the message is filled in)."""
     if not -(1 << (bits - 1)) <= value < 1 << (bits - 1):
-        raise _error(pos, f"{what} {value} does not fit P4Info's int{bits}")
+        raise _error(pos, f"{what} {value} does not fit P4Info's {bits}-bit {field}")
     return value
 
 

@@ -26,6 +26,7 @@ from .annotations import (
     _const_int,
     _error,
     _field_ids,
+    _fits,
     _has,
     _string_arg,
 )
@@ -63,7 +64,8 @@ class _ExternEmitter(_GeneratorBase):
             elem = t.type_args.get("T")
             if elem is not None:
                 self.types.convert(elem, r.type_spec)
-            r.size = _int32_size(_const_int(_arg_value(inst, 0, "size")) or 0, inst, "register")
+            r.size = _fits(_const_int(_arg_value(inst, 0, "size")) or 0, 32, inst.pos,
+                           "register size", "size field")
 
     def emit_controller_header(self, h: _CtrlHeader) -> None:
         msg = self.p4info.controller_packet_metadata.add()
@@ -94,7 +96,7 @@ class _ExternEmitter(_GeneratorBase):
     def emit_value_set(self, name: str, vs: A.ValueSetDecl) -> None:
         msg = self.p4info.value_sets.add()
         self.preamble(msg, P4IdPrefix.VALUE_SET, name, vs.annotations)
-        msg.size = _int32_size(_const_int(vs.size) or 0, vs, "value_set")
+        msg.size = _fits(_const_int(vs.size) or 0, 32, vs.pos, "value_set size", "size field")
         et = vs.type
         if isinstance(et, BitType):
             m = msg.match.add()
@@ -138,9 +140,3 @@ def _leaf_fields(t: StructLikeType, fields: list[A.StructField],
     return out
 
 
-def _int32_size(size: int, node: A.Node, what: str) -> int:
-    """P4Info holds a register's and a value set's size in an int32 (a counter's, a
-    meter's and a table's in an int64)."""
-    if size > 2**31 - 1:
-        raise _error(node.pos, f"{what} size {size} does not fit P4Info's 32-bit size field")
-    return size

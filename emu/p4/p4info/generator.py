@@ -10,7 +10,7 @@ from p4.config.v1 import p4info_pb2
 from emu.p4.frontend import ast as A
 from emu.p4.p4info_ids import P4IdError, P4IdPrefix
 
-from .annotations import _add_annotations, _add_doc, _error
+from .annotations import _add_annotations, _add_doc, _error, _fits
 from .collect import _Collector
 from .externs import _COUNTER_UNITS, _METER_UNITS, _ExternEmitter
 from .tables import _TableEmitter
@@ -87,10 +87,9 @@ class _Generator(_Collector, _TableEmitter, _ExternEmitter):
                 if not isinstance(value, int) or isinstance(value, bool):
                     raise _error(a.pos, f"Value for '{key}' key in @platform_property annotation "
                                         "is not an integer")
-                if not -(1 << 31) <= value < 1 << 31:  # p4c wraps it to int32 unannounced
-                    raise _error(a.pos, f"Value for '{key}' key in @platform_property annotation "
-                                        f"does not fit P4Info's int32: {value}")
-                setattr(pkg.platform_properties, key, value)
+                # p4c wraps a value past int32 unannounced
+                setattr(pkg.platform_properties, key, _fits(
+                    value, 32, a.pos, f"Value for '{key}' key in @platform_property annotation"))
         _add_annotations(pkg, main.annotations, frozenset({"pkginfo", "platform_property"}))
         _add_doc(pkg, main.annotations)
 

@@ -104,7 +104,8 @@ class _TableEmitter(_GeneratorBase):
                 msg.direct_resource_ids.append(self.id_of(prefix, name))
         size = t.decl.prop("size")
         value = (_const_int(size.value) if size else None) or DEFAULT_TABLE_SIZE
-        msg.size = _fits(value, 64, size.pos if size else t.decl.pos, f"table {t.name}: size")
+        msg.size = _fits(value, 64, size.pos if size else t.decl.pos, f"table {t.name}: size",
+                         "size field")
         timeout = t.decl.prop("support_timeout")
         if timeout is not None and _const_int(timeout.value):
             msg.idle_timeout_behavior = p4info_pb2.Table.NOTIFY_CONTROL
@@ -148,7 +149,7 @@ class _TableEmitter(_GeneratorBase):
         self.preamble(msg, P4IdPrefix.ACTION_PROFILE, name, p.annotations, _PROFILE_ANNOTATIONS)
         msg.table_ids.extend(self.id_of(P4IdPrefix.TABLE, t) for t in p.tables)
         msg.with_selector = p.selector
-        msg.size = _fits(p.size, 64, p.pos, f"action profile {name}: size")
+        msg.size = _fits(p.size, 64, p.pos, f"action profile {name}: size", "size field")
         # Group settings mean something only with a selector: p4c leaves them out of a
         # plain action_profile (with a warning).
         max_group = _int_arg(p.annotations, "max_group_size") if p.selector else None

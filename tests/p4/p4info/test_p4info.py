@@ -435,7 +435,8 @@ def test_platform_properties_go_to_pkg_info() -> None:
                                             'V1Switch('))
     # past int32 it was protobuf's ValueError (a traceback); p4c wraps it unannounced
     with pytest.raises(P4Error, match="'multicast_group_table_size' key in @platform_property "
-                                      "annotation does not fit P4Info's int32: 4294967296"):
+                                      "annotation 4294967296 does not fit P4Info's 32-bit "
+                                      "field"):
         p4info_of(base.replace("V1Switch(", "@platform_property(multicast_group_table_size = "
                                             "4294967296) V1Switch("))
 
@@ -688,7 +689,7 @@ def test_a_size_beyond_p4infos_int32_is_an_error(decl: str, what: str) -> None:
     ("@id(-1)", "16", "ingress.t: @id -1 is not a 32-bit id"),
     ("@id(0x01ffffff)", "16", "ingress.t: @id 0x1ffffff has the wrong 8-bit prefix"),
     ("", "4294967296000000000000", "table ingress.t: size 4294967296000000000000 does not "
-                                   "fit P4Info's int64"),
+                                   "fit P4Info's 64-bit size field"),
 ])
 def test_numbers_p4info_cannot_hold_are_errors_at_their_position(annotation: str, size: str,
                                                                  says: str) -> None:
