@@ -204,6 +204,19 @@ def cp_requests(ids: Ids) -> list[Op]:
         entry(acl, [(3, "optional", b"\x05")], no_action, priority=1, idle_timeout_ns=10**9))
     b.w("default entry with a priority", MODIFY, entry(acl, [], drop, default=True, priority=4))
     b.r("read by priority", entry(acl, priority=10))
+    b.r("read by a ternary value outside its mask",
+        entry(acl, [(1, "ternary", b"\x08\x01", b"\xff\x00")], priority=10))
+    b.r("read by a range low above high", entry(acl, [(2, "range", b"\x05", b"\x01")],
+                                               priority=14))
+    b.r("read every table by priority", entry(0, priority=10))
+    b.r("read by action", entry(acl, action=drop))
+    b.r("read by an action of no table", entry(acl, action=fwd_a))
+    q = entry(acl)
+    q.table_entry.controller_metadata = 3
+    b.r("read by controller_metadata", q)
+    q = entry(acl)
+    q.table_entry.metadata = b"\x01"
+    b.r("read by metadata", q)
     b.w("member", INSERT, member(prof, 7, set_port, one))
     b.w("member again", INSERT, member(prof, 7, set_port, one))
     b.w("member with an action of no table of its profile", INSERT, member(prof, 8, fwd_a, one))
@@ -211,6 +224,9 @@ def cp_requests(ids: Ids) -> list[Op]:
         entry(ind, [(1, "exact", b"\x01")], set_port, one))
     b.w("missing member", INSERT, entry(ind, [(1, "exact", b"\x01")], member=9))
     b.w("indirect entry", INSERT, entry(ind, [(1, "exact", b"\x01")], member=7))
+    b.w("missing member for a taken key", INSERT, entry(ind, [(1, "exact", b"\x01")], member=9))
+    b.w("a group for a taken key", INSERT, entry(ind, [(1, "exact", b"\x01")], group=1))
+    b.w("a member id taken, a bad action", INSERT, member(prof, 7, fwd_a, one))
     b.w("delete a member in use", DELETE, member(prof, 7, set_port))
     b.w("the default entry of an indirect table", MODIFY, entry(ind, [], drop, default=True))
     b.r("read the indirect table", entry(ind))

@@ -3,7 +3,10 @@ answer agrees but the listed ones, where BMv2 departs from the P4Runtime spec (o
 spec leaves the code open) and ours follows it (emu/runtime/README.md, "Where the
 server differs from BMv2's"). Found this way: a direct meter read with only a table id
 was INVALID_ARGUMENT; direct counter reads named the entry with its idle timeout; an
-empty byte string was INVALID_ARGUMENT, not the spec's OUT_OF_RANGE."""
+empty byte string was INVALID_ARGUMENT, not the spec's OUT_OF_RANGE. Found by
+scripts/p4runtime_fuzz.py: a read by an invalid key (a ternary value outside its mask)
+answered nothing, not INVALID_ARGUMENT; an INSERT naming a missing member, or a group
+of a profile without selector, was ALREADY_EXISTS when the key was taken."""
 
 from __future__ import annotations
 
@@ -30,6 +33,8 @@ NON_ZERO_ID = "the spec: member and group ids are non-zero"
 DONT_CARE = "the spec: a don't-care match is omitted, never sent as its full range"
 MISSING = "the spec's code for a group's missing member (it names none for an entry's)"
 IN_USE = "the spec's code for a member or group still referenced"
+FILTERS = "BMv2 ignores a read's action, controller_metadata and metadata filters: the " \
+          "spec's Wildcard Reads filter on them"
 
 # label -> why ours answers otherwise (ours first, then BMv2's answer)
 DIFFERENT = {
@@ -43,6 +48,13 @@ DIFFERENT = {
         "read by priority": "BMv2 reads an omitted range field back as its full range: "
                             f"{DONT_CARE} (read-write symmetry)",
         "missing member": f"NOT_FOUND, BMv2 INVALID_ARGUMENT: {MISSING}",
+        "missing member for a taken key": f"NOT_FOUND, BMv2 INVALID_ARGUMENT: {MISSING}",
+        "read every table by priority": "INVALID_ARGUMENT, BMv2 ignores the priority: the "
+                                        "spec: a read of every table takes no other filter",
+        "read by action": FILTERS,
+        "read by an action of no table": f"INVALID_ARGUMENT: {FILTERS}",
+        "read by controller_metadata": FILTERS,
+        "read by metadata": FILTERS,
         "delete a member in use": f"FAILED_PRECONDITION, BMv2 UNKNOWN: {IN_USE}",
         "the default entry of an indirect table":
             "PERMISSION_DENIED, BMv2 INVALID_ARGUMENT: the spec's code for a constant "

@@ -101,7 +101,7 @@ def test_failure_in_the_middle_of_a_batch(rig: Rig, kind: str, mode: str) -> Non
         assert _fwd_entries(c) == before
     # A batch without errors applies in every mode.
     c.write([U(type=U.INSERT, entity=_fwd(c, 9, 9))], atomicity=MODES[mode])
-    assert len(c.read([_fwd(c, 9)])) == 1
+    assert len(c.read([_fwd(c, 9, 9)])) == 1
 
 
 @pytest.mark.parametrize("mode", ALL_OR_NONE)

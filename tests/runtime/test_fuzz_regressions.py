@@ -300,3 +300,100 @@ def test_p4info_must_match_the_programs_widths_and_kinds(
     assert ei.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     assert "device config's program" in str(ei.value.details())
     c.set_pipeline(cp_p4info, compiled_config(HERE / "p4" / "cp.p4"))  # unchanged: fine
+
+
+# Found by scripts/p4runtime_fuzz.py against BMv2's server.
+
+def _read_code(c: P4RuntimeClient, ent: E) -> grpc.StatusCode:
+    with pytest.raises(grpc.RpcError) as ei:
+        c.read([ent])
+    return ei.value.code()  # type: ignore[no-any-return]
+
+
+def test_a_read_by_an_invalid_key_is_invalid_argument(
+        rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
+    """Spec, Wildcard Reads: a match filter "must be a valid match key for the table"; a
+    ternary value outside its mask, or a range with low above high, is none (it answered
+    no entries)."""
+    c = primary(rig, cp_p4info)
+    c.write_one(U.INSERT, c.table_entry("MyIngress.acl", {"hdr.ethernet.etherType": (8, 0xFF)},
+                                        "MyIngress.drop", priority=3))
+    outside = c.table_entry("MyIngress.acl", {"hdr.ethernet.etherType": (0x108, 0xFF)},
+                            priority=3)
+    backwards = c.table_entry("MyIngress.acl", {"standard_metadata.ingress_port": (5, 1)},
+                              priority=3)
+    for q in (outside, backwards):
+        assert _read_code(c, q) is grpc.StatusCode.INVALID_ARGUMENT
+    assert len(c.read([c.table_entry("MyIngress.acl", {"hdr.ethernet.etherType": (8, 0xFF)},
+                                     priority=3)])) == 1
+
+
+def test_reads_filter_on_action_and_controller_metadata(
+        rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
+    """Spec, Wildcard Reads: a direct action's id and controller_metadata filter a read
+    (both were ignored; metadata already filtered)."""
+    c = primary(rig, cp_p4info)
+    drop = c.table_entry("MyIngress.acl", {"hdr.ethernet.etherType": (8, 0xFF)},
+                         "MyIngress.drop", priority=3)
+    drop.table_entry.controller_metadata = 7
+    port = c.table_entry("MyIngress.acl", {"hdr.ethernet.etherType": (9, 0xFF)},
+                         "MyIngress.set_port", {"port": 2}, priority=3)
+    port.table_entry.metadata = b"m"
+    c.write([U(type=U.INSERT, entity=drop), U(type=U.INSERT, entity=port)])
+
+    def read(action: str, params: dict[str, int] | None = None) -> list[bytes]:
+        q = c.table_entry("MyIngress.acl", action=action, params=params)
+        return [e.table_entry.match[0].ternary.value for e in c.read([q])]
+
+    assert read("MyIngress.drop") == [b"\x08"]
+    assert read("MyIngress.set_port", {"port": 0}) == [b"\x09"]  # by id: params do not filter
+    assert read("NoAction") == []
+    q = c.table_entry("MyIngress.acl")
+    q.table_entry.controller_metadata = 7
+    assert [e.table_entry.controller_metadata for e in c.read([q])] == [7]
+    q.table_entry.controller_metadata = 8
+    assert c.read([q]) == []
+    q = c.table_entry("MyIngress.acl")
+    q.table_entry.metadata = b"m"
+    assert [e.table_entry.metadata for e in c.read([q])] == [b"m"]
+
+
+def test_read_filters_that_cannot_apply_are_refused(
+        rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
+    """An action of another table is INVALID_ARGUMENT, a member of an indirect table
+    UNIMPLEMENTED (the spec filters on a direct action's id only), and a read of every
+    table (table_id 0) takes no filter: INVALID_ARGUMENT (the priority was ignored)."""
+    c = primary(rig, cp_p4info)
+    assert _read_code(c, c.table_entry("MyIngress.acl", action="MyIngress.forward",
+                                       params={"port": 1})) is grpc.StatusCode.INVALID_ARGUMENT
+    assert _read_code(c, c.table_entry("MyIngress.indirect", member_id=1)) \
+        is grpc.StatusCode.UNIMPLEMENTED
+    every = E()
+    every.table_entry.priority = 3
+    assert _read_code(c, every) is grpc.StatusCode.INVALID_ARGUMENT
+    every.table_entry.priority = 0
+    c.read([every])  # no filter: every table
+
+
+def test_a_malformed_insert_is_refused_for_what_it_is_not_for_its_taken_key(
+        rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
+    """An INSERT of a taken key answered ALREADY_EXISTS before looking at its target: a
+    group in a profile without selector is INVALID_ARGUMENT, a missing member NOT_FOUND
+    (BMv2's server answers so too); a member id that is taken, with an action of no
+    table of its profile, INVALID_ARGUMENT."""
+    c = primary(rig, cp_p4info)
+    c.insert_member("MyIngress.prof", 1, "MyIngress.set_port", {"port": 1})
+    key = {"hdr.ethernet.srcAddr": 5}
+    c.write_one(U.INSERT, c.table_entry("MyIngress.indirect", key, member_id=1))
+    bad_member = E()
+    m = bad_member.action_profile_member
+    m.action_profile_id, m.member_id = cp_p4info.action_profiles[0].preamble.id, 1
+    m.action.CopyFrom(c.table_entry("MyIngress.fwd", action="MyIngress.forward",
+                                    params={"port": 1}).table_entry.action.action)
+    cases = [(c.table_entry("MyIngress.indirect", key, group_id=1), INVALID),
+             (c.table_entry("MyIngress.indirect", key, member_id=9), NOT_FOUND),
+             (bad_member, INVALID)]
+    for ent, code in cases:
+        with pytest.raises(WriteError) as ei:
+            c.write_one(U.INSERT, ent)
+        assert error_codes(ei.value) == [code]

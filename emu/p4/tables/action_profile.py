@@ -132,8 +132,8 @@ class ActionProfile:
         return validate_action(self._specs, action, for_default=False, where=self.name)
 
     def insert_member(self, member_id: int, action: ActionCall) -> ActionProfileMember:
+        action = self._check_action(action)  # a malformed member before a taken id
         self._new_id(self._members, "member", member_id)
-        action = self._check_action(action)
         if self.size and len(self._members) >= self.size:
             raise ResourceExhausted(f"{self.name}: profile full ({self.size} members)")
         m = self._members[member_id] = ActionProfileMember(member_id, action)

@@ -181,9 +181,10 @@ class Table:
         self._next_handle += 1
         return h
 
-    def _target(self, action: ActionCall | None, member_id: int | None,
-                group_id: int | None) -> None:
-        """Validate and reference the entry's action / member / group."""
+    def _check_target(self, action: ActionCall | None, member_id: int | None,
+                      group_id: int | None) -> None:
+        """The entry's action / member / group suits the table (no state consulted, so
+        a malformed entry is INVALID_ARGUMENT whether or not its key is taken)."""
         given = sum(x is not None for x in (action, member_id, group_id))
         if given != 1:
             raise InvalidArgument(
@@ -192,16 +193,22 @@ class Table:
         if prof is None:
             if action is None:
                 raise InvalidArgument(f"{self.name}: direct table entries need an action")
-            return
-        if action is not None:
+        elif action is not None:
             raise InvalidArgument(
                 f"{self.name}: entries of a table with an action profile need a member or group")
+        elif group_id is not None and not prof.with_selector:
+            raise InvalidArgument(f"{self.name}: groups need an action selector")
+
+    def _target(self, action: ActionCall | None, member_id: int | None,
+                group_id: int | None) -> None:
+        """Validate and reference the entry's action / member / group."""
+        self._check_target(action, member_id, group_id)
+        prof = self.implementation
+        if prof is None:
+            return
         if member_id is not None:
             prof.ref_member(member_id)
-        else:
-            assert group_id is not None
-            if not prof.with_selector:
-                raise InvalidArgument(f"{self.name}: groups need an action selector")
+        elif group_id is not None:
             prof.ref_group(group_id)
 
     def _untarget(self, e: TableEntry) -> None:
@@ -260,6 +267,13 @@ class Table:
                 raise InvalidArgument(f"{self.name}: idle timeout must be >= 0")
         if action is not None:
             action = validate_action(self._specs, action, for_default=False, where=self.name)
+        self._check_target(action, member_id, group_id)
+        prof = self.implementation
+        if prof is not None:  # a missing member or group before a taken key, as BMv2
+            if member_id is not None:
+                prof.get_member(member_id)
+            elif group_id is not None:
+                prof.get_group(group_id)
         ident = (mk, priority)
         if ident in self._entries:
             raise AlreadyExists(f"{self.name}: an entry with that match and priority exists")
@@ -434,15 +448,16 @@ class Table:
 
     def read(self, match: MatchInput | None = None, *, priority: int = 0,
              action: str | int | None = None, metadata: bytes = b"",
-             controller_metadata: int = 0) -> list[TableEntry]:
+             controller_metadata: int = 0, strict: bool = False) -> list[TableEntry]:
         """P4Runtime wildcard read: each filter left at its default matches all.
 
-        match: exact identity (at most one entry per priority); priority 0: any;
+        match: exact identity (at most one entry per priority), which with `strict` must
+        be a key an entry could have (P4Runtime's "valid match key"); priority 0: any;
         action: the action name/id of direct entries; metadata / cookie: equality.
         Result in insertion order. The default entry is `default_entry`.
         """
         if match is not None:
-            mk = self._canon(match, False)
+            mk = self._canon(match, strict)
             cands: list[TableEntry] = [e for e in self._entries.values() if e.match == mk]
         else:
             cands = list(self._entries.values())

@@ -13,7 +13,7 @@ from p4.v1 import p4runtime_pb2
 
 from emu.p4.tables import KEEP, GroupMember, Table
 
-from ..errors import invalid, permission_denied
+from ..errors import invalid, permission_denied, unimplemented
 from ..pipeline import OneShot, Pipeline
 from ..translate import TableInfo
 from .action_profiles import watch_port
@@ -194,12 +194,29 @@ def _make_oneshot(pipe: Pipeline, ti: TableInfo,
     return shot
 
 
+def _action_filter(pipe: Pipeline, ti: TableInfo, te: p4runtime_pb2.TableEntry) -> str | None:
+    """The action name a read filters on (spec, Wildcard Reads: a direct action's id;
+    its parameters, members and groups are not filters)."""
+    if not te.HasField("action"):
+        return None
+    if te.action.WhichOneof("type") != "action" or ti.profile_id:
+        raise unimplemented(f"{ti.name}: a read filters on the id of a direct action only")
+    aid = te.action.action.action_id
+    if aid not in ti.action_ids:
+        raise invalid(f"{ti.name}: action id {aid} is not an action of this table")
+    return str(pipe.index.action(aid).preamble.name)
+
+
 def read(ctx: EntityContext, te: p4runtime_pb2.TableEntry) -> list[Entity]:
     pipe = ctx.pipe
     idx = pipe.index
     tis = [idx.table(te.table_id)] if te.table_id else list(idx.tables.values())
-    if not te.table_id and (len(te.match) or te.is_default_action):
-        raise invalid("a wildcard table read cannot filter on match fields")
+    if not te.table_id and (len(te.match) or te.is_default_action or te.priority
+                            or te.HasField("action") or te.controller_metadata
+                            or te.metadata):
+        # Spec, Wildcard Reads: with table_id 0 "no other filter can be used".
+        raise invalid("a read of every table cannot filter on match, action, priority, "
+                      "controller_metadata, metadata or is_default_action")
     out = []
     for ti in tis:
         table = pipe.control.tables[ti.name]
@@ -207,8 +224,9 @@ def read(ctx: EntityContext, te: p4runtime_pb2.TableEntry) -> list[Entity]:
             entries = [table.default_entry]
         else:
             match = idx.match_from_proto(ti, te.match) if len(te.match) else None
-            entries = table.read(match, priority=te.priority,
-                                 metadata=te.metadata if te.metadata else b"")
+            entries = table.read(match, priority=te.priority, action=_action_filter(pipe, ti, te),
+                                 metadata=te.metadata, controller_metadata=te.controller_metadata,
+                                 strict=True)
         for e in entries:
             r = Entity()
             idx.entry_to_proto(ti, e, r.table_entry)
