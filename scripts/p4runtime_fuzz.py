@@ -51,6 +51,7 @@ from p4.v1 import p4runtime_pb2 as P
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from emu.crosscheck.sides import veth_ports  # noqa: E402
+from emu.p4.frontend import P4Error  # noqa: E402
 from emu.runtime.client import P4RuntimeClient, WriteError  # noqa: E402
 from emu.targets import SwitchSpec, get_target  # noqa: E402
 
@@ -91,7 +92,13 @@ class Draw:
     def __init__(self, info: p4info_pb2.P4Info, rng: random.Random) -> None:
         self.info, self.rng = info, rng
         self.actions = {a.preamble.id: a for a in info.actions}
+        # not keyless tables (only their default entry is written): BMv2's server
+        # keeps a reference to the member or group of an entry it refuses in one,
+        # so that member or group can no longer be deleted
         self.tables = [t for t in info.tables if not t.is_const_table]
+        # nor tables with initial entries: BMv2's server refuses every INSERT in them
+        # (UNKNOWN), where the spec lets a controller add to them
+        self.keyed = [t for t in self.tables if t.match_fields and not t.has_initial_entries]
         self.profiles = list(info.action_profiles)
         self.reading = False
 
@@ -299,10 +306,12 @@ class Draw:
             ent = self.clone_session(full)
         elif r < 0.41 and (self.info.counters or self.info.meters):
             typ, ent = U.MODIFY, self.indexed()
-        elif r < 0.45:
+        elif self.keyed and r >= 0.45:
+            ent = self.table_entry(self.rng.choice(self.keyed), full)
+        elif self.tables:
             typ, ent = U.MODIFY, self.default_entry(self.rng.choice(self.tables))
         else:
-            ent = self.table_entry(self.rng.choice(self.tables), full)
+            ent = self.multicast(full)
         return U(type=typ, entity=ent)
 
     def read(self) -> P.Entity:
@@ -316,14 +325,17 @@ class Draw:
         e = P.Entity()
         # Not registers: BMv2's server answers their reads UNIMPLEMENTED.
         kinds = [k for k in ("counters", "meters") if getattr(self.info, k)]
-        if not kinds or self.rng.random() < 0.5:
+        if not kinds and not self.tables:
+            return self.multicast(False)
+        if self.tables and (not kinds or self.rng.random() < 0.5):
             t = self.rng.choice(self.tables)
             r = self.rng.random()
             if r < 0.5:
                 return self.table_entry(t, False)
-            if r < 0.7 and not t.implementation_id:
-                # (an indirect table's default entry: ours reads a const NoAction, as
-                # the spec has it, BMv2's no action)
+            if r < 0.7 and not t.implementation_id and not t.const_default_action_id:
+                # (a const default entry: ours reads it with is_const, BMv2's without;
+                # an indirect table's default entry: ours reads a const NoAction, as the
+                # spec has it, BMv2's no action)
                 return self.default_entry(t)
             # a filtered wildcard read: by action, cookie or metadata
             e.table_entry.table_id = t.preamble.id
@@ -396,16 +408,20 @@ def _read(c: P4RuntimeClient, ents: list[P.Entity]) -> str:
 
 
 def _read_bmv2(c: P4RuntimeClient, q: P.Entity) -> str:
-    """BMv2's server ignores a read's action, controller_metadata and metadata filters:
-    read without them and filter here (spec, Wildcard Reads)."""
+    """BMv2's server ignores a read's action, controller_metadata and metadata filters,
+    and without a key its priority filter: read without them and filter here (spec,
+    Wildcard Reads)."""
     te = q.table_entry
+    by_priority = te.priority and not te.match
     if not q.HasField("table_entry") or te.is_default_action or not (
-            te.HasField("action") or te.controller_metadata or te.metadata):
+            te.HasField("action") or te.controller_metadata or te.metadata or by_priority):
         return _read(c, [q])
     plain = P.Entity()
     plain.CopyFrom(q)
     pt = plain.table_entry
     pt.ClearField("action"), pt.ClearField("controller_metadata"), pt.ClearField("metadata")
+    if by_priority:
+        pt.ClearField("priority")
     try:
         got = c.read([plain])
     except grpc.RpcError as e:
@@ -415,7 +431,8 @@ def _read_bmv2(c: P4RuntimeClient, q: P.Entity) -> str:
                 or x.table_entry.action.action.action_id == te.action.action.action_id)
             and (not te.controller_metadata
                  or x.table_entry.controller_metadata == te.controller_metadata)
-            and (not te.metadata or x.table_entry.metadata == te.metadata)]
+            and (not te.metadata or x.table_entry.metadata == te.metadata)
+            and (not te.priority or x.table_entry.priority == te.priority)]
     return _text(keep)
 
 
@@ -428,6 +445,13 @@ def _read_all(c: P4RuntimeClient, queries: list[P.Entity]) -> list[str]:
             got += " for " + text_format.MessageToString(q, as_one_line=True)
         out.extend(filter(None, got.splitlines()))
     return out
+
+
+def _show(ours: str, bmv2: str) -> None:
+    """The lines of two answers that only one of them has."""
+    a, b = Counter(ours.splitlines()), Counter(bmv2.splitlines())
+    for side, only in (("embedded", a - b), ("bmv2", b - a)):
+        print(f"  only {side}:", *sorted(only), sep="\n    ")
 
 
 def _agree(ours: str, bmv2: str) -> bool:
@@ -443,6 +467,14 @@ def main() -> int:
                     help="read back everything every N operations (default 25)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
+    try:
+        return _fuzz(args, rng)
+    except P4Error as e:
+        print(f"p4runtime_fuzz: {e}", file=sys.stderr)
+        return 2
+
+
+def _fuzz(args: argparse.Namespace, rng: random.Random) -> int:
     found = notes = 0
     with tempfile.TemporaryDirectory() as tmp, \
             serve("embedded", args.program.resolve(), Path(tmp)) as (ours, our_pipe), \
@@ -481,18 +513,16 @@ def main() -> int:
                 a_s, b_s = _read(ours, q), _read_bmv2(bmv2, q[0])
                 if not _agree(a_s.removeprefix("error "), b_s.removeprefix("error ")):
                     found += 1
-                    print(f"[{n}] read {text_format.MessageToString(q[0], as_one_line=True)}"
-                          f"\n  embedded: {a_s}\n  bmv2:     {b_s}")
+                    print(f"[{n}] read {text_format.MessageToString(q[0], as_one_line=True)}")
+                    _show(a_s, b_s)
             if n % args.check == 0:
                 a_s = "\n".join(sorted(_read_all(ours, draw.everything())))
                 # BMv2's server may list a member twice (once per group it is in)
                 b_s = "\n".join(sorted(set(_read_all(bmv2, draw.everything()))))
                 if a_s != b_s:
                     found += 1
-                    a_set, b_set = Counter(a_s.splitlines()), Counter(b_s.splitlines())
                     print(f"[{n}] state differs")
-                    for side, only in (("embedded", a_set - b_set), ("bmv2", b_set - a_set)):
-                        print(f"  only {side}:", *sorted(only), sep="\n    ")
+                    _show(a_s, b_s)
                     reset()
     print(f"{args.count} operations, {found} findings, {notes} code differences")
     return 1 if found else 0

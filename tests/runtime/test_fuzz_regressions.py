@@ -397,3 +397,33 @@ def test_a_malformed_insert_is_refused_for_what_it_is_not_for_its_taken_key(
         with pytest.raises(WriteError) as ei:
             c.write_one(U.INSERT, ent)
         assert error_codes(ei.value) == [code]
+
+
+def test_an_entry_of_the_implicit_default_only_noaction_is_permission_denied(
+        rig: Rig, tmp_path: Path) -> None:
+    """A table without default_action gets NoAction as a @defaultonly action (p4c's rule,
+    in P4Info too). The compiled table did not list it, so an entry naming it was
+    INVALID_ARGUMENT ("not an action of this table"), not the spec's PERMISSION_DENIED
+    for an action out of scope; a MODIFY of a missing entry with it was NOT_FOUND before
+    its action was looked at. BMv2's server answers PERMISSION_DENIED to both."""
+    from emu.p4.frontend import load_program
+    from emu.p4.p4info import generate_p4info
+    from emu.runtime.devconfig import make_source_config
+
+    from ..p4.programs import v1model_program
+    src = v1model_program("""
+        action set(bit<8> v) { hdr.h.b = v; }
+        table t { key = { hdr.h.a: exact; } actions = { set; } }
+        apply { sm.egress_spec = 1; t.apply(); }""")
+    path = tmp_path / "implicit.p4"
+    path.write_text(src)
+    info = generate_p4info(load_program(str(path)))
+    c = rig.client()
+    c.set_pipeline(info, make_source_config(path.name, {path.name: src}))
+    c.p4info = info
+    for typ in (U.INSERT, U.MODIFY):
+        with pytest.raises(WriteError) as ei:
+            c.write_one(typ, c.table_entry("I.t", {"hdr.h.a": 1}, "NoAction"))
+        assert error_codes(ei.value) == [PERM]
+    c.write_one(U.MODIFY, c.table_entry("I.t", action="NoAction", default=True))
+    c.write_one(U.INSERT, c.table_entry("I.t", {"hdr.h.a": 1}, "I.set", {"v": 2}))

@@ -26,6 +26,7 @@ DROP_PORT = 511
 ECN_THRESHOLD = 10
 _IPV4 = 0x0800
 _pack5 = struct.Struct("!IIBHH").pack
+_pack3 = struct.Struct("!IIB").pack
 _words10 = struct.Struct("!10H").unpack_from
 
 
@@ -131,13 +132,12 @@ class EcmpEcnDataplane:
         if action is None:
             if entry.group_id is not None:
                 proto = buf[23]
-                if (proto == 6 or proto == 17) and n >= 38:
-                    sport = (buf[34] << 8) | buf[35]
-                    dport = (buf[36] << 8) | buf[37]
-                else:
-                    sport = dport = 0
                 src = int.from_bytes(buf[26:30], "big")
-                h = crc16(_pack5(src, dst, proto, sport, dport))
+                if (proto == 6 or proto == 17) and n >= 38:
+                    h = crc16(_pack5(src, dst, proto, (buf[34] << 8) | buf[35],
+                                     (buf[36] << 8) | buf[37]))
+                else:  # BMv2 leaves the fields of an invalid header (l4) out of the hash
+                    h = crc16(_pack3(src, dst, proto))
                 member = self.selector.select(entry.group_id, h)
                 if member is None:
                     self.drops.count(port, DropReason.PIPELINE_DROP)

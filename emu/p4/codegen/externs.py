@@ -156,7 +156,7 @@ class ExternLowerer(LowererBase):
         assert res is not None and algo is not None and data is not None
         algo_name = str(algo.const)
         hf = self.obj(algo_name, "hash", "HF", algo=algo_name)
-        leaves = self.flatten(data, ctx)
+        leaves = self.flatten(data, ctx, field_validity=False)
         total = sum(lw for _, lw, _ in leaves)
         if (algo_name == "identity" and leaves and total % 8 == 0 and total <= 64
                 and all(lw > 0 and v is None for _, lw, v in leaves)):

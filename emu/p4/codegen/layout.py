@@ -76,17 +76,22 @@ def _sm_fields_read(prog: A.Program, sm_t: Type) -> set[str] | None:
 
 
 class LayoutLowerer(LowererBase):
-    def flatten(self, e: A.Expr, ctx: Ctx) -> list[tuple[str, int, str | None]]:
-        """(code, width, validity-code) leaves of a field list, MSB first."""
+    def flatten(self, e: A.Expr, ctx: Ctx, *, field_validity: bool = True
+                ) -> list[tuple[str, int, str | None]]:
+        """(code, width, validity-code) leaves of a field list, MSB first. A field of a
+        header is left out while its header is invalid, as BMv2 leaves out the fields a
+        calculation names directly (checksums, selectors); with `field_validity` False
+        it always counts, as in hash(), whose fields p4c copies into temporaries first
+        (a whole header it copies as a header, which an invalid one leaves out)."""
         if isinstance(e, A.ListExpr):
             out = []
             for it in e.items:
-                out.extend(self.flatten(it, ctx))
+                out.extend(self.flatten(it, ctx, field_validity=field_validity))
             return out
         if isinstance(e, A.StructExpr):
             out = []
             for _, it in e.fields:
-                out.extend(self.flatten(it, ctx))
+                out.extend(self.flatten(it, ctx, field_validity=field_validity))
             return out
         t = bt(e.type)
         if isinstance(t, StructLikeType | HeaderStackType):
@@ -94,7 +99,7 @@ class LayoutLowerer(LowererBase):
             return self.flatten_code(code, t, None)
         code = self.value(e, ctx)
         valid = None
-        if isinstance(e, A.Member) and isinstance(bt(e.expr.type), HeaderType):
+        if field_validity and isinstance(e, A.Member) and isinstance(bt(e.expr.type), HeaderType):
             valid = self.value(e.expr, ctx) + "._v"
         if isinstance(t, BoolType):
             return [(f"(1 if {code} else 0)", 1, valid)]

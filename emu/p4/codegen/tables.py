@@ -23,7 +23,6 @@ from .base import (
     refused,
     unsupported,
 )
-from .classes import pack_expr
 
 
 class TableLowerer(LowererBase):
@@ -106,6 +105,10 @@ class TableLowerer(LowererBase):
         if info["default_action"] is None:
             info["default_action"] = ["NoAction", []]
             self.info.actions.setdefault("NoAction", [])
+            if all(a["name"] != "NoAction" for a in acts):
+                # as P4Info lists it (p4c's rule): an entry naming it is PERMISSION_DENIED
+                # (the spec's code for an action out of scope), not an unknown action
+                acts.append({"name": "NoAction", "params": [], "scope": "DEFAULT_ONLY"})
         py = self.obj(qn, "table", "T", table=qn)
         self.info.tables.append(info)
         info["py"] = py
@@ -223,11 +226,11 @@ class TableLowerer(LowererBase):
         kcodes = []
         sel_codes = []
         for k in (kp.keys if kp else []):
-            c = self.value(k.expr, ctx)
             if k.match_kind == "selector":
-                sel_codes.append((c, self.width(k.expr.type, k.expr)))
+                # BMv2 hashes the selector's fields as named: an invalid header's, none
+                sel_codes.extend(self.flatten(k.expr, ctx))
             else:
-                kcodes.append(self.key_of_header_field(k.expr, c, ctx))
+                kcodes.append(self.key_of_header_field(k.expr, self.value(k.expr, ctx), ctx))
         e = self.tmp("e")
         key = "(" + ", ".join(kcodes) + ("," if len(kcodes) == 1 else "") + ")"
         info = ti.info
@@ -265,8 +268,7 @@ class TableLowerer(LowererBase):
             o.line(f"elif {e}.member_id is not None: {c} = {ap}.member_action({e}.member_id)")
             with o.block("else:"):
                 if sel_codes:
-                    pe, nb = pack_expr(sel_codes)
-                    o.line(f"_m = {ap}.select({e}.group_id, {ap}_hash(({pe}).to_bytes({nb}, 'big')))")
+                    o.line(f"_m = {ap}.select({e}.group_id, {ap}_hash({self.pack_leaves(sel_codes)}))")
                 else:
                     o.line(f"_m = {ap}.select({e}.group_id, 0)")
                 o.line(f"{c} = _m.action if _m is not None else {ti.py}.default_entry.action")

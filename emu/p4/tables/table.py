@@ -312,8 +312,15 @@ class Table:
         group_id. Const entries (and entries of const tables) accept only
         counter / meter_config changes: PERMISSION_DENIED otherwise.
         """
-        e = self._find(match, priority, strict)
         retarget = not (action is KEEP and member_id is KEEP and group_id is KEEP)
+        a = None if isinstance(action, _Keep) else action
+        m = None if isinstance(member_id, _Keep) else member_id
+        g = None if isinstance(group_id, _Keep) else group_id
+        if retarget:  # a malformed target before a missing entry, as for INSERT
+            if a is not None:
+                a = validate_action(self._specs, a, for_default=False, where=self.name)
+            self._check_target(a, m, g)
+        e = self._find(match, priority, strict)
         other = not (idle_timeout_ns is KEEP and metadata is KEEP
                      and controller_metadata is KEEP)
         if (e.is_const or self.is_const) and (retarget or other):
@@ -325,11 +332,6 @@ class Table:
             if idle_timeout_ns < 0:
                 raise InvalidArgument(f"{self.name}: idle timeout must be >= 0")
         if retarget:
-            a = None if isinstance(action, _Keep) else action
-            m = None if isinstance(member_id, _Keep) else member_id
-            g = None if isinstance(group_id, _Keep) else group_id
-            if a is not None:
-                a = validate_action(self._specs, a, for_default=False, where=self.name)
             self._target(a, m, g)  # reference the new target before dropping the old
             self._untarget(e)
             e.action, e.member_id, e.group_id = a, m, g
