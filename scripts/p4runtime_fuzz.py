@@ -97,8 +97,10 @@ class Draw:
         # so that member or group can no longer be deleted
         self.tables = [t for t in info.tables if not t.is_const_table]
         # nor tables with initial entries: BMv2's server refuses every INSERT in them
-        # (UNKNOWN), where the spec lets a controller add to them
-        self.keyed = [t for t in self.tables if t.match_fields and not t.has_initial_entries]
+        # (UNKNOWN), where the spec lets a controller add to them, and fails every read
+        # of them (INTERNAL); they are left alone
+        self.tables = [t for t in self.tables if not t.has_initial_entries]
+        self.keyed = [t for t in self.tables if t.match_fields]
         self.profiles = list(info.action_profiles)
         self.reading = False
 
@@ -218,7 +220,7 @@ class Draw:
         m = e.action_profile_member
         m.action_profile_id, m.member_id = prof.preamble.id, self.rng.randint(1, 4)
         if with_action:
-            table = next(t for t in self.tables if t.implementation_id == prof.preamble.id)
+            table = next(t for t in self.info.tables if t.implementation_id == prof.preamble.id)
             self._action(table.action_refs, m.action)
         return e
 
