@@ -14,6 +14,7 @@ import contextlib
 import shutil
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -76,13 +77,23 @@ DIFFERENT = {
 }
 
 
+@dataclass
+class Side:
+    """A switch of one target on ports 1 and 2 (veth pairs in namespace `ns`; the
+    host ends in `host_end`), its pipeline set by `client`, the primary (0,1)."""
+
+    client: P4RuntimeClient
+    ns: str
+    host_end: dict[int, str]
+
+
 @contextlib.contextmanager
-def _switch(target_name: str, program: Path, build: Path) -> Iterator[P4RuntimeClient]:
+def switch_side(target_name: str, program: Path, build: Path) -> Iterator[Side]:
     target = get_target(target_name)
     pipe = target.compile(program, build / target_name, (program.parent,))
     sockdir = tempfile.mkdtemp(prefix="emup4rt-")
     try:
-        with veth_ports([1, 2]) as (ns, sw_end, _host_end):
+        with veth_ports([1, 2]) as (ns, sw_end, host_end):
             spec = SwitchSpec("s1", 1, dict(sw_end), f"unix:{sockdir}/p4rt.sock", netns=ns)
             with target.start(spec, pipe) as proc:
                 proc.wait_ready(120)
@@ -91,7 +102,7 @@ def _switch(target_name: str, program: Path, build: Path) -> Iterator[P4RuntimeC
                     info = pipe.load_p4info()
                     client.set_pipeline(info, pipe.device_config())
                     client.p4info = info
-                    yield client
+                    yield Side(client, ns, dict(host_end))
                 finally:
                     client.close()
     finally:
@@ -111,7 +122,8 @@ def test_p4runtime_answers_agree_with_bmv2(name: str, tmp_path: Path) -> None:
     program, requests = PROGRAMS[name]
     answers = {}
     for side in ("bmv2", "embedded"):
-        with _switch(side, program, tmp_path) as client:
+        with switch_side(side, program, tmp_path) as sw:
+            client = sw.client
             assert client.p4info is not None
             ops = requests(Ids(client.p4info))
             answers[side] = [answer(client, op) for op in ops]

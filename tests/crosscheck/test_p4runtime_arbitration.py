@@ -17,7 +17,7 @@ from emu.runtime.client import P4RuntimeClient, WriteError
 
 from ..conftest import needs_root
 from ..targets.params import requires_bmv2
-from .test_p4runtime_agreement import PROGRAMS, _switch
+from .test_p4runtime_agreement import PROGRAMS, switch_side
 
 U = P.Update
 V1_1 = "P4Runtime 1.1 on: no backup is promoted when the primary leaves (BMv2's server " \
@@ -112,8 +112,8 @@ def test_arbitration_agrees_with_bmv2(tmp_path: Path) -> None:
     program, _ = PROGRAMS["cp"]
     seen = {}
     for side in ("bmv2", "embedded"):
-        with _switch(side, program, tmp_path) as a:
-            seen[side] = _scenario(a, a.address)
+        with switch_side(side, program, tmp_path) as sw:
+            seen[side] = _scenario(sw.client, sw.client.address)
     report = [f"{step}: embedded {ours}, bmv2 {theirs}"
               for (step, ours), (_, theirs) in zip(seen["embedded"], seen["bmv2"], strict=True)
               if (ours != theirs) != (step in DIFFERENT)]
