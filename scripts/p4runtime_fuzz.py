@@ -33,13 +33,10 @@ Prints each finding and note and a summary; exits 1 if anything was found.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import random
-import shutil
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +47,9 @@ from p4.v1 import p4runtime_pb2 as P
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from emu.crosscheck.sides import veth_ports  # noqa: E402
+from emu.crosscheck.sides import switch_process  # noqa: E402
 from emu.p4.frontend import P4Error  # noqa: E402
 from emu.runtime.client import P4RuntimeClient, WriteError  # noqa: E402
-from emu.targets import SwitchSpec, get_target  # noqa: E402
 
 U = P.Update
 M = p4info_pb2.MatchField
@@ -62,28 +58,6 @@ SAME = {("OUT_OF_RANGE", "INVALID_ARGUMENT"), ("FAILED_PRECONDITION", "UNKNOWN")
         ("NOT_FOUND", "INVALID_ARGUMENT"), ("INVALID_ARGUMENT", "UNKNOWN"),
         ("PERMISSION_DENIED", "INVALID_ARGUMENT"), ("OUT_OF_RANGE", "UNKNOWN"),
         ("RESOURCE_EXHAUSTED", "UNKNOWN"), ("NOT_FOUND", "UNKNOWN")}
-
-
-@contextlib.contextmanager
-def serve(target_name: str, program: Path, build: Path
-          ) -> Iterator[tuple[P4RuntimeClient, Any]]:
-    target = get_target(target_name)
-    pipe = target.compile(program, build / target_name, (program.parent,))
-    sockdir = tempfile.mkdtemp(prefix="emup4rtfz-")
-    try:
-        with veth_ports([1, 2]) as (ns, sw_end, _host_end):
-            spec = SwitchSpec("s1", 1, dict(sw_end), f"unix:{sockdir}/p4rt.sock", netns=ns)
-            with target.start(spec, pipe) as proc:
-                proc.wait_ready(120)
-                client = P4RuntimeClient(spec.grpc_addr, 1)
-                try:
-                    client.p4info = pipe.load_p4info()
-                    client.set_pipeline(client.p4info, pipe.device_config())
-                    yield client, pipe
-                finally:
-                    client.close()
-    finally:
-        shutil.rmtree(sockdir, ignore_errors=True)
 
 
 class Draw:
@@ -233,13 +207,16 @@ class Draw:
                 g.members.add(member_id=mid, weight=self.rng.choice((1, 1, 2)))
         return e
 
+    def _replicas(self, out: Any, most: int) -> None:
+        for port in self.rng.sample(range(1, 5), self.rng.randint(1, most)):
+            out.add(egress_port=port, instance=self.rng.choice((0, 1)))
+
     def multicast(self, with_replicas: bool) -> P.Entity:
         e = P.Entity()
         mg = e.packet_replication_engine_entry.multicast_group_entry
         mg.multicast_group_id = self.rng.randint(1, 3)
-        if with_replicas:
-            for port in self.rng.sample(range(1, 5), self.rng.randint(0, 3)):
-                mg.replicas.add(egress_port=port, instance=self.rng.choice((0, 1)))
+        if with_replicas and self.rng.random() < 0.9:  # else an empty group
+            self._replicas(mg.replicas, 3)
         return e
 
     def setup(self) -> list[P.Update]:
@@ -261,8 +238,7 @@ class Draw:
         cs = e.packet_replication_engine_entry.clone_session_entry
         cs.session_id = self.rng.randint(1, 3)
         if with_replicas:
-            for port in self.rng.sample(range(1, 5), self.rng.randint(1, 2)):
-                cs.replicas.add(egress_port=port, instance=self.rng.choice((0, 1)))
+            self._replicas(cs.replicas, 2)
         return e  # (no packet_length_bytes: BMv2's server has no truncation)
 
     def indexed(self) -> P.Entity:
@@ -479,15 +455,15 @@ def main() -> int:
 def _fuzz(args: argparse.Namespace, rng: random.Random) -> int:
     found = notes = 0
     with tempfile.TemporaryDirectory() as tmp, \
-            serve("embedded", args.program.resolve(), Path(tmp)) as (ours, our_pipe), \
-            serve("bmv2", args.program.resolve(), Path(tmp)) as (bmv2, bmv2_pipe):
+            switch_process("embedded", args.program.resolve(), Path(tmp)) as our_side, \
+            switch_process("bmv2", args.program.resolve(), Path(tmp)) as bmv2_side:
+        ours, bmv2 = our_side.client, bmv2_side.client
         draw = Draw(ours.p4info, rng)
 
         def reset() -> None:
-            ours.set_pipeline(ours.p4info, our_pipe.device_config())
-            bmv2.set_pipeline(bmv2.p4info, bmv2_pipe.device_config())
-            for c in (ours, bmv2):
-                c.write(first)
+            for side in (our_side, bmv2_side):
+                side.client.set_pipeline(side.client.p4info, side.pipe.device_config())
+                side.client.write(first)
 
         first = draw.setup()
         if first:

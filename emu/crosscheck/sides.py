@@ -11,6 +11,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,46 @@ def veth_ports(ports: Sequence[int]) -> Iterator[tuple[str, dict[int, str], dict
         yield ns, sw_end, host_end
     finally:
         netns.delete(ns)
+
+
+@dataclass
+class SwitchProcess:
+    """A switch process of one target (`switch_process`): its primary P4Runtime client
+    (election id (0,1)) with the pipeline set and `client.p4info` filled, the compiled
+    pipeline, and the namespace and host ends of its veth ports."""
+
+    client: Any
+    pipe: Any
+    ns: str
+    host_end: dict[int, str]
+
+
+@contextlib.contextmanager
+def switch_process(target_name: str, program: Path, build: Path,
+                   ports: Sequence[int] = (1, 2)) -> Iterator[SwitchProcess]:
+    """`program` compiled by the target, running on veth ports, programmed by a P4Runtime
+    client: for comparing two servers' answers (the P4Runtime agreement tests, the
+    P4Runtime fuzzer)."""
+    from emu.runtime.client import P4RuntimeClient
+    from emu.targets import SwitchSpec, get_target
+
+    target = get_target(target_name)
+    pipe = target.compile(program, build / target_name, (program.parent,))
+    sockdir = tempfile.mkdtemp(prefix="emup4rt-")
+    try:
+        with veth_ports(ports) as (ns, sw_end, host_end):
+            spec = SwitchSpec("s1", 1, dict(sw_end), f"unix:{sockdir}/p4rt.sock", netns=ns)
+            with target.start(spec, pipe) as proc:
+                proc.wait_ready(120)
+                client = P4RuntimeClient(spec.grpc_addr, 1)
+                try:
+                    client.p4info = pipe.load_p4info()
+                    client.set_pipeline(client.p4info, pipe.device_config())
+                    yield SwitchProcess(client, pipe, ns, dict(host_end))
+                finally:
+                    client.close()
+    finally:
+        shutil.rmtree(sockdir, ignore_errors=True)
 
 
 # How long a packet may take to come out at all, before it counts as dropped: a switch

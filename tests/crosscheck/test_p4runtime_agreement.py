@@ -10,18 +10,12 @@ of a profile without selector, was ALREADY_EXISTS when the key was taken."""
 
 from __future__ import annotations
 
-import contextlib
-import shutil
-import tempfile
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
 
-from emu.crosscheck.sides import veth_ports
-from emu.runtime.client import P4RuntimeClient
-from emu.targets import SwitchSpec, get_target
+from emu.crosscheck.sides import SwitchProcess, switch_process
 
 from ..conftest import needs_root
 from ..targets.params import requires_bmv2
@@ -77,42 +71,27 @@ DIFFERENT = {
 }
 
 
-@dataclass
-class Side:
-    """A switch of one target on ports 1 and 2 (veth pairs in namespace `ns`; the
-    host ends in `host_end`), its pipeline set by `client`, the primary (0,1)."""
-
-    client: P4RuntimeClient
-    ns: str
-    host_end: dict[int, str]
-
-
-@contextlib.contextmanager
-def switch_side(target_name: str, program: Path, build: Path) -> Iterator[Side]:
-    target = get_target(target_name)
-    pipe = target.compile(program, build / target_name, (program.parent,))
-    sockdir = tempfile.mkdtemp(prefix="emup4rt-")
-    try:
-        with veth_ports([1, 2]) as (ns, sw_end, host_end):
-            spec = SwitchSpec("s1", 1, dict(sw_end), f"unix:{sockdir}/p4rt.sock", netns=ns)
-            with target.start(spec, pipe) as proc:
-                proc.wait_ready(120)
-                client = P4RuntimeClient(spec.grpc_addr, 1)
-                try:
-                    info = pipe.load_p4info()
-                    client.set_pipeline(info, pipe.device_config())
-                    client.p4info = info
-                    yield Side(client, ns, dict(host_end))
-                finally:
-                    client.close()
-    finally:
-        shutil.rmtree(sockdir, ignore_errors=True)
-
-
 PROGRAMS: dict[str, tuple[Path, Requests]] = {
     "cp": (TESTS / "runtime" / "p4" / "cp.p4", cp_requests),
     "ecmp": (TESTS / "switch" / "p4" / "ecmp_ecn.p4", ecmp_requests),
 }
+
+
+def compare_with_bmv2(program: Path, build: Path,
+                      observe: Callable[[SwitchProcess], list[tuple[str, str]]],
+                      known: Mapping[str, str]) -> list[tuple[str, str]]:
+    """`observe` on a BMv2 switch and on ours running `program`: (label, outcome) pairs
+    in the same order. Fails listing every label whose outcomes differ, unless `known`
+    says why, and every known one that agrees; returns ours."""
+    seen = {}
+    for side in ("bmv2", "embedded"):
+        with switch_process(side, program, build) as sw:
+            seen[side] = observe(sw)
+    report = [f"{label}: embedded {ours!r}, bmv2 {bmv2!r}"
+              for (label, ours), (_, bmv2) in zip(seen["embedded"], seen["bmv2"], strict=True)
+              if (ours != bmv2) != (label in known)]
+    assert not report, "\n".join(report)
+    return seen["embedded"]
 
 
 @needs_root
@@ -120,16 +99,9 @@ PROGRAMS: dict[str, tuple[Path, Requests]] = {
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_p4runtime_answers_agree_with_bmv2(name: str, tmp_path: Path) -> None:
     program, requests = PROGRAMS[name]
-    answers = {}
-    for side in ("bmv2", "embedded"):
-        with switch_side(side, program, tmp_path) as sw:
-            client = sw.client
-            assert client.p4info is not None
-            ops = requests(Ids(client.p4info))
-            answers[side] = [answer(client, op) for op in ops]
-    known = DIFFERENT[name]
-    report = []
-    for op, ours, bmv2 in zip(ops, answers["embedded"], answers["bmv2"], strict=True):
-        if (ours != bmv2) != (op.label in known):
-            report.append(f"{op.label}: embedded {ours!r}, bmv2 {bmv2!r}")
-    assert not report, "\n".join(report)
+
+    def observe(sw: SwitchProcess) -> list[tuple[str, str]]:
+        assert sw.client.p4info is not None
+        return [(op.label, answer(sw.client, op)) for op in requests(Ids(sw.client.p4info))]
+
+    compare_with_bmv2(program, tmp_path, observe, DIFFERENT[name])

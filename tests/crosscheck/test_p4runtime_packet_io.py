@@ -16,12 +16,12 @@ from p4.v1 import p4runtime_pb2 as P
 
 from emu.core import netns
 from emu.crosscheck.model import ETH_P_ALL
-from emu.crosscheck.sides import collect
+from emu.crosscheck.sides import SwitchProcess, collect
 from emu.runtime.client import P4RuntimeClient
 
 from ..conftest import needs_root
 from ..targets.params import requires_bmv2
-from .test_p4runtime_agreement import PROGRAMS, Side, switch_side
+from .test_p4runtime_agreement import PROGRAMS, compare_with_bmv2
 
 FRAME = bytes.fromhex("020000000002" "020000000001" "88b5") + bytes(range(50))
 # label -> packet_out metadata (id, value) pairs
@@ -54,7 +54,7 @@ def _stream_error(c: P4RuntimeClient) -> str:
         return "none"
 
 
-def _outcomes(sw: Side) -> dict[str, str]:
+def _outcomes(sw: SwitchProcess) -> list[tuple[str, str]]:
     c = sw.client
     socks: dict[int, socket.socket] = {}
     with netns.inside(sw.ns):
@@ -64,7 +64,7 @@ def _outcomes(sw: Side) -> dict[str, str]:
             socks[port] = s
     try:
         collect(socks, 0.05, 0.5)  # drain start-up traffic
-        out = {}
+        out = []
         for label, metadata in CASES.items():
             req = P.StreamMessageRequest()
             req.packet.payload = FRAME
@@ -73,13 +73,13 @@ def _outcomes(sw: Side) -> dict[str, str]:
             c.send_stream(req)
             got = collect(socks, 0.1, 2.0, 0.5)
             ports = sorted(p for p, frame in got if frame == FRAME)
-            out[label] = f"ports {ports}, stream error {_stream_error(c)}"
+            out.append((label, f"ports {ports}, stream error {_stream_error(c)}"))
         backup = P4RuntimeClient(c.address, 1, (0, 0))
         try:
             backup.packet_out(FRAME, egress_port=2, _pad=0)
             got = collect(socks, 0.1, 2.0, 0.5)
-            out["from a backup"] = (f"ports {sorted(p for p, _ in got)}, "
-                                    f"stream error {_stream_error(backup)}")
+            out.append(("from a backup", f"ports {sorted(p for p, _ in got)}, "
+                                          f"stream error {_stream_error(backup)}"))
         finally:
             backup.close()
     finally:
@@ -91,14 +91,6 @@ def _outcomes(sw: Side) -> dict[str, str]:
 @needs_root
 @requires_bmv2
 def test_packet_out_agrees_with_bmv2(tmp_path: Path) -> None:
-    program, _ = PROGRAMS["ecmp"]
-    seen = {}
-    for side in ("bmv2", "embedded"):
-        with switch_side(side, program, tmp_path) as sw:
-            seen[side] = _outcomes(sw)
-    ours = seen["embedded"]
+    ours = dict(compare_with_bmv2(PROGRAMS["ecmp"][0], tmp_path, _outcomes, DIFFERENT))
     assert ours["to port 2"] == "ports [2], stream error none"
     assert ours["to port 1, padded value"] == "ports [1], stream error none"
-    report = [f"{label}: embedded {ours[label]}, bmv2 {seen['bmv2'][label]}"
-              for label in ours if (ours[label] != seen["bmv2"][label]) != (label in DIFFERENT)]
-    assert not report, "\n".join(report)
