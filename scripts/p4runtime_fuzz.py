@@ -8,8 +8,9 @@ a value one bit too wide or padded with a zero byte, a ternary value outside its
 a range with low > high, a prefix with bits past its length, a missing priority, a
 missing parameter, cookies, metadata, idle timeouts and direct counter or meter data
 (also on tables without them); default entries; members and groups of action
-profiles; multicast groups and clone sessions; counter and meter writes; reads by key,
-by default entry, filtered by action, cookie or metadata, and of counters and meters.
+profiles, and one-shot action sets; multicast groups and clone sessions; counter and
+meter writes; reads by key, by default entry, filtered by action, cookie, metadata or
+priority, and of counters and meters.
 
 It steers clear of what BMv2's server does otherwise, where ours follows the spec
 (emu/runtime/README.md, "Where the server differs from BMv2's"): no empty byte
@@ -155,7 +156,9 @@ class Draw:
         if with_action and self.rng.random() < 0.1:
             self._direct_resources(t, te)
         if with_action:
-            if t.implementation_id:
+            if t.implementation_id and self.rng.random() < 0.2:
+                self._one_shot(t, te.action.action_profile_action_set)
+            elif t.implementation_id:
                 if self.rng.random() < 0.5:
                     te.action.action_profile_member_id = self.rng.randint(1, 4)
                 else:
@@ -163,6 +166,13 @@ class Draw:
             else:
                 self._action(t.action_refs, te.action.action)
         return e
+
+    def _one_shot(self, t: p4info_pb2.Table, out: P.ActionProfileActionSet) -> None:
+        """One action, or (behind a selector) one to three with weights."""
+        prof = next(p for p in self.profiles if p.preamble.id == t.implementation_id)
+        for _ in range(self.rng.randint(1, 3) if prof.with_selector else 1):
+            a = out.action_profile_actions.add(weight=self.rng.choice((1, 1, 2)))
+            self._action(t.action_refs, a.action)
 
     def _direct_resources(self, t: p4info_pb2.Table, te: P.TableEntry) -> None:
         """counter_data or meter_config, also on tables without them (an error)."""

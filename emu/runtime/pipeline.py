@@ -11,6 +11,7 @@ from p4.v1 import p4runtime_pb2
 from emu.p4.tables import TableEntry
 
 from .dataplane import ControlPlane
+from .errors import invalid
 from .translate import P4InfoIndex
 
 __all__ = ["ONESHOT_BASE", "OneShot", "Pipeline"]
@@ -46,7 +47,43 @@ class Pipeline:
         self.config = config
         self.control = control
         self.oneshots: dict[TableEntry, OneShot] = {}
+        # per engine profile: [one-shot sets, their hidden members, their hidden groups]
+        self.oneshot_tally: dict[Any, list[int]] = {}
         self.next_oneshot_id = ONESHOT_BASE
         self.timeout_tables = [ti for ti in index.tables.values()
                                if ti.proto.idle_timeout_behavior
                                == p4info_pb2.Table.NOTIFY_CONTROL]
+
+    def keep_oneshot(self, entry: TableEntry, shot: OneShot) -> None:
+        self.oneshots[entry] = shot
+        t = self.oneshot_tally.setdefault(shot.profile, [0, 0, 0])
+        t[0] += 1
+        t[1] += len(shot.member_ids)
+        t[2] += shot.group_id is not None
+
+    def drop_oneshot(self, entry: TableEntry) -> None:
+        """Release the one-shot set behind `entry`, if it has one."""
+        shot = self.oneshots.pop(entry, None)
+        if shot is None:
+            return
+        t = self.oneshot_tally[shot.profile]
+        t[0] -= 1
+        t[1] -= len(shot.member_ids)
+        t[2] -= shot.group_id is not None
+        shot.release()
+
+    def require_style(self, profile: Any, one_shot: bool, where: str) -> None:
+        """Spec, Action Selector Programming: the tables of one action profile are
+        programmed with one-shot action sets or with members and groups, never both
+        (INVALID_ARGUMENT); an empty profile takes either."""
+        t = self.oneshot_tally.get(profile, [0, 0, 0])
+        if one_shot:
+            clash = (profile.member_count > t[1] or profile.group_count > t[2])
+        else:
+            clash = t[0] > 0
+        if clash:
+            have, want = (("members or groups", "a one-shot action set") if one_shot
+                          else ("one-shot action sets", "members and groups"))
+            raise invalid(f"{where}: its action profile holds {have}; {want} cannot be "
+                          "mixed with them (spec, Action Selector Programming)")
+

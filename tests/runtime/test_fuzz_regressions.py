@@ -240,17 +240,18 @@ def test_group_weights_beyond_the_maximum_are_resource_exhausted(
     2**31 - 1 took gigabytes (MemoryError, INTERNAL). Weights adding up to more than
     MAX_GROUP_WEIGHT are RESOURCE_EXHAUSTED, in groups and one-shot action sets alike."""
     c = primary(rig, ecmp_p4info)
-    c.insert_member("MyIngress.ecmp_selector", 1, "MyIngress.set_nhop",
-                    {"dmac": 2, "port": 2})
-    with pytest.raises(WriteError) as ei:
-        c.write_one(U.INSERT, _ecmp_group(c, ecmp_p4info, MAX_GROUP_WEIGHT + 1))
-    assert error_codes(ei.value) == [EXHAUSTED]
     ent = c.table_entry("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": (0x0A000000, 8)})
     act = ent.table_entry.action.action_profile_action_set.action_profile_actions.add(
         weight=MAX_GROUP_WEIGHT + 1)
     c._action("MyIngress.set_nhop", {"dmac": 2, "port": 2}, act.action)
     with pytest.raises(WriteError) as ei:
         c.write_one(U.INSERT, ent)
+    assert error_codes(ei.value) == [EXHAUSTED]
+    # (the profile holds no one-shot set now, so it takes members and groups)
+    c.insert_member("MyIngress.ecmp_selector", 1, "MyIngress.set_nhop",
+                    {"dmac": 2, "port": 2})
+    with pytest.raises(WriteError) as ei:
+        c.write_one(U.INSERT, _ecmp_group(c, ecmp_p4info, MAX_GROUP_WEIGHT + 1))
     assert error_codes(ei.value) == [EXHAUSTED]
     c.write_one(U.INSERT, _ecmp_group(c, ecmp_p4info, MAX_GROUP_WEIGHT))
 
@@ -427,3 +428,71 @@ def test_an_entry_of_the_implicit_default_only_noaction_is_permission_denied(
         assert error_codes(ei.value) == [PERM]
     c.write_one(U.MODIFY, c.table_entry("I.t", action="NoAction", default=True))
     c.write_one(U.INSERT, c.table_entry("I.t", {"hdr.h.a": 1}, "I.set", {"v": 2}))
+
+
+def test_one_action_profile_takes_one_shots_or_members_never_both(
+        rig: Rig, ecmp_p4info: p4info_pb2.P4Info) -> None:
+    """Spec, Action Selector Programming: mixing one-shot action sets with members and
+    groups in one action profile is INVALID_ARGUMENT (both were taken; BMv2's server
+    refuses it). An emptied profile takes either style again."""
+    c = primary(rig, ecmp_p4info)
+    prof, lpm = "MyIngress.ecmp_selector", "MyIngress.ipv4_lpm"
+
+    def one_shot(prefix: int) -> E:
+        ent = c.table_entry(lpm, {"hdr.ipv4.dstAddr": (prefix << 24, 8)})
+        act = ent.table_entry.action.action_profile_action_set.action_profile_actions.add(
+            weight=1)
+        c._action("MyIngress.set_nhop", {"dmac": 2, "port": 2}, act.action)
+        return ent
+
+    def refused(typ: int, ent: E) -> None:
+        with pytest.raises(WriteError) as ei:
+            c.write_one(typ, ent)
+        assert error_codes(ei.value) == [INVALID], ei.value
+
+    member_1 = E(action_profile_member=p4runtime_pb2.ActionProfileMember(
+        action_profile_id=ecmp_p4info.action_profiles[0].preamble.id, member_id=1))
+    c.insert_member(prof, 1, "MyIngress.set_nhop", {"dmac": 2, "port": 2})
+    refused(U.INSERT, one_shot(10))
+    c.write_one(U.DELETE, member_1)
+    c.write_one(U.INSERT, one_shot(10))
+    refused(U.INSERT, _ecmp_group(c, ecmp_p4info, 1))
+    refused(U.INSERT, c.table_entry(lpm, {"hdr.ipv4.dstAddr": (11 << 24, 8)}, member_id=1))
+    with pytest.raises(WriteError) as ei:
+        c.insert_member(prof, 2, "MyIngress.set_nhop", {"dmac": 2, "port": 2})
+    assert error_codes(ei.value) == [INVALID]
+    c.write_one(U.MODIFY, one_shot(10))  # one-shot entries stay writable
+    c.write_one(U.DELETE, c.table_entry(lpm, {"hdr.ipv4.dstAddr": (10 << 24, 8)}))
+    c.insert_member(prof, 2, "MyIngress.set_nhop", {"dmac": 2, "port": 2})
+
+
+def test_a_one_shot_set_spreads_flows_over_its_actions(rig: Rig,
+                                                       ecmp_p4info: p4info_pb2.P4Info) -> None:
+    """(Kept from the switch daemon's p4runtime-shell test, which now programs the
+    selector with members and groups only.) A one-shot set of two next hops behind the
+    selector: flows spread over both, each flow on one."""
+    from emu.runtime.translate import encode_uint
+    from tests.switch.conftest import ipv4_udp
+
+    c = rig.client()
+    c.set_pipeline(ecmp_p4info, compiled_config(HERE.parent / "switch" / "p4" / "ecmp_ecn.p4"))
+    ent = c.table_entry("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": (0x0A000300, 24)})
+    for port in (2, 3):
+        a = ent.table_entry.action.action_profile_action_set.action_profile_actions.add(
+            weight=1)
+        c._action("MyIngress.set_nhop", {"dmac": 0x020000000030 + port, "port": port},
+                  a.action)
+    c.write_one(U.INSERT, ent)
+    (back,) = c.read([c.table_entry("MyIngress.ipv4_lpm")])
+    assert back.table_entry.action == ent.table_entry.action
+    for _round in range(2):
+        for i in range(32):
+            frame = ipv4_udp("10.0.1.1", "10.0.3.3", 2000 + i, 4791, seq=i)
+            rig.device.call(lambda f=frame: rig.device.inject(1, f))
+        rig.clock.run_until_idle()
+    got = {}
+    for port, frame in rig.outputs:
+        sport = int.from_bytes(frame[34:36], "big")
+        assert frame[:6] == encode_uint(0x020000000030 + port).rjust(6, b"\0")
+        assert got.setdefault(sport, port) == port  # one flow, one next hop
+    assert len(got) == 32 and set(got.values()) == {2, 3}

@@ -21,6 +21,22 @@ def main():
     sh.setup(device_id=int(device_id), grpc_addr=addr, election_id=(0, 1),
              config=sh.FwdPipeConfig(p4info, devcfg), verbose=False)
     try:
+        # one-shot ECMP first, while the profile is empty: the switch makes hidden
+        # members and a group, reads the set back as written; then it goes
+        one = sh.TableEntry("MyIngress.ipv4_lpm")
+        one.match["hdr.ipv4.dstAddr"] = "10.0.3.0/24"
+        one.oneshot = sh.Oneshot("MyIngress.ipv4_lpm")
+        for mac, w in (("02:00:00:00:00:33", 1), ("02:00:00:00:00:34", 1)):
+            a = sh.Action("MyIngress.set_nhop")
+            a["dmac"] = mac
+            a["port"] = "2"
+            one.oneshot.add(a, weight=w)
+        one.insert()
+        shots = []
+        sh.TableEntry("MyIngress.ipv4_lpm").read(
+            lambda e: shots.append(len(e.oneshot.actions)) if e.oneshot is not None else None)
+        out(oneshot_actions=[n for n in shots if n])
+        one.delete()
         for mid, (mac, port) in enumerate([("02:00:00:00:00:02", "2"),
                                            ("02:00:00:00:00:12", "2")], start=1):
             m = sh.ActionProfileMember("MyIngress.ecmp_selector")(
@@ -49,20 +65,12 @@ def main():
             out(dup_error=None)
         except P4RuntimeWriteException as e:
             out(dup_error=[err[1].canonical_code for err in e.errors])
-        # one-shot ECMP: the switch makes hidden members and a group
-        one = sh.TableEntry("MyIngress.ipv4_lpm")
-        one.match["hdr.ipv4.dstAddr"] = "10.0.3.0/24"
-        one.oneshot = sh.Oneshot("MyIngress.ipv4_lpm")
-        for mac, w in (("02:00:00:00:00:33", 1), ("02:00:00:00:00:34", 1)):
-            a = sh.Action("MyIngress.set_nhop")
-            a["dmac"] = mac
-            a["port"] = "2"
-            one.oneshot.add(a, weight=w)
-        one.insert()
-        shots = []
-        sh.TableEntry("MyIngress.ipv4_lpm").read(
-            lambda e: shots.append(len(e.oneshot.actions)) if e.oneshot is not None else None)
-        out(oneshot_actions=[n for n in shots if n])  # other entries read as empty sets
+        # mixing one-shot sets with members and groups in one profile is refused
+        try:
+            one.insert()
+            out(mix_error=None)
+        except P4RuntimeWriteException as e:
+            out(mix_error=[err[1].canonical_code for err in e.errors])
         entries = []
         sh.TableEntry("MyIngress.ipv4_lpm").read(lambda e: entries.append(str(e.match)))
         groups = []

@@ -156,6 +156,14 @@ class ActionProfile:
     def get_member(self, member_id: int) -> ActionProfileMember:
         return self._get(self._members, "member", member_id)
 
+    @property
+    def member_count(self) -> int:
+        return len(self._members)
+
+    @property
+    def group_count(self) -> int:
+        return len(self._groups)
+
     def members(self) -> Iterator[ActionProfileMember]:
         """All members in insertion order."""
         return iter(list(self._members.values()))

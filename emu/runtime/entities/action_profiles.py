@@ -49,6 +49,7 @@ def write_member(ctx: EntityContext, typ: int, m: p4runtime_pb2.ActionProfileMem
                         if t.profile_id == m.action_profile_id for a in t.action_ids)
     call = pipe.index.action_from_proto(m.action, allowed, info.preamble.name)
     if typ == U.INSERT:
+        pipe.require_style(prof, False, info.preamble.name)
         prof.insert_member(m.member_id, call)
     else:
         prof.modify_member(m.member_id, call)
@@ -79,7 +80,7 @@ def read_members(ctx: EntityContext, m: p4runtime_pb2.ActionProfileMember) -> li
 
 
 def write_group(ctx: EntityContext, typ: int, g: p4runtime_pb2.ActionProfileGroup) -> None:
-    _info, prof = _profile(ctx.pipe, g.action_profile_id)
+    info, prof = _profile(ctx.pipe, g.action_profile_id)
     if g.group_id >= ONESHOT_BASE:
         raise invalid(f"group ids from {ONESHOT_BASE} up are reserved (one-shot sets)")
     if typ == U.DELETE:
@@ -87,6 +88,7 @@ def write_group(ctx: EntityContext, typ: int, g: p4runtime_pb2.ActionProfileGrou
         return
     members = [GroupMember(gm.member_id, gm.weight, watch_port(gm)) for gm in g.members]
     if typ == U.INSERT:
+        ctx.pipe.require_style(prof, False, info.preamble.name)
         prof.insert_group(g.group_id, members, max_size=g.max_size)
     else:
         prof.modify_group(g.group_id, members, max_size=g.max_size or None)

@@ -39,10 +39,7 @@ def write(ctx: EntityContext, typ: int, te: p4runtime_pb2.TableEntry) -> None:
         raise invalid(f"{where}: priority must be 0 for a table without "
                       "ternary/range/optional fields")
     if typ == U.DELETE:
-        gone = table.delete(match, te.priority, strict=True)
-        old_shot = pipe.oneshots.pop(gone, None)
-        if old_shot is not None:
-            old_shot.release()
+        pipe.drop_oneshot(table.delete(match, te.priority, strict=True))
         return
     if not te.HasField("action") and typ == U.INSERT:
         raise invalid(f"{where}: INSERT needs an action")
@@ -98,13 +95,17 @@ def _target(pipe: Pipeline, ti: TableInfo, te: p4runtime_pb2.TableEntry
         if ti.profile_id:
             raise invalid(f"{where}: entries of an indirect table need a member or a group")
         action = pipe.index.action_from_proto(te.action.action, ti.action_ids, where)
-    elif kind == "action_profile_member_id":
-        member = te.action.action_profile_member_id
-    elif kind == "action_profile_group_id":
-        group = te.action.action_profile_group_id
+    elif kind in ("action_profile_member_id", "action_profile_group_id"):
+        if ti.profile_id:
+            pipe.require_style(_engine_profile(pipe, ti), False, where)
+        if kind == "action_profile_member_id":
+            member = te.action.action_profile_member_id
+        else:
+            group = te.action.action_profile_group_id
     elif kind == "action_profile_action_set":
         if not ti.profile_id:
             raise invalid(f"{where}: one-shot action sets need an action profile")
+        pipe.require_style(_engine_profile(pipe, ti), True, where)
         shot = _make_oneshot(pipe, ti, te.action.action_profile_action_set)
         if shot.group_id is not None:
             group = shot.group_id
@@ -147,11 +148,13 @@ def _insert_or_modify(pipe: Pipeline, ti: TableInfo, table: Table, typ: int,
             # its default (GREEN); counter_data unset leaves the counts.
             meter_config=meter, strict=True)
         if retarget:
-            old_shot = pipe.oneshots.pop(e, None)
-            if old_shot is not None:
-                old_shot.release()  # the entry no longer references it
+            pipe.drop_oneshot(e)  # the entry no longer references it
     if shot is not None:
-        pipe.oneshots[e] = shot
+        pipe.keep_oneshot(e, shot)
+
+
+def _engine_profile(pipe: Pipeline, ti: TableInfo) -> Any:
+    return pipe.control.action_profiles[pipe.index.profile(ti.profile_id).preamble.name]
 
 
 def _make_oneshot(pipe: Pipeline, ti: TableInfo,
@@ -159,7 +162,7 @@ def _make_oneshot(pipe: Pipeline, ti: TableInfo,
     """Hidden members (and a group, for selectors) for a one-shot action set."""
     where = ti.name
     pinfo = pipe.index.profile(ti.profile_id)
-    prof = pipe.control.action_profiles[pinfo.preamble.name]
+    prof = _engine_profile(pipe, ti)
     acts = list(aset.action_profile_actions)
     if not acts:
         raise invalid(f"{where}: empty one-shot action set")
