@@ -43,6 +43,7 @@ from typing import Any
 
 import grpc
 from google.protobuf import text_format
+from google.rpc import code_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as P
 
@@ -364,13 +365,9 @@ def _write(c: P4RuntimeClient, updates: list[P.Update]) -> list[str]:
         c.write(updates)
     except WriteError as e:
         if e.errors:
-            return [_code_name(code) for code, _ in e.errors]
+            return [code_pb2.Code.Name(code) for code, _ in e.errors]
         return [e.code.name] * len(updates)
     return ["OK"] * len(updates)
-
-
-def _code_name(code: int) -> str:
-    return next((s.name for s in grpc.StatusCode if s.value[0] == code), str(code))
 
 
 def _text(got: list[P.Entity]) -> str:

@@ -3,6 +3,7 @@ plus the hidden members/groups behind one-shot action sets."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from p4.config.v1 import p4info_pb2
@@ -47,8 +48,10 @@ class Pipeline:
         self.config = config
         self.control = control
         self.oneshots: dict[TableEntry, OneShot] = {}
-        # per engine profile: [one-shot sets, their hidden members, their hidden groups]
-        self.oneshot_tally: dict[Any, list[int]] = {}
+        # per engine profile, the hidden members and groups of its one-shot sets (every
+        # set has a member: a profile holds one-shot sets while it has hidden members)
+        self.hidden_members: Counter[Any] = Counter()
+        self.hidden_groups: Counter[Any] = Counter()
         self.next_oneshot_id = ONESHOT_BASE
         self.timeout_tables = [ti for ti in index.tables.values()
                                if ti.proto.idle_timeout_behavior
@@ -56,34 +59,29 @@ class Pipeline:
 
     def keep_oneshot(self, entry: TableEntry, shot: OneShot) -> None:
         self.oneshots[entry] = shot
-        t = self.oneshot_tally.setdefault(shot.profile, [0, 0, 0])
-        t[0] += 1
-        t[1] += len(shot.member_ids)
-        t[2] += shot.group_id is not None
+        self.hidden_members[shot.profile] += len(shot.member_ids)
+        self.hidden_groups[shot.profile] += shot.group_id is not None
 
     def drop_oneshot(self, entry: TableEntry) -> None:
         """Release the one-shot set behind `entry`, if it has one."""
         shot = self.oneshots.pop(entry, None)
         if shot is None:
             return
-        t = self.oneshot_tally[shot.profile]
-        t[0] -= 1
-        t[1] -= len(shot.member_ids)
-        t[2] -= shot.group_id is not None
+        self.hidden_members[shot.profile] -= len(shot.member_ids)
+        self.hidden_groups[shot.profile] -= shot.group_id is not None
         shot.release()
 
     def require_style(self, profile: Any, one_shot: bool, where: str) -> None:
         """Spec, Action Selector Programming: the tables of one action profile are
         programmed with one-shot action sets or with members and groups, never both
         (INVALID_ARGUMENT); an empty profile takes either."""
-        t = self.oneshot_tally.get(profile, [0, 0, 0])
         if one_shot:
-            clash = (profile.member_count > t[1] or profile.group_count > t[2])
+            clash = (profile.member_count > self.hidden_members[profile]
+                     or profile.group_count > self.hidden_groups[profile])
         else:
-            clash = t[0] > 0
+            clash = self.hidden_members[profile] > 0
         if clash:
             have, want = (("members or groups", "a one-shot action set") if one_shot
                           else ("one-shot action sets", "members and groups"))
             raise invalid(f"{where}: its action profile holds {have}; {want} cannot be "
                           "mixed with them (spec, Action Selector Programming)")
-

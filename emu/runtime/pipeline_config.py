@@ -125,7 +125,7 @@ class PipelineConfigs:
             new_cfg.cookie.CopyFrom(cfg.cookie)
             kept = Pipeline(cur.index, new_cfg, cur.control)
             kept.oneshots, kept.next_oneshot_id = cur.oneshots, cur.next_oneshot_id
-            kept.oneshot_tally = cur.oneshot_tally
+            kept.hidden_members, kept.hidden_groups = cur.hidden_members, cur.hidden_groups
             self.committed = kept
         else:
             index, prepared = self._verify(cfg)

@@ -199,10 +199,8 @@ class Table:
         elif group_id is not None and not prof.with_selector:
             raise InvalidArgument(f"{self.name}: groups need an action selector")
 
-    def _target(self, action: ActionCall | None, member_id: int | None,
-                group_id: int | None) -> None:
-        """Validate and reference the entry's action / member / group."""
-        self._check_target(action, member_id, group_id)
+    def _ref_target(self, member_id: int | None, group_id: int | None) -> None:
+        """Reference the entry's member or group (its target passed _check_target)."""
         prof = self.implementation
         if prof is None:
             return
@@ -279,7 +277,7 @@ class Table:
             raise AlreadyExists(f"{self.name}: an entry with that match and priority exists")
         if len(self._entries) >= self.size:
             raise ResourceExhausted(f"{self.name}: table full ({self.size} entries)")
-        self._target(action, member_id, group_id)
+        self._ref_target(member_id, group_id)
         if counter is None:
             cell = CounterCell()
         elif isinstance(counter, CounterCell):
@@ -332,7 +330,7 @@ class Table:
             if idle_timeout_ns < 0:
                 raise InvalidArgument(f"{self.name}: idle timeout must be >= 0")
         if retarget:
-            self._target(a, m, g)  # reference the new target before dropping the old
+            self._ref_target(m, g)  # reference the new target before dropping the old
             self._untarget(e)
             e.action, e.member_id, e.group_id = a, m, g
         if not isinstance(idle_timeout_ns, _Keep):

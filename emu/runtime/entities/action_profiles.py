@@ -13,14 +13,13 @@ from emu.p4.tables import GroupMember
 from ..errors import invalid
 from ..pipeline import ONESHOT_BASE, Pipeline
 from ..translate import decode_uint, encode_uint
-from .common import Entity, EntityContext, U
+from .common import Entity, EntityContext, U, profile_of
 
 
 def _profile(pipe: Pipeline, profile_id: int) -> Any:
     if profile_id == 0:
         raise invalid("action_profile_id 0 (wildcard) is only valid in reads")
-    p = pipe.index.profile(profile_id)
-    return p, pipe.control.action_profiles[p.preamble.name]
+    return profile_of(pipe, profile_id)
 
 
 def watch_port(m: Any) -> int | None:

@@ -20,7 +20,7 @@ Entity = p4runtime_pb2.Entity
 
 __all__ = ["Entity", "EntityContext", "Reader", "U", "Writer", "array_to_modify", "cells_of", "direct_entries", "direct_entry",
            "modify_only",
-           "read_cells", "entry_of", "index_in", "table_of"]
+           "read_cells", "entry_of", "index_in", "profile_of", "table_of"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,12 @@ Reader = Callable[[EntityContext, Any], list[p4runtime_pb2.Entity]]
 def table_of(pipe: Pipeline, table_id: int) -> tuple[TableInfo, Table]:
     ti = pipe.index.table(table_id)
     return ti, pipe.control.tables[ti.name]
+
+
+def profile_of(pipe: Pipeline, profile_id: int) -> tuple[Any, Any]:
+    """(P4Info action profile, the engine's action profile)."""
+    p = pipe.index.profile(profile_id)
+    return p, pipe.control.action_profiles[p.preamble.name]
 
 
 def entry_of(pipe: Pipeline, te: p4runtime_pb2.TableEntry) -> tuple[TableInfo, TableEntry]:

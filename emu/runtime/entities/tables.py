@@ -17,7 +17,7 @@ from ..errors import invalid, permission_denied, unimplemented
 from ..pipeline import OneShot, Pipeline
 from ..translate import TableInfo
 from .action_profiles import watch_port
-from .common import Entity, EntityContext, U, table_of
+from .common import Entity, EntityContext, U, profile_of, table_of
 from .meters import meter_from_proto, meter_to_proto
 
 
@@ -97,7 +97,7 @@ def _target(pipe: Pipeline, ti: TableInfo, te: p4runtime_pb2.TableEntry
         action = pipe.index.action_from_proto(te.action.action, ti.action_ids, where)
     elif kind in ("action_profile_member_id", "action_profile_group_id"):
         if ti.profile_id:
-            pipe.require_style(_engine_profile(pipe, ti), False, where)
+            pipe.require_style(profile_of(pipe, ti.profile_id)[1], False, where)
         if kind == "action_profile_member_id":
             member = te.action.action_profile_member_id
         else:
@@ -105,7 +105,7 @@ def _target(pipe: Pipeline, ti: TableInfo, te: p4runtime_pb2.TableEntry
     elif kind == "action_profile_action_set":
         if not ti.profile_id:
             raise invalid(f"{where}: one-shot action sets need an action profile")
-        pipe.require_style(_engine_profile(pipe, ti), True, where)
+        pipe.require_style(profile_of(pipe, ti.profile_id)[1], True, where)
         shot = _make_oneshot(pipe, ti, te.action.action_profile_action_set)
         if shot.group_id is not None:
             group = shot.group_id
@@ -153,16 +153,11 @@ def _insert_or_modify(pipe: Pipeline, ti: TableInfo, table: Table, typ: int,
         pipe.keep_oneshot(e, shot)
 
 
-def _engine_profile(pipe: Pipeline, ti: TableInfo) -> Any:
-    return pipe.control.action_profiles[pipe.index.profile(ti.profile_id).preamble.name]
-
-
 def _make_oneshot(pipe: Pipeline, ti: TableInfo,
                   aset: p4runtime_pb2.ActionProfileActionSet) -> OneShot:
     """Hidden members (and a group, for selectors) for a one-shot action set."""
     where = ti.name
-    pinfo = pipe.index.profile(ti.profile_id)
-    prof = _engine_profile(pipe, ti)
+    pinfo, prof = profile_of(pipe, ti.profile_id)
     acts = list(aset.action_profile_actions)
     if not acts:
         raise invalid(f"{where}: empty one-shot action set")
