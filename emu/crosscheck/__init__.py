@@ -16,8 +16,10 @@ port within a settle time is collected.
 Entries: for fabric.p4 the fabric controller computes them for one switch of a
 topology (the same calls program both sides); for any other program give a
 runtime file in the p4lang tutorials' format (`table_entries`: table, match
-{field: value | [value, prefix_len] | [value, mask]}, action_name,
-action_params, priority, default_action), or an STF file: its `add`,
+{field: value | [value, prefix_len] | [value, mask] | [low, high], by the field's
+match kind}, action_name, action_params, priority, default_action; values are
+ints or MAC, IPv4 or IPv6 address strings; `multicast_group_entries`,
+`clone_session_entries`: `runtime_file.py`), or an STF file: its `add`,
 `setdefault` and `remove all` commands, as `emu stf` reads them
 (`stf_setup.py`; its other set-up is listed as left out). `--random-entries SEED` adds, for every
 table a controller may write, a few entries that packets are likely to hit and a
@@ -94,8 +96,9 @@ from .model import (
     generate_packets,
     read_packets,
 )
-from .programming import Programming, fabric_programming, group_ports, runtime_programming
+from .programming import Programming, fabric_programming, group_ports
 from .random_entries import with_random_entries
+from .runtime_file import runtime_programming
 from .sides import compile_side_a, observed_keys, read_counters, run_in_process, run_process
 from .stf_setup import stf_programming
 
@@ -242,7 +245,8 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
         if args.entries is not None:
             ports = args.ports
             setup = (stf_programming(args.entries, args.program, includes, ports)
-                     if args.entries.suffix == ".stf" else runtime_programming(args.entries, ports))
+                     if args.entries.suffix == ".stf"
+                     else runtime_programming(args.entries, args.program, includes, ports))
         else:
             failed = []
             for spec in args.fail_link:

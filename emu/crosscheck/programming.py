@@ -1,23 +1,19 @@
 """The entries both sides get: fabric.p4's from the fabric controller, or a runtime
-file's in the p4lang tutorials' format (table entries, multicast groups and clone
-sessions), or an STF file's set-up (stf_setup.py)."""
+file's in the p4lang tutorials' format (runtime_file.py), or an STF file's set-up
+(stf_setup.py)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from emu.control import (
     CloneSession,
-    Lpm,
     MulticastGroup,
     ProfileGroup,
     ProfileMember,
     TableEntry,
-    Ternary,
 )
 from emu.control.errors import SouthboundError
 from emu.control.params import LbMode
@@ -164,59 +160,3 @@ def fabric_programming(topo: str, switch: str | None, lb: str, *, ecn_always: bo
     return Programming(ports=[p.number for p in sw.ports], switch_name=sw.name,
                        device_id=sw.device_id, hosts=hosts, fabric=fabric, lb=lb,
                        ecn_always=ecn_always, failed_links=list(failed_links))
-
-
-def runtime_programming(path: Path, ports: list[int]) -> Programming:
-    """Entries from a p4lang-tutorials-style runtime JSON file."""
-    try:
-        doc = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
-        raise ValueError(f"{path}: not a runtime JSON file: {exc}") from None
-    if not isinstance(doc, dict):
-        raise ValueError(f"{path}: expected a JSON object with table_entries, got "
-                         f"{type(doc).__name__}")
-    prog = Programming.entries_only(ports)
-    for key, add in (("table_entries", _add_entry), ("multicast_group_entries", _add_group),
-                     ("clone_session_entries", _add_session)):
-        items = doc.get(key) or []
-        if not isinstance(items, list):
-            raise ValueError(f"{path}: {key} must be a list, got {type(items).__name__}")
-        for i, item in enumerate(items):
-            try:
-                add(prog, item)
-            except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-                why = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
-                raise ValueError(f"{path}: {key}[{i}]: {why}") from None
-    return prog
-
-
-def _add_entry(prog: Programming, e: Mapping[str, Any]) -> None:
-    params = {k: int(v) for k, v in dict(e.get("action_params", {})).items()}
-    if e.get("default_action"):
-        prog.defaults.append(DefaultAction(e["table"], e["action_name"], params))
-        return
-    match: dict[str, Any] = {}
-    for name, v in dict(e.get("match", {})).items():
-        if isinstance(v, list):
-            a, b = int(v[0]), int(v[1])
-            # [value, prefix_len] is LPM; with a priority the entry is ternary [value, mask]
-            match[name] = Lpm(a, b) if e.get("priority") is None else Ternary(a, b)
-        else:
-            match[name] = int(v)
-    prog.entries.append(TableEntry(e["table"], match, e["action_name"], params,
-                                   e.get("priority")))
-
-
-def _add_group(prog: Programming, g: Mapping[str, Any]) -> None:
-    prog.replication.append(MulticastGroup(int(g["multicast_group_id"]), _replicas(g)))
-
-
-def _add_session(prog: Programming, c: Mapping[str, Any]) -> None:
-    prog.replication.append(CloneSession(
-        int(c["clone_session_id"]), _replicas(c), int(c.get("class_of_service", 0)),
-        int(c.get("packet_length_bytes", 0))))
-
-
-def _replicas(doc: Mapping[str, Any]) -> tuple[tuple[int, int], ...]:
-    return tuple((int(r["egress_port"]), int(r.get("instance", 0)))
-                 for r in doc.get("replicas", []))

@@ -146,8 +146,9 @@ def test_fabric_programming_picks_a_leaf_and_its_hosts():
     ("[1]", r"r.json: expected a JSON object with table_entries, got list"),
     ('{"table_entries": 5}', r"r.json: table_entries must be a list, got int"),
     ('{"table_entries": [{"match": {}}]}', r"r.json: table_entries\[0\]: no 'table'"),
-    ('{"table_entries": [{"table": "t", "action_name": "a", "match": {"f": "x"}}]}',
-     r"r.json: table_entries\[0\]: invalid literal for int"),
+    ('{"table_entries": [{"table": "port_map", "action_name": "forward", '
+     '"action_params": {"port": 2}, "match": {"sm.ingress_port": "x"}}]}',
+     r"r.json: table_entries\[0\]: sm.ingress_port: 'x' is not an integer, MAC, IPv4 or IPv6"),
     ('{"clone_session_entries": [{"clone_session_id": 1, "replicas": [{}]}]}',
      r"r.json: clone_session_entries\[0\]: no 'egress_port'"),
 ])
@@ -157,11 +158,12 @@ def test_a_bad_runtime_file_is_named_with_the_item(tmp_path, text, error):
     f = tmp_path / "r.json"
     f.write_text(text)
     with pytest.raises(ValueError, match=error):
-        X.runtime_programming(f, [1, 2])
+        X.runtime_programming(f, PROGRAMS / "portfwd.p4", [], [1, 2])
 
 
 def test_runtime_entries(tmp_path):
-    setup = X.runtime_programming(PROGRAMS / "portfwd-runtime.json", [1, 2, 3])
+    setup = X.runtime_programming(PROGRAMS / "portfwd-runtime.json", PROGRAMS / "portfwd.p4", [],
+                                  [1, 2, 3])
     assert setup.defaults == [DefaultAction("Ing.port_map", "Ing.drop", {})]
     assert [(e.match["sm.ingress_port"], e.params["port"]) for e in setup.entries] == [
         (1, 2), (2, 3), (3, 1)]
@@ -347,7 +349,8 @@ def test_a_vlan_tagged_frame_is_collected_with_its_tag(tmp_path):
     (found crosschecking p4c's bool_to_bit_cast.p4, which strips 5 bytes of random
     frames and so sent some out with 0x8100 at offset 12)."""
     tagged = bytes.fromhex("0200000000fe02000000000181000064080045000014") + bytes(40)
-    setup = X.runtime_programming(PROGRAMS / "portfwd-runtime.json", [1, 2, 3])
+    setup = X.runtime_programming(PROGRAMS / "portfwd-runtime.json", PROGRAMS / "portfwd.p4", [],
+                                  [1, 2, 3])
     rep = X.crosscheck(PROGRAMS / "portfwd.p4", [PROGRAMS], setup, [X.Packet(1, tagged)],
                        against="embedded", build_dir=tmp_path / "build", settle_s=0.03)
     assert rep.differences == [] and rep.explained == []
@@ -391,7 +394,8 @@ def test_keys_of_an_invalid_header_look_up_zero_on_both_sides(tmp_path):
     runtime.write_text(json.dumps({"table_entries": entries}))
     packets, ports = stf_packets(STF_PROGRAMS / "invalid_keys.stf")
     rep = X.crosscheck(STF_PROGRAMS / "invalid_keys.p4", [STF_PROGRAMS],
-                       X.runtime_programming(runtime, ports), packets,
+                       X.runtime_programming(runtime, STF_PROGRAMS / "invalid_keys.p4",
+                                             [STF_PROGRAMS], ports), packets,
                        build_dir=tmp_path / "build", settle_s=0.03)
     assert rep.differences == [], "\n".join(rep.differences)
     assert rep.notes[-1] == "3 packets in, 3 frames out on embedded, 3 on bmv2"

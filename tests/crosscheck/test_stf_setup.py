@@ -90,7 +90,7 @@ def test_a_runtime_file_carries_multicast_groups_and_clone_sessions(tmp_path):
             {"egress_port": 1, "instance": 1}, {"egress_port": 2, "instance": 1}]}],
         "clone_session_entries": [{"clone_session_id": 100, "replicas": [
             {"egress_port": 3, "instance": 0}], "packet_length_bytes": 64}]}))
-    setup = X.runtime_programming(f, PORTS)
+    setup = X.runtime_programming(f, MATCH_KINDS, [PROGRAMS], PORTS)
     assert setup.replication == [MulticastGroup(1, ((1, 1), (2, 1))),
                                  CloneSession(100, ((3, 0),), 0, 64)]
 

@@ -1,0 +1,174 @@
+"""A runtime file in the p4lang tutorials' format as writes for both sides of a crosscheck.
+
+The tutorials' controller (`utils/p4runtime_lib`) reads each match field by the kind
+the program's P4Info gives it: exact `value`, lpm `[value, prefix_len]`, ternary
+`[value, mask]`, range `[low, high]` (and here optional `value`). A value, and an
+action parameter, is an int (a negative one is its two's complement in the field's
+width) or a string: a MAC (`08:00:00:00:01:11`), IPv4 (`10.0.1.1`) or IPv6 address,
+whose bytes must be as many as the field's. Names are P4Info names; a unique dot-suffix
+is taken too (the tutorials' helper takes P4Info aliases). So the file needs its
+program: `runtime_programming` compiles it, as `stf_programming` does.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from emu.control import CloneSession, Lpm, MulticastGroup, TableEntry, Ternary
+from emu.control.southbound import MatchValue
+from emu.p4.api import resolve_name
+from emu.p4.tables import OptionalMatch, Range
+
+from .programming import DefaultAction, Programming
+
+_MAC = re.compile(r"^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$")
+_IPV4 = re.compile(r"^(\d{1,3}\.){3}\d{1,3}$")
+# P4Runtime: a table with one of these match kinds orders its entries by priority.
+_PRIORITY_KINDS = ("ternary", "range", "optional")
+
+
+def runtime_programming(path: Path, program: Path, include_dirs: Sequence[Path],
+                        ports: list[int]) -> Programming:
+    """The table entries, default actions, multicast groups and clone sessions of the
+    runtime file `path` for `program`. A bad item is a ValueError naming it."""
+    from emu.p4.target.program import compile_file
+
+    try:
+        doc = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        raise ValueError(f"{path}: not a runtime JSON file: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: expected a JSON object with table_entries, got "
+                         f"{type(doc).__name__}")
+    names = _Names(compile_file(str(program), [str(d) for d in include_dirs]).info)
+    prog = Programming.entries_only(ports)
+    for key in ("table_entries", "multicast_group_entries", "clone_session_entries"):
+        items = doc.get(key) or []
+        if not isinstance(items, list):
+            raise ValueError(f"{path}: {key} must be a list, got {type(items).__name__}")
+        for i, item in enumerate(items):
+            try:
+                if key == "table_entries":
+                    names.add_entry(prog, item)
+                elif key == "multicast_group_entries":
+                    prog.replication.append(MulticastGroup(int(item["multicast_group_id"]),
+                                                           _replicas(item)))
+                else:
+                    prog.replication.append(CloneSession(
+                        int(item["clone_session_id"]), _replicas(item),
+                        int(item.get("class_of_service", 0)),
+                        int(item.get("packet_length_bytes", 0))))
+            except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+                why = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
+                raise ValueError(f"{path}: {key}[{i}]: {why}") from None
+    return prog
+
+
+class _Names:
+    """The program's tables (match fields: kind and width) and actions (parameter widths)."""
+
+    def __init__(self, info: Any) -> None:
+        self.tables = {t["name"]: t for t in info.tables}
+        self.actions: Mapping[str, list[list[Any]]] = info.actions
+
+    def add_entry(self, prog: Programming, e: Mapping[str, Any]) -> None:
+        table = self.tables[_resolve(e["table"], self.tables, "table")]
+        action = _resolve(e["action_name"], self.actions, "action")
+        widths = {n: w for n, w in self.actions[action]}
+        params = {}
+        for name, v in dict(e.get("action_params") or {}).items():
+            if name not in widths:
+                raise ValueError(f"action {action} has no parameter {name!r}")
+            params[name] = encode(v, widths[name], f"parameter {name}")
+        if missing := sorted(set(widths) - set(params)):
+            raise ValueError(f"action {action}: no value for {', '.join(missing)}")
+        if e.get("default_action"):
+            prog.defaults.append(DefaultAction(table["name"], action, params))
+            return
+        keys = {k["name"]: k for k in table["keys"] if k["match_kind"] != "selector"}
+        match: dict[str, MatchValue] = {}
+        for name, v in dict(e.get("match") or {}).items():
+            if name not in keys:
+                raise ValueError(f"table {table['name']} has no match field {name!r}")
+            match[name] = _field(keys[name], v)
+        priority = e.get("priority")
+        if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
+            raise ValueError(f"priority {priority!r} is not an integer")
+        if not priority and any(k["match_kind"] in _PRIORITY_KINDS for k in keys.values()):
+            raise ValueError(f"table {table['name']} has ternary, range or optional fields: "
+                             "its entries need a non-zero priority")
+        prog.entries.append(TableEntry(table["name"], match, action, params, priority))
+
+
+def _resolve(name: Any, names: Any, what: str) -> str:
+    if not isinstance(name, str):
+        raise ValueError(f"{what} name {name!r} is not a string")
+    try:
+        return resolve_name(name, names, what)
+    except KeyError as exc:
+        raise ValueError(exc.args[0]) from None
+
+
+def _field(key: Mapping[str, Any], v: Any) -> MatchValue:
+    """One match field's value by its kind, as the tutorials' helper reads it."""
+    kind, width, name = key["match_kind"], key["bitwidth"], key["name"]
+    if kind in ("exact", "optional"):
+        value = encode(v, width, name)
+        return value if kind == "exact" else OptionalMatch(value)
+    if not (isinstance(v, (list, tuple)) and len(v) == 2):
+        shape = {"lpm": "[value, prefix_len]", "ternary": "[value, mask]",
+                 "range": "[low, high]"}.get(kind, "a value")
+        raise ValueError(f"{name} ({kind}): expected {shape}, got {v!r}")
+    a = encode(v[0], width, name)
+    if kind == "lpm":
+        plen = v[1]
+        if isinstance(plen, bool) or not isinstance(plen, int) or not 0 <= plen <= width:
+            raise ValueError(f"{name} (lpm): prefix length {plen!r} is not in 0..{width}")
+        return Lpm(a, plen)
+    b = encode(v[1], width, name)
+    if kind == "ternary":
+        return Ternary(a, b)
+    if kind == "range":
+        return Range(a, b)
+    raise ValueError(f"{name}: match kind {kind!r} is not one a runtime file can write")
+
+
+def encode(x: Any, width: int, what: str) -> int:
+    """A runtime file's value for a `width`-bit field, by the tutorials' rules: an int
+    (negative: two's complement), or a MAC, IPv4 or IPv6 address string whose bytes are
+    as many as the field's. A list of one value is that value."""
+    if isinstance(x, (list, tuple)) and len(x) == 1:
+        x = x[0]
+    if isinstance(x, bool) or not isinstance(x, (int, str)):
+        raise ValueError(f"{what}: {x!r} is not an integer or an address string")
+    if isinstance(x, str):
+        try:
+            if _MAC.match(x):
+                raw = bytes.fromhex(x.replace(":", ""))
+            elif _IPV4.match(x):
+                raw = ipaddress.IPv4Address(x).packed
+            else:
+                raw = ipaddress.IPv6Address(x).packed
+        except ValueError:
+            raise ValueError(f"{what}: {x!r} is not an integer, MAC, IPv4 or IPv6 "
+                             "address") from None
+        if len(raw) != (width + 7) // 8:
+            raise ValueError(f"{what}: {x!r} is {len(raw)} bytes; the field is {width} bits")
+        x = int.from_bytes(raw, "big")
+    elif x < 0:
+        if x < -(1 << max(width - 1, 0)):
+            raise ValueError(f"{what}: {x} does not fit in {width} bits")
+        x += 1 << width
+    if x >> width:
+        raise ValueError(f"{what}: {x:#x} does not fit in {width} bits")
+    return x
+
+
+def _replicas(doc: Mapping[str, Any]) -> tuple[tuple[int, int], ...]:
+    return tuple((int(r["egress_port"]), int(r.get("instance", 0)))
+                 for r in doc.get("replicas", []))
