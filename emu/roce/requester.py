@@ -131,7 +131,9 @@ class Requester:
             ext = _pack_reth(wr.va, wr.rkey, len(wr.data))
         if k == n - 1 and wr.imm is not None:
             ext += _pack_imm(wr.imm & 0xFFFFFFFF)
-        if self._force_ackreq:
+        if self._force_ackreq or s.nxt - s.una >= self.window:
+            # A sender its window stops asks for an ACK: the responder coalesces ACKs
+            # (ack_every_pkts, a message's end), and one it never sends is a timeout.
             ackreq = True
             self._force_ackreq = False
         off = k * mtu

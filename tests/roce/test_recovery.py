@@ -257,3 +257,30 @@ def test_loss_and_reordering_are_told_apart():
         return drop(frame)
     _rq, rs = _late_lost("sr", fate)
     assert (rs.late_pkts, rs.lost_gaps) == (len(delayed), len(lost))
+
+
+@pytest.mark.parametrize("mode", ["gbn", "sr"])
+@pytest.mark.parametrize("window", [1, 2, 5, 15, 16, 17])
+def test_a_sender_stopped_by_its_window_asks_for_an_ack(mode, window):
+    """A window smaller than the responder's ACK coalescing (an ACK per 16 packets,
+    or at a message's end) left the sender waiting for an ACK that never came: every
+    window of every message ended in a retransmission timeout (`emu run --window 1`:
+    one timeout and one duplicate per packet, 455 s for 256 KB). The packet that fills
+    the window now sets AckReq, so a lossless link sees no timeout and no resend."""
+    delay_ns, mtu, rate = 2000, 1024, 10_000_000_000
+    clk, _a, _b, qa, qb, _ = pair(
+        recovery=mode, rate_bps=rate, delay_ns=delay_ns,
+        qp_kw={"mtu": mtu, "max_outstanding_pkts": window, "reorder_window_pkts": window,
+               "ack_every_pkts": 16, "rto_ns": 1_000_000})
+    got = []
+    qb.responder.on_message = got.append
+    msg = random.Random(window).randbytes(64 * mtu)
+    wr = qa.post_send(msg, SEND)
+    clk.run_until_idle(max_ns=10_000_000_000)
+    assert [m.data for m in got] == [msg]
+    rq = qa.requester.stats
+    assert (rq.timeouts, rq.retx_pkts, qb.responder.stats.duplicates) == (0, 0, 0)
+    # one round trip per window at most (frames of 1024 B + headers take ~0.85 us)
+    rounds = -(-64 // window)
+    assert wr.completed_ns is not None
+    assert wr.completed_ns - wr.posted_ns < rounds * (2 * delay_ns + 2_000) + 64 * 1_000
