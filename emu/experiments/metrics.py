@@ -461,18 +461,26 @@ class Fidelity:
     frame_time_ms: float | None = None  # one MTU frame at the host line rate (wire)
     efficiency: float | None = None  # busiest link's utilisation while traffic ran
     busiest_port: str | None = None  # "leaf1:6"
+    virtual: bool = False  # a virtual-time run: exact, never CPU-bound
 
 
 def fidelity(switch_kernel_drops: int, host: HostTotals, tm_lags_ms: Sequence[float] | None,
              data_pkts: int, *, frame_time_ms: float | None = None,
              efficiency: float | None = None, busiest_port: str | None = None,
              dcqcn: bool = False, fabric_drops: int = 0,
-             limits: FidelityLimits | None = None) -> Fidelity:
+             limits: FidelityLimits | None = None, virtual: bool = False) -> Fidelity:
     """A run is flagged CPU-bound when packets were lost in kernel buffers, the switches'
     traffic managers or the senders ran behind their schedules, sends were refused by
     full socket buffers, or the busiest link was mostly idle while traffic ran (see
-    FidelityLimits for the bounds). Each reason names its figure and its bound."""
+    FidelityLimits for the bounds). Each reason names its figure and its bound.
+
+    A virtual-time run (`virtual`) never is: no CPU paces it, so an idle link there is
+    the model's own doing (a small window, a latency-bound workload, timeouts)."""
     lim = limits or FidelityLimits()
+    if virtual:
+        return Fidelity(switch_kernel_drops, host.kernel_drops, None, host.tx_stalls, False, (),
+                        frame_time_ms=frame_time_ms, efficiency=efficiency,
+                        busiest_port=busiest_port, virtual=True)
     reasons = []
     pkts = max(1, data_pkts)
     kd = switch_kernel_drops + host.kernel_drops

@@ -62,7 +62,7 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
     fid = M.fidelity(fabric.kernel_drops, hosts, tm_lags_ms(rec.snapshots),
                      hosts.data_pkts_sent, frame_time_ms=frame_time_ms(plan),
                      dcqcn=cfg.cc == "dcqcn", fabric_drops=fabric.drops,
-                     **efficiency(plan, deltas, flows))
+                     virtual=cfg.virtual, **efficiency(plan, deltas, flows))
     run: RunInfo = {"topo": plan.fabric.name, "lb": cfg.lb.value, "cc": cfg.cc, "recovery": cfg.recovery,
            "workload": cfg.workload.kind, "target": "virtual" if cfg.virtual else cfg.target,
            "dilation": plan.dilation.factor, "message_bytes": cfg.workload.message_bytes,

@@ -227,6 +227,9 @@ def fidelity_text(fd: Fidelity) -> str:
     """Every fidelity signal with its value, then the verdict and its reasons."""
     eff = "n/a" if fd.efficiency is None else f"{fd.efficiency:.0%}"
     where = f" ({fd.busiest_port})" if fd.busiest_port and fd.efficiency is not None else ""
+    if fd.virtual:
+        return ("fidelity: exact (virtual time: no CPU, kernel buffer or scheduling in the "
+                f"results; busiest link utilisation {eff}{where})")
     frame = "" if fd.frame_time_ms is None else f" (frame time {fd.frame_time_ms:.2f} ms)"
     signals = (f"kernel drops: switches {fd.switch_kernel_drops}, hosts {fd.host_kernel_drops}; "
                f"TM lag p90 {_ms(fd.tm_lag_p90_ms)}, max {_ms(fd.tm_lag_max_ms)}; sender pacing lag p99 "

@@ -205,3 +205,20 @@ def test_results_path_is_printed_last_and_an_interrupted_run_writes_partial_resu
     out = capsys.readouterr().out.strip().splitlines()
     newest = max(tmp_path.iterdir(), key=lambda p: p.stat().st_mtime)
     assert out[-1] == f"emu run: results in {newest}"
+
+
+def test_a_latency_bound_virtual_run_is_exact_not_cpu_bound() -> None:
+    """One packet in flight per QP leaves every link mostly idle. In virtual time no CPU
+    paces anything, yet the summary called such runs CPU-BOUND and told the user to
+    lower the link rate; with a window of one packet the senders also timed out on
+    every packet, waiting for an ACK the responder coalesced (no resend now: the packet
+    that fills the window asks for one)."""
+    from emu.experiments.summary import fidelity_text
+
+    s = run(workload=WorkloadParams("permutation", message_bytes=16 * 1024), window_pkts=1)
+    assert s.ok
+    fd = s.fidelity
+    assert fd.virtual and not fd.cpu_bound and fd.reasons == ()
+    assert fd.efficiency is not None and fd.efficiency < 0.2
+    assert fidelity_text(fd).startswith("fidelity: exact (virtual time")
+    assert s.hosts.timeouts == 0 and s.hosts.retx_pkts == 0
