@@ -115,10 +115,12 @@ def plan_run(cfg: RunConfig, model: Fabric | None = None) -> RunPlan:
         a, b = cfg.fail_link
         raise RunConfigError(f"run configuration: fail_link: topology {model.name} has no "
                              f"link between {a} and {b}")
+    if not cfg.link_delay:
+        # The modelled network has no delay either: ideal FCTs, BDP windows, the rate
+        # line and effective.json describe what runs.
+        model = without_link_delay(model)
     dilation = cfg.dilation_for(model)
     fabric = model.on_wire(dilation)
-    if not cfg.link_delay:
-        fabric = without_link_delay(fabric)
     workload = build_workload(cfg.workload, {h.name: h.switch for h in fabric.hosts},
                               host_rates(model))
     agents = agent_configs(fabric, workload, agent_settings(cfg, dilation),

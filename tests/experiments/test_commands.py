@@ -55,11 +55,16 @@ def test_flag_defaults_are_the_library_defaults() -> None:
 
 def test_no_link_delay_zeroes_every_link_delay() -> None:
     from emu.experiments.plan import plan_run
+    from emu.experiments.rates import rate_line
 
     cfg = config_from_args(build_parser().parse_args(["run", "clos4", "--no-link-delay"]))
     assert cfg.link_delay is False and cfg.to_dict()["link_delay"] is False
     plan = plan_run(cfg)
     assert plan.fabric.links and all(link.delay_ns == 0 for link in plan.fabric.links)
+    # the modelled network too: ideal FCTs were those of 1 us links (a 1-packet flow's
+    # slowdown 0.13), and the rate line said "1 us modelled = 100 ms on the wire"
+    assert all(link.delay_ns == 0 for link in plan.model.links)
+    assert "link delay 0 us modelled = 0 ms on the wire" in rate_line(plan, "")
     default = plan_run(config_from_args(build_parser().parse_args(["run", "clos4"])))
     assert all(link.delay_ns == default.dilation.wire_ns(1_000) for link in default.fabric.links)
     assert [link.rate_bps for link in plan.fabric.links] == [

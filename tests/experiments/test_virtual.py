@@ -222,3 +222,12 @@ def test_a_latency_bound_virtual_run_is_exact_not_cpu_bound() -> None:
     assert fd.efficiency is not None and fd.efficiency < 0.2
     assert fidelity_text(fd).startswith("fidelity: exact (virtual time")
     assert s.hosts.timeouts == 0 and s.hosts.retx_pkts == 0
+
+
+def test_without_link_delay_the_ideal_fct_has_none_either() -> None:
+    """`--no-link-delay` zeroed the delays of the links that ran but not of the modelled
+    network the ideal FCT is computed on: slowdowns came out far below 1."""
+    s = run(workload=WorkloadParams("permutation", message_bytes=4 * 1024), link_delay=False)
+    assert s.ok
+    slow = [f.slowdown for f in s.flows]
+    assert slow and all(x is not None and 1.0 <= x < 3.0 for x in slow), slow
