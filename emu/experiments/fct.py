@@ -1,11 +1,15 @@
 """FCT slowdown: a flow's completion time over its ideal on an empty fabric.
 
-ideal = size x 8 / line rate + base RTT, in modelled units: the line rate is the slower
-of the two hosts' links, the base RTT that of the slowest equal-cost path between them
-(emu.experiments.agent_configs.base_rtt_s: propagation both ways, one frame out (an MTU,
-or the whole flow if smaller) and one ACK back serialised per hop). The measured FCT (sender post to last ACK, wire time)
-is divided by the dilation. Header bytes are not in the ideal, so a lone flow's slowdown
-sits slightly above 1 (about (mtu + 78) / mtu for long flows).
+ideal = size x 8 / line rate + base RTT, in modelled units, as the HPCC simulator's
+standalone FCT: the line rate is the slower of the two hosts' links, the base RTT that
+of the fastest equal-cost path between them (emu.experiments.agent_configs.base_rtt_s:
+propagation both ways, one frame out (an MTU, or the whole flow if smaller) and one ACK
+back serialised per hop). The fastest, because the ideal is the best the empty fabric
+allows: a flow a load balancer puts on a slower or longer path (asym4's slow uplink)
+shows it as a slowdown, never as one below 1. The measured FCT (sender post to last
+ACK, wire time) is divided by the dilation. Header bytes are not in the ideal, so a
+lone flow's slowdown sits slightly above 1 (about (mtu + 78) / mtu for long flows).
+Experiment reports take these slowdowns as they are (emu.experiments.points).
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ class IdealFct:
         frame = max(1, min(size_bytes, self.mtu))
         key = (src, dst, frame)
         if key not in self.rtt:
-            self.rtt[key] = base_rtt_s(self.model, src, dst, frame)
+            self.rtt[key] = base_rtt_s(self.model, src, dst, frame, worst=False)
         return size_bytes * 8 / min(self.rate[src], self.rate[dst]) + self.rtt[key]
 
 

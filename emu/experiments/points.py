@@ -79,31 +79,10 @@ def bucket_of(size_bytes: int) -> str:
     return next(name for name, top in BUCKETS if size_bytes <= top)
 
 
-def base_rtt_s(model: Fabric, src: str, dst: str) -> float:
-    """Twice the one-way propagation delay from host src to host dst on the modelled
-    fabric's shortest path (host links included)."""
-    from emu.topo.paths import equal_cost_paths
-
-    hs, hd = model.host(src), model.host(dst)
-    one_way = model.links[hs.link].delay_ns + model.links[hd.link].delay_ns
-    paths = equal_cost_paths(model, hs.switch, hd.switch)
-    if paths:
-        one_way += min(sum(lk.delay_ns for lk in p.links) for p in paths)
-    return 2 * one_way / 1e9
-
-
-def ideal_fct_s(model: Fabric, src: str, dst: str, size_bytes: int) -> float:
-    """FCT on an empty fabric, modelled: size x 8 / line rate + base RTT."""
-    rate = min(model.links[model.host(h).link].rate_bps for h in (src, dst))
-    return size_bytes * 8 / rate + base_rtt_s(model, src, dst)
-
-
-def flow_slowdowns(model: Fabric, dilation: float,
-                   flows: Sequence[FlowResult]) -> list[tuple[int, float]]:
-    """(size, FCT / ideal FCT) of every flow with an FCT; FCTs are wire times, so
-    / dilation gives the modelled time the ideal is in."""
-    return [(f.size_bytes, f.fct_s / dilation / ideal_fct_s(model, f.src, f.dst, f.size_bytes))
-            for f in flows if f.fct_s is not None]
+def flow_slowdowns(flows: Sequence[FlowResult]) -> list[tuple[int, float]]:
+    """(size, slowdown) of every completed flow, as its run's summary computed it
+    (emu.experiments.fct): one ideal FCT for `emu run` and the experiment reports."""
+    return [(f.size_bytes, f.slowdown) for f in flows if f.slowdown is not None]
 
 
 def _mean(xs: Sequence[float]) -> float | None:
@@ -124,10 +103,10 @@ class PointMetrics:
     reorder_distance: dict[str, int]
 
 
-def point_metrics(s: RunSummary, model: Fabric) -> PointMetrics:
-    """The metrics of one run, from its summary and the modelled fabric."""
+def point_metrics(s: RunSummary) -> PointMetrics:
+    """The metrics of one run, from its summary."""
     dil = float(s.run.get("dilation") or 1.0)
-    slow = flow_slowdowns(model, dil, s.flows)
+    slow = flow_slowdowns(s.flows)
     by_bucket: dict[str, list[float]] = {}
     for size, x in slow:
         by_bucket.setdefault(bucket_of(size), []).append(x)
@@ -171,8 +150,8 @@ def deterministic_summary(summary: Mapping[str, object]) -> dict[str, object]:
 
 
 def write_metrics(out_dir: Path, point_id: str, varied: Mapping[str, str],
-                  summary: RunSummary, model: Fabric) -> Path:
-    m = point_metrics(summary, model)
+                  summary: RunSummary) -> Path:
+    m = point_metrics(summary)
     doc = {"point": point_id, "options": dict(varied), "metrics": m.flat,
            "slowdown_by_size": m.slowdown_by_size, "reorder_distance": m.reorder_distance,
            "summary": deterministic_summary(summary.to_dict())}
@@ -199,7 +178,7 @@ def execute_point(cfg: RunConfig, model: Fabric, out_dir: Path, point_id: str,
         from .run import run_experiment
 
         summary = run_experiment(cfg, plan=plan)
-    write_metrics(out_dir, point_id, varied, summary, model)
+    write_metrics(out_dir, point_id, varied, summary)
     run_dir = summary.run.get("results_dir")
     outcome = {"status": "done", "reason": "", "run_dir": Path(run_dir).name if run_dir else ""}
     if not summary.ok:

@@ -11,7 +11,8 @@ import pytest
 
 from emu.cli import main
 from emu.experiments.experiment import Point, load_experiment
-from emu.experiments.points import base_rtt_s, bucket_of, ideal_fct_s
+from emu.experiments.metrics import FlowResult
+from emu.experiments.points import bucket_of, flow_slowdowns
 from emu.experiments.sweep import LocalBackend, Sweep
 from emu.topo import load_topology
 
@@ -131,10 +132,16 @@ def test_failed_and_timed_out_points_are_recorded_and_the_sweep_goes_on(
     assert [d.point.id for d in rerun.run()] == ["bad-link"] and rerun.skipped == 1
 
 
-def test_ideal_fct_is_serialisation_plus_base_rtt_on_the_model() -> None:
-    m = load_topology("clos4")  # 100 Gb/s, 1 us per link
-    assert base_rtt_s(m, "h1", "h2") == pytest.approx(4e-6)  # same leaf: 2 links each way
-    assert base_rtt_s(m, "h1", "h3") == pytest.approx(8e-6)  # via a spine: 4 links
-    assert ideal_fct_s(m, "h1", "h3", 125_000) == pytest.approx(10e-6 + 8e-6)
+def test_point_slowdowns_are_the_run_summarys() -> None:
+    """A point's metrics took the FCT slowdown from an ideal of their own (propagation
+    on the shortest path, no serialisation), 2-6% apart from the run's summary.json for
+    the same flows; now they are the summary's."""
+    flows = [FlowResult("a", "h1", "h3", 125_000, "", True, True, True, 0.0, 1.0, 1.0,
+                        None, None, slowdown=1.25),
+             FlowResult("b", "h1", "h2", 4_000, "", True, True, True, 0.0, 1.0, 1.0,
+                        None, None, slowdown=3.0),
+             FlowResult("c", "h1", "h2", 4_000, "", True, True, True, 0.0, 1.0, None,
+                        None, None)]
+    assert flow_slowdowns(flows) == [(125_000, 1.25), (4_000, 3.0)]
     assert [bucket_of(n) for n in (1, 16 << 10, (16 << 10) + 1, 5 << 20)] == \
         ["<=16K", "<=16K", "16K-64K", ">4M"]

@@ -175,6 +175,23 @@ def test_slowdown_is_fct_over_the_empty_fabric_ideal_in_modelled_time() -> None:
     assert (b.bucket, b.flows, b.p50) == ("1MB-10MB", 1, pytest.approx(2.0))
 
 
+def test_the_ideal_takes_the_fastest_equal_cost_path() -> None:
+    """asym4: one of leaf1's four uplinks is 50 Gb/s and 1.5 us. The ideal was the
+    slowest path's, so a flow a load balancer kept off that uplink showed a slowdown
+    of 0.89 (`emu run asym4 --lb te --workload alltoall --size 1`), and one on it
+    looked ideal. The best the empty fabric allows is the fastest path."""
+    asym = load_topology("asym4")
+    ideal = IdealFct(asym, 1024)
+    # 4 links of 1 us and 100 Gb/s each way: a 79-byte frame out, an 84-byte ACK back
+    fast_rtt = 8e-6 + 4 * (1 + 78) * 8 / 100e9 + 4 * 84 * 8 / 100e9
+    assert ideal("h1", "h3", 1) == pytest.approx(8 / 100e9 + fast_rtt)
+    # a lone 1-byte flow that crossed the slow uplink (1.5 us and 50 Gb/s out, back the
+    # same way) is slower than ideal
+    slow_rtt = 9e-6
+    (f,) = with_slowdown([flow(1, slow_rtt)], asym, Dilation(1), 1024)
+    assert f.slowdown is not None and f.slowdown > 1.05
+
+
 def test_a_lone_flow_runs_at_slowdown_about_one() -> None:
     from emu.experiments.virtual import run_virtual
 
