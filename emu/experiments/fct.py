@@ -1,15 +1,21 @@
 """FCT slowdown: a flow's completion time over its ideal on an empty fabric.
 
-ideal = size x 8 / line rate + base RTT, in modelled units, as the HPCC simulator's
-standalone FCT: the line rate is the slower of the two hosts' links, the base RTT that
-of the fastest equal-cost path between them (emu.experiments.agent_configs.base_rtt_s:
-propagation both ways, one frame out (an MTU, or the whole flow if smaller) and one ACK
-back serialised per hop). The fastest, because the ideal is the best the empty fabric
-allows: a flow a load balancer puts on a slower or longer path (asym4's slow uplink)
-shows it as a slowdown, never as one below 1. The measured FCT (sender post to last
-ACK, wire time) is divided by the dilation. Header bytes are not in the ideal, so a
-lone flow's slowdown sits slightly above 1 (about (mtu + 78) / mtu for long flows).
-Experiment reports take these slowdowns as they are (emu.experiments.points).
+The ideal is the flow alone on the modelled fabric, store-and-forward, as the emulator
+itself carries it: the message leaves the sender as RoCE MTU packets back to back (each
+payload plus FRAME_OVERHEAD_BYTES of headers, preamble and gap), every hop serialises
+each packet at its port's rate after the packet has fully arrived, plus its link's
+delay, and the responder's ACK of the last packet comes back the same way; on the
+fastest equal-cost path, since the ideal is the best the empty fabric allows (a flow a
+load balancer puts on asym4's slow uplink shows it as a slowdown). So a lone flow's
+slowdown is 1 (up to RETH and immediate bytes and the NICs' processing), whatever its
+size or the link delays. The measured FCT (sender post to last ACK, wire time) is
+divided by the dilation. Experiment reports take these same slowdowns
+(emu.experiments.points).
+
+(The HPCC simulator's standalone FCT, base RTT + size x 8 / line rate, counts one
+packet's serialisation twice and a short flow's slowdown falls below 1 where links are
+short: 0.77 for a 1500-byte flow without link delay. It was this module's until the
+emulator had a slowdown below 1 to show for it.)
 """
 
 from __future__ import annotations
@@ -21,8 +27,9 @@ from dataclasses import dataclass
 
 from emu.core.units import Dilation
 from emu.topo import Fabric
+from emu.topo.paths import equal_cost_paths
 
-from .agent_configs import base_rtt_s
+from .agent_configs import ACK_FRAME_BYTES, FRAME_OVERHEAD_BYTES
 from .metrics import FlowResult, percentile
 
 # (label, lowest size, size bound (exclusive)) in bytes, as the HPCC line of work bins
@@ -44,22 +51,59 @@ class SlowdownBucket:
 
 
 class IdealFct:
-    """Ideal FCTs on one modelled fabric (base RTTs cached per host pair)."""
+    """Ideal FCTs on one modelled fabric (the hops of every equal-cost path cached per
+    host pair)."""
 
     def __init__(self, model: Fabric, mtu_bytes: int) -> None:
         self.model = model
         self.mtu = mtu_bytes
-        rate = {lk.index: float(lk.rate_bps) for lk in model.links}
-        self.rate = {h.name: rate[h.link] for h in model.hosts}
-        self.rtt: dict[tuple[str, str, int], float] = {}
+        self._paths: dict[tuple[str, str], list[list[tuple[float, float]]]] = {}
+
+    def paths(self, src: str, dst: str) -> list[list[tuple[float, float]]]:
+        """Each equal-cost path from host src to host dst as its hops: (rate in b/s,
+        link delay in s), the sender's own link first."""
+        key = (src, dst)
+        if key not in self._paths:
+            m = self.model
+            links = {lk.index: lk for lk in m.links}
+            a, b = m.host(src), m.host(dst)
+            first = links[a.link]
+            out = []
+            for path in equal_cost_paths(m, a.switch, b.switch):
+                ports = [m.switch(sw).port(port) for sw, port in path.hops]
+                ports.append(next(p for p in m.switch(b.switch).host_ports
+                                  if p.peer.node == dst))
+                out.append([(float(first.rate_bps), first.delay_ns / 1e9)] +
+                           [(float(p.rate_bps), links[p.link].delay_ns / 1e9) for p in ports])
+            self._paths[key] = out
+        return self._paths[key]
 
     def __call__(self, src: str, dst: str, size_bytes: int) -> float:
-        # A flow shorter than one MTU crosses the fabric as one smaller frame.
-        frame = max(1, min(size_bytes, self.mtu))
-        key = (src, dst, frame)
-        if key not in self.rtt:
-            self.rtt[key] = base_rtt_s(self.model, src, dst, frame, worst=False)
-        return size_bytes * 8 / min(self.rate[src], self.rate[dst]) + self.rtt[key]
+        n = max(1, -(-size_bytes // self.mtu))
+        full = (self.mtu + FRAME_OVERHEAD_BYTES) * 8
+        last = (size_bytes - (n - 1) * self.mtu + FRAME_OVERHEAD_BYTES) * 8
+        there = min(_train(hops, n, full, last) for hops in self.paths(src, dst))
+        back = min(sum(ACK_FRAME_BYTES * 8 / r + d for r, d in hops)
+                   for hops in self.paths(dst, src))
+        return there + back
+
+
+def _train(hops: Sequence[tuple[float, float]], n: int, full_bits: int,
+           last_bits: int) -> float:
+    """When the last of `n` packets (n - 1 of full_bits, then one of last_bits), all
+    ready at time 0, has crossed `hops` store-and-forward. Full packet i leaves hop k at
+    done_k + i x gap_k (done_k: packet 0's finish there, gap_k: the slowest serialisation
+    so far), so only the last packet needs following hop by hop."""
+    done = 0.0  # packet 0's arrival at the next hop
+    gap = 0.0
+    arrive = 0.0  # the last packet's arrival at the next hop
+    for rate, delay in hops:
+        done += full_bits / rate
+        gap = max(gap, full_bits / rate)
+        free = done + (n - 2) * gap if n > 1 else 0.0  # when packet n - 2 is out
+        arrive = max(arrive, free) + last_bits / rate + delay
+        done += delay
+    return arrive
 
 
 def with_slowdown(flows: Sequence[FlowResult], model: Fabric, dilation: Dilation,

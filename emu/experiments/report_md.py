@@ -223,7 +223,7 @@ def report_text(exp: Experiment, points: Sequence[PointResult],
               f"{len(failed)} failed, {len(points) - done - len(failed)} not run. "
               "Every point's metrics: metrics.csv.", ""]
     lines += ["Mean over seeds (± standard deviation); slowdown = FCT / ideal FCT on an "
-              "empty fabric (size x 8 / line rate + base RTT, modelled).", ""]
+              "empty fabric (the flow alone, store-and-forward on the fastest path, modelled).", ""]
     # Columns no point has (algbw without collectives, ...) would only say "-".
     table = [t for t in TABLE if any(mean_sd([p.metrics.get(t[0]) for p in ps])
                                      for ps in configs.values())]

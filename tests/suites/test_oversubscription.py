@@ -1,12 +1,19 @@
 """Oversubscription 2:1 against 4:1 under Poisson web-search background load
 (experiments/oversubscription.yaml): FCT slowdown per flow-size bucket.
 
-Claim: bandwidth-bound flows (>= 100 KB) that cross the leaves' uplinks slow down clearly
-more when the uplinks are 4:1 oversubscribed than at 2:1 (here: mean slowdown at least
-1.4x higher, for each seed); the median small flow (< 10 KB, latency-bound) stays near 1
-in both. Flows between hosts of one leaf never reach an uplink, so they are left out of
-the mean (with only a handful of large flows per run, one of them meeting a
-retransmission timeout on its host link could otherwise decide the ratio).
+Claim: bandwidth-bound flows (>= 100 KB) that cross the leaves' uplinks take clearly
+longer when the uplinks are 4:1 oversubscribed than at 2:1 (mean FCT at least 1.5x, for
+each seed: the uplinks run at half the rate), while their slowdown, over the ideal on the
+empty fabric, which crosses the same slower uplink, stays about the same (within 1.3x
+either way): at these loads the uplink's rate, not extra queueing, sets the penalty. The
+median small flow (< 10 KB, latency-bound) stays near 1 in both. Flows between hosts of
+one leaf never reach an uplink, so they are left out of the means (with only a handful
+of large flows per run, one of them meeting a retransmission timeout on its host link
+could otherwise decide the ratio).
+
+(Until the ideal took the path's slowest link into account, it was that of the hosts'
+line rate, and this claim read "slow down clearly more at 4:1": mean slowdown 6.7 ->
+10.7 and 8.7 -> 16.1, most of it the uplink rate itself.)
 """
 
 from __future__ import annotations
@@ -38,18 +45,20 @@ def mean(xs: list[float]) -> float:
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_large_flows_slow_down_more_at_4_to_1(seed: int) -> None:
+def test_large_cross_leaf_flows_take_longer_at_4_to_1(seed: int) -> None:
     (p2, s2), (_p4, s4) = background("oversub2", seed), background("oversub4", seed)
     leaf = {h.name: h.switch for h in p2.fabric.hosts}  # the same hosts and leaves in both
     for s in (s2, s4):
         print(s.run["topo"], [(b.bucket, b.flows, round(b.p50, 2), round(b.p99, 2))
                               for b in s.fct_slowdown])
-    big = {k: mean([f.slowdown for f in s.flows
-                    if f.size_bytes >= 100_000 and leaf[f.src] != leaf[f.dst]])
+    big = {k: [f for f in s.flows if f.size_bytes >= 100_000 and leaf[f.src] != leaf[f.dst]]
            for k, s in (("2:1", s2), ("4:1", s4))}
-    print(f"seed {seed}: mean slowdown of cross-leaf flows >= 100 KB {big}")
+    fct = {k: mean([f.fct_nominal_s for f in fs]) for k, fs in big.items()}
+    slow = {k: mean([f.slowdown for f in fs]) for k, fs in big.items()}
+    print(f"seed {seed}: cross-leaf flows >= 100 KB: mean FCT {fct}, mean slowdown {slow}")
     assert [f.id for f in s2.flows] == [f.id for f in s4.flows]  # the same arrivals
-    assert big["4:1"] >= 1.4 * big["2:1"]
+    assert fct["4:1"] >= 1.5 * fct["2:1"]
+    assert 1 / 1.3 <= slow["4:1"] / slow["2:1"] <= 1.3
     for s in (s2, s4):
         small = next(b for b in s.fct_slowdown if b.bucket == "<10KB")
         assert small.p50 < 1.3
