@@ -468,14 +468,18 @@ def fidelity(switch_kernel_drops: int, host: HostTotals, tm_lags_ms: Sequence[fl
              data_pkts: int, *, frame_time_ms: float | None = None,
              efficiency: float | None = None, busiest_port: str | None = None,
              dcqcn: bool = False, fabric_drops: int = 0,
-             limits: FidelityLimits | None = None, virtual: bool = False) -> Fidelity:
+             limits: FidelityLimits | None = None, virtual: bool = False,
+             window_cap: float = 1.0) -> Fidelity:
     """A run is flagged CPU-bound when packets were lost in kernel buffers, the switches'
     traffic managers or the senders ran behind their schedules, sends were refused by
     full socket buffers, or the busiest link was mostly idle while traffic ran (see
     FidelityLimits for the bounds). Each reason names its figure and its bound.
 
     A virtual-time run (`virtual`) never is: no CPU paces it, so an idle link there is
-    the model's own doing (a small window, a latency-bound workload, timeouts)."""
+    the model's own doing (a small window, a latency-bound workload, timeouts).
+    `window_cap`: the largest fraction of its line rate any QP's window lets it reach
+    on the empty fabric (window x frame / base RTT); the utilisation bound shrinks with
+    it, since senders held by their windows leave links idle whatever the CPU does."""
     lim = limits or FidelityLimits()
     if virtual:
         return Fidelity(switch_kernel_drops, host.kernel_drops, None, host.tx_stalls, False, (),
@@ -506,11 +510,12 @@ def fidelity(switch_kernel_drops: int, host: HostTotals, tm_lags_ms: Sequence[fl
                        f"{lim.tx_lag_frames:g})")
     if host.tx_stalls > lim.stall_fraction * pkts:
         reasons.append(f"{host.tx_stalls} host sends refused by full socket buffers")
-    bound = lim.min_efficiency_dcqcn if dcqcn else lim.min_efficiency
+    bound = (lim.min_efficiency_dcqcn if dcqcn else lim.min_efficiency) * min(1.0, window_cap)
     if efficiency is not None and fabric_drops == 0 and efficiency < bound:
         where = f" ({busiest_port})" if busiest_port else ""
+        held = f", windows allowing {window_cap:.0%}" if window_cap < 1 else ""
         reasons.append(f"busiest link{where} only {efficiency:.0%} utilised while traffic "
-                       f"ran (bound {bound:.0%}{' with DCQCN' if dcqcn else ''})")
+                       f"ran (bound {bound:.0%}{' with DCQCN' if dcqcn else ''}{held})")
     return Fidelity(switch_kernel_drops, host.kernel_drops, tm_max, host.tx_stalls,
                     bool(reasons), tuple(reasons), tm_p90, tx_p99, tx_max, frame_time_ms,
                     efficiency, busiest_port)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from . import metrics as M
 from . import plots, results
-from .agent_configs import FRAME_OVERHEAD_BYTES
+from .agent_configs import FRAME_OVERHEAD_BYTES, base_rtt_s
 from .fct import slowdown_buckets, with_slowdown
 from .jsontypes import JsonDict, Row
 from .pfc import PfcSeries
@@ -62,7 +62,8 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
     fid = M.fidelity(fabric.kernel_drops, hosts, tm_lags_ms(rec.snapshots),
                      hosts.data_pkts_sent, frame_time_ms=frame_time_ms(plan),
                      dcqcn=cfg.cc == "dcqcn", fabric_drops=fabric.drops,
-                     virtual=cfg.virtual, **efficiency(plan, deltas, flows))
+                     virtual=cfg.virtual, window_cap=window_cap(plan),
+                     **efficiency(plan, deltas, flows))
     run: RunInfo = {"topo": plan.fabric.name, "lb": cfg.lb.value, "cc": cfg.cc, "recovery": cfg.recovery,
            "workload": cfg.workload.kind, "target": "virtual" if cfg.virtual else cfg.target,
            "dilation": plan.dilation.factor, "message_bytes": cfg.workload.message_bytes,
@@ -107,6 +108,23 @@ class Efficiency(TypedDict):
 
     efficiency: float | None
     busiest_port: str | None
+
+
+def window_cap(plan: RunPlan) -> float:
+    """The largest fraction of its line rate any QP's window lets it send at on the
+    empty modelled fabric: window x (MTU + headers) / base RTT (1: no window limits)."""
+    cap = 0.0
+    for host, agent in plan.agents.items():
+        rate = agent.nic.line_rate_bps
+        frame_bits = (agent.nic.mtu + FRAME_OVERHEAD_BYTES) * 8
+        for q in agent.qps:
+            if not rate or q.peer not in plan.agents:
+                return 1.0
+            rtt = base_rtt_s(plan.model, host, q.peer, agent.nic.mtu)
+            cap = max(cap, min(1.0, q.max_outstanding_pkts * frame_bits / (rtt * rate)))
+            if cap >= 1.0:  # the usual case (windows of 2 BDPs): no need to look further
+                return 1.0
+    return cap or 1.0
 
 
 def efficiency(plan: RunPlan, deltas: Mapping[M.PortKey, M.PortCount],

@@ -210,3 +210,28 @@ def test_workload_without_reports_yields_incomplete_flows() -> None:
     w = build_workload(WorkloadParams("incast", message_bytes=10), {"a": "l1", "b": "l2"})
     (f,) = M.flow_results(w, {})
     assert not f.completed and not f.verified and f.start_s is None
+
+
+def test_window_limited_senders_are_not_a_cpu_verdict() -> None:
+    """`emu run leafspine2 --workload incast --window 4` (real time): 4 packets per
+    base RTT hold each sender near 4% of its line rate, the busiest link ran 12% busy,
+    and the summary called the run CPU-BOUND. The utilisation bound now scales with
+    what the windows allow (report.window_cap)."""
+    from emu.experiments.config import RunConfig
+    from emu.experiments.plan import plan_run
+    from emu.experiments.report import window_cap
+    from emu.experiments.workloads import WorkloadParams
+
+    wl = WorkloadParams("incast", message_bytes=64 * 1024)
+    small = window_cap(plan_run(RunConfig(topo="leafspine2", workload=wl, window_pkts=4)))
+    assert 0.02 < small < 0.15  # 4 x 1102 B per base RTT (a few us) at 100 Gb/s
+    assert window_cap(plan_run(RunConfig(topo="leafspine2", workload=wl))) == 1.0
+
+    def f(eff: float, cap: float) -> M.Fidelity:
+        return M.fidelity(0, M.HostTotals(), None, 10_000, efficiency=eff, dcqcn=True,
+                          busiest_port="leaf1:1", window_cap=cap)
+
+    assert not f(0.12, small).cpu_bound
+    low = f(0.001, small)
+    assert low.cpu_bound and "windows allowing" in low.reasons[0]
+    assert f(0.12, 1.0).cpu_bound  # windows of 2 BDPs: the bound as before
