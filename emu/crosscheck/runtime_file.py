@@ -8,6 +8,10 @@ width) or a string: a MAC (`08:00:00:00:01:11`), IPv4 (`10.0.1.1`) or IPv6 addre
 whose bytes must be as many as the field's. Names are P4Info names; a unique dot-suffix
 is taken too (the tutorials' helper takes P4Info aliases). So the file needs its
 program: `runtime_programming` compiles it, as `stf_programming` does.
+
+The values its entries match on 32-bit fields become the hosts generated packets are
+addressed from and to (`Programming.hosts`), with two addresses no entry names, so
+that `--generate` frames hit a tutorial's IPv4 routes as well as miss them.
 """
 
 from __future__ import annotations
@@ -66,7 +70,30 @@ def runtime_programming(path: Path, program: Path, include_dirs: Sequence[Path],
             except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
                 why = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
                 raise ValueError(f"{path}: {key}[{i}]: {why}") from None
+    prog.hosts = _hosts(prog.entries, names)
     return prog
+
+
+# Addresses no entry is likely to name (TEST-NET-1, and the top of 10/8): misses.
+_MISSES = ("192.0.2.1", "10.255.255.254")
+
+
+def _hosts(entries: Sequence[TableEntry], names: _Names) -> list[tuple[str, str, int | None]]:
+    """(ip, mac, None) for each value the entries match on a 32-bit field (an LPM
+    prefix: its first host address), and two misses; none if fewer than two values."""
+    values: list[int] = []
+    for e in entries:
+        widths = {k["name"]: k["bitwidth"] for k in names.tables[e.table]["keys"]}
+        for field_name, m in e.match.items():
+            if widths.get(field_name) != 32:
+                continue
+            v = _address(m)
+            if v is not None and v not in values:
+                values.append(v)
+    if len(values) < 2:
+        return []
+    ips = [str(ipaddress.IPv4Address(v)) for v in values] + list(_MISSES)
+    return [(ip, f"02:00:00:00:{i >> 8:02x}:{i & 0xFF:02x}", None) for i, ip in enumerate(ips)]
 
 
 class _Names:
@@ -103,6 +130,17 @@ class _Names:
             raise ValueError(f"table {table['name']} has ternary, range or optional fields: "
                              "its entries need a non-zero priority")
         prog.entries.append(TableEntry(table["name"], match, action, params, priority))
+
+
+def _address(m: MatchValue) -> int | None:
+    """The address a match value names: an LPM prefix's first host, a ternary's value."""
+    if isinstance(m, int):
+        return m
+    if isinstance(m, Lpm):
+        return m.value | 1 if m.prefix_len < 31 else m.value
+    if isinstance(m, (Ternary, OptionalMatch)):
+        return m.value
+    return None
 
 
 def _resolve(name: Any, names: Any, what: str) -> str:
