@@ -12,10 +12,9 @@ size or the link delays. The measured FCT (sender post to last ACK, wire time) i
 divided by the dilation. Experiment reports take these same slowdowns
 (emu.experiments.points).
 
-(The HPCC simulator's standalone FCT, base RTT + size x 8 / line rate, counts one
-packet's serialisation twice and a short flow's slowdown falls below 1 where links are
-short: 0.77 for a 1500-byte flow without link delay. It was this module's until the
-emulator had a slowdown below 1 to show for it.)
+(The HPCC simulator's standalone FCT, base RTT + size x 8 / line rate, which this
+module used before, counts one packet's serialisation twice, so a short flow's slowdown
+falls below 1 where links are short: 0.77 for a 1500-byte flow without link delay.)
 """
 
 from __future__ import annotations
