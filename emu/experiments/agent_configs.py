@@ -77,26 +77,24 @@ ACK_FRAME_BYTES = 84  # an ACK on the wire, preamble/IFG included
 MIN_WINDOW_PKTS = 32
 
 
-def base_rtt_s(fabric: Fabric, src: str, dst: str, mtu_bytes: int, *,
-               worst: bool = True) -> float:
-    """Round trip on an empty fabric, on the slowest equal-cost path (`worst`; the
-    fastest otherwise): every link's propagation delay both ways, one MTU frame
-    serialised per hop out and one ACK back."""
+def base_rtt_s(fabric: Fabric, src: str, dst: str, mtu_bytes: int) -> float:
+    """Round trip on an empty fabric, on the slowest equal-cost path: every link's
+    propagation delay both ways, one MTU frame serialised per hop out and one ACK back."""
     hosts = {h.name: h for h in fabric.hosts}
     links = {lk.index: lk for lk in fabric.links}
-    pick = max if worst else min
 
     def one_way(s: str, d: str, frame_bytes: int) -> float:
         a, b = hosts[s], hosts[d]
-        times = []
+        worst = 0.0
         for path in equal_cost_paths(fabric, a.switch, b.switch):
             ports = [fabric.switch(sw).port(port) for sw, port in path.hops]
             ports.append(next(p for p in fabric.switch(b.switch).host_ports
                               if p.peer.node == d))
-            times.append(sum(links[p.link].delay_ns / 1e9 + frame_bytes * 8 / p.rate_bps
-                             for p in ports))
+            t = sum(links[p.link].delay_ns / 1e9 + frame_bytes * 8 / p.rate_bps
+                    for p in ports)
+            worst = max(worst, t)
         first = links[a.link]
-        return pick(times, default=0.0) + first.delay_ns / 1e9 + frame_bytes * 8 / first.rate_bps
+        return worst + first.delay_ns / 1e9 + frame_bytes * 8 / first.rate_bps
 
     frame = mtu_bytes + FRAME_OVERHEAD_BYTES
     return one_way(src, dst, frame) + one_way(dst, src, ACK_FRAME_BYTES)
