@@ -24,8 +24,8 @@ from emu.roce.config import (
 from emu.roce.plb import PlbParams
 from emu.roce.recovery import RecoveryMode
 from emu.roce.wire import AckClass
-from emu.topo import Fabric
-from emu.topo.paths import equal_cost_paths
+from emu.topo import Fabric, Port
+from emu.topo.paths import host_path_ports
 
 from .config import CcMode
 from .workloads import FlowSpec, Workload
@@ -84,16 +84,12 @@ def base_rtt_s(fabric: Fabric, src: str, dst: str, mtu_bytes: int) -> float:
     links = {lk.index: lk for lk in fabric.links}
 
     def one_way(s: str, d: str, frame_bytes: int) -> float:
-        a, b = hosts[s], hosts[d]
         worst = 0.0
-        for path in equal_cost_paths(fabric, a.switch, b.switch):
-            ports = [fabric.switch(sw).port(port) for sw, port in path.hops]
-            ports.append(next(p for p in fabric.switch(b.switch).host_ports
-                              if p.peer.node == d))
+        for ports in host_path_ports(fabric, s, d):
             t = sum(links[p.link].delay_ns / 1e9 + frame_bytes * 8 / p.rate_bps
                     for p in ports)
             worst = max(worst, t)
-        first = links[a.link]
+        first = links[hosts[s].link]
         return worst + first.delay_ns / 1e9 + frame_bytes * 8 / first.rate_bps
 
     frame = mtu_bytes + FRAME_OVERHEAD_BYTES
@@ -119,30 +115,22 @@ def path_queue_delay_s(fabric: Fabric, src: str, dst: str, mtu_bytes: int,
     ack_class "qp") waits behind full data queues on the way back too; in a higher
     priority queue it waits for at most one frame per hop (strict priority,
     non-preemptive)."""
-    hosts = {h.name: h for h in fabric.hosts}
-    a, b = hosts[src], hosts[dst]
     frame_bits = (mtu_bytes + FRAME_OVERHEAD_BYTES) * 8
 
-    def egress(sw: str, port: int) -> tuple[float, float]:
-        p = fabric.switch(sw).port(port)
+    def egress(p: Port) -> tuple[float, float]:
         rate = float(p.rate_bps) if p.rate_bps else math.inf
         return p.depth_pkts * frame_bits / rate, frame_bits / rate
 
-    def to_host(sw: str, host: str) -> tuple[float, float]:
-        port = next(p.number for p in fabric.switch(sw).host_ports if p.peer.node == host)
-        return egress(sw, port)
-
     def one_way(s: str, d: str) -> list[tuple[float, float]]:
-        paths = equal_cost_paths(fabric, hosts[s].switch, hosts[d].switch)
         worst: list[tuple[float, float]] = []
-        for path in paths:
-            hops = [egress(sw, port) for sw, port in path.hops]
+        for ports in host_path_ports(fabric, s, d):
+            hops = [egress(p) for p in ports]
             if sum(q for q, _f in hops) >= sum(q for q, _f in worst):
                 worst = hops
-        return [*worst, to_host(hosts[d].switch, d)]
+        return worst
 
-    fwd = sum(q for q, _f in one_way(a.name, b.name))
-    back = one_way(b.name, a.name)
+    fwd = sum(q for q, _f in one_way(src, dst))
+    back = one_way(dst, src)
     acks_queue_with_data = priority_queues <= 1 or ack_class == "qp"
     rev = sum(q for q, _f in back) if acks_queue_with_data else sum(f for _q, f in back)
     return fwd + rev

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from emu.core.units import Dilation
 from emu.topo import Fabric
-from emu.topo.paths import equal_cost_paths
+from emu.topo.paths import host_path_ports
 
 from .agent_configs import ACK_FRAME_BYTES, FRAME_OVERHEAD_BYTES
 from .metrics import FlowResult, percentile
@@ -65,16 +65,11 @@ class IdealFct:
         if key not in self._paths:
             m = self.model
             links = {lk.index: lk for lk in m.links}
-            a, b = m.host(src), m.host(dst)
-            first = links[a.link]
-            out = []
-            for path in equal_cost_paths(m, a.switch, b.switch):
-                ports = [m.switch(sw).port(port) for sw, port in path.hops]
-                ports.append(next(p for p in m.switch(b.switch).host_ports
-                                  if p.peer.node == dst))
-                out.append([(float(first.rate_bps), first.delay_ns / 1e9)] +
-                           [(float(p.rate_bps), links[p.link].delay_ns / 1e9) for p in ports])
-            self._paths[key] = out
+            first = links[m.host(src).link]
+            self._paths[key] = [
+                [(float(first.rate_bps), first.delay_ns / 1e9)] +
+                [(float(p.rate_bps), links[p.link].delay_ns / 1e9) for p in ports]
+                for ports in host_path_ports(m, src, dst)]
         return self._paths[key]
 
     def __call__(self, src: str, dst: str, size_bytes: int) -> float:

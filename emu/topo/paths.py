@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from .model import Fabric, Link, SwitchPath
+from .model import Fabric, Link, Port, SwitchPath
 
 
 def _plain_distances(fabric: Fabric, dst: str) -> dict[str, int]:
@@ -86,3 +86,12 @@ def equal_cost_paths(fabric: Fabric, src: str, dst: str) -> list[SwitchPath]:
 def next_hop_ports(fabric: Fabric, switch: str, dst_leaf: str) -> list[int]:
     """Egress ports of `switch` that start a shortest up-down path to dst_leaf (sorted)."""
     return sorted({p.hops[0][1] for p in equal_cost_paths(fabric, switch, dst_leaf) if p.links})
+
+
+def host_path_ports(fabric: Fabric, src: str, dst: str) -> list[list[Port]]:
+    """Each equal-cost path from host src to host dst as the switch egress ports it
+    leaves by, the one towards dst last (the sender's own link comes before them)."""
+    a, b = fabric.host(src), fabric.host(dst)
+    last = next(p for p in fabric.switch(b.switch).host_ports if p.peer.node == dst)
+    return [[fabric.switch(sw).port(port) for sw, port in path.hops] + [last]
+            for path in equal_cost_paths(fabric, a.switch, b.switch)]
