@@ -443,6 +443,10 @@ class FidelityLimits:
     # (virtual-time clos4 runs, free of CPU effects: 0.37..0.98), hence its lower bound.
     min_efficiency: float = 0.5
     min_efficiency_dcqcn: float = 0.2
+    # ...unless the flows ran at about their ideal FCT (median slowdown at most this): a
+    # latency-bound workload (a ring all-reduce's dependent steps) idles links by itself,
+    # and a CPU that cannot keep up makes flows slower than the empty fabric allows.
+    ideal_slowdown: float = 1.25
 
 
 @dataclass(frozen=True)
@@ -469,7 +473,7 @@ def fidelity(switch_kernel_drops: int, host: HostTotals, tm_lags_ms: Sequence[fl
              efficiency: float | None = None, busiest_port: str | None = None,
              dcqcn: bool = False, fabric_drops: int = 0,
              limits: FidelityLimits | None = None, virtual: bool = False,
-             window_cap: float = 1.0) -> Fidelity:
+             window_cap: float = 1.0, slowdown_p50: float | None = None) -> Fidelity:
     """A run is flagged CPU-bound when packets were lost in kernel buffers, the switches'
     traffic managers or the senders ran behind their schedules, sends were refused by
     full socket buffers, or the busiest link was mostly idle while traffic ran (see
@@ -479,7 +483,9 @@ def fidelity(switch_kernel_drops: int, host: HostTotals, tm_lags_ms: Sequence[fl
     the model's own doing (a small window, a latency-bound workload, timeouts).
     `window_cap`: the largest fraction of its line rate any QP's window lets it reach
     on the empty fabric (window x frame / base RTT); the utilisation bound shrinks with
-    it, since senders held by their windows leave links idle whatever the CPU does."""
+    it, since senders held by their windows leave links idle whatever the CPU does.
+    `slowdown_p50`: the flows' median FCT slowdown; near 1, idle links are the
+    workload's (latency-bound), not the CPU's."""
     lim = limits or FidelityLimits()
     if virtual:
         return Fidelity(switch_kernel_drops, host.kernel_drops, None, host.tx_stalls, False, (),
@@ -511,7 +517,8 @@ def fidelity(switch_kernel_drops: int, host: HostTotals, tm_lags_ms: Sequence[fl
     if host.tx_stalls > lim.stall_fraction * pkts:
         reasons.append(f"{host.tx_stalls} host sends refused by full socket buffers")
     bound = (lim.min_efficiency_dcqcn if dcqcn else lim.min_efficiency) * min(1.0, window_cap)
-    if efficiency is not None and fabric_drops == 0 and efficiency < bound:
+    at_ideal = slowdown_p50 is not None and slowdown_p50 <= lim.ideal_slowdown
+    if efficiency is not None and fabric_drops == 0 and not at_ideal and efficiency < bound:
         where = f" ({busiest_port})" if busiest_port else ""
         held = f", windows allowing {window_cap:.0%}" if window_cap < 1 else ""
         reasons.append(f"busiest link{where} only {efficiency:.0%} utilised while traffic "

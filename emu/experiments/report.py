@@ -63,7 +63,7 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
                      hosts.data_pkts_sent, frame_time_ms=frame_time_ms(plan),
                      dcqcn=cfg.cc == "dcqcn", fabric_drops=fabric.drops,
                      virtual=cfg.virtual, window_cap=window_cap(plan),
-                     **efficiency(plan, deltas, flows))
+                     slowdown_p50=median_slowdown(flows), **efficiency(plan, deltas, flows))
     run: RunInfo = {"topo": plan.fabric.name, "lb": cfg.lb.value, "cc": cfg.cc, "recovery": cfg.recovery,
            "workload": cfg.workload.kind, "target": "virtual" if cfg.virtual else cfg.target,
            "dilation": plan.dilation.factor, "message_bytes": cfg.workload.message_bytes,
@@ -108,6 +108,11 @@ class Efficiency(TypedDict):
 
     efficiency: float | None
     busiest_port: str | None
+
+
+def median_slowdown(flows: Sequence[M.FlowResult]) -> float | None:
+    xs = [f.slowdown for f in flows if f.slowdown is not None]
+    return M.percentile(xs, 50) if xs else None
 
 
 def window_cap(plan: RunPlan) -> float:

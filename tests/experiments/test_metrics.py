@@ -235,3 +235,17 @@ def test_window_limited_senders_are_not_a_cpu_verdict() -> None:
     low = f(0.001, small)
     assert low.cpu_bound and "windows allowing" in low.reasons[0]
     assert f(0.12, 1.0).cpu_bound  # windows of 2 BDPs: the bound as before
+
+
+def test_flows_at_their_ideal_fct_are_not_a_cpu_verdict() -> None:
+    """`emu run clos4 --cc none` (real time, the default ring all-reduce): every flow
+    within 2% of its ideal FCT, the busiest link 26% busy between the ring's dependent
+    steps, and the summary called the run CPU-BOUND (the same run with DCQCN passed
+    only by its lower bound). Flows at about their ideal FCT are not CPU-bound."""
+    def f(eff: float, p50: float | None) -> M.Fidelity:
+        return M.fidelity(0, M.HostTotals(), None, 10_000, efficiency=eff,
+                          busiest_port="leaf1:1", slowdown_p50=p50)
+
+    assert not f(0.26, 1.02).cpu_bound
+    assert f(0.26, 2.5).cpu_bound  # slower than the empty fabric allows: the bound holds
+    assert f(0.26, None).cpu_bound
