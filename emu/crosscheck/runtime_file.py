@@ -25,6 +25,7 @@ from typing import Any
 
 from emu.control import CloneSession, Lpm, MulticastGroup, TableEntry, Ternary
 from emu.control.southbound import MatchValue
+from emu.core.wire import mac_bytes
 from emu.p4.api import resolve_name
 from emu.p4.tables import OptionalMatch, Range
 
@@ -106,7 +107,7 @@ class _Names:
     def add_entry(self, prog: Programming, e: Mapping[str, Any]) -> None:
         table = self.tables[_resolve(e["table"], self.tables, "table")]
         action = _resolve(e["action_name"], self.actions, "action")
-        widths = {n: w for n, w in self.actions[action]}
+        widths = dict(self.actions[action])
         params = {}
         for name, v in dict(e.get("action_params") or {}).items():
             if name not in widths:
@@ -187,7 +188,7 @@ def encode(x: Any, width: int, what: str) -> int:
     if isinstance(x, str):
         try:
             if _MAC.match(x):
-                raw = bytes.fromhex(x.replace(":", ""))
+                raw = mac_bytes(x)
             elif _IPV4.match(x):
                 raw = ipaddress.IPv4Address(x).packed
             else:

@@ -56,6 +56,7 @@ class IdealFct:
     def __init__(self, model: Fabric, mtu_bytes: int) -> None:
         self.model = model
         self.mtu = mtu_bytes
+        self._links = {lk.index: lk for lk in model.links}
         self._paths: dict[tuple[str, str], list[list[tuple[float, float]]]] = {}
 
     def paths(self, src: str, dst: str) -> list[list[tuple[float, float]]]:
@@ -63,8 +64,7 @@ class IdealFct:
         link delay in s), the sender's own link first."""
         key = (src, dst)
         if key not in self._paths:
-            m = self.model
-            links = {lk.index: lk for lk in m.links}
+            m, links = self.model, self._links
             first = links[m.host(src).link]
             self._paths[key] = [
                 [(float(first.rate_bps), first.delay_ns / 1e9)] +
@@ -114,6 +114,12 @@ def with_slowdown(flows: Sequence[FlowResult], model: Fabric, dilation: Dilation
         out.append(dataclasses.replace(f, fct_nominal_s=fct, ideal_fct_s=best,
                                        slowdown=fct / best))
     return out
+
+
+def median_slowdown(flows: Sequence[FlowResult]) -> float | None:
+    """The completed flows' median slowdown (None without any)."""
+    xs = [f.slowdown for f in flows if f.slowdown is not None]
+    return percentile(xs, 50) if xs else None
 
 
 def slowdown_buckets(flows: Sequence[FlowResult]) -> list[SlowdownBucket]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TypedDict
 from . import metrics as M
 from . import plots, results
 from .agent_configs import FRAME_OVERHEAD_BYTES, base_rtt_s
-from .fct import slowdown_buckets, with_slowdown
+from .fct import median_slowdown, slowdown_buckets, with_slowdown
 from .jsontypes import JsonDict, Row
 from .pfc import PfcSeries
 from .plan import RunPlan
@@ -62,8 +62,11 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
     fid = M.fidelity(fabric.kernel_drops, hosts, tm_lags_ms(rec.snapshots),
                      hosts.data_pkts_sent, frame_time_ms=frame_time_ms(plan),
                      dcqcn=cfg.cc == "dcqcn", fabric_drops=fabric.drops,
-                     virtual=cfg.virtual, window_cap=window_cap(plan),
-                     slowdown_p50=median_slowdown(flows), **efficiency(plan, deltas, flows))
+                     virtual=cfg.virtual,
+                     # (a virtual run's verdict needs neither)
+                     window_cap=1.0 if cfg.virtual else window_cap(plan),
+                     slowdown_p50=None if cfg.virtual else median_slowdown(flows),
+                     **efficiency(plan, deltas, flows))
     run: RunInfo = {"topo": plan.fabric.name, "lb": cfg.lb.value, "cc": cfg.cc, "recovery": cfg.recovery,
            "workload": cfg.workload.kind, "target": "virtual" if cfg.virtual else cfg.target,
            "dilation": plan.dilation.factor, "message_bytes": cfg.workload.message_bytes,
@@ -110,11 +113,6 @@ class Efficiency(TypedDict):
     busiest_port: str | None
 
 
-def median_slowdown(flows: Sequence[M.FlowResult]) -> float | None:
-    xs = [f.slowdown for f in flows if f.slowdown is not None]
-    return M.percentile(xs, 50) if xs else None
-
-
 def window_cap(plan: RunPlan) -> float:
     """The largest fraction of its line rate any QP's window lets it send at on the
     empty modelled fabric: window x (MTU + headers) / base RTT (1: no window limits)."""
@@ -126,9 +124,10 @@ def window_cap(plan: RunPlan) -> float:
             if not rate or q.peer not in plan.agents:
                 return 1.0
             rtt = base_rtt_s(plan.model, host, q.peer, agent.nic.mtu)
-            cap = max(cap, min(1.0, q.max_outstanding_pkts * frame_bits / (rtt * rate)))
-            if cap >= 1.0:  # the usual case (windows of 2 BDPs): no need to look further
+            share = q.max_outstanding_pkts * frame_bits / (rtt * rate)
+            if share >= 1.0:  # the usual case (windows of 2 BDPs): no need to look further
                 return 1.0
+            cap = max(cap, share)
     return cap or 1.0
 
 
