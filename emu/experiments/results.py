@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import shutil
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -55,6 +56,17 @@ def make_run_dir(root: Path, topo: str, lb: str, cc: str) -> Path:
         raise ResultsError(f"cannot make a run folder under {root}: "
                            f"{exc.strerror or exc}") from None
     raise ResultsError(f"cannot make a fresh run folder under {root}")
+
+
+def discard_unused_run_dir(run_dir: Path, setup_outputs: Iterable[str]) -> None:
+    """Remove a run folder that holds only set-up output (`setup_outputs`: the compiler's
+    build/, empty captures): a run stopped before its workload measured nothing, and an
+    empty folder would read as a run that left no results."""
+    try:
+        if {p.name for p in run_dir.iterdir()} <= set(setup_outputs):
+            shutil.rmtree(run_dir, ignore_errors=True)
+    except OSError:
+        pass
 
 
 def write_json(path: Path, data: JsonValue) -> Path:

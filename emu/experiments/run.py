@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -41,7 +40,7 @@ from .report import (
     snapshots_bytes_to_hosts,
     write_results,
 )
-from .results import make_run_dir, print_results_path
+from .results import discard_unused_run_dir, make_run_dir, print_results_path
 from .sampler import FabricSampler, Snapshot
 from .summary import RunSummary
 
@@ -455,9 +454,7 @@ def run_experiment(cfg: RunConfig, *, console: Console | None = None, plan: RunP
     try:
         net, ctl, _pipeline, timings = bring_up(plan, run_dir, say)
     except BaseException as exc:
-        # Nothing ran: a folder holding only the compiler's output is noise.
-        if {p.name for p in run_dir.iterdir()} <= {"build"}:
-            shutil.rmtree(run_dir, ignore_errors=True)
+        discard_unused_run_dir(run_dir, ("build",))  # nothing ran
         from emu.targets import TargetUnavailable, Unsupported
 
         if isinstance(exc, NetError | Unsupported | TargetUnavailable):

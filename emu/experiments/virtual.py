@@ -17,7 +17,7 @@ from . import pfc
 from .jsontypes import JsonDict
 from .plan import RunPlan
 from .report import RunRecords, build_summary, write_results
-from .results import make_run_dir, print_results_path
+from .results import discard_unused_run_dir, make_run_dir, print_results_path
 from .sampler import ChangeSampler, FabricSampler, Snapshot
 from .summary import RunSummary, print_summary
 
@@ -38,28 +38,40 @@ def _agents(plan: RunPlan, sim: SimFabric, flow: pfc.VirtualPfc) -> dict[str, Ag
             for h, c in plan.agents.items()}
 
 
-def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = True,
-                max_virtual_s: float = 600.0) -> RunSummary:
-    from emu.sim.fabric import SimFabric
+class _Fabric:
+    """The SimFabric of one run with its agents and samplers, set up before the workload."""
 
-    cfg = plan.config
-    t_wall = time.monotonic()
-    run_dir = make_run_dir(Path(cfg.results_root), cfg.topo, cfg.lb, cfg.cc) if write else None
-    sim = SimFabric(plan.fabric, lb=plan.lb_settings(),
-                    pcap_dir=run_dir / "pcap" if run_dir is not None and cfg.pcap else None,
-                    ecn=plan.ecn_settings(), qos=pfc.qos(cfg),
-                    flow_control=pfc.flow_control(plan), seed=cfg.workload.seed)
-    if cfg.lb is LbMode.TE:
-        sim.controller.place_te(plan.te_flows())
-    clock = sim.clock
-    flow = pfc.VirtualPfc(sim)  # with flow control: host MACs, switch counters over time
-    agents = _agents(plan, sim, flow)
+    def __init__(self, plan: RunPlan, run_dir: Path | None) -> None:
+        from emu.sim.fabric import SimFabric
 
-    def tm_stats(switch: str) -> JsonDict:
-        sw = sim.switches[switch]
+        cfg = plan.config
+        self.plan = plan
+        self.sim = sim = SimFabric(
+            plan.fabric, lb=plan.lb_settings(),
+            pcap_dir=run_dir / "pcap" if run_dir is not None and cfg.pcap else None,
+            ecn=plan.ecn_settings(), qos=pfc.qos(cfg), flow_control=pfc.flow_control(plan),
+            seed=cfg.workload.seed)
+        if cfg.lb is LbMode.TE:
+            sim.controller.place_te(plan.te_flows())
+        self.clock = sim.clock
+        self.flow = pfc.VirtualPfc(sim)  # with flow control: host MACs, switch counters
+        self.agents = _agents(plan, sim, self.flow)
+        self.sampler = FabricSampler([s.name for s in plan.fabric.switches], self.tm_stats,
+                                     sim.controller, t0=0.0,
+                                     clock=lambda: self.clock.now_ns() / 1e9)
+        self.first = self.sample(True)
+        self.changes = ChangeSampler(
+            {(s.name, p.number): (sim.port(s.name, p.number).stats,
+                                  sim.switches[s.name].sw.tm, sim.switches[s.name].drops)
+             for s in plan.fabric.switches for p in s.ports}, self.sampler, SAMPLE_NS)
+        self.changes.start(self.first)
+
+    def tm_stats(self, switch: str) -> JsonDict:
+        """One switch's counters and queue occupancy, shaped as the admin `stats` answer."""
+        sw = self.sim.switches[switch]
         ports: JsonDict = {}
-        for p in plan.fabric.switch(switch).ports:
-            fp = sim.port(switch, p.number)
+        for p in self.plan.fabric.switch(switch).ports:
+            fp = self.sim.port(switch, p.number)
             pk, _by = sw.sw.tm.occupancy(p.number)
             ports[str(p.number)] = {"rx_frames": 0, "rx_bytes": 0,
                                     "tx_frames": fp.stats.tx_frames,
@@ -72,22 +84,27 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
             drops.setdefault(str(port), {})[reason] = n
         return {"ports": ports, "drops": drops}
 
-    sampler = FabricSampler([s.name for s in plan.fabric.switches], tm_stats, sim.controller,
-                            t0=0.0, clock=lambda: clock.now_ns() / 1e9)
-
-    def sample(with_p4: bool) -> Snapshot:
-        snap = sampler.sample(with_p4)
-        now = clock.now_ns() / 1e9
+    def sample(self, with_p4: bool) -> Snapshot:
+        snap = self.sampler.sample(with_p4)
+        now = self.clock.now_ns() / 1e9
         snap.t_s = now
         snap.queues = [(now, sw, p, d) for _t, sw, p, d in snap.queues]
         return snap
 
-    first = sample(True)
-    changes = ChangeSampler(
-        {(s.name, p.number): (sim.port(s.name, p.number).stats, sim.switches[s.name].sw.tm,
-                              sim.switches[s.name].drops)
-         for s in plan.fabric.switches for p in s.ports}, sampler, SAMPLE_NS)
-    changes.start(first)
+
+def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = True,
+                max_virtual_s: float = 600.0) -> RunSummary:
+    cfg = plan.config
+    t_wall = time.monotonic()
+    run_dir = make_run_dir(Path(cfg.results_root), cfg.topo, cfg.lb, cfg.cc) if write else None
+    try:
+        fab = _Fabric(plan, run_dir)
+    except BaseException:  # Ctrl-C or an error before the workload: nothing measured
+        if run_dir is not None:
+            discard_unused_run_dir(run_dir, ("pcap",))
+        raise
+    sim, clock, flow, agents, changes = fab.sim, fab.clock, fab.flow, fab.agents, fab.changes
+    first, sample = fab.first, fab.sample
     for a in agents.values():
         a.start()
     limit = int(max_virtual_s * 1e9)

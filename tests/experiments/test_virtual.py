@@ -171,26 +171,28 @@ def test_results_record_the_effective_values(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("ctrl_c")
 def test_results_path_is_printed_last_and_an_interrupted_run_writes_partial_results(
-        tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import json
     import signal
-    import threading
 
     from emu.experiments.commands import _run
+    from emu.experiments.sampler import ChangeSampler
 
-    # 8 MB flows at 1 Mb/s (as `emu run` runs) take many seconds of wall time (1 MB ones
-    # finished in under 3 s once the engine got faster): Ctrl-C lands in the workload.
+    # Ctrl-C lands in the workload, 50 sample ticks in (8 MB flows are far from done):
+    # a SIGINT sent after a wall-clock delay fired during set-up on a loaded machine.
     cfg = RunConfig(virtual=True, results_root=tmp_path, progress=False, rate_bps=1_000_000,
                     workload=WorkloadParams("permutation", message_bytes=1 << 23))
     plan = plan_run(cfg)
-    main = threading.main_thread().ident
-    assert main is not None
-    timer = threading.Timer(3.0, lambda: signal.pthread_kill(main, signal.SIGINT))
-    timer.start()
-    try:
-        assert _run(cfg, plan) == 130
-    finally:
-        timer.cancel()
+    tick = ChangeSampler.tick
+
+    def tick_then_ctrl_c(self: ChangeSampler, n: int) -> None:
+        tick(self, n)
+        if self.ticks_read == 50:
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(ChangeSampler, "tick", tick_then_ctrl_c)
+    assert _run(cfg, plan) == 130
     (run_dir,) = tmp_path.iterdir()
     out = capsys.readouterr().out.strip().splitlines()
     assert out[-1] == f"emu run: results in {run_dir} (partial: the run was interrupted)"
@@ -200,11 +202,37 @@ def test_results_path_is_printed_last_and_an_interrupted_run_writes_partial_resu
     assert (run_dir / "flows.jsonl").exists() and (run_dir / "plots").is_dir()
 
     # A run that finishes says where its results are last, too.
+    monkeypatch.setattr(ChangeSampler, "tick", tick)
     small = dataclasses.replace(cfg, workload=WorkloadParams("permutation", message_bytes=4096))
     assert _run(small, plan_run(small)) == 0
     out = capsys.readouterr().out.strip().splitlines()
     newest = max(tmp_path.iterdir(), key=lambda p: p.stat().st_mtime)
     assert out[-1] == f"emu run: results in {newest}"
+
+
+@pytest.mark.usefixtures("ctrl_c")
+def test_ctrl_c_while_a_virtual_run_sets_up_leaves_no_results_folder(
+        tmp_path: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Interrupted before its workload, a virtual run measured nothing: it said "nothing
+    written" yet left an empty folder under results/ (a Mininet run removes its own)."""
+    import signal
+
+    from emu.experiments.commands import _run
+    from emu.roce.agent import Agent
+
+    init = Agent.__init__
+
+    def ctrl_c_in_set_up(self: Agent, *a: Any, **kw: Any) -> None:
+        init(self, *a, **kw)
+        signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(Agent, "__init__", ctrl_c_in_set_up)
+    cfg = RunConfig(virtual=True, results_root=tmp_path / "results", progress=False,
+                    pcap=True, workload=WorkloadParams("permutation", message_bytes=4096))
+    assert _run(cfg, plan_run(cfg)) == 130
+    assert "interrupted" in capsys.readouterr().err
+    assert list((tmp_path / "results").iterdir()) == []
 
 
 def test_a_latency_bound_virtual_run_is_exact_not_cpu_bound() -> None:
