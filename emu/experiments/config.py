@@ -166,6 +166,12 @@ class RunConfig:
         if self.flow_control.lossless and self.target == "bmv2":
             raise bad(f"BMv2 has neither PFC nor credit flow control; --flow-control "
                       f"{self.flow_control.value} needs --target embedded (TARGET=embedded)")
+        if self.virtual and self.target != "embedded":
+            # The virtual clock drives the embedded pipeline in this process; a run that
+            # said BMv2 would have reported the embedded target's figures under its name.
+            raise bad(f"virtual time runs the embedded target in this process; target "
+                      f"{self.target} needs a real-time run (emu run without --virtual, "
+                      f"emu experiment --real)")
         if self.pfc_watchdog not in WATCHDOG_MODES:
             raise bad(f"pfc_watchdog must be one of {', '.join(WATCHDOG_MODES)}, "
                       f"got {self.pfc_watchdog!r}")

@@ -258,6 +258,7 @@ class _Reader:
     errs: Collector = field(default_factory=Collector)
     opts: dict[str, Option] = field(default_factory=options)
     suspects: list[_Suspect] = field(default_factory=list)
+    real: bool = False  # the points run in real time (emu experiment --real)
 
     def error(self, mark: Mark, message: str) -> None:
         self.errs.error(mark, message)
@@ -285,7 +286,7 @@ class _Reader:
             self.error(value_mark, f"{name}: {exc}")
             return None
         try:
-            _build({name: parsed}, self.opts).validate()
+            _build({name: parsed}, self.opts, virtual=not self.real).validate()
         except (RunConfigError, WorkloadError) as exc:
             msg = str(exc).removeprefix("run configuration: ")
             self.suspects.append(_Suspect(name, parsed, value_mark, msg))
@@ -346,7 +347,7 @@ def load_experiment(path: str | Path, *, results_root: Path = Path("results"),
 
 def loads_experiment(text: str, file: Path, *, results_root: Path = Path("results"),
                      real: bool = False) -> Experiment:
-    r = _Reader(file)
+    r = _Reader(file, real=real)
     doc = parse_yaml(text, str(file), r.errs)
     top = Mark(str(file), 1, 1)
     if not isinstance(doc, YMap):

@@ -110,6 +110,20 @@ def test_impossible_workload_is_one_line(capsys: pytest.CaptureFixture[str]) -> 
     assert err.startswith("emu run:") and "only 7 other hosts" in err and "\n" not in err
 
 
+def test_virtual_time_refuses_the_bmv2_target(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--virtual --target bmv2` ran the embedded pipeline and printed its figures as a
+    run's results: a comparison of the two targets in virtual time compared one with
+    itself."""
+    assert main(["run", "clos4", "--virtual", "--target", "bmv2", "--dry-run"]) == 1
+    err = capsys.readouterr().err
+    assert err == ("emu run: run configuration: virtual time runs the embedded target in "
+                   "this process; target bmv2 needs a real-time run (emu run without "
+                   "--virtual, emu experiment --real)\n")
+    with pytest.raises(RunConfigError, match="virtual time runs the embedded target"):
+        RunConfig(virtual=True, target="bmv2").validate()
+    RunConfig(virtual=False, target="bmv2").validate()
+
+
 def test_not_root_is_one_line(monkeypatch: pytest.MonkeyPatch,
                               capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr("os.geteuid", lambda: 1000)

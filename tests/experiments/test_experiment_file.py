@@ -148,6 +148,19 @@ def test_a_rule_of_two_options_is_judged_on_whole_points(tmp_path: Path) -> None
     ]
 
 
+def test_the_bmv2_target_needs_real_time_points(tmp_path: Path) -> None:
+    """A file with `target: bmv2` ran its points in virtual time on the embedded target,
+    and the report named BMv2."""
+    text = "base: {topology: clos4, target: bmv2, size: 4K}\ngrid:\n  lb: [ecmp, spray]\n"
+    f = str(tmp_path / "exp.yaml")
+    assert errors(text, tmp_path) == [
+        f"{f}:1:33: target: virtual time runs the embedded target in this process; target "
+        "bmv2 needs a real-time run (emu run without --virtual, emu experiment --real)"]
+    (tmp_path / "exp.yaml").write_text(text)
+    exp = load_experiment(tmp_path / "exp.yaml", real=True)
+    assert all(p.config.target == "bmv2" and not p.config.virtual for p in exp.points)
+
+
 def test_impossible_points_are_reported_before_anything_runs(tmp_path: Path) -> None:
     errs = errors("""\
         base: {workload: incast, incast_senders: 12, size: 4K}
