@@ -15,8 +15,10 @@ from emu.core.flowmode import WATCHDOG_MODES, FlowControlMode
 from emu.experiments import argtypes
 from emu.experiments.config import (
     CC_MODES,
+    REAL_SAMPLE_S,
     RECOVERY_MODES,
     TARGETS,
+    VIRTUAL_SAMPLE_S,
     RunConfig,
     RunConfigError,
 )
@@ -138,9 +140,10 @@ def _output_args(o: argparse._ArgumentGroup) -> None:
     o.add_argument("--no-progress", action="store_true",
                    help="no live view while the workload runs (default: a live view when "
                         "stdout is a terminal)")
-    o.add_argument("--sample-interval", type=float, default=_RUN.sample_interval_s, metavar="S",
-                   help="sample switch counters and queue depths every S seconds "
-                        "(default %(default)s)")
+    o.add_argument("--sample-interval", type=float, default=None, metavar="S",
+                   help=f"sample switch counters and queue depths every S seconds (default "
+                        f"{REAL_SAMPLE_S:g} of wall time; virtual runs: {VIRTUAL_SAMPLE_S:g} "
+                        f"of the wire clock)")
     o.add_argument("--virtual", action="store_true",
                    help="run in virtual time in one process: the same switches' pipeline "
                         "and host agents, no Mininet, no root (default: off)")

@@ -31,7 +31,14 @@ TARGETS = ("embedded", "bmv2")
 DEFAULT_WIRE_RATE_BPS = 20_000_000
 
 
-# Numeric settings checked alike (dilation may also be None: derived from the rate).
+# Sampling of switch counters and queues when the run gives no interval: wall seconds
+# in real time; seconds of the wire clock in virtual time, where reading costs no
+# run time and a finer default shows queue build-up of a few microseconds modelled.
+REAL_SAMPLE_S = 0.05
+VIRTUAL_SAMPLE_S = 0.005
+
+# Numeric settings checked alike (dilation, sample_interval_s may also be None: the
+# dilation derived from the rate, the mode's own sampling interval).
 _POSITIVE = ("dilation", "sample_interval_s", "timeout_s", "pfc_watchdog_ms",
              "flowlet_timeout_us")
 _NON_NEGATIVE = ("agent_progress_s", "start_delay_s", "lock_wait_s", "fail_after_s",
@@ -98,7 +105,7 @@ class RunConfig:
     lb_seed: int | None = None
     # Counters and queue depths: one admin `stats` call per switch per sample (cheap;
     # fabric.p4 counters over P4Runtime are read less often, see run.P4_SAMPLE_S).
-    sample_interval_s: float = 0.05
+    sample_interval_s: float | None = None  # None: REAL_SAMPLE_S or VIRTUAL_SAMPLE_S
     agent_progress_s: float = 0.25  # agents print their counters this often (live view)
     timeout_s: float = 120.0  # the workload's wall-clock budget
     start_delay_s: float = 0.3  # after every agent is READY, before the first flow
@@ -142,7 +149,7 @@ class RunConfig:
             raise bad(f"target must be one of {', '.join(TARGETS)}, got {self.target!r}")
         for name in _POSITIVE + _NON_NEGATIVE:
             value = getattr(self, name)
-            if value is None and name == "dilation":
+            if value is None and name in ("dilation", "sample_interval_s"):
                 continue
             least = "> 0" if name in _POSITIVE else ">= 0"
             if not _finite(value) or not (value > 0 if name in _POSITIVE else value >= 0):
@@ -172,6 +179,9 @@ class RunConfig:
             raise bad(f"virtual time runs the embedded target in this process; target "
                       f"{self.target} needs a real-time run (emu run without --virtual, "
                       f"emu experiment --real)")
+        if self.virtual and self.cli:
+            raise bad("the CLI (--cli) opens Mininet's prompt on a real-time fabric; virtual "
+                      "time has no Mininet (drop --virtual or --cli)")
         if self.pfc_watchdog not in WATCHDOG_MODES:
             raise bad(f"pfc_watchdog must be one of {', '.join(WATCHDOG_MODES)}, "
                       f"got {self.pfc_watchdog!r}")
@@ -181,6 +191,13 @@ class RunConfig:
         except ParamError as exc:
             raise bad(str(exc)) from None
         self.workload.validate()
+
+    def sample_interval(self) -> float:
+        """Seconds between samples: the run's own, else its mode's default (wall time in
+        real time, the wire clock in virtual time)."""
+        if self.sample_interval_s is not None:
+            return self.sample_interval_s
+        return VIRTUAL_SAMPLE_S if self.virtual else REAL_SAMPLE_S
 
     def dilation_for(self, model: Fabric) -> Dilation:
         """The run's one dilation for the modelled fabric `model`."""

@@ -221,7 +221,7 @@ class Experiment:
         try:
             self.start_agents(agents, deadline)
             while True:
-                time.sleep(cfg.sample_interval_s)
+                time.sleep(cfg.sample_interval())
                 p4_due = time.monotonic() - t_p4 >= P4_SAMPLE_S
                 if p4_due:
                     t_p4 = time.monotonic()

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from emu.roce.agent import Agent
     from emu.sim.fabric import SimFabric
 
-SAMPLE_NS = 5_000_000  # virtual time between sample ticks (kept where something changed)
 
 
 def _agents(plan: RunPlan, sim: SimFabric, flow: pfc.VirtualPfc) -> dict[str, Agent]:
@@ -46,6 +45,8 @@ class _Fabric:
 
         cfg = plan.config
         self.plan = plan
+        # Virtual time between sample ticks (samples kept where something changed).
+        self.tick_ns = max(1, round(cfg.sample_interval() * 1e9))
         self.sim = sim = SimFabric(
             plan.fabric, lb=plan.lb_settings(),
             pcap_dir=run_dir / "pcap" if run_dir is not None and cfg.pcap else None,
@@ -63,7 +64,7 @@ class _Fabric:
         self.changes = ChangeSampler(
             {(s.name, p.number): (sim.port(s.name, p.number).stats,
                                   sim.switches[s.name].sw.tm, sim.switches[s.name].drops)
-             for s in plan.fabric.switches for p in s.ports}, self.sampler, SAMPLE_NS)
+             for s in plan.fabric.switches for p in s.ports}, self.sampler, self.tick_ns)
         self.changes.start(self.first)
 
     def tm_stats(self, switch: str) -> JsonDict:
@@ -104,12 +105,12 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
             discard_unused_run_dir(run_dir, ("pcap",))
         raise
     sim, clock, flow, agents, changes = fab.sim, fab.clock, fab.flow, fab.agents, fab.changes
-    first, sample = fab.first, fab.sample
+    first, sample, tick_ns = fab.first, fab.sample, fab.tick_ns
     for a in agents.values():
         a.start()
     limit = int(max_virtual_s * 1e9)
     fail_done = cfg.fail_link is None
-    fail_tick = None if fail_done else -(-int(cfg.fail_after_s * 1e9) // SAMPLE_NS)
+    fail_tick = None if fail_done else -(-int(cfg.fail_after_s * 1e9) // tick_ns)
     notes: list[str] = []
     events: list[tuple[float, str]] = []
     interrupted = False
@@ -119,11 +120,11 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
             # Nothing changes before the next timer: go to the tick that holds it (the
             # ticks skipped would have read exactly what the last one did).
             nxt = clock.next_deadline()
-            target = tick + 1 if nxt is None else max(tick + 1, -(-nxt // SAMPLE_NS))
+            target = tick + 1 if nxt is None else max(tick + 1, -(-nxt // tick_ns))
             if fail_tick is not None and not fail_done:
                 target = min(target, max(tick + 1, fail_tick))
-            tick = min(target, -(-limit // SAMPLE_NS))
-            clock.advance_to(tick * SAMPLE_NS)
+            tick = min(target, -(-limit // tick_ns))
+            clock.advance_to(tick * tick_ns)
             changes.tick(tick)
             flow.sample()
             if not fail_done and cfg.fail_link and clock.now_ns() >= cfg.fail_after_s * 1e9:

@@ -11,6 +11,7 @@ from emu.control import LbMode
 from emu.experiments.calibrate import CalibrationPoint, suggest
 from emu.experiments.commands import config_from_args
 from emu.experiments.config import RunConfig, RunConfigError
+from emu.experiments.workloads import WorkloadParams
 
 
 def test_flags_map_onto_run_config() -> None:
@@ -122,6 +123,25 @@ def test_virtual_time_refuses_the_bmv2_target(capsys: pytest.CaptureFixture[str]
     with pytest.raises(RunConfigError, match="virtual time runs the embedded target"):
         RunConfig(virtual=True, target="bmv2").validate()
     RunConfig(virtual=False, target="bmv2").validate()
+
+
+def test_virtual_time_refuses_what_it_would_ignore(capsys: pytest.CaptureFixture[str]) -> None:
+    """--cli with --virtual ran the workload instead of opening a prompt; --sample-interval
+    was ignored (virtual runs sampled every 5 ms of the wire clock whatever it said)."""
+    assert main(["run", "clos4", "--virtual", "--cli", "--dry-run"]) == 1
+    assert "virtual time has no Mininet" in capsys.readouterr().err
+    assert RunConfig().sample_interval() == 0.05
+    assert RunConfig(virtual=True).sample_interval() == 0.005
+    assert RunConfig(virtual=True, sample_interval_s=0.02).sample_interval() == 0.02
+    from emu.experiments.plan import plan_run
+    from emu.experiments.virtual import run_virtual
+
+    samples = {}
+    for interval in (0.001, 0.005):
+        cfg = RunConfig(virtual=True, progress=False, sample_interval_s=interval,
+                        workload=WorkloadParams("incast", message_bytes=64 * 1024))
+        samples[interval] = run_virtual(plan_run(cfg), write=False).queues[0].samples
+    assert 4 * samples[0.005] < samples[0.001] < 6 * samples[0.005]
 
 
 def test_not_root_is_one_line(monkeypatch: pytest.MonkeyPatch,
