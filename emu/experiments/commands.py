@@ -16,9 +16,11 @@ from emu.experiments import argtypes
 from emu.experiments.config import (
     CC_MODES,
     REAL_SAMPLE_S,
+    REAL_TIMEOUT_S,
     RECOVERY_MODES,
     TARGETS,
     VIRTUAL_SAMPLE_S,
+    VIRTUAL_TIMEOUT_S,
     RunConfig,
     RunConfigError,
 )
@@ -131,9 +133,10 @@ def _output_args(o: argparse._ArgumentGroup) -> None:
     o.add_argument("--pcap", action="store_true",
                    help="capture every switch port to pcap files in the results folder "
                         "(default: off)")
-    o.add_argument("--timeout", type=float, default=_RUN.timeout_s, metavar="S",
-                   help="wall-clock budget of the workload; agents still running after it "
-                        "are stopped and their partial results kept (default %(default)s)")
+    o.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help=f"the workload's budget; agents still running after it are stopped "
+                        f"and their partial results kept (default {REAL_TIMEOUT_S:g} s of "
+                        f"wall time; virtual runs: {VIRTUAL_TIMEOUT_S:g} s of virtual time)")
     o.add_argument("--lock-wait", type=float, default=_RUN.lock_wait_s, metavar="S",
                    help="wait up to S seconds for another live run to end instead of "
                         "refusing at once (default %(default)s)")

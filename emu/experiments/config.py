@@ -36,9 +36,13 @@ DEFAULT_WIRE_RATE_BPS = 20_000_000
 # run time and a finer default shows queue build-up of a few microseconds modelled.
 REAL_SAMPLE_S = 0.05
 VIRTUAL_SAMPLE_S = 0.005
+# The workload's budget when the run gives none, on the wire clock: wall seconds in real
+# time; virtual seconds in virtual time, where waiting costs only the traffic's CPU.
+REAL_TIMEOUT_S = 120.0
+VIRTUAL_TIMEOUT_S = 600.0
 
-# Numeric settings checked alike (dilation, sample_interval_s may also be None: the
-# dilation derived from the rate, the mode's own sampling interval).
+# Numeric settings checked alike (dilation, sample_interval_s and timeout_s may also be
+# None: the dilation derived from the rate, the mode's own interval and budget).
 _POSITIVE = ("dilation", "sample_interval_s", "timeout_s", "pfc_watchdog_ms",
              "flowlet_timeout_us")
 _NON_NEGATIVE = ("agent_progress_s", "start_delay_s", "lock_wait_s", "fail_after_s",
@@ -107,7 +111,7 @@ class RunConfig:
     # fabric.p4 counters over P4Runtime are read less often, see run.P4_SAMPLE_S).
     sample_interval_s: float | None = None  # None: REAL_SAMPLE_S or VIRTUAL_SAMPLE_S
     agent_progress_s: float = 0.25  # agents print their counters this often (live view)
-    timeout_s: float = 120.0  # the workload's wall-clock budget
+    timeout_s: float | None = None  # the workload's budget; None: REAL/VIRTUAL_TIMEOUT_S
     start_delay_s: float = 0.3  # after every agent is READY, before the first flow
     pcap: bool = False
     lock_wait_s: float = 0.0  # wait this long for another live run's lock (0: refuse)
@@ -149,7 +153,7 @@ class RunConfig:
             raise bad(f"target must be one of {', '.join(TARGETS)}, got {self.target!r}")
         for name in _POSITIVE + _NON_NEGATIVE:
             value = getattr(self, name)
-            if value is None and name in ("dilation", "sample_interval_s"):
+            if value is None and name in ("dilation", "sample_interval_s", "timeout_s"):
                 continue
             least = "> 0" if name in _POSITIVE else ">= 0"
             if not _finite(value) or not (value > 0 if name in _POSITIVE else value >= 0):
@@ -198,6 +202,13 @@ class RunConfig:
         if self.sample_interval_s is not None:
             return self.sample_interval_s
         return VIRTUAL_SAMPLE_S if self.virtual else REAL_SAMPLE_S
+
+    def timeout(self) -> float:
+        """The workload's budget in seconds of the wire clock (wall time in real time,
+        virtual time in virtual time): the run's own, else its mode's default."""
+        if self.timeout_s is not None:
+            return self.timeout_s
+        return VIRTUAL_TIMEOUT_S if self.virtual else REAL_TIMEOUT_S
 
     def dilation_for(self, model: Fabric) -> Dilation:
         """The run's one dilation for the modelled fabric `model`."""

@@ -96,7 +96,7 @@ def agent_settings(cfg: RunConfig, dilation: Dilation) -> AgentSettings:
     return AgentSettings(cc=cfg.cc, recovery=cfg.recovery, dilation=dilation.factor,
                          dcqcn_profile=cfg.dcqcn_profile,
                          mtu_bytes=cfg.mtu_bytes, window_pkts=cfg.window_pkts,
-                         start_delay_us=cfg.start_delay_s * 1e6, timeout_s=cfg.timeout_s,
+                         start_delay_us=cfg.start_delay_s * 1e6, timeout_s=cfg.timeout(),
                          plb=cfg.plb, priority_queues=cfg.priority_queues,
                          ack_class=cfg.ack_class,
                          # A virtual clock honours any timer exactly.

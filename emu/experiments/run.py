@@ -210,7 +210,7 @@ class Experiment:
         cpu0 = time.process_time()  # the orchestrator's own CPU: sampling's cost
         state = ProgressState(phase="running", hosts=len(agents),
                               bytes_total=plan.workload.total_bytes())
-        deadline = t_launch + cfg.timeout_s + 10.0  # agents stop themselves at timeout_s
+        deadline = t_launch + cfg.timeout() + 10.0  # agents stop themselves at timeout_s
         failed_link = False
         t_traffic: float | None = None
         notes: list[str] = []
@@ -252,7 +252,7 @@ class Experiment:
                 if all(a.finished() for a in agents.values()):
                     break
                 if time.monotonic() > deadline:
-                    notes.append(f"agents still running after {cfg.timeout_s:.0f} s: stopped")
+                    notes.append(f"agents still running after {cfg.timeout():g} s: stopped")
                     for a in agents.values():
                         if not a.finished():
                             a.popen.send_signal(signal.SIGTERM)

@@ -93,8 +93,8 @@ class _Fabric:
         return snap
 
 
-def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = True,
-                max_virtual_s: float = 600.0) -> RunSummary:
+def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = True
+                ) -> RunSummary:
     cfg = plan.config
     t_wall = time.monotonic()
     run_dir = make_run_dir(Path(cfg.results_root), cfg.topo, cfg.lb, cfg.cc) if write else None
@@ -108,7 +108,7 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
     first, sample, tick_ns = fab.first, fab.sample, fab.tick_ns
     for a in agents.values():
         a.start()
-    limit = int(max_virtual_s * 1e9)
+    limit = int(cfg.timeout() * 1e9)  # the workload's budget, in virtual time
     fail_done = cfg.fail_link is None
     fail_tick = None if fail_done else -(-int(cfg.fail_after_s * 1e9) // tick_ns)
     notes: list[str] = []
@@ -140,6 +140,9 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
         interrupted = True
         notes.append(f"interrupted (Ctrl-C) at {clock.now_ns() / 1e9:.3f} s (virtual): "
                      "partial results")
+    if not interrupted and not all(a.done() for a in agents.values()):
+        notes.append(f"agents still running after {cfg.timeout():g} s (virtual): stopped "
+                     "(--timeout)")
     snaps = [first, *changes.finish(tick)]
     duration = clock.now_ns() / 1e9
     clock.advance(50_000_000)  # the last ACKs

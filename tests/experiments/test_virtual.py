@@ -235,6 +235,20 @@ def test_ctrl_c_while_a_virtual_run_sets_up_leaves_no_results_folder(
     assert list((tmp_path / "results").iterdir()) == []
 
 
+def test_a_virtual_run_keeps_its_timeout_and_says_it_stopped() -> None:
+    """--timeout was ignored in virtual time (every run had 600 virtual seconds) and a run
+    cut there said only INCOMPLETE, not why."""
+    from emu.experiments.virtual import run_virtual
+
+    assert RunConfig().timeout() == 120.0 and RunConfig(virtual=True).timeout() == 600.0
+    cfg = RunConfig(virtual=True, progress=False, timeout_s=0.5, rate_bps=1_000_000,
+                    workload=WorkloadParams("permutation", message_bytes=1 << 20))
+    s = run_virtual(plan_run(cfg), write=False)
+    assert not s.ok and not any(f.delivered for f in s.flows)
+    assert "agents still running after 0.5 s (virtual): stopped (--timeout)" in s.notes
+    assert s.duration_s == pytest.approx(0.5)
+
+
 def test_a_latency_bound_virtual_run_is_exact_not_cpu_bound() -> None:
     """One packet in flight per QP leaves every link mostly idle. In virtual time no CPU
     paces anything, yet the summary called such runs CPU-BOUND and told the user to
