@@ -145,6 +145,25 @@ def test_all_constructs_parse() -> None:
     assert isinstance(sel.cases[3].keyset.items[0], A.DefaultExpr)  # type: ignore[attr-defined]
 
 
+def test_list_is_a_keyword_that_may_name_things() -> None:
+    """P4's grammar lets `list` (a type keyword) name declarations and members, as p4c
+    does: SONiC DASH's v1model pipeline (p4c's dash-pipeline-v1model-bmv2.p4 sample)
+    declares `match_kind { list, range_list }` and was a syntax error here."""
+    from emu.p4.frontend import check_source
+
+    src = """#include <core.p4>
+match_kind { list, range_list }
+header h_t { bit<8> list; }
+control c(inout h_t h) { apply { h.list = 1; } }
+control C(inout h_t h);
+package top(C c);
+top(c()) main;
+"""
+    check_source(src, "list.p4")
+    prog = parse_source("match_kind { list, range_list }", "m.p4")
+    assert list(prog.decls[0].members) == ["list", "range_list"]  # type: ignore[attr-defined]
+
+
 def test_shift_vs_nested_type_arguments() -> None:
     src = "extern E<T> { E(); }\ncontrol c(inout bit<8> x) { E<bit<8>>() e; apply { x = x >> 1; x = x>>2; } }"
     prog = parse_source(src, "s.p4")
