@@ -6,7 +6,8 @@ time on in-memory links (`VirtualClock`, `MemLink`).
 
 Beside them, what every layer above needs from one place: `units` (time dilation),
 `wire` (EtherTypes, the RoCEv2 port, DSCPs, BTH opcodes), `netns` and `runstate` (the
-run record and lock that `emu stop` works from), `cachedir` (files kept between runs),
+run record and lock that `emu stop` works from), `reaper` (removes what the record lists
+once its runner is killed), `cachedir` (files kept between runs),
 `accel` (the mypyc build of the per-packet modules, used when it matches the sources),
 `argtypes` (option types that refuse NaN and out-of-range values in one line).
 

@@ -30,6 +30,7 @@ from mininet.net import Mininet
 
 from emu.core import signals
 from emu.core.pfc import FlowControl
+from emu.core.reaper import Reaper
 from emu.core.runstate import (
     RunState,
     kill_verified,
@@ -81,7 +82,8 @@ class EmuNet:
                  grpc_base_port: int = GRPC_BASE_PORT, pcap: bool = False,
                  ready_timeout_s: float = 60.0, lock_wait_s: float = 0.0,
                  log: Callable[[str], None] | None = None, priority_queues: int = 1,
-                 flow_control: FlowControl | None = None, seed: int = 1) -> None:
+                 flow_control: FlowControl | None = None, seed: int = 1,
+                 reaper: bool = True) -> None:
         if grpc not in ("tcp", "unix"):
             raise ValueError("grpc must be 'tcp' or 'unix'")
         self.fabric = fabric
@@ -91,6 +93,10 @@ class EmuNet:
         self.p4_path = p4_path or DEFAULT_P4
         self.state = state
         self._own_state = state is None
+        # A run that owns its record starts a reaper: if this process is killed (SIGKILL
+        # runs no teardown), it removes what the record lists (emu.core.reaper).
+        self._use_reaper = reaper
+        self._reaper: Reaper | None = None
         self.grpc = grpc
         self.grpc_base_port = grpc_base_port
         self.pcap = pcap
@@ -152,6 +158,12 @@ class EmuNet:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         if self.state is None:
             self.state = self._lock_with_free_names(max(3.0, min(self.lock_wait_s, 120.0)))
+            if self._use_reaper:
+                try:
+                    self._reaper = Reaper.start(self.state.path)
+                except BaseException:
+                    self.state.finish()
+                    raise
         try:
             self._check_names_free(3.0)
             self._build(t0)
@@ -405,6 +417,9 @@ class EmuNet:
         if self._own_state and self.state is not None:
             # A clean teardown drops the record; a failed one keeps it for `make stop`.
             self.state.finish(keep=bool(errors))
+        if self._reaper is not None:
+            self._reaper.release()
+            self._reaper = None
         for e in errors:
             self.log(f"teardown: {e}")
         return errors

@@ -152,7 +152,7 @@ def test_a_run_killed_mid_setup_is_removed_by_emu_stop(state_dir: Path, snapshot
                                                        tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     # Switches "never" get ready: the runner is killed while waiting for them.
-    proc = start_runner("leafspine2", tmp_path, "--ready-delay", "600")
+    proc = start_runner("leafspine2", tmp_path, "--ready-delay", "600", "--no-reaper")
     try:
         rec = wait_record(state_dir, lambda r: sum(p["role"] == "switch"
                                                    for p in r["processes"]) == 4, proc)
@@ -242,7 +242,7 @@ def test_a_killed_run_of_real_switch_daemons_is_removed_by_emu_stop(
             pytest.skip("the embedded target is not available")
     except ImportError:
         pytest.skip("emu.targets.embedded is not in the tree yet")
-    proc = start_runner("leafspine2", tmp_path, "--target", "embedded")
+    proc = start_runner("leafspine2", tmp_path, "--target", "embedded", "--no-reaper")
     try:
         wait_line(proc, "UP", timeout_s=90)
         rec = wait_record(state_dir, lambda r: True, proc)
@@ -258,3 +258,48 @@ def test_a_killed_run_of_real_switch_daemons_is_removed_by_emu_stop(
         assert not Path(d).exists()
     for s in rec["sockets"]:
         assert not Path(s).exists()
+
+
+@needs_mininet
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("target", ["standin", "embedded"])
+def test_a_killed_run_is_removed_by_its_reaper(target: str, state_dir: Path,
+                                               snapshot: Snapshot, tmp_path: Path) -> None:
+    """SIGKILL runs no teardown: a killed runner's switch veths and processes stayed
+    until `make stop`, and the next run refused to start. Its reaper removes them."""
+    proc = start_runner("leafspine2", tmp_path, "--target", target)
+    try:
+        wait_line(proc, "UP", timeout_s=90)
+        rec = wait_record(state_dir, lambda r: True, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        kill(proc)
+    deadline = time.monotonic() + 60
+    while load_records(state_dir) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert load_records(state_dir) == []
+    snapshot.assert_clean()
+    log = (tmp_path / "reaper.log").read_text()
+    assert f"run {rec['run_id']}: its runner (pid {proc.pid}) ended without tearing the " \
+           "fabric down" in log and log.endswith("  done\n")
+    # ... and a new run starts at once
+    net = EmuNet(FABRIC, SleepTarget(), tmp_path / "again", pipeline=PIPELINE)
+    net.start()
+    net.stop()
+    snapshot.assert_clean()
+
+
+@needs_mininet
+@pytest.mark.timeout(60)
+def test_a_run_that_ends_releases_its_reaper(state_dir: Path, snapshot: Snapshot,
+                                             tmp_path: Path) -> None:
+    """Torn down normally, a run leaves nothing for its reaper, which exits at once."""
+    net = EmuNet(FABRIC, SleepTarget(), tmp_path, pipeline=PIPELINE)
+    net.start()
+    reaper = net._reaper
+    assert reaper is not None and reaper.proc.poll() is None
+    net.stop()
+    assert reaper.proc.returncode == 0
+    assert not (tmp_path / "reaper.log").exists()
+    snapshot.assert_clean()
