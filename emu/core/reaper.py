@@ -13,7 +13,12 @@ with its identity checks), deletes the record, and says so in `reaper.log` in th
 run's results folder. Another holder of the lock (`emu stop`, a new run) is left the
 record: it removes or reports it itself.
 
-    python -m emu.core.reaper RECORD.json    (stdin: the runner's pipe)
+The same for a named network namespace a command makes for itself (`emu crosscheck`,
+the P4Runtime and PTF harnesses put a switch's veths in one): `Reaper.for_netns`
+deletes it, and ends what still runs in it, when its maker is killed.
+
+    python -m emu.core.reaper RECORD.json      (stdin: the runner's pipe)
+    python -m emu.core.reaper --netns NAME
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import netns
 from .runstate import RunActive, acquire_lock, cleanup_record, same_process
 
 DONE = b"done\n"
@@ -44,12 +50,22 @@ class Reaper:
 
     @classmethod
     def start(cls, record: Path) -> Reaper:
+        """A reaper of the run whose record is `record`."""
+        return cls._spawn([str(record)])
+
+    @classmethod
+    def for_netns(cls, name: str) -> Reaper:
+        """A reaper of the named network namespace `name` (made by this process)."""
+        return cls._spawn(["--netns", name])
+
+    @classmethod
+    def _spawn(cls, args: list[str]) -> Reaper:
         read_end, write_end = os.pipe()  # not inherited: only this process holds it
         root = str(Path(__file__).resolve().parents[2])
         env = {**os.environ, "PYTHONPATH": root + (os.pathsep + os.environ["PYTHONPATH"]
                                                    if os.environ.get("PYTHONPATH") else "")}
         try:
-            proc = subprocess.Popen([sys.executable, "-m", "emu.core.reaper", str(record)],
+            proc = subprocess.Popen([sys.executable, "-m", "emu.core.reaper", *args],
                                     stdin=read_end, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL, start_new_session=True,
                                     env=env)
@@ -115,8 +131,21 @@ def reap(record: Path) -> int:
         os.close(fd)
 
 
+def reap_netns(name: str) -> int:
+    """The maker of namespace `name` is gone: end what runs in it, then delete it."""
+    if not netns.exists(name):
+        return 0
+    pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True,
+                          text=True).stdout.split()
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.kill(int(pid), signal.SIGKILL)
+    netns.delete(name)
+    return 1 if netns.exists(name) else 0
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
+    if not (len(argv) == 1 or (len(argv) == 2 and argv[0] == "--netns")):
         print(__doc__, file=sys.stderr)
         return 2
     for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
@@ -127,7 +156,9 @@ def main(argv: list[str]) -> int:
         if not chunk:
             break
         got += chunk
-    return 0 if got.startswith(DONE) else reap(Path(argv[0]))
+    if got.startswith(DONE):
+        return 0
+    return reap_netns(argv[1]) if argv[0] == "--netns" else reap(Path(argv[0]))
 
 
 if __name__ == "__main__":

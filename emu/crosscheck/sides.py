@@ -93,10 +93,18 @@ def _side_a(compiled: Any, setup: Programming) -> tuple[Any, Any]:
 def veth_ports(ports: Sequence[int]) -> Iterator[tuple[str, dict[int, str], dict[int, str]]]:
     """A namespace with one veth pair per port: (ns, switch ends, host ends)."""
     from emu.core import netns
+    from emu.core.reaper import Reaper
 
     tag = uuid.uuid4().hex[:6]
     ns = f"emuxc-{tag}"
-    netns.add(ns)
+    # SIGKILL runs no `finally`: the reaper deletes the namespace then (named, it would
+    # outlive every process in it).
+    reaper = Reaper.for_netns(ns)
+    try:
+        netns.add(ns)
+    except BaseException:
+        reaper.release()
+        raise
     try:
         for key in ("all", "default"):
             netns.run(ns, "sysctl", "-qw", f"net.ipv6.conf.{key}.disable_ipv6=1", check=False)
@@ -110,6 +118,7 @@ def veth_ports(ports: Sequence[int]) -> Iterator[tuple[str, dict[int, str], dict
         yield ns, sw_end, host_end
     finally:
         netns.delete(ns)
+        reaper.release()
 
 
 @dataclass

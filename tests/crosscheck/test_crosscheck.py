@@ -270,9 +270,12 @@ def test_fabric_p4_every_lb_mode_with_ecn_and_a_failed_link(lb, tmp_path):
 
 
 @needs_root
-def test_a_killed_crosscheck_removes_its_namespace_and_switch(tmp_path):
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+def test_a_killed_crosscheck_removes_its_namespace_and_switch(sig, tmp_path):
     """SIGTERM (a CI timeout, `kill`) unwinds like Ctrl-C: the namespace with the veth
-    pairs and the switch process go with the command (they used to stay behind)."""
+    pairs and the switch process go with the command (they used to stay behind).
+    SIGKILL runs no handler: the namespace's reaper deletes it (it stayed, named, in
+    /run/netns)."""
     import os
     import signal
     import sys
@@ -290,13 +293,16 @@ def test_a_killed_crosscheck_removes_its_namespace_and_switch(tmp_path):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.05)
         time.sleep(1.0)
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(getattr(signal, sig))
         _out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode != 0
     assert "Traceback" not in err, err
+    deadline = time.monotonic() + 15  # SIGKILL: the reaper's turn
+    while _crosscheck_namespaces() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert _crosscheck_namespaces() - before == set()
     left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
     assert left.stdout == "", left.stdout
