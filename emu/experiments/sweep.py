@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from emu.targets.proc import pdeathsig_preexec
 from emu.topo import Fabric
 
 from .experiment import Experiment, Point
@@ -63,9 +64,12 @@ class LocalBackend:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
             [str(REPO), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]])
+        # SIGTERM when this process dies, however (SIGKILL runs no `finally` to kill the
+        # workers): a real-time point tears its fabric down on it, a virtual one ends.
         proc = subprocess.Popen([sys.executable, "-m", "emu.experiments.points", str(out_dir)],
                                 stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-                                env=env, start_new_session=True)
+                                env=env, start_new_session=True,
+                                preexec_fn=pdeathsig_preexec(signal.SIGTERM))
         assert proc.stdin is not None
         proc.stdin.write(pickle.dumps((point.config, self.models[point.config.topo], point.id,
                                        point.options())))

@@ -145,3 +145,43 @@ def test_point_slowdowns_are_the_run_summarys() -> None:
     assert flow_slowdowns(flows) == [(125_000, 1.25), (4_000, 3.0)]
     assert [bucket_of(n) for n in (1, 16 << 10, (16 << 10) + 1, 5 << 20)] == \
         ["<=16K", "<=16K", "16K-64K", ">4M"]
+
+
+def test_a_killed_experiment_takes_its_workers_with_it(tmp_path: Path) -> None:
+    """Workers run in sessions of their own (a timeout kills all a point started), so a
+    SIGKILL of `emu experiment` left them running, each to its end."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    f = tmp_path / "long.yaml"
+    f.write_text("base: {topology: clos4, workload: permutation, size: 64M, rate: 1Mbps}\n"
+                 "grid: {lb: [ecmp, spray]}\ntimeout: 600\n")
+    proc = subprocess.Popen([sys.executable, "-m", "emu", "experiment", str(f), "--results",
+                             str(tmp_path / "r"), "--jobs", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+
+    def workers() -> list[str]:
+        out = subprocess.run(["pgrep", "-f", f"emu.experiments.points {tmp_path}"],
+                             capture_output=True, text=True).stdout
+        return out.split()
+
+    try:
+        deadline = time.monotonic() + 60
+        while len(workers()) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 5  # the workers had minutes of traffic left
+        while workers() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert workers() == []
+    finally:
+        for pid in workers():
+            os.kill(int(pid), signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
