@@ -17,8 +17,12 @@ The same for a named network namespace a command makes for itself (`emu crossche
 the P4Runtime and PTF harnesses put a switch's veths in one): `Reaper.for_netns`
 deletes it, and ends what still runs in it, when its maker is killed.
 
+And for processes a command starts that outlive it (a local Ray instance's agents):
+`Reaper.for_processes` kills them, each only if it still has its recorded start time.
+
     python -m emu.core.reaper RECORD.json      (stdin: the runner's pipe)
     python -m emu.core.reaper --netns NAME
+    python -m emu.core.reaper --kill PID:START_TIME,...
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import netns
-from .runstate import RunActive, acquire_lock, cleanup_record, same_process
+from .runstate import RunActive, acquire_lock, cleanup_record, kill_verified, same_process
 
 DONE = b"done\n"
 LOCK_WAIT_S = 30.0
@@ -57,6 +61,11 @@ class Reaper:
     def for_netns(cls, name: str) -> Reaper:
         """A reaper of the named network namespace `name` (made by this process)."""
         return cls._spawn(["--netns", name])
+
+    @classmethod
+    def for_processes(cls, procs: list[tuple[int, int | None]]) -> Reaper:
+        """A reaper of processes (pid, start time) started on this process's behalf."""
+        return cls._spawn(["--kill", ",".join(f"{p}:{st}" for p, st in procs)])
 
     @classmethod
     def _spawn(cls, args: list[str]) -> Reaper:
@@ -144,8 +153,18 @@ def reap_netns(name: str) -> int:
     return 1 if netns.exists(name) else 0
 
 
+def reap_processes(spec: str) -> int:
+    """Kill the processes `spec` lists (PID:START_TIME,...) that still are those."""
+    procs = []
+    for item in filter(None, spec.split(",")):
+        pid, _, st = item.partition(":")
+        procs.append((int(pid), None if st == "None" else int(st), False))
+    kill_verified([p for p in procs if p[1] is not None])
+    return 0
+
+
 def main(argv: list[str]) -> int:
-    if not (len(argv) == 1 or (len(argv) == 2 and argv[0] == "--netns")):
+    if not (len(argv) == 1 or (len(argv) == 2 and argv[0] in ("--netns", "--kill"))):
         print(__doc__, file=sys.stderr)
         return 2
     for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
@@ -158,7 +177,9 @@ def main(argv: list[str]) -> int:
         got += chunk
     if got.startswith(DONE):
         return 0
-    return reap_netns(argv[1]) if argv[0] == "--netns" else reap(Path(argv[0]))
+    if argv[0] == "--netns":
+        return reap_netns(argv[1])
+    return reap_processes(argv[1]) if argv[0] == "--kill" else reap(Path(argv[0]))
 
 
 if __name__ == "__main__":

@@ -96,6 +96,30 @@ def proc_pgid(pid: int) -> int | None:
         return None
 
 
+def descendants(pid: int) -> list[tuple[int, int | None]]:
+    """(pid, start time) of every live process below `pid` in the process tree."""
+    parent: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                # the command name (field 2) may hold spaces and parentheses
+                fields = f.read().rsplit(b")", 1)[1].split()
+            parent[int(entry)] = int(fields[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    children: dict[int, list[int]] = {}
+    for child, ppid in parent.items():
+        children.setdefault(ppid, []).append(child)
+    out, todo = [], list(children.get(pid, []))
+    while todo:
+        p = todo.pop()
+        out.append((p, proc_start_time(p)))
+        todo += children.get(p, [])
+    return out
+
+
 def same_process(pid: int, start_time: int | None) -> bool:
     """Is `pid` still the process that was recorded (not a reused PID)?"""
     return start_time is not None and proc_start_time(pid) == start_time

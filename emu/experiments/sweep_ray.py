@@ -15,6 +15,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol
 
+from emu.core.reaper import Reaper
+from emu.core.runstate import descendants
 from emu.topo import Fabric
 
 from .config import RunConfig
@@ -64,6 +66,8 @@ class RayBackend:
     models: dict[str, Fabric]
     ray: ModuleType
     task: _Remote  # ray_point as a Ray remote function
+    # A local instance's processes (some outlive a killed driver): killed then.
+    reaper: Reaper | None = None
 
     @classmethod
     def connect(cls, address: str, jobs: int, models: dict[str, Fabric]) -> RayBackend:
@@ -84,14 +88,16 @@ class RayBackend:
             with contextlib.redirect_stderr(io.StringIO()):
                 if local:
                     ray.init(num_cpus=jobs, include_dashboard=False, runtime_env=env,
-                             log_to_driver=False)
+                             log_to_driver=False, _node_ip_address="127.0.0.1")
                 else:
                     ray.init(address=address, runtime_env=env, log_to_driver=False)
         except Exception as exc:  # ConnectionError, RuntimeError, ValueError by version
             raise RayUnavailable(f"cannot reach the Ray cluster at {address}: {exc}") from None
+        # Ray's agents outlived a SIGKILLed driver (its GCS and raylet did not).
+        reaper = Reaper.for_processes(descendants(os.getpid())) if local else None
         cpus = int(ray.cluster_resources().get("CPU", 1))
         task = ray.remote(num_cpus=1, max_retries=0)(ray_point)
-        return cls(max(1, cpus), models, ray, task)
+        return cls(max(1, cpus), models, ray, task, reaper)
 
     def start(self, point: Point, out_dir: Path) -> Job:
         ref = self.task.remote(point.config, self.models[point.config.topo], point.id,
@@ -121,3 +127,5 @@ class RayBackend:
 
     def close(self) -> None:
         self.ray.shutdown()
+        if self.reaper is not None:
+            self.reaper.release()

@@ -147,36 +147,49 @@ def test_point_slowdowns_are_the_run_summarys() -> None:
         ["<=16K", "<=16K", "16K-64K", ">4M"]
 
 
-def test_a_killed_experiment_takes_its_workers_with_it(tmp_path: Path) -> None:
+def _pgrep(pattern: str) -> set[str]:
+    import subprocess
+
+    return set(subprocess.run(["pgrep", "-f", pattern], capture_output=True,
+                              text=True).stdout.split())
+
+
+@pytest.mark.parametrize("backend", ["local", "ray"])
+def test_a_killed_experiment_takes_its_workers_with_it(backend: str, tmp_path: Path) -> None:
     """Workers run in sessions of their own (a timeout kills all a point started), so a
-    SIGKILL of `emu experiment` left them running, each to its end."""
+    SIGKILL of `emu experiment` left them running, each to its end; with --ray local,
+    Ray's dashboard and runtime-env agents stayed (its GCS and raylet did not)."""
     import os
     import signal
     import subprocess
     import sys
     import time
 
+    if backend == "ray":
+        pytest.importorskip("ray", reason="Ray is an optional extra (pip install -e '.[ray]')")
     f = tmp_path / "long.yaml"
     f.write_text("base: {topology: clos4, workload: permutation, size: 64M, rate: 1Mbps}\n"
                  "grid: {lb: [ecmp, spray]}\ntimeout: 600\n")
+    ray_before = _pgrep("ray::")
     proc = subprocess.Popen([sys.executable, "-m", "emu", "experiment", str(f), "--results",
-                             str(tmp_path / "r"), "--jobs", "2"],
+                             str(tmp_path / "r"), "--jobs", "2",
+                             *(["--ray", "local"] if backend == "ray" else [])],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
 
     def workers() -> list[str]:
-        out = subprocess.run(["pgrep", "-f", f"emu.experiments.points {tmp_path}"],
-                             capture_output=True, text=True).stdout
-        return out.split()
+        if backend == "ray":
+            return sorted(_pgrep("ray::") - ray_before)
+        return sorted(_pgrep(f"emu.experiments.points {tmp_path}"))
 
     try:
-        deadline = time.monotonic() + 60
-        while len(workers()) < 2:
+        deadline = time.monotonic() + 120
+        while len(workers()) < 2 or (backend == "ray" and not _pgrep("ray::ray_point")):
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.1)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
-        deadline = time.monotonic() + 5  # the workers had minutes of traffic left
+        deadline = time.monotonic() + 15  # the workers had minutes of traffic left
         while workers() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert workers() == []
