@@ -44,8 +44,10 @@ SAMPLES = os.environ.get("P4C_SAMPLES")
 def _v1model_samples() -> list[str]:
     if not SAMPLES or not os.path.isdir(SAMPLES):
         return []
-    return sorted(p.name for p in Path(SAMPLES).glob("*.p4") if p.is_file()
-                  and "v1model.p4" in p.read_text(errors="replace"))
+    # and the programs one directory down (ONOS's fabric.p4, SONiC DASH's pipeline)
+    root = Path(SAMPLES)
+    return sorted(str(p.relative_to(root)) for p in [*root.glob("*.p4"), *root.glob("*/*.p4")]
+                  if p.is_file() and "v1model.p4" in p.read_text(errors="replace"))
 
 
 # Control-plane names that changed in p4c after the reference build (1.2.4.8): an entry

@@ -22,6 +22,15 @@ def test_object_and_function_macros() -> None:
     assert _lines(pp.text) == ["bit<8> v = ((8) + (8));"]
 
 
+def test_line_directives_and_gnu_linemarkers_are_taken() -> None:
+    """Preprocessed P4 (cpp's or p4c --pp's output, as p4c's pins/pins_middleblock.p4,
+    SONiC PINS's SAI pipeline) is full of `# 369 "file.p4" 1 2` linemarkers: each was
+    an "invalid preprocessing directive"."""
+    pp = preprocess_text('# 1 "a.p4"\n# 369 "../sai_p4/acl.p4" 1 2\n#line 7 "b.p4"\n'
+                         "bit<8> x;\n# 12 \"a.p4\" 2\n", "pre.p4")
+    assert _lines(pp.text) == ["bit<8> x;"]
+
+
 def test_no_recursive_self_expansion() -> None:
     pp = preprocess_text("#define foo foo + 1\n#define f(x) f(x) * 2\nfoo; f(3);\n", "r.p4")
     assert _lines(pp.text) == ["foo + 1; f(3) * 2;"]

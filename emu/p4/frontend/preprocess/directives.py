@@ -73,8 +73,11 @@ class DirectiveMixin(PreprocessorBase):
             self.sink.error(d.pos, f"#error {msg}".rstrip())
         elif name == "warning":
             self.sink.warning(d.pos, "#warning " + " ".join(t.text for t in rest))
-        elif name == "line":
-            pass  # positions come from the source map, not from #line
+        elif name == "line" or d.kind == "num":
+            # `#line N "FILE"` and its GNU linemarker form `# N "FILE" FLAGS`, which
+            # preprocessed P4 (cpp, p4c --pp: p4c's pins_middleblock.p4) is full of.
+            # Positions come from the source map, not from them.
+            pass
         else:
             self.sink.error(d.pos, f"invalid preprocessing directive #{name}")
         return active
