@@ -152,15 +152,22 @@ class _TableEmitter(_GeneratorBase):
         msg.size = _fits(p.size, 64, p.pos, f"action profile {name}: size", "size field")
         # Group settings mean something only with a selector: p4c leaves them out of a
         # plain action_profile (with a warning).
-        max_group = _int_arg(p.annotations, "max_group_size") if p.selector else None
+        if not p.selector:
+            return
+        max_group = _int_arg(p.annotations, "max_group_size")
         if max_group is not None:
             msg.max_group_size = _fits(max_group, 32, p.pos, f"{name}: @max_group_size")
-            semantics = _string_arg(p.annotations, "selector_size_semantics")
-            if semantics == "sum_of_members":
-                msg.sum_of_members.SetInParent()
-                weight = _int_arg(p.annotations, "max_member_weight")
-                if weight is not None:
-                    msg.sum_of_members.max_member_weight = _fits(
-                        weight, 32, p.pos, f"{name}: @max_member_weight")
-            else:
-                msg.sum_of_weights.SetInParent()
+        # The semantics only when annotated, as p4c: absent means sum of weights (the
+        # P4Runtime default), so p4c leaves it out (SONiC PINS's wcmp_group_selector).
+        semantics = _string_arg(p.annotations, "selector_size_semantics")
+        if semantics is not None and semantics.upper() == "SUM_OF_MEMBERS":
+            msg.sum_of_members.SetInParent()
+            weight = _int_arg(p.annotations, "max_member_weight")
+            if weight is not None:
+                msg.sum_of_members.max_member_weight = _fits(
+                    weight, 32, p.pos, f"{name}: @max_member_weight")
+        elif semantics is not None and semantics.upper() == "SUM_OF_WEIGHTS":
+            msg.sum_of_weights.SetInParent()
+        elif semantics is not None:
+            raise _error(p.pos, f'{name}: @selector_size_semantics is "sum_of_weights" or '
+                         f'"sum_of_members", got "{semantics}"')

@@ -38,8 +38,9 @@ def samples_dir() -> Path | None:
 
 def sample_pairs(d: Path) -> list[tuple[Path, Path]]:
     out = []
-    for exp in sorted(d.glob("*.p4info.txtpb")):
-        src = d / (exp.name[: -len(".p4info.txtpb")].removesuffix(".p4") + ".p4")
+    # and one directory down (ONOS's fabric.p4, SONiC DASH's and PINS's pipelines, ...)
+    for exp in sorted([*d.glob("*.p4info.txtpb"), *d.glob("*/*.p4info.txtpb")]):
+        src = exp.parent / (exp.name[: -len(".p4info.txtpb")].removesuffix(".p4") + ".p4")
         if src.exists():
             out.append((src, exp))
     return out

@@ -17,7 +17,8 @@ _PAIRS = sample_pairs(_DIR) if _DIR is not None and _DIR.is_dir() else []
 
 
 @pytest.mark.skipif(_DIR is None, reason="set P4C_SAMPLES to a directory of p4c samples and outputs")
-@pytest.mark.parametrize("src,expected", _PAIRS, ids=[p[0].stem for p in _PAIRS])
+@pytest.mark.parametrize("src,expected", _PAIRS,
+                         ids=[str(p[0].relative_to(_DIR)) for p in _PAIRS] if _DIR else [])
 def test_same_as_p4c(src: Path, expected: Path) -> None:
     diff = compare(src, expected)
     assert not diff, "\n".join(diff)

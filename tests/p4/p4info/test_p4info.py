@@ -482,9 +482,66 @@ def test_inline_action_profile_named_by_annotation() -> None:
     )
     (prof,) = info.action_profiles
     assert (prof.preamble.name, prof.with_selector, prof.size, prof.max_group_size) == ("sel", True, 128, 16)
-    assert prof.HasField("sum_of_weights")
+    # No @selector_size_semantics: none in P4Info (sum of weights is P4Runtime's default)
+    assert prof.WhichOneof("selector_size_semantics") is None
     assert list(prof.preamble.annotations) == []
     assert info.tables[0].implementation_id == prof.preamble.id
+
+
+@pytest.mark.parametrize(("annotation", "semantics"), [
+    ("", None), ('@selector_size_semantics("sum_of_weights")', "sum_of_weights"),
+    ('@selector_size_semantics("SUM_OF_MEMBERS") @max_member_weight(9)', "sum_of_members")])
+def test_selector_size_semantics_only_when_annotated(annotation: str,
+                                                     semantics: str | None) -> None:
+    """p4c writes the semantics only for @selector_size_semantics (also without
+    @max_group_size): ours wrote sum_of_weights for every @max_group_size, so SONiC PINS's
+    wcmp_group_selector (p4c's pins samples) differed from p4c's P4Info."""
+    info = program(
+        f"""
+        action a() {{ }}
+        table t {{
+            key = {{ hdr.h.a : exact; meta.m : selector; }}
+            actions = {{ a; }}
+            @name("sel") {annotation}
+            implementation = action_selector(HashAlgorithm.crc16, 32w128, 32w10);
+        }}
+        """,
+        "t.apply();",
+    )
+    (prof,) = info.action_profiles
+    assert prof.WhichOneof("selector_size_semantics") == semantics
+    if semantics == "sum_of_members":
+        assert prof.sum_of_members.max_member_weight == 9
+
+
+def test_a_multi_line_string_annotation_keeps_its_comments_and_ends_at_its_quote() -> None:
+    """SONiC PINS's tables carry p4-constraints as multi-line strings with `//` lines:
+    the comments were blanked, and a `(` in them took the next annotation along."""
+    info = program(
+        """
+        action a() { }
+        @entry_restriction("
+            // The VRF ID 0 (or '' in P4Runtime) is the default: `vrf != ''` (since
+            /* kept too */ a != 0;
+          ") @p4runtime_role("sdn_controller") @name("vrf_table")
+        table t { key = { hdr.h.a : exact; } actions = { a; } }
+        """,
+        "t.apply();",
+    )
+    (t,) = info.tables
+    restriction, role = t.preamble.annotations
+    assert "// The VRF ID 0 (or '' in P4Runtime) is the default" in restriction
+    assert "/* kept too */ a != 0;" in restriction and restriction.endswith('")')
+    assert role == '@p4runtime_role("sdn_controller")'
+    assert t.preamble.name.endswith("vrf_table")
+
+
+def test_an_unknown_selector_size_semantics_is_an_error() -> None:
+    with pytest.raises(P4Error, match='"sum_of_weights" or "sum_of_members", got "sum"'):
+        program('action a() { } table t { key = { hdr.h.a : exact; meta.m : selector; } '
+                'actions = { a; } @name("sel") @selector_size_semantics("sum") '
+                'implementation = action_selector(HashAlgorithm.crc16, 32w128, 32w10); }',
+                "t.apply();")
 
 
 def test_group_settings_of_a_plain_action_profile_are_left_out() -> None:

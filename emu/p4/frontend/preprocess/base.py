@@ -80,8 +80,11 @@ class PreprocessorBase:
                 i += 1
                 continue
             if c == '"':
+                # A P4 string runs to its closing quote, also across lines (p4c's lexer;
+                # p4c keeps comments through cpp with -C): `//` and `/*` in it are text,
+                # as in the multi-line @entry_restriction strings of SONiC PINS's P4.
                 j = i + 1
-                while j < n and text[j] != '"' and text[j] != "\n":
+                while j < n and text[j] != '"':
                     j += 2 if text[j] == "\\" else 1
                 j = min(j + 1, n)
                 out.append(text[i:j])
