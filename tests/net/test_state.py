@@ -37,6 +37,20 @@ def orphan(state: RunState) -> None:
     state.finish(keep=True)
 
 
+def _killed_when_up(state_dir: Path, run_dir: Path, *args: str) -> tuple[dict, int]:
+    """A leafspine2 runner (tests/net/runner.py ARGS) SIGKILLed once up: (its record,
+    its PID)."""
+    proc = start_runner("leafspine2", run_dir, *args)
+    try:
+        wait_line(proc, "UP", timeout_s=90)
+        rec = wait_record(state_dir, lambda r: True, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        kill(proc)
+    return rec, proc.pid
+
+
 def _wait_exec(pid: int, name: str, timeout_s: float = 10.0) -> None:
     """Wait until process `pid` runs the program `name`."""
     deadline = time.monotonic() + timeout_s
@@ -242,14 +256,7 @@ def test_a_killed_run_of_real_switch_daemons_is_removed_by_emu_stop(
             pytest.skip("the embedded target is not available")
     except ImportError:
         pytest.skip("emu.targets.embedded is not in the tree yet")
-    proc = start_runner("leafspine2", tmp_path, "--target", "embedded", "--no-reaper")
-    try:
-        wait_line(proc, "UP", timeout_s=90)
-        rec = wait_record(state_dir, lambda r: True, proc)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
-    finally:
-        kill(proc)
+    rec, _pid = _killed_when_up(state_dir, tmp_path, "--target", "embedded", "--no-reaper")
     r = emu_stop(state_dir)
     assert r.returncode == 0, r.stdout + r.stderr
     snapshot.assert_clean()
@@ -267,21 +274,14 @@ def test_a_killed_run_is_removed_by_its_reaper(target: str, state_dir: Path,
                                                snapshot: Snapshot, tmp_path: Path) -> None:
     """SIGKILL runs no teardown: a killed runner's switch veths and processes stayed
     until `make stop`, and the next run refused to start. Its reaper removes them."""
-    proc = start_runner("leafspine2", tmp_path, "--target", target)
-    try:
-        wait_line(proc, "UP", timeout_s=90)
-        rec = wait_record(state_dir, lambda r: True, proc)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
-    finally:
-        kill(proc)
+    rec, pid = _killed_when_up(state_dir, tmp_path, "--target", target)
     deadline = time.monotonic() + 60
     while load_records(state_dir) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert load_records(state_dir) == []
     snapshot.assert_clean()
     log = (tmp_path / "reaper.log").read_text()
-    assert f"run {rec['run_id']}: its runner (pid {proc.pid}) ended without tearing the " \
+    assert f"run {rec['run_id']}: its runner (pid {pid}) ended without tearing the " \
            "fabric down" in log and log.endswith("  done\n")
     # ... and a new run starts at once
     net = EmuNet(FABRIC, SleepTarget(), tmp_path / "again", pipeline=PIPELINE)
