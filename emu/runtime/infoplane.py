@@ -91,7 +91,8 @@ class InfoControlPlane:
                 default_action=default, const_default_action=bool(ti.const_default_action_id),
                 is_const=t.is_const_table, implementation=impl,
                 support_timeout=t.idle_timeout_behavior == t.NOTIFY_CONTROL,
-                clock=now)
+                clock=now, direct_counter=bool(ti.direct_counter_id),
+                direct_meter=bool(ti.direct_meter_id))
         kinds = {0: "packets_and_bytes", 1: "bytes", 2: "packets", 3: "packets_and_bytes"}
         for c in index.counters.values():
             self.counters[c.preamble.name] = CounterArray(

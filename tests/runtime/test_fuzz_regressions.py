@@ -426,6 +426,25 @@ def test_an_entry_of_the_implicit_default_only_noaction_is_permission_denied(
         with pytest.raises(WriteError) as ei:
             c.write_one(typ, c.table_entry("I.t", {"hdr.h.a": 1}, "NoAction"))
         assert error_codes(ei.value) == [PERM]
+    # ... also with counter data or a meter config the table has no direct resource for:
+    # BMv2 judges the action's scope first (the fuzzer on p4c's pins_middleblock.p4 found
+    # INVALID_ARGUMENT here); with an action in scope they stay INVALID_ARGUMENT.
+    for typ in (U.INSERT, U.MODIFY):
+        for extra in ("counter_data", "meter_config"):
+            bad = c.table_entry("I.t", {"hdr.h.a": 1}, "NoAction")
+            if extra == "counter_data":
+                bad.table_entry.counter_data.packet_count = 2
+            else:
+                bad.table_entry.meter_config.cir = bad.table_entry.meter_config.pir = 10
+            with pytest.raises(WriteError) as ei:
+                c.write_one(typ, bad)
+            assert error_codes(ei.value) == [PERM], (typ, extra)
+            bad.table_entry.action.action.CopyFrom(
+                c.table_entry("I.t", {"hdr.h.a": 1}, "I.set", {"v": 2}).table_entry.action
+                .action)
+            with pytest.raises(WriteError) as ei:
+                c.write_one(U.INSERT, bad)
+            assert error_codes(ei.value) == [INVALID], extra
     c.write_one(U.MODIFY, c.table_entry("I.t", action="NoAction", default=True))
     c.write_one(U.INSERT, c.table_entry("I.t", {"hdr.h.a": 1}, "I.set", {"v": 2}))
 

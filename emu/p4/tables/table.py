@@ -90,7 +90,8 @@ class Table:
                  const_default_action: bool = False, is_const: bool = False,
                  implementation: ActionProfile | None = None,
                  support_timeout: bool = False, largest_priority_wins: bool = True,
-                 priority_delta: int = 1, clock: Callable[[], int] | None = None) -> None:
+                 priority_delta: int = 1, clock: Callable[[], int] | None = None,
+                 direct_counter: bool = True, direct_meter: bool = True) -> None:
         self.name = name
         self.table_id = table_id
         self.key_fields: tuple[KeyField, ...] = tuple(key)
@@ -107,6 +108,10 @@ class Table:
         self.const_default_action = const_default_action
         self.implementation = implementation
         self.support_timeout = support_timeout
+        # Whether entries may carry counter data / a meter config (P4Runtime: only with
+        # a direct counter / meter; the default takes them, for STF and the target).
+        self.direct_counter = direct_counter
+        self.direct_meter = direct_meter
         self.largest_priority_wins = largest_priority_wins
         self.priority_delta = priority_delta
         self._clock = clock or time.monotonic_ns
@@ -265,6 +270,7 @@ class Table:
                 raise InvalidArgument(f"{self.name}: idle timeout must be >= 0")
         if action is not None:
             action = validate_action(self._specs, action, for_default=False, where=self.name)
+        self._check_direct(counter, meter_config)  # after the action's scope, as BMv2
         self._check_target(action, member_id, group_id)
         prof = self.implementation
         if prof is not None:  # a missing member or group before a taken key, as BMv2
@@ -296,6 +302,15 @@ class Table:
         self._matcher.add(e)
         return e
 
+    def _check_direct(self, counter: object, meter_config: object) -> None:
+        """INVALID_ARGUMENT for counter data or a meter config where the table has no
+        direct counter or meter (None and KEEP carry neither)."""
+        if counter is not None and not isinstance(counter, _Keep) and not self.direct_counter:
+            raise InvalidArgument(f"{self.name}: table has no direct counter")
+        if (meter_config is not None and not isinstance(meter_config, _Keep)
+                and not self.direct_meter):
+            raise InvalidArgument(f"{self.name}: table has no direct meter")
+
     def modify(self, match: MatchInput, priority: int = 0, *,
                action: ActionCall | None | _Keep = KEEP,
                member_id: int | None | _Keep = KEEP, group_id: int | None | _Keep = KEEP,
@@ -317,6 +332,8 @@ class Table:
         if retarget:  # a malformed target before a missing entry, as for INSERT
             if a is not None:
                 a = validate_action(self._specs, a, for_default=False, where=self.name)
+        self._check_direct(counter, meter_config)
+        if retarget:
             self._check_target(a, m, g)
         e = self._find(match, priority, strict)
         other = not (idle_timeout_ns is KEEP and metadata is KEEP

@@ -42,7 +42,8 @@ def make_table(t: Mapping[str, Any], action_profiles: Mapping[str, ActionProfile
                   is_const=t["is_const"] and not bmv2_order,
                   implementation=impl, largest_priority_wins=t["largest_priority_wins"],
                   priority_delta=t["priority_delta"], support_timeout=t["support_timeout"],
-                  clock=clock)
+                  clock=clock, direct_counter=bool(t.get("direct_counter")),
+                  direct_meter=bool(t.get("direct_meter")))
     if bmv2_order:
         # @priority annotations: the smaller number wins, entries without one rank by
         # position (as p4c's BMv2 back end numbers them).

@@ -121,11 +121,8 @@ def _target(pipe: Pipeline, ti: TableInfo, te: p4runtime_pb2.TableEntry
 def _insert_or_modify(pipe: Pipeline, ti: TableInfo, table: Table, typ: int,
                       te: p4runtime_pb2.TableEntry, match: Any, action: Any,
                       member: Any, group: Any, shot: OneShot | None) -> None:
-    where = ti.name
-    if te.HasField("counter_data") and not ti.direct_counter_id:
-        raise invalid(f"{where}: table has no direct counter")
-    if te.HasField("meter_config") and not ti.direct_meter_id:
-        raise invalid(f"{where}: table has no direct meter")
+    # Counter data or a meter config without the direct resource: the table refuses them
+    # once the action's scope is checked (BMv2's order), Table(direct_counter=...).
     counter = ((te.counter_data.packet_count, te.counter_data.byte_count)
                if te.HasField("counter_data") else None)
     meter = meter_from_proto(te) if te.HasField("meter_config") else None
