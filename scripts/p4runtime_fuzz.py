@@ -79,10 +79,11 @@ class Draw:
         self.keyed = [t for t in self.tables if t.match_fields]
         self.profiles = list(info.action_profiles)
         self.reading = False
+        self.hostile = True  # off while drawing the set-up, which both sides must take
 
     def _bytes(self, value: int, width: int) -> bytes:
         r = self.rng.random()
-        if r < 0.02:
+        if r < 0.02 and self.hostile:
             value = 1 << width  # one bit too wide
         n = max(1, (value.bit_length() + 7) // 8)
         if r > 0.97:
@@ -131,7 +132,7 @@ class Draw:
         ref = self.rng.choice(refs)
         out.action_id = ref.id
         for p in self.actions[ref.id].params:
-            if self.rng.random() < 0.98:
+            if self.rng.random() < 0.98 or not self.hostile:
                 out.params.add(param_id=p.id,
                                value=self._bytes(self._value(p.bitwidth), p.bitwidth))
 
@@ -236,12 +237,14 @@ class Draw:
         entry naming an empty group, which the spec allows; so groups here always
         have members that exist."""
         out = []
+        self.hostile = False  # (a too-wide parameter here stopped a run before it began)
         for prof in self.profiles:
             if prof.with_selector:
                 for mid in range(1, 5):
                     ent = self.member(prof, True)
                     ent.action_profile_member.member_id = mid
                     out.append(U(type=U.INSERT, entity=ent))
+        self.hostile = True
         return out
 
     def clone_session(self, with_replicas: bool) -> P.Entity:

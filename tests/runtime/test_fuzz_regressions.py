@@ -445,8 +445,46 @@ def test_an_entry_of_the_implicit_default_only_noaction_is_permission_denied(
             with pytest.raises(WriteError) as ei:
                 c.write_one(U.INSERT, bad)
             assert error_codes(ei.value) == [INVALID], extra
+    # ... and before the action's parameters: a @defaultonly action with a parameter it
+    # does not have, or a @tableonly one as the default with a value too wide
+    stray = c.table_entry("I.t", {"hdr.h.a": 1}, "NoAction")
+    stray.table_entry.action.action.params.add(param_id=1, value=b"\x01")
+    with pytest.raises(WriteError) as ei:
+        c.write_one(U.INSERT, stray)
+    assert error_codes(ei.value) == [PERM]
     c.write_one(U.MODIFY, c.table_entry("I.t", action="NoAction", default=True))
     c.write_one(U.INSERT, c.table_entry("I.t", {"hdr.h.a": 1}, "I.set", {"v": 2}))
+
+
+def test_the_const_default_action_is_refused_before_its_parameters(
+        rig: Rig, tmp_path: Path) -> None:
+    """A MODIFY of a const default action is PERMISSION_DENIED whatever its action says;
+    with a parameter too wide it was OUT_OF_RANGE, with one missing INVALID_ARGUMENT
+    (BMv2 answers PERMISSION_DENIED: the P4Runtime fuzzer on p4c's pins_middleblock.p4)."""
+    from emu.p4.frontend import load_program
+    from emu.p4.p4info import generate_p4info
+    from emu.runtime.devconfig import make_source_config
+
+    from ..p4.programs import v1model_program
+    src = v1model_program("""
+        action set(bit<8> v) { hdr.h.b = v; }
+        table t { key = { hdr.h.a: exact; } actions = { set; }
+                  const default_action = set(1); }
+        apply { sm.egress_spec = 1; t.apply(); }""")
+    path = tmp_path / "constdefault.p4"
+    path.write_text(src)
+    info = generate_p4info(load_program(str(path)))
+    c = rig.client()
+    c.set_pipeline(info, make_source_config(path.name, {path.name: src}))
+    c.p4info = info
+    for value in (b"\x01\x00", None):
+        d = c.table_entry("I.t", action="I.set", params={"v": 2}, default=True)
+        del d.table_entry.action.action.params[:]
+        if value is not None:
+            d.table_entry.action.action.params.add(param_id=1, value=value)
+        with pytest.raises(WriteError) as ei:
+            c.write_one(U.MODIFY, d)
+        assert error_codes(ei.value) == [PERM], value
 
 
 def test_one_action_profile_takes_one_shots_or_members_never_both(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from emu.p4.tables import KEEP, GroupMember, Table
@@ -65,10 +66,14 @@ def _write_default(pipe: Pipeline, ti: TableInfo, table: Table, typ: int,
         # is_const).
         raise permission_denied(f"{where}: the default entry of an indirect table is a "
                                 "constant NoAction")
+    if table.const_default_action and te.HasField("action"):
+        # before the action is decoded, as BMv2 (a bad parameter was OUT_OF_RANGE here)
+        raise permission_denied(f"{where}: default action is const")
     meter = meter_from_proto(te) if te.HasField("meter_config") else None
     if te.HasField("action"):
         if te.action.WhichOneof("type") != "action":
             raise invalid(f"{where}: the default entry needs a direct action")
+        _check_scope(pipe, ti, te.action.action.action_id, True, where)
         call = pipe.index.action_from_proto(te.action.action, ti.action_ids, where)
         table.set_default_action(call, metadata=te.metadata,
                                  controller_metadata=te.controller_metadata,
@@ -78,6 +83,21 @@ def _write_default(pipe: Pipeline, ti: TableInfo, table: Table, typ: int,
     if te.HasField("counter_data"):
         table.default_entry.counter.packets = te.counter_data.packet_count
         table.default_entry.counter.bytes = te.counter_data.byte_count
+
+
+def _check_scope(pipe: Pipeline, ti: TableInfo, action_id: int, for_default: bool,
+                 where: str) -> None:
+    """PERMISSION_DENIED for an action out of its scope (@defaultonly in an entry,
+    @tableonly as the default), before its parameters are decoded: BMv2 judges the
+    scope first (an out-of-scope action with a bad parameter was INVALID_ARGUMENT or
+    OUT_OF_RANGE here)."""
+    refused = (p4info_pb2.ActionRef.TABLE_ONLY if for_default
+               else p4info_pb2.ActionRef.DEFAULT_ONLY)
+    for ref in ti.proto.action_refs:
+        if ref.id == action_id and ref.scope == refused:
+            only = "@tableonly" if for_default else "@defaultonly"
+            name = pipe.index.action(action_id).preamble.name
+            raise permission_denied(f"{where}: action {name} is {only}")
 
 
 def _target(pipe: Pipeline, ti: TableInfo, te: p4runtime_pb2.TableEntry
@@ -94,6 +114,7 @@ def _target(pipe: Pipeline, ti: TableInfo, te: p4runtime_pb2.TableEntry
     if kind == "action":
         if ti.profile_id:
             raise invalid(f"{where}: entries of an indirect table need a member or a group")
+        _check_scope(pipe, ti, te.action.action.action_id, False, where)
         action = pipe.index.action_from_proto(te.action.action, ti.action_ids, where)
     elif kind in ("action_profile_member_id", "action_profile_group_id"):
         if ti.profile_id:
