@@ -400,6 +400,27 @@ def test_a_malformed_insert_is_refused_for_what_it_is_not_for_its_taken_key(
         assert error_codes(ei.value) == [code]
 
 
+def _one_table_client(rig: Rig, tmp_path: Path, table_extra: str) -> P4RuntimeClient:
+    """A client of the rig's switch running one table `I.t` (exact key hdr.h.a, action
+    `I.set(v)`, plus `table_extra`) as a P4 source config."""
+    from emu.p4.frontend import load_program
+    from emu.p4.p4info import generate_p4info
+    from emu.runtime.devconfig import make_source_config
+
+    from ..p4.programs import v1model_program
+    src = v1model_program(f"""
+        action set(bit<8> v) {{ hdr.h.b = v; }}
+        table t {{ key = {{ hdr.h.a: exact; }} actions = {{ set; }} {table_extra} }}
+        apply {{ sm.egress_spec = 1; t.apply(); }}""")
+    path = tmp_path / "one_table.p4"
+    path.write_text(src)
+    info = generate_p4info(load_program(str(path)))
+    c = rig.client()
+    c.set_pipeline(info, make_source_config(path.name, {path.name: src}))
+    c.p4info = info
+    return c
+
+
 def test_an_entry_of_the_implicit_default_only_noaction_is_permission_denied(
         rig: Rig, tmp_path: Path) -> None:
     """A table without default_action gets NoAction as a @defaultonly action (p4c's rule,
@@ -407,21 +428,7 @@ def test_an_entry_of_the_implicit_default_only_noaction_is_permission_denied(
     INVALID_ARGUMENT ("not an action of this table"), not the spec's PERMISSION_DENIED
     for an action out of scope; a MODIFY of a missing entry with it was NOT_FOUND before
     its action was looked at. BMv2's server answers PERMISSION_DENIED to both."""
-    from emu.p4.frontend import load_program
-    from emu.p4.p4info import generate_p4info
-    from emu.runtime.devconfig import make_source_config
-
-    from ..p4.programs import v1model_program
-    src = v1model_program("""
-        action set(bit<8> v) { hdr.h.b = v; }
-        table t { key = { hdr.h.a: exact; } actions = { set; } }
-        apply { sm.egress_spec = 1; t.apply(); }""")
-    path = tmp_path / "implicit.p4"
-    path.write_text(src)
-    info = generate_p4info(load_program(str(path)))
-    c = rig.client()
-    c.set_pipeline(info, make_source_config(path.name, {path.name: src}))
-    c.p4info = info
+    c = _one_table_client(rig, tmp_path, "")
     for typ in (U.INSERT, U.MODIFY):
         with pytest.raises(WriteError) as ei:
             c.write_one(typ, c.table_entry("I.t", {"hdr.h.a": 1}, "NoAction"))
@@ -461,22 +468,7 @@ def test_the_const_default_action_is_refused_before_its_parameters(
     """A MODIFY of a const default action is PERMISSION_DENIED whatever its action says;
     with a parameter too wide it was OUT_OF_RANGE, with one missing INVALID_ARGUMENT
     (BMv2 answers PERMISSION_DENIED: the P4Runtime fuzzer on p4c's pins_middleblock.p4)."""
-    from emu.p4.frontend import load_program
-    from emu.p4.p4info import generate_p4info
-    from emu.runtime.devconfig import make_source_config
-
-    from ..p4.programs import v1model_program
-    src = v1model_program("""
-        action set(bit<8> v) { hdr.h.b = v; }
-        table t { key = { hdr.h.a: exact; } actions = { set; }
-                  const default_action = set(1); }
-        apply { sm.egress_spec = 1; t.apply(); }""")
-    path = tmp_path / "constdefault.p4"
-    path.write_text(src)
-    info = generate_p4info(load_program(str(path)))
-    c = rig.client()
-    c.set_pipeline(info, make_source_config(path.name, {path.name: src}))
-    c.p4info = info
+    c = _one_table_client(rig, tmp_path, "const default_action = set(1);")
     for value in (b"\x01\x00", None):
         d = c.table_entry("I.t", action="I.set", params={"v": 2}, default=True)
         del d.table_entry.action.action.params[:]
