@@ -388,10 +388,18 @@ def _text(got: list[P.Entity]) -> str:
                             for x in got))
 
 
+# BMv2's server answers a Read in one message: past the gRPC client's 4 MB it cannot
+# be received (a wildcard read of a counter of 262,144 cells), where ours streams it.
+TOO_LARGE = "bmv2: response over the client's message limit"
+
+
 def _read(c: P4RuntimeClient, ents: list[P.Entity]) -> str:
     try:
         return _text(c.read(ents))
     except grpc.RpcError as e:
+        if (e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                and "larger than max" in (e.details() or "")):
+            return TOO_LARGE
         return f"error {e.code().name}"
 
 
@@ -499,7 +507,11 @@ def _fuzz(args: argparse.Namespace, rng: random.Random) -> int:
             else:
                 q = [draw.read()]
                 a_s, b_s = _read(ours, q), _read_bmv2(bmv2, q[0])
-                if not _agree(a_s.removeprefix("error "), b_s.removeprefix("error ")):
+                if b_s == TOO_LARGE:
+                    notes += 1  # nothing of BMv2's to compare with
+                    print(f"[{n}] read {text_format.MessageToString(q[0], as_one_line=True)}"
+                          f": {TOO_LARGE}")
+                elif not _agree(a_s.removeprefix("error "), b_s.removeprefix("error ")):
                     found += 1
                     print(f"[{n}] read {text_format.MessageToString(q[0], as_one_line=True)}")
                     _show(a_s, b_s)
@@ -512,7 +524,8 @@ def _fuzz(args: argparse.Namespace, rng: random.Random) -> int:
                     print(f"[{n}] state differs")
                     _show(a_s, b_s)
                     reset()
-    print(f"{args.count} operations, {found} findings, {notes} code differences")
+    print(f"{args.count} operations, {found} findings, {notes} code differences or reads "
+          "BMv2 cannot answer")
     return 1 if found else 0
 
 
