@@ -72,21 +72,30 @@ def lock_path() -> Path:
 # --- processes ---------------------------------------------------------------------------
 
 
-def proc_start_time(pid: int) -> int | None:
-    """Start time of `pid` in clock ticks since boot (/proc/<pid>/stat field 22), or None."""
+def _stat_fields(pid: int) -> list[bytes]:
+    """/proc/<pid>/stat from field 3 (state) on; empty if unreadable."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
     except OSError:
-        return None
+        return []
     # comm (field 2) may contain spaces and parentheses: split after the last ')'.
-    fields = data[data.rfind(b")") + 2:].split()
+    return data[data.rfind(b")") + 2:].split()
+
+
+def _start_time(fields: list[bytes]) -> int | None:
+    """Field 22 (start time) of `_stat_fields`; None for a zombie or a short read."""
     try:
         if fields[0] == b"Z":
             return None  # a zombie is dead for our purposes (its parent will reap it)
         return int(fields[19])
     except (IndexError, ValueError):
         return None
+
+
+def proc_start_time(pid: int) -> int | None:
+    """Start time of `pid` in clock ticks since boot (/proc/<pid>/stat field 22), or None."""
+    return _start_time(_stat_fields(pid))
 
 
 def proc_pgid(pid: int) -> int | None:
@@ -98,25 +107,22 @@ def proc_pgid(pid: int) -> int | None:
 
 def descendants(pid: int) -> list[tuple[int, int | None]]:
     """(pid, start time) of every live process below `pid` in the process tree."""
-    parent: dict[int, int] = {}
+    children: dict[int, list[tuple[int, int | None]]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
+        fields = _stat_fields(int(entry))
         try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                # the command name (field 2) may hold spaces and parentheses
-                fields = f.read().rsplit(b")", 1)[1].split()
-            parent[int(entry)] = int(fields[1])
-        except (OSError, IndexError, ValueError):
+            ppid = int(fields[1])
+        except (IndexError, ValueError):
             continue
-    children: dict[int, list[int]] = {}
-    for child, ppid in parent.items():
-        children.setdefault(ppid, []).append(child)
-    out, todo = [], list(children.get(pid, []))
+        children.setdefault(ppid, []).append((int(entry), _start_time(fields)))
+    out: list[tuple[int, int | None]] = []
+    todo = list(children.get(pid, []))
     while todo:
-        p = todo.pop()
-        out.append((p, proc_start_time(p)))
-        todo += children.get(p, [])
+        proc = todo.pop()
+        out.append(proc)
+        todo += children.get(proc[0], [])
     return out
 
 

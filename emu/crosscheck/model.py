@@ -216,6 +216,7 @@ def explain_time_in_choice(diffs: list[tuple[str, Packet, Outputs, Outputs]],
 # Packets whose difference is re-run alone on fresh switches (each re-run starts side B).
 MAX_ALONE_RERUNS = 10
 
+
 def explain_earlier_packets(diffs: Sequence[tuple[int, str, Outputs]],
                             alone: Callable[[int], tuple[Outputs, Outputs]], side_b: str,
                             limit: int = MAX_ALONE_RERUNS) -> tuple[list[str], list[str]]:

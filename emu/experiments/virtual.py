@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from emu.sim.fabric import SimFabric
 
 
-
 def _agents(plan: RunPlan, sim: SimFabric, flow: pfc.VirtualPfc) -> dict[str, Agent]:
     """The host agents on the SimFabric host ports (behind a PFC MAC with flow control)."""
     from emu.roce.agent import Agent

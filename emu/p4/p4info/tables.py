@@ -160,14 +160,15 @@ class _TableEmitter(_GeneratorBase):
         # The semantics only when annotated, as p4c: absent means sum of weights (the
         # P4Runtime default), so p4c leaves it out (SONiC PINS's wcmp_group_selector).
         semantics = _string_arg(p.annotations, "selector_size_semantics")
-        if semantics is not None and semantics.upper() == "SUM_OF_MEMBERS":
+        kind = None if semantics is None else semantics.upper()
+        if kind == "SUM_OF_MEMBERS":
             msg.sum_of_members.SetInParent()
             weight = _int_arg(p.annotations, "max_member_weight")
             if weight is not None:
                 msg.sum_of_members.max_member_weight = _fits(
                     weight, 32, p.pos, f"{name}: @max_member_weight")
-        elif semantics is not None and semantics.upper() == "SUM_OF_WEIGHTS":
+        elif kind == "SUM_OF_WEIGHTS":
             msg.sum_of_weights.SetInParent()
-        elif semantics is not None:
+        elif kind is not None:
             raise _error(p.pos, f'{name}: @selector_size_semantics is "sum_of_weights" or '
                          f'"sum_of_members", got "{semantics}"')

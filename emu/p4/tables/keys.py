@@ -358,6 +358,15 @@ def action_specs(actions: Sequence[ActionSpec] | None) -> dict[str | int, Action
     return specs
 
 
+def check_scope(spec: ActionSpec, *, for_default: bool, where: str) -> None:
+    """PERMISSION_DENIED for an action out of its scope (@tableonly as the default,
+    @defaultonly in an entry), as the P4Runtime spec says."""
+    if for_default and spec.scope is ActionScope.TABLE_ONLY:
+        raise PermissionDenied(f"{where}: action {spec.name} is @tableonly")
+    if not for_default and spec.scope is ActionScope.DEFAULT_ONLY:
+        raise PermissionDenied(f"{where}: action {spec.name} is @defaultonly")
+
+
 def validate_action(specs: Mapping[str | int, ActionSpec] | None, action: ActionCall, *,
                     for_default: bool, where: str) -> ActionCall:
     """Check an action reference against the table's actions; return it normalised.
@@ -378,10 +387,7 @@ def validate_action(specs: Mapping[str | int, ActionSpec] | None, action: Action
     spec = specs.get(action.action)
     if spec is None:
         raise InvalidArgument(f"{where}: action {action.action!r} is not an action of this table")
-    if for_default and spec.scope is ActionScope.TABLE_ONLY:
-        raise PermissionDenied(f"{where}: action {spec.name} is @tableonly")
-    if not for_default and spec.scope is ActionScope.DEFAULT_ONLY:
-        raise PermissionDenied(f"{where}: action {spec.name} is @defaultonly")
+    check_scope(spec, for_default=for_default, where=where)
     if len(params) != len(spec.param_widths):
         raise InvalidArgument(
             f"{where}: action {spec.name} takes {len(spec.param_widths)} parameters, "

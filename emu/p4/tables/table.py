@@ -51,6 +51,7 @@ from .keys import (
     action_specs,
     assign_entry_priorities,
     canonicalize_match,
+    check_scope,
     validate_action,
 )
 from .matchers import Key, make_matcher
@@ -301,6 +302,13 @@ class Table:
         self._entries[ident] = e
         self._matcher.add(e)
         return e
+
+    def check_scope(self, action: str | int, *, for_default: bool) -> None:
+        """PERMISSION_DENIED for one of this table's actions used out of its scope (an
+        action it does not have is left to the full check)."""
+        spec = self._specs.get(action) if self._specs is not None else None
+        if spec is not None:
+            check_scope(spec, for_default=for_default, where=self.name)
 
     def _check_direct(self, counter: object, meter_config: object) -> None:
         """INVALID_ARGUMENT for counter data or a meter config where the table has no

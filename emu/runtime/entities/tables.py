@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from emu.p4.tables import KEEP, GroupMember, Table
@@ -44,7 +43,7 @@ def write(ctx: EntityContext, typ: int, te: p4runtime_pb2.TableEntry) -> None:
         return
     if not te.HasField("action") and typ == U.INSERT:
         raise invalid(f"{where}: INSERT needs an action")
-    action, member, group, shot = _target(pipe, ti, te)
+    action, member, group, shot = _target(pipe, ti, table, te)
     try:
         _insert_or_modify(pipe, ti, table, typ, te, match, action, member, group, shot)
     except BaseException:
@@ -73,7 +72,9 @@ def _write_default(pipe: Pipeline, ti: TableInfo, table: Table, typ: int,
     if te.HasField("action"):
         if te.action.WhichOneof("type") != "action":
             raise invalid(f"{where}: the default entry needs a direct action")
-        _check_scope(pipe, ti, te.action.action.action_id, True, where)
+        # its scope before its parameters, as BMv2 (a bad one was OUT_OF_RANGE here)
+        table.check_scope(pipe.index.action(te.action.action.action_id).preamble.name,
+                          for_default=True)
         call = pipe.index.action_from_proto(te.action.action, ti.action_ids, where)
         table.set_default_action(call, metadata=te.metadata,
                                  controller_metadata=te.controller_metadata,
@@ -85,22 +86,7 @@ def _write_default(pipe: Pipeline, ti: TableInfo, table: Table, typ: int,
         table.default_entry.counter.bytes = te.counter_data.byte_count
 
 
-def _check_scope(pipe: Pipeline, ti: TableInfo, action_id: int, for_default: bool,
-                 where: str) -> None:
-    """PERMISSION_DENIED for an action out of its scope (@defaultonly in an entry,
-    @tableonly as the default), before its parameters are decoded: BMv2 judges the
-    scope first (an out-of-scope action with a bad parameter was INVALID_ARGUMENT or
-    OUT_OF_RANGE here)."""
-    refused = (p4info_pb2.ActionRef.TABLE_ONLY if for_default
-               else p4info_pb2.ActionRef.DEFAULT_ONLY)
-    for ref in ti.proto.action_refs:
-        if ref.id == action_id and ref.scope == refused:
-            only = "@tableonly" if for_default else "@defaultonly"
-            name = pipe.index.action(action_id).preamble.name
-            raise permission_denied(f"{where}: action {name} is {only}")
-
-
-def _target(pipe: Pipeline, ti: TableInfo, te: p4runtime_pb2.TableEntry
+def _target(pipe: Pipeline, ti: TableInfo, table: Table, te: p4runtime_pb2.TableEntry
             ) -> tuple[Any, Any, Any, OneShot | None]:
     """(action, member id, group id, one-shot set) an entry's TableAction names."""
     where = ti.name
@@ -114,7 +100,8 @@ def _target(pipe: Pipeline, ti: TableInfo, te: p4runtime_pb2.TableEntry
     if kind == "action":
         if ti.profile_id:
             raise invalid(f"{where}: entries of an indirect table need a member or a group")
-        _check_scope(pipe, ti, te.action.action.action_id, False, where)
+        table.check_scope(pipe.index.action(te.action.action.action_id).preamble.name,
+                          for_default=False)  # before the parameters, as for the default
         action = pipe.index.action_from_proto(te.action.action, ti.action_ids, where)
     elif kind in ("action_profile_member_id", "action_profile_group_id"):
         if ti.profile_id:
