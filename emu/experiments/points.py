@@ -181,7 +181,9 @@ def execute_point(cfg: RunConfig, model: Fabric, out_dir: Path, point_id: str,
     write_metrics(out_dir, point_id, varied, summary)
     run_dir = summary.run.get("results_dir")
     outcome = {"status": "done", "reason": "", "run_dir": Path(run_dir).name if run_dir else ""}
-    if not summary.ok:
+    if summary.run.get("interrupted"):  # a signal cut the workload: partial results
+        outcome.update(status="failed", reason="interrupted")
+    elif not summary.ok:
         outcome.update(status="failed", reason=f"incomplete: {summary.flows_verified()}/"
                        f"{len(summary.flows)} flows delivered and verified")
     return outcome

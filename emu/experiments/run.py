@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from emu.control.params import LbMode
+from emu.core.signals import StopRequest, stop_requests
 from emu.roce.agent import START
 
 from . import pfc
@@ -179,13 +180,17 @@ class Experiment:
             procs[host] = ap
         return procs
 
-    def start_agents(self, agents: dict[str, AgentProc], deadline: float) -> None:
+    def start_agents(self, agents: dict[str, AgentProc], deadline: float,
+                     stop: StopRequest | None = None) -> None:
         """Once every agent is READY (or has exited, or the deadline passed), send each
         the same START instant: the flows of all hosts then start start_delay_s after
         it together, as they do in virtual time, not each after its own READY (agents
-        come up tens of ms apart on a loaded machine: several modelled frame times)."""
+        come up tens of ms apart on a loaded machine: several modelled frame times).
+        A stop asked meanwhile sends no START."""
         while time.monotonic() < deadline and not all(
                 a.ready_s is not None or a.finished() for a in agents.values()):
+            if stop is not None and stop.requested:
+                return
             time.sleep(0.01)
         go = time.monotonic_ns()
         for a in agents.values():
@@ -204,75 +209,88 @@ class Experiment:
         cfg = plan.config
         first = self.sampler.sample(with_p4=True)
         snaps: list[Snapshot] = [first]
-        agents = self.launch_agents(plan, tag)
-        t_launch = time.monotonic()
-        t_p4 = t_launch
-        cpu0 = time.process_time()  # the orchestrator's own CPU: sampling's cost
-        state = ProgressState(phase="running", hosts=len(agents),
-                              bytes_total=plan.workload.total_bytes())
-        deadline = t_launch + cfg.timeout() + 10.0  # agents stop themselves at timeout_s
-        failed_link = False
-        t_traffic: float | None = None
-        notes: list[str] = []
-        events: list[tuple[float, str]] = []
-        base_moved = snapshots_bytes_to_hosts(first, plan)
-        prev_t, prev_moved = first.t_s, 0
-        interrupted = False
-        try:
-            self.start_agents(agents, deadline)
-            while True:
-                time.sleep(cfg.sample_interval())
-                p4_due = time.monotonic() - t_p4 >= P4_SAMPLE_S
-                if p4_due:
-                    t_p4 = time.monotonic()
-                snap = self.sampler.sample(with_p4=p4_due)
-                snaps.append(snap)
-                moved = snapshots_bytes_to_hosts(snap, plan) - base_moved
-                d = snap.t_s - prev_t
-                state.rate_bps = (moved - prev_moved) * 8 / d if d > 0 else 0.0
-                prev_t, prev_moved = snap.t_s, moved
-                state.elapsed_s = time.monotonic() - t_launch
-                state.bytes_moved = moved
-                _update_progress(state, first, snap, agents)
-                if moved > 0 and t_traffic is None:
-                    t_traffic = time.monotonic()
-                # The failure clock starts with the traffic, not with the agents' start-up.
-                if (cfg.fail_link and not failed_link and t_traffic is not None
-                        and time.monotonic() - t_traffic >= cfg.fail_after_s):
-                    end_a, end_b = cfg.fail_link
-                    events.append((time.monotonic() - self.t0, f"link_down {end_a} {end_b}"))
-                    self.link_down(end_a, end_b)
-                    events.append((time.monotonic() - self.t0, "rerouted"))
-                    failed_link = True
-                    state.note = (f"link {end_a}-{end_b} failed "
-                                  f"{time.monotonic() - t_traffic:.1f} s into the traffic")
-                    notes.append(state.note)
-                if view is not None:
-                    view.update(state)
-                if all(a.finished() for a in agents.values()):
-                    break
-                if time.monotonic() > deadline:
-                    notes.append(f"agents still running after {cfg.timeout():g} s: stopped")
-                    for a in agents.values():
-                        if not a.finished():
-                            a.popen.send_signal(signal.SIGTERM)
-                    break
-        except KeyboardInterrupt as exc:
-            # Ctrl-C (or SIGTERM/SIGHUP, raised as a KeyboardInterrupt while the network is
-            # up): what was measured so far is still a result; the caller writes it.
-            interrupted = True
-            how = "Ctrl-C" if type(exc) is KeyboardInterrupt else (str(exc) or "a signal")
-            notes.append(f"interrupted ({how}) {time.monotonic() - t_launch:.1f} s into "
-                         "the workload: partial results")
-        finally:
-            _stop_agents(agents)
+        # A signal from here on stops the loop at its next check, not inside a switch read
+        # (see emu.core.signals.stop_requests); a second one cuts in at once.
+        with stop_requests() as stop:
+            agents = self.launch_agents(plan, tag)
+            t_launch = time.monotonic()
+            t_p4 = t_launch
+            cpu0 = time.process_time()  # the orchestrator's own CPU: sampling's cost
+            state = ProgressState(phase="running", hosts=len(agents),
+                                  bytes_total=plan.workload.total_bytes())
+            deadline = t_launch + cfg.timeout() + 10.0  # agents stop themselves at timeout_s
+            failed_link = False
+            t_traffic: float | None = None
+            notes: list[str] = []
+            events: list[tuple[float, str]] = []
+            base_moved = snapshots_bytes_to_hosts(first, plan)
+            prev_t, prev_moved = first.t_s, 0
+            forced = False
+            how = ""
+            try:
+                self.start_agents(agents, deadline, stop)
+                while not stop.requested:
+                    time.sleep(cfg.sample_interval())
+                    if stop.requested:
+                        break
+                    p4_due = time.monotonic() - t_p4 >= P4_SAMPLE_S
+                    if p4_due:
+                        t_p4 = time.monotonic()
+                    snap = self.sampler.sample(with_p4=p4_due)
+                    snaps.append(snap)
+                    moved = snapshots_bytes_to_hosts(snap, plan) - base_moved
+                    d = snap.t_s - prev_t
+                    state.rate_bps = (moved - prev_moved) * 8 / d if d > 0 else 0.0
+                    prev_t, prev_moved = snap.t_s, moved
+                    state.elapsed_s = time.monotonic() - t_launch
+                    state.bytes_moved = moved
+                    _update_progress(state, first, snap, agents)
+                    if moved > 0 and t_traffic is None:
+                        t_traffic = time.monotonic()
+                    # The failure clock starts with the traffic, not with the agents' start-up.
+                    if (cfg.fail_link and not failed_link and t_traffic is not None
+                            and time.monotonic() - t_traffic >= cfg.fail_after_s):
+                        end_a, end_b = cfg.fail_link
+                        events.append((time.monotonic() - self.t0, f"link_down {end_a} {end_b}"))
+                        self.link_down(end_a, end_b)
+                        events.append((time.monotonic() - self.t0, "rerouted"))
+                        failed_link = True
+                        state.note = (f"link {end_a}-{end_b} failed "
+                                      f"{time.monotonic() - t_traffic:.1f} s into the traffic")
+                        notes.append(state.note)
+                    if view is not None:
+                        view.update(state)
+                    if all(a.finished() for a in agents.values()):
+                        break
+                    if time.monotonic() > deadline:
+                        notes.append(f"agents still running after {cfg.timeout():g} s: stopped")
+                        for a in agents.values():
+                            if not a.finished():
+                                a.popen.send_signal(signal.SIGTERM)
+                        break
+            except KeyboardInterrupt as exc:
+                # A second signal (or a first one outside the main thread's handlers)
+                # cut a call short: what was measured so far is still a result.
+                forced = True
+                how = "Ctrl-C" if type(exc) is KeyboardInterrupt else (str(exc) or "a signal")
+            else:
+                how = stop.describe()
+            finally:
+                t_stop = time.monotonic() - t_launch
+                _stop_agents(agents)
+        interrupted = forced or stop.requested
+        if interrupted:
+            notes.append(f"interrupted ({how}) {t_stop:.1f} s into the workload: "
+                         "partial results")
         duration = time.monotonic() - t_launch
         sm = self.sampler
         sampling = {"orchestrator_cpu_s": time.process_time() - cpu0,
                     "samples": float(len(snaps) - 1), "duration_s": duration,
                     "target_stats_s": sm.target_s, "p4_reads": float(sm.p4_reads),
                     "p4_read_s": sm.p4_s}
-        snaps.append(self.sampler.sample(with_p4=True))
+        # A call cut short may have left its gRPC channel unusable (a read on it would
+        # wait for ever): then the last P4 reading stands.
+        snaps.append(self.sampler.sample(with_p4=not forced))
         from .metrics import read_jsonl
 
         rows = {h: read_jsonl(a.results_path) for h, a in agents.items()}

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from emu.control.params import LbMode
+from emu.core.signals import stop_requests
 
 from . import pfc
 from .jsontypes import JsonDict
@@ -112,32 +113,39 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
     fail_tick = None if fail_done else -(-int(cfg.fail_after_s * 1e9) // tick_ns)
     notes: list[str] = []
     events: list[tuple[float, str]] = []
-    interrupted = False
     tick = 0
-    try:
-        while not all(a.done() for a in agents.values()) and clock.now_ns() < limit:
-            # Nothing changes before the next timer: go to the tick that holds it (the
-            # ticks skipped would have read exactly what the last one did).
-            nxt = clock.next_deadline()
-            target = tick + 1 if nxt is None else max(tick + 1, -(-nxt // tick_ns))
-            if fail_tick is not None and not fail_done:
-                target = min(target, max(tick + 1, fail_tick))
-            tick = min(target, -(-limit // tick_ns))
-            clock.advance_to(tick * tick_ns)
-            changes.tick(tick)
-            flow.sample()
-            if not fail_done and cfg.fail_link and clock.now_ns() >= cfg.fail_after_s * 1e9:
-                sim.link_down(*cfg.fail_link)
-                notes.append(f"link {cfg.fail_link[0]}-{cfg.fail_link[1]} failed at "
-                             f"{clock.now_ns() / 1e9:.3f} s (virtual)")
-                events.append((clock.now_ns() / 1e9,
-                               f"link_down {cfg.fail_link[0]} {cfg.fail_link[1]}"))
-                events.append((clock.now_ns() / 1e9, "rerouted"))
-                fail_done = True
-    except KeyboardInterrupt:
-        # Ctrl-C: the run so far is still a result (partial), written like any other.
-        interrupted = True
-        notes.append(f"interrupted (Ctrl-C) at {clock.now_ns() / 1e9:.3f} s (virtual): "
+    # Ctrl-C / SIGTERM end the run between two ticks, never inside one (a packet half
+    # way through a switch); a second one cuts in at once.
+    with stop_requests() as stop:
+        try:
+            while (not stop.requested and not all(a.done() for a in agents.values())
+                   and clock.now_ns() < limit):
+                # Nothing changes before the next timer: go to the tick that holds it (the
+                # ticks skipped would have read exactly what the last one did).
+                nxt = clock.next_deadline()
+                target = tick + 1 if nxt is None else max(tick + 1, -(-nxt // tick_ns))
+                if fail_tick is not None and not fail_done:
+                    target = min(target, max(tick + 1, fail_tick))
+                tick = min(target, -(-limit // tick_ns))
+                clock.advance_to(tick * tick_ns)
+                changes.tick(tick)
+                flow.sample()
+                if not fail_done and cfg.fail_link and clock.now_ns() >= cfg.fail_after_s * 1e9:
+                    sim.link_down(*cfg.fail_link)
+                    notes.append(f"link {cfg.fail_link[0]}-{cfg.fail_link[1]} failed at "
+                                 f"{clock.now_ns() / 1e9:.3f} s (virtual)")
+                    events.append((clock.now_ns() / 1e9,
+                                   f"link_down {cfg.fail_link[0]} {cfg.fail_link[1]}"))
+                    events.append((clock.now_ns() / 1e9, "rerouted"))
+                    fail_done = True
+        except KeyboardInterrupt as exc:  # the second signal
+            how = "Ctrl-C" if type(exc) is KeyboardInterrupt else (str(exc) or "a signal")
+        else:
+            how = stop.describe()
+    # Interrupted: the run so far is still a result (partial), written like any other.
+    interrupted = bool(how)
+    if interrupted:
+        notes.append(f"interrupted ({how}) at {clock.now_ns() / 1e9:.3f} s (virtual): "
                      "partial results")
     if not interrupted and not all(a.done() for a in agents.values()):
         notes.append(f"agents still running after {cfg.timeout():g} s (virtual): stopped "

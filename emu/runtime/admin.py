@@ -196,23 +196,41 @@ class AdminClient:
 
     def __init__(self, path: str, timeout_s: float = 5.0) -> None:
         self.path = path
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.settimeout(timeout_s)
-        self._sock.connect(path)
+        self.timeout_s = timeout_s
+        self._sock: socket.socket | None = self._connect()
         self._buf = b""
         self._lock = threading.Lock()
         self._next = 0
+
+    def _connect(self) -> socket.socket:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout_s)
+        try:
+            sock.connect(self.path)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
 
     def call(self, cmd: str, **args: Any) -> Any:
         with self._lock:
             self._next += 1
             rid = self._next
-            self._sock.sendall((json.dumps({"id": rid, "cmd": cmd, **args}) + "\n").encode())
-            while b"\n" not in self._buf:
-                chunk = self._sock.recv(65536)
-                if not chunk:
-                    raise ConnectionError("switch closed the admin connection")
-                self._buf += chunk
+            if self._sock is None:
+                self._sock, self._buf = self._connect(), b""
+            try:
+                self._sock.sendall((json.dumps({"id": rid, "cmd": cmd, **args}) + "\n").encode())
+                while b"\n" not in self._buf:
+                    chunk = self._sock.recv(65536)
+                    if not chunk:
+                        raise ConnectionError("switch closed the admin connection")
+                    self._buf += chunk
+            except BaseException:
+                # Cut short (Ctrl-C, a timeout): this request's reply may still come, and
+                # the next call would take it for its own. A new connection starts clean.
+                self._sock.close()
+                self._sock = None
+                raise
             line, _, self._buf = self._buf.partition(b"\n")
         reply = json.loads(line)
         if not reply.get("ok"):
@@ -243,7 +261,8 @@ class AdminClient:
         return dict(self.call("drops"))
 
     def close(self) -> None:
-        self._sock.close()
+        if self._sock is not None:
+            self._sock.close()
 
     def __enter__(self) -> AdminClient:
         return self

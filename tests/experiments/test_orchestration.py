@@ -51,10 +51,11 @@ finish(True)
 
 
 class FakeNet:
-    def __init__(self, sleep_s: float, ready_delays: dict[str, float] | None = None) -> None:
+    def __init__(self, sleep_s: float, ready_delays: dict[str, float] | None = None,
+                 switches: dict[str, Any] | None = None) -> None:
         self.sleep_s = sleep_s
         self.ready_delays = ready_delays or {}
-        self.switches: dict[str, Any] = {}
+        self.switches: dict[str, Any] = switches or {}
         self.procs: list[subprocess.Popen[str]] = []
 
     def popen(self, host: str, cmd: list[str], **kw: Any) -> subprocess.Popen[str]:
@@ -68,11 +69,12 @@ class FakeNet:
 
 
 def experiment(tmp_path: Path, sleep_s: float, ready_delays: dict[str, float] | None = None,
-               **cfg: Any) -> tuple[Experiment, FakeNet, Any]:
+               switches: dict[str, Any] | None = None, **cfg: Any
+               ) -> tuple[Experiment, FakeNet, Any]:
     plan = plan_run(RunConfig(workload=WorkloadParams("incast", message_bytes=1000,
                                                       incast_senders=2),
                               sample_interval_s=0.05, **cfg))
-    net = FakeNet(sleep_s, ready_delays)
+    net = FakeNet(sleep_s, ready_delays, switches)
     return Experiment(plan, net, None, tmp_path, lambda _m: None), net, plan
 
 
@@ -131,3 +133,60 @@ def test_interrupt_stops_agents_now_and_keeps_partial_results(tmp_path: Path) ->
     for p in net.procs:
         with pytest.raises(ProcessLookupError):
             os.kill(p.pid, 0)
+
+
+class SignalledSwitch:
+    """A switch whose admin `stats` call gets `signals` (one per call, from the 5th on)
+    while it is under way, then finishes its exchange: records calls begun and ended."""
+
+    def __init__(self, signals: list[int]) -> None:
+        self.process = self
+        self.signals = list(signals)
+        self.calls = 0
+        self.begun = self.ended = 0
+
+    def admin_call(self, cmd: str) -> dict[str, Any]:
+        self.calls += 1
+        self.begun += 1
+        if self.calls >= 5:
+            while self.signals:
+                signal.raise_signal(self.signals.pop(0))
+        time.sleep(0.01)  # the rest of the exchange
+        self.ended += 1
+        return {"ports": {}, "drops": {}}
+
+
+@pytest.mark.usefixtures("ctrl_c")
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_the_run_between_switch_reads_not_inside_one(tmp_path: Path,
+                                                                     sig: int) -> None:
+    """Ctrl-C or SIGTERM raised inside whatever call the loop was in: inside a P4Runtime
+    read, that left its gRPC channel stuck, and the run's final reading on it waited
+    until the run's timeout (the e2e interrupt test hung 120 s on a loaded machine). A
+    signal now ends the loop at its next check: the read under way completes."""
+    from emu.core import signals
+
+    sw = SignalledSwitch([sig])
+    exp, net, plan = experiment(tmp_path, 60, switches={"leaf1": sw})
+    armed = signals.arm()  # as while the network is up: SIGTERM unwinds like Ctrl-C
+    try:
+        t0 = time.monotonic()
+        rec = exp.run_workload(plan)
+    finally:
+        signals.disarm(armed)
+    assert time.monotonic() - t0 < 20
+    assert sw.begun == sw.ended and sw.calls > 5  # the final reading too
+    how = "Ctrl-C" if sig == signal.SIGINT else "signal SIGTERM"
+    assert rec.interrupted and any(f"interrupted ({how})" in n for n in rec.notes), rec.notes
+    assert all(rows[0]["done"] is False for rows in rec.rows_by_host.values() if rows)
+    assert net.procs and all(p.poll() is not None for p in net.procs)
+
+
+@pytest.mark.usefixtures("ctrl_c")
+def test_a_second_ctrl_c_cuts_in_at_once_and_keeps_partial_results(tmp_path: Path) -> None:
+    sw = SignalledSwitch([signal.SIGINT, signal.SIGINT])
+    exp, net, plan = experiment(tmp_path, 60, switches={"leaf1": sw})
+    rec = exp.run_workload(plan)
+    assert sw.begun == sw.ended + 1  # the call the second Ctrl-C landed in
+    assert rec.interrupted and any("interrupted (Ctrl-C)" in n for n in rec.notes), rec.notes
+    assert net.procs and all(p.poll() is not None for p in net.procs)

@@ -147,6 +147,34 @@ def test_point_slowdowns_are_the_run_summarys() -> None:
         ["<=16K", "<=16K", "16K-64K", ">4M"]
 
 
+@pytest.mark.usefixtures("ctrl_c")
+def test_a_point_whose_run_was_interrupted_says_so_and_runs_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A point stopped by a signal (its worker gets SIGTERM when the sweep is stopped)
+    was recorded as "incomplete: 0/8 flows delivered", as if the fabric had lost them;
+    and had its flows all finished, as done, and never run again."""
+    import signal
+
+    from emu.experiments.config import RunConfig
+    from emu.experiments.points import run_guarded
+    from emu.experiments.sampler import ChangeSampler
+    from emu.experiments.workloads import WorkloadParams
+
+    tick = ChangeSampler.tick
+
+    def tick_then_sigint(self: ChangeSampler, n: int) -> None:
+        tick(self, n)
+        if self.ticks_read == 20:
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(ChangeSampler, "tick", tick_then_sigint)
+    cfg = RunConfig(virtual=True, progress=False, rate_bps=1_000_000,
+                    workload=WorkloadParams("permutation", message_bytes=1 << 22))
+    outcome = run_guarded(cfg, load_topology("clos4"), tmp_path, "p", {})
+    assert (outcome["status"], outcome["reason"]) == ("failed", "interrupted")
+    assert json.loads((tmp_path / "outcome.json").read_text())["status"] == "failed"
+
+
 def _pgrep(pattern: str) -> set[str]:
     import subprocess
 

@@ -210,6 +210,58 @@ def test_results_path_is_printed_last_and_an_interrupted_run_writes_partial_resu
     assert out[-1] == f"emu run: results in {newest}"
 
 
+# Run in a process of its own: before the fix SIGTERM killed that process outright.
+SIGNAL_MID_TICK = """
+import json, signal, sys
+from emu.experiments.commands import _run
+from emu.experiments.config import RunConfig
+from emu.experiments.plan import plan_run
+from emu.experiments.sampler import ChangeSampler
+from emu.experiments.workloads import WorkloadParams
+
+sig = signal.Signals[sys.argv[2]]
+tick = ChangeSampler.tick
+state = {"signalled": 0, "finished": 0}
+
+def tick_with_signal(self, n):
+    if self.ticks_read == 50:
+        state["signalled"] += 1
+        signal.raise_signal(sig)
+    tick(self, n)  # the rest of the tick
+    if self.ticks_read == 51:
+        state["finished"] += 1
+
+ChangeSampler.tick = tick_with_signal
+cfg = RunConfig(virtual=True, results_root=sys.argv[1], progress=False, rate_bps=1_000_000,
+                workload=WorkloadParams("permutation", message_bytes=1 << 23))
+rc = _run(cfg, plan_run(cfg))
+print(json.dumps({"rc": rc, **state}))
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_ends_a_virtual_run_between_ticks_with_partial_results(
+        tmp_path: Path, sig: str) -> None:
+    """Ctrl-C raised inside the tick under way (a packet half through a switch, then 50
+    more virtual ms for the last ACKs on that state); SIGTERM and SIGHUP killed the
+    run outright, results unwritten. Now each ends it after the tick."""
+    import json
+    import signal
+    import sys
+
+    p = subprocess.run([sys.executable, "-c", SIGNAL_MID_TICK, str(tmp_path), sig],
+                       capture_output=True, text=True, timeout=240,
+                       # as in a terminal, also when pytest runs with SIGINT ignored
+                       preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out == {"rc": 130, "signalled": 1, "finished": 1}, out
+    (run_dir,) = tmp_path.iterdir()
+    how = "Ctrl-C" if sig == "SIGINT" else f"signal {sig}"
+    assert f"interrupted ({how})" in (run_dir / "summary.txt").read_text()
+    assert json.loads((run_dir / "summary.json").read_text())["run"]["interrupted"] is True
+
+
 @pytest.mark.usefixtures("ctrl_c")
 def test_ctrl_c_while_a_virtual_run_sets_up_leaves_no_results_folder(
         tmp_path: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch

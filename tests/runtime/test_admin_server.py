@@ -8,15 +8,17 @@ import json
 import select
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
 from emu.core.clock import RealClock
-from emu.runtime.admin import MAX_PENDING, AdminServer
+from emu.runtime.admin import MAX_PENDING, AdminClient, AdminServer
 
 BIG = 10_000  # characters in one "big" reply
+SLOW_S = 0.5  # how long a "slow" request holds the reactor
 
 
 @pytest.fixture
@@ -24,7 +26,8 @@ def server() -> Iterator[str]:
     clock = RealClock()
     path = f"/tmp/emu-admin-{uuid.uuid4().hex[:8]}.sock"
     srv = AdminServer(path, clock, {"ping": lambda req: "pong",
-                                    "big": lambda req: "x" * BIG})
+                                    "big": lambda req: "x" * BIG,
+                                    "slow": lambda req: time.sleep(SLOW_S) or "slow"})
     loop = threading.Thread(target=clock.run, daemon=True)
     loop.start()
     try:
@@ -98,3 +101,18 @@ def test_a_client_leaving_too_many_replies_unread_is_dropped(server: str) -> Non
     again.sendall(b'{"id": 1, "cmd": "ping"}\n')
     assert _replies(again, 1)[0]["result"] == "pong"
     again.close()
+
+
+def test_a_call_cut_short_does_not_hand_its_reply_to_the_next(server: str) -> None:
+    """A call cut short (its timeout here; Ctrl-C in a run) left its reply on the
+    connection, and the next call returned that reply as its own: the run's final
+    `stats` was the one asked for before."""
+    client = AdminClient(server, timeout_s=SLOW_S / 5)
+    try:
+        with pytest.raises(TimeoutError):
+            client.call("slow")
+        time.sleep(SLOW_S * 1.5)  # the late reply is there by now
+        assert client.call("ping") == "pong"
+        assert client.call("big") == "x" * BIG
+    finally:
+        client.close()
