@@ -83,22 +83,20 @@ NO_DELAY_HINT = ("run without link delay: make run ... LINK_DELAY=0 "
 
 @functools.cache
 def netem_problem() -> str | None:
-    """None if this kernel can add a netem qdisc, else why not (tried once, in a
-    throwaway namespace, so the kernel may load sch_netem on demand)."""
+    """None if this kernel can add a netem qdisc, else why not (tried once, so the
+    kernel may load sch_netem on demand, in a network namespace of tc's own that ends
+    with it: a probe killed half way leaves no namespace behind)."""
     if os.geteuid() != 0:
         return "netem needs root"
-    if shutil.which("tc") is None or shutil.which("ip") is None:
-        return "netem needs tc and ip (apt-get install iproute2)"
-    ns = f"emunetem-{os.getpid()}"
-    if subprocess.run(["ip", "netns", "add", ns], capture_output=True, check=False).returncode:
-        return "netem: cannot create a network namespace to try it"
-    try:
-        r = subprocess.run(["tc", "-n", ns, "qdisc", "add", "dev", "lo", "root", "netem",
-                            "delay", "1us"], capture_output=True, text=True, check=False)
-    finally:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+    missing = [t for t in ("tc", "unshare") if shutil.which(t) is None]
+    if missing:
+        return f"netem needs {' and '.join(missing)} (apt-get install iproute2 util-linux)"
+    r = subprocess.run(["unshare", "--net", "tc", "qdisc", "add", "dev", "lo", "root", "netem",
+                        "delay", "1us"], capture_output=True, text=True, check=False)
     if r.returncode != 0:
-        return "this kernel has no netem qdisc (sch_netem; try modprobe sch_netem)"
+        if "unknown" in r.stderr.lower():
+            return "this kernel has no netem qdisc (sch_netem; try modprobe sch_netem)"
+        return f"netem: cannot try it in a network namespace of its own: {r.stderr.strip()}"
     return None
 
 

@@ -3,6 +3,8 @@ text and output parsing, spec validation, the missing-tools message."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 from pathlib import Path
 
@@ -269,3 +271,40 @@ def test_timer_spin_reaches_the_daemon_options():
     assert options_from_args(args).timer_spin_ns == 25_000
     args = build_parser().parse_args(["--no-p4"])
     assert options_from_args(args).timer_spin_ns == 100_000
+
+
+# Holds the probe open: the window in which a kill left the probe's namespace behind.
+SLOW_TC = "#!/bin/sh\necho started > \"$EMU_TEST_MARK\"\nexec sleep 60\n"
+PROBE = ("import sys; from emu.targets.bmv2 import netem_problem; "
+         "print(netem_problem(), flush=True)")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
+                    reason="needs root and iproute2")
+def test_a_netem_probe_killed_half_way_leaves_no_namespace(tmp_path: Path) -> None:
+    """The probe tried netem in a named namespace (emunetem-PID) and deleted it after;
+    killed in between (`kill -9` of `emu run --target bmv2`), the namespace stayed."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "tc").write_text(SLOW_TC)
+    (tmp_path / "tc").chmod(0o755)
+    mark = tmp_path / "mark"
+    before = set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "EMU_TEST_MARK": str(mark),
+           "PYTHONPATH": str(Path(B.__file__).resolve().parents[2])}
+    p = subprocess.Popen([sys.executable, "-c", PROBE], env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not mark.exists() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert mark.exists(), "the probe never ran tc"
+        p.kill()
+        p.wait(timeout=10)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)  # the stand-in tc too
+    after = set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()
+    assert not {n for n in after - before if n.startswith("emunetem")}, after - before
