@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from emu.topo import Fabric, Link, SwitchPath
-from emu.topo.paths import equal_cost_paths, next_hop_ports
+from emu.topo.paths import equal_cost_paths, first_hop_ports
 
 from .errors import ControlError, UnknownLinkError, UnknownSwitchError
 from .params import MAX_GROUPS, MAX_MEMBERS
@@ -78,8 +78,10 @@ def find_link(fabric: Fabric, a: str, b: str | None = None, *, port: int | None 
     return links[0]
 
 
-def switch_routes(fabric: Fabric, switch: str, failed: Iterable[int] = ()) -> SwitchRoutes:
-    """Routes, groups and MAC rewrites of one switch, avoiding the failed links."""
+def switch_routes(fabric: Fabric, switch: str, failed: Iterable[int] = (),
+                  hops: dict[str, dict[str, list[int]]] | None = None) -> SwitchRoutes:
+    """Routes, groups and MAC rewrites of one switch, avoiding the failed links.
+    `hops`: first_hop_ports of the working fabric per leaf, when already computed."""
     if switch not in fabric or switch not in {s.name for s in fabric.switches}:
         raise UnknownSwitchError(switch, [s.name for s in fabric.switches])
     dead = set(failed)
@@ -101,7 +103,8 @@ def switch_routes(fabric: Fabric, switch: str, failed: Iterable[int] = ()) -> Sw
                     out.routes.append(Route(ipaddress.IPv4Network(f"{h.ip}/32"),
                                             port=h.switch_port))
             continue
-        ports = tuple(next_hop_ports(live, switch, leaf.name))
+        by_switch = first_hop_ports(live, leaf.name) if hops is None else hops[leaf.name]
+        ports = tuple(by_switch.get(switch, ()))
         if not ports:
             continue
         if len(ports) > MAX_MEMBERS:
@@ -115,7 +118,9 @@ def switch_routes(fabric: Fabric, switch: str, failed: Iterable[int] = ()) -> Sw
 
 def all_routes(fabric: Fabric, failed: Iterable[int] = ()) -> dict[str, SwitchRoutes]:
     dead = set(failed)
-    return {s.name: switch_routes(fabric, s.name, dead) for s in fabric.switches}
+    live = working_fabric(fabric, dead)
+    hops = {leaf.name: first_hop_ports(live, leaf.name) for leaf in fabric.leaves}
+    return {s.name: switch_routes(fabric, s.name, dead, hops) for s in fabric.switches}
 
 
 def live_paths(fabric: Fabric, src_leaf: str, dst_leaf: str,

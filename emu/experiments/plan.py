@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from emu.core.units import Dilation
 from emu.roce.config import AgentConfig
 from emu.topo import Fabric, Role, load_topology
+from emu.topo.paths import first_hop_ports
 
 from .agent_configs import AgentSettings, agent_configs
 from .config import RunConfig, RunConfigError, without_link_delay
@@ -76,13 +77,20 @@ class RunPlan:
 
 
 def uplinks(fabric: Fabric) -> dict[str, list[int]]:
+    """Per switch, the up-facing ports its load balancing chooses among: those that
+    start a shortest up-down path to some leaf. An uplink on no such path (a detour in
+    a custom topology) carries nothing by design; counted, it read as imbalance."""
+    chosen: dict[str, set[int]] = {}
+    for leaf in fabric.leaves:
+        for sw, ports in first_hop_ports(fabric, leaf.name).items():
+            chosen.setdefault(sw, set()).update(ports)
     out: dict[str, list[int]] = {}
     for s in fabric.switches:
         if s.role is Role.CORE:
             continue
-        ups = [p.number for p in s.fabric_ports if fabric.layer(p.peer.node) > s.role.layer]
-        if ups:
-            out[s.name] = ups
+        ups = {p.number for p in s.fabric_ports if fabric.layer(p.peer.node) > s.role.layer}
+        if ups & chosen.get(s.name, set()):
+            out[s.name] = sorted(ups & chosen[s.name])
     return out
 
 

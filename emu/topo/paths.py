@@ -83,9 +83,50 @@ def equal_cost_paths(fabric: Fabric, src: str, dst: str) -> list[SwitchPath]:
     return found
 
 
+def _updown_distances(fabric: Fabric, dst: str) -> dict[tuple[str, bool], int]:
+    """Length of the shortest up-down path to dst from every state (switch, has gone
+    down) that has one: one breadth-first search backwards from dst."""
+    adj = fabric.adjacency(switches_only=True)
+    dist = {(dst, False): 0, (dst, True): 0}
+    queue = deque(dist)
+    while queue:
+        node, down = queue.popleft()
+        for edge in adj[node]:  # the step edge.peer -> node, taken backwards
+            delta = fabric.layer(node) - fabric.layer(edge.peer)
+            for before in (False, True):
+                # no climbing once down; the step lands in (node, down)
+                if (delta > 0 and before) or (before or delta < 0) != down:
+                    continue
+                state = (edge.peer, before)
+                if state not in dist:
+                    dist[state] = dist[(node, down)] + 1
+                    queue.append(state)
+    return dist
+
+
+def first_hop_ports(fabric: Fabric, dst: str) -> dict[str, list[int]]:
+    """For every switch with a path to switch `dst`, its egress ports that start a
+    shortest up-down path there (sorted): the members of its next-hop group."""
+    dist = _updown_distances(fabric, dst)
+    out: dict[str, list[int]] = {}
+    for node, edges in fabric.adjacency(switches_only=True).items():
+        here = dist.get((node, False))
+        if node == dst or here is None:
+            continue
+        ports = []
+        for edge in edges:
+            after = (edge.peer, fabric.layer(edge.peer) < fabric.layer(node))
+            if dist.get(after) == here - 1:
+                ports.append(edge.port)
+        out[node] = sorted(ports)
+    return out
+
+
 def next_hop_ports(fabric: Fabric, switch: str, dst_leaf: str) -> list[int]:
     """Egress ports of `switch` that start a shortest up-down path to dst_leaf (sorted)."""
-    return sorted({p.hops[0][1] for p in equal_cost_paths(fabric, switch, dst_leaf) if p.links})
+    fabric.switch(switch)
+    fabric.switch(dst_leaf)
+    return first_hop_ports(fabric, dst_leaf).get(switch, [])
 
 
 def host_path_ports(fabric: Fabric, src: str, dst: str) -> list[list[Port]]:

@@ -62,6 +62,47 @@ def test_spray_with_sr_uses_every_uplink_of_the_leaf() -> None:
     assert sum(1 for _p, b in e1.tx_bytes if b > 10_000) == 1  # one flow, one path
 
 
+DETOUR = """
+name: detour
+defaults: {rate: 100Gbps, delay: 1us, queue_depth_pkts: 64, mtu: 1500}
+switches:
+  - {name: leaf1, role: leaf}
+  - {name: leaf2, role: leaf}
+  - {name: spine1, role: spine}
+  - {name: spine2, role: spine}
+  - {name: spine3, role: spine}
+  - {name: core1, role: core}
+hosts: [{name: h1}, {name: h2}]
+links:
+  - {a: h1, b: leaf1}
+  - {a: h2, b: leaf2}
+  - {a: leaf1, b: spine1}
+  - {a: leaf1, b: spine2}
+  - {a: leaf2, b: spine1}
+  - {a: leaf2, b: spine2}
+  - {a: leaf1, b: core1}   # a detour: leaf1 - core1 - spine3 - leaf2 is 3 hops, not 2
+  - {a: core1, b: spine3}
+  - {a: spine3, b: leaf2}
+"""
+
+
+def test_uplink_balance_counts_the_uplinks_load_balancing_chooses_among(
+        tmp_path: Path) -> None:
+    """leaf1's uplink to core1 is on no shortest path, so no LB mode sends on it; it was
+    counted as an idle uplink, and spraying over the two real ones read Jain 0.67."""
+    (tmp_path / "detour.yaml").write_text(DETOUR)
+    wl = WorkloadParams("incast", message_bytes=128 * 1024, incast_senders=1,
+                        incast_target="h2")
+    s = run(topo=str(tmp_path / "detour.yaml"), workload=wl, lb=LbMode.SPRAY,
+            recovery="sr")
+    assert s.ok
+    (leaf1,) = [u for u in s.uplinks if u.switch == "leaf1"]
+    plan = plan_run(RunConfig(topo=str(tmp_path / "detour.yaml"), workload=wl))
+    to = {p.number: p.peer.node for p in plan.fabric.switch("leaf1").ports}
+    assert sorted(to[p] for p, _b in leaf1.tx_bytes) == ["spine1", "spine2"]
+    assert leaf1.jain > 0.95, leaf1
+
+
 def test_dcqcn_cuts_incast_drops() -> None:
     # Large enough that the steady state, not DCQCN's first RTT (the same ~260 drops
     # whatever the size with the hpcc profile, which decreases at the first 4 us check

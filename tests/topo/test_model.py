@@ -219,3 +219,32 @@ def test_emu_topologies_env(tmp_path, monkeypatch) -> None:
     fabric = load_topology("mine")
     assert fabric.name == "mine" and len(fabric.switches) == 3
     assert fabric.source == str(tmp_path / "mine.yaml")
+
+
+@pytest.mark.parametrize("topo", ["clos4", "fattree4", "fattree8", "asym4", "leafspine2",
+                                  "oversub2", "oversub4", "incast4"])
+def test_next_hop_groups_are_the_first_hops_of_the_equal_cost_paths(topo: str) -> None:
+    """One backwards search per leaf gives every switch's next-hop group at once (routes
+    of fattree8 in 50 ms rather than 1.2 s: rerouting a failed link waited for it); the
+    groups are the first hops of the path enumeration, with links failed too."""
+    import random
+    from dataclasses import replace
+
+    from emu.topo.paths import first_hop_ports
+
+    rng = random.Random(topo)
+    full = load_topology(topo)
+    for trial in range(3):
+        fabric = full
+        if trial:  # up to 6 links down (also hosts' and whole switches' last uplinks)
+            dead = set(rng.sample([lk.index for lk in full.links], k=min(6, len(full.links) // 4)))
+            fabric = replace(full, links=tuple(lk for lk in full.links if lk.index not in dead))
+        for leaf in fabric.leaves:
+            groups = first_hop_ports(fabric, leaf.name)
+            for sw in fabric.switches:
+                paths = [] if sw.name == leaf.name else equal_cost_paths(fabric, sw.name,
+                                                                         leaf.name)
+                want = sorted({p.hops[0][1] for p in paths})
+                assert groups.get(sw.name, []) == want, (trial, sw.name, leaf.name)
+    sw, leaf = full.switches[-1].name, full.leaves[0].name
+    assert next_hop_ports(full, sw, leaf) == first_hop_ports(full, leaf).get(sw, [])
