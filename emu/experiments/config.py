@@ -14,6 +14,7 @@ from typing import Literal, get_args
 from emu.control.params import EcnSettings, LbMode, ParamError
 from emu.core.flowmode import WATCHDOG_MODES, FlowControlMode, WatchdogMode
 from emu.core.units import MAX_DILATION, MAX_LINE_RATE_BPS, Dilation
+from emu.roce.config import MAX_OUTSTANDING_PKTS
 from emu.roce.dcqcn import EcnMarkAt
 from emu.roce.recovery import RECOVERY_MODES, RecoveryMode
 from emu.roce.wire import ACK_CLASSES, AckClass
@@ -165,8 +166,10 @@ class RunConfig:
                       "one follows from the other and the topology's fastest link")
         if not 1 <= self.priority_queues <= 8:
             raise bad(f"priority_queues must be 1..8, got {self.priority_queues}")
-        if self.window_pkts is not None and self.window_pkts < 1:
-            raise bad("window_pkts must be >= 1")
+        if self.window_pkts is not None and not 1 <= self.window_pkts <= MAX_OUTSTANDING_PKTS:
+            # past it the hosts' configuration was refused with a traceback
+            raise bad(f"window_pkts must be 1..{MAX_OUTSTANDING_PKTS} (packets in flight: "
+                      f"under a quarter of the 24-bit PSN space), got {self.window_pkts}")
         if self.lb_seed is not None and not 0 <= self.lb_seed <= 0xFFFF_FFFF:
             raise bad(f"lb_seed must be an integer in 0..{0xFFFF_FFFF}, got {self.lb_seed}")
         if self.ack_class not in ACK_CLASSES:

@@ -43,6 +43,10 @@ from emu.roce.qp import QpParams
 from emu.roce.verbs import QpTransport
 from emu.roce.wire import AckClass
 
+# Packets a QP may have in flight: a quarter of the 24-bit PSN space, so that a PSN
+# compared modulo 2^24 always tells an old packet from a new one.
+MAX_OUTSTANDING_PKTS = (1 << 22) - 1
+
 
 class ConfigError(ValueError):
     """Bad configuration; the message names the offending key."""
@@ -316,7 +320,8 @@ def validate(cfg: AgentConfig) -> None:
         _check_times(q, w)
         _check(q.max_outstanding_pkts >= 1 and q.ack_every_pkts >= 1, w,
                "max_outstanding_pkts and ack_every_pkts must be >= 1")
-        _check(q.max_outstanding_pkts < 1 << 22, w, "max_outstanding_pkts must be < 2^22")
+        _check(q.max_outstanding_pkts <= MAX_OUTSTANDING_PKTS, w,
+               f"max_outstanding_pkts must be at most {MAX_OUTSTANDING_PKTS} (< 2^22)")
         if q.recovery == "sr":
             _check(q.max_outstanding_pkts <= q.reorder_window_pkts, w,
                    "with selective repeat, max_outstanding_pkts must not exceed "

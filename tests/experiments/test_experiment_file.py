@@ -103,12 +103,33 @@ def test_bad_file_reports_every_problem_at_its_position(tmp_path: Path) -> None:
         f"{f}:6:14: lb: expected one of ecmp, flowlet, adaptive, spray, te, got 'flowlett'",
         f"{f}:7:15: cc: expected one of dcqcn, none, got 3",
         f"{f}:10:18: recovery: expected one of gbn, sr, got 'xx'",
-        f"{f}:10:30: window: window_pkts must be >= 1",
+        f"{f}:10:30: window: window_pkts must be 1..4194303 (packets in flight: under a "
+        "quarter of the 24-bit PSN space), got -1",
         f"{f}:11:3: unknown option 'lbb' (did you mean 'lb'?); an axis that is not an "
         "option takes mappings of options as its values",
         f"{f}:12:8: seeds repeat a value",
         f"{f}:13:1: unknown key 'timout' (did you mean 'timeout'?)",
     ]
+
+
+def test_a_window_past_the_psn_space_is_an_error_at_its_place(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """window: 40964096 passed the file's checks, and planning the points then failed
+    in the hosts' configuration with a traceback (ConfigError: max_outstanding_pkts);
+    `emu run --window 40964096` the same."""
+    errs = errors("""\
+        base: {topology: clos4, window: 40964096}
+        seeds: [1]
+        """, tmp_path)
+    f = str(tmp_path / "exp.yaml")
+    assert errs == [f"{f}:1:33: window: window_pkts must be 1..4194303 (packets in flight: "
+                    "under a quarter of the 24-bit PSN space), got 40964096"]
+    from emu.cli import main
+
+    assert main(["run", "clos4", "--virtual", "--window", "40964096", "--dry-run"]) == 1
+    assert capsys.readouterr().err.strip() == (
+        "emu run: run configuration: window_pkts must be 1..4194303 (packets in flight: "
+        "under a quarter of the 24-bit PSN space), got 40964096")
 
 
 @pytest.mark.parametrize("path", sorted((REPO / "experiments").glob("*.yaml")),
