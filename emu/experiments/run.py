@@ -291,17 +291,7 @@ class Experiment:
         # A call cut short may have left its gRPC channel unusable (a read on it would
         # wait for ever): then the last P4 reading stands.
         snaps.append(self.sampler.sample(with_p4=not forced))
-        from .metrics import read_jsonl
-
-        rows = {h: read_jsonl(a.results_path) for h, a in agents.items()}
-        for a in agents.values():  # the agents' counters over time, next to their results
-            if a.progress_rows:
-                a.results_path.with_suffix(".progress.jsonl").write_text(
-                    "\n".join(a.progress_rows) + "\n")
-        for h, a in agents.items():
-            rc = a.popen.returncode
-            if rc not in (0, 2):
-                notes.append(f"agent {h} exited {rc}: {a.stderr_tail() or 'no message'}")
+        rows = _collect_results(agents, notes)
         offsets = {h: a.epoch_s for h, a in agents.items() if a.epoch_s is not None}
         return RunRecords(rows, offsets, snaps, duration, notes=notes, events=events,
                           bringup_s={f"workload_{k}": v for k, v in sampling.items()},
@@ -347,6 +337,23 @@ def _update_progress(state: ProgressState, first: Snapshot, snap: Snapshot,
     state.hottest = hottest(snap)
     ready = sum(a.ready_s is not None for a in agents.values())
     state.phase = "running" if ready == len(agents) else f"agents {ready}/{len(agents)}"
+
+
+def _collect_results(agents: dict[str, AgentProc], notes: list[str]) -> dict[str, list[Row]]:
+    """The agents' result rows; their progress lines saved beside them; a note per agent
+    that did not exit cleanly (0, or 2: stopped with partial results)."""
+    from .metrics import read_jsonl
+
+    rows = {h: read_jsonl(a.results_path) for h, a in agents.items()}
+    for a in agents.values():  # the agents' counters over time, next to their results
+        if a.progress_rows:
+            a.results_path.with_suffix(".progress.jsonl").write_text(
+                "\n".join(a.progress_rows) + "\n")
+    for h, a in agents.items():
+        rc = a.popen.returncode
+        if rc not in (0, 2):
+            notes.append(f"agent {h} exited {rc}: {a.stderr_tail() or 'no message'}")
+    return rows
 
 
 AGENT_STOP_GRACE_S = 10.0  # for every agent together to write partial results and exit
