@@ -13,7 +13,7 @@ from typing import Literal, get_args
 
 from emu.control.params import EcnSettings, LbMode, ParamError
 from emu.core.flowmode import WATCHDOG_MODES, FlowControlMode, WatchdogMode
-from emu.core.units import MAX_DILATION, MAX_LINE_RATE_BPS, Dilation
+from emu.core.units import MAX_DILATION, MAX_LINE_RATE_BPS, MAX_TIME_NS, Dilation
 from emu.roce.config import MAX_OUTSTANDING_PKTS
 from emu.roce.dcqcn import EcnMarkAt
 from emu.roce.recovery import RECOVERY_MODES, RecoveryMode
@@ -48,6 +48,7 @@ _POSITIVE = ("dilation", "sample_interval_s", "timeout_s", "pfc_watchdog_ms",
              "flowlet_timeout_us")
 _NON_NEGATIVE = ("agent_progress_s", "start_delay_s", "lock_wait_s", "fail_after_s",
                  "qdepth_max_age_us")
+_TIME_UNITS_NS = (("_s", 10**9), ("_ms", 10**6), ("_us", 10**3))
 
 
 def _finite(value: object) -> bool:
@@ -159,6 +160,10 @@ class RunConfig:
             least = "> 0" if name in _POSITIVE else ">= 0"
             if not _finite(value) or not (value > 0 if name in _POSITIVE else value >= 0):
                 raise bad(f"{name} must be a finite number {least}, got {value!r}")
+            unit_ns = next((ns for suffix, ns in _TIME_UNITS_NS if name.endswith(suffix)), None)
+            if unit_ns is not None and value * unit_ns > MAX_TIME_NS:
+                # the clocks count whole nanoseconds (a timeout of 1e300 s overflowed them)
+                raise bad(f"{name} must be at most {MAX_TIME_NS / unit_ns:g}, got {value!r}")
         if self.rate_bps is not None and self.rate_bps <= 0:
             raise bad("rate_bps must be positive")
         if self.dilation is not None and self.rate_bps is not None:
@@ -166,6 +171,8 @@ class RunConfig:
                       "one follows from the other and the topology's fastest link")
         if not 1 <= self.priority_queues <= 8:
             raise bad(f"priority_queues must be 1..8, got {self.priority_queues}")
+        if not 256 <= self.mtu_bytes <= 4096:  # as the hosts' NIC configuration takes it
+            raise bad(f"mtu_bytes (the RoCE path MTU) must be 256..4096, got {self.mtu_bytes}")
         if self.window_pkts is not None and not 1 <= self.window_pkts <= MAX_OUTSTANDING_PKTS:
             # past it the hosts' configuration was refused with a traceback
             raise bad(f"window_pkts must be 1..{MAX_OUTSTANDING_PKTS} (packets in flight: "

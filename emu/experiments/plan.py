@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from emu.core.units import Dilation
 from emu.roce.config import AgentConfig
+from emu.roce.wire import IB_MTUS, max_ip_bytes
 from emu.topo import Fabric, Role, load_topology
 from emu.topo.paths import first_hop_ports
 
@@ -112,6 +113,21 @@ def agent_settings(cfg: RunConfig, dilation: Dilation) -> AgentSettings:
                          AgentSettings.timer_resolution_ns)
 
 
+def _check_path_mtu(cfg: RunConfig, model: Fabric) -> None:
+    """Every host's MTU holds the largest RoCE packet of the run's path MTU: a larger one
+    never leaves a real NIC (nor a veth: EMSGSIZE), yet a virtual run carried it."""
+    need = max_ip_bytes(cfg.mtu_bytes)
+    for h in model.hosts:
+        if h.mtu < need:
+            fits = [m for m in IB_MTUS if max_ip_bytes(m) <= h.mtu]
+            hint = (f"mtu_bytes {fits[-1]} is the largest path MTU that fits it" if fits
+                    else "no RoCE path MTU fits it")
+            raise RunConfigError(
+                f"run configuration: mtu_bytes {cfg.mtu_bytes} (the RoCE path MTU) makes IP "
+                f"packets of up to {need} bytes; host {h.name} of {model.name} has MTU "
+                f"{h.mtu} ({hint}; or raise the topology's mtu)")
+
+
 def plan_run(cfg: RunConfig, model: Fabric | None = None) -> RunPlan:
     """`model`: the modelled fabric (default: the run's topology file)."""
     cfg.validate()
@@ -127,6 +143,7 @@ def plan_run(cfg: RunConfig, model: Fabric | None = None) -> RunPlan:
         # The modelled network has no delay either: ideal FCTs, BDP windows, the rate
         # line and effective.json describe what runs.
         model = without_link_delay(model)
+    _check_path_mtu(cfg, model)
     dilation = cfg.dilation_for(model)
     fabric = model.on_wire(dilation)
     workload = build_workload(cfg.workload, {h.name: h.switch for h in fabric.hosts},

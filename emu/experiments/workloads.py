@@ -13,13 +13,16 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
 
 from emu.core.wire import MAX_MESSAGE_BYTES
 
 # Background flows one plan may draw (their expected number is checked before drawing).
 MAX_BACKGROUND_FLOWS = 200_000
+# Flows of the pattern or collectives one plan may hold, all iterations together (checked
+# on one iteration before building them all: 10^8 iterations took all memory).
+MAX_PATTERN_FLOWS = 1_000_000
 
 WorkloadKind = Literal["allreduce", "permutation", "incast", "alltoall", "dp", "tp", "pp",
                        "mix", "background"]
@@ -131,6 +134,12 @@ def build_workload(params: WorkloadParams, host_leaf: Mapping[str, str],
         raise WorkloadError("hosts must be distinct")
     if len(hosts) < 2:
         raise WorkloadError(f"a workload needs at least 2 hosts, got {len(hosts)}")
+    if params.iterations > 1 and params.kind != "background":
+        one = build_workload(replace(params, iterations=1, background_load=0.0), host_leaf)
+        total = len(one.flows) * params.iterations
+        if total > MAX_PATTERN_FLOWS:
+            raise WorkloadError(f"{params.iterations} iterations of {len(one.flows)} flows "
+                                f"make {total} flows; at most {MAX_PATTERN_FLOWS} in one run")
     flows: list[FlowSpec] = []
     colls: list[Collective] = []
     if params.kind == "permutation":

@@ -157,3 +157,27 @@ def test_agents_carry_their_host_links_wire_delay() -> None:
     for name, c in agent_configs(FABRIC, w, AgentSettings()).items():
         link = FABRIC.links[FABRIC.host(name).link]
         assert c.nic.host_link_delay_ns == link.delay_ns == 5_000_000  # 1 us x 5000
+
+
+def test_a_path_mtu_the_hosts_mtu_cannot_carry_is_refused() -> None:
+    """mtu_bytes 4096 on clos4 (host MTU 1500): 4160-byte IP packets, which no NIC sends
+    on a 1500-byte link and a veth refuses (EMSGSIZE); a virtual run carried them and
+    reported the figures. 1024 fits (1088 bytes); incast4's MTU 9000 takes 4096."""
+    from emu.experiments.config import RunConfig, RunConfigError
+    from emu.experiments.plan import plan_run
+    from emu.roce.wire import IB_MTUS, max_ip_bytes
+
+    assert [max_ip_bytes(m) for m in IB_MTUS] == [320, 576, 1088, 2112, 4160]
+    with pytest.raises(RunConfigError) as err:
+        plan_run(RunConfig(virtual=True, mtu_bytes=4096))
+    assert str(err.value) == (
+        "run configuration: mtu_bytes 4096 (the RoCE path MTU) makes IP packets of up to "
+        "4160 bytes; host h1 of clos4 has MTU 1500 (mtu_bytes 1024 is the largest path MTU "
+        "that fits it; or raise the topology's mtu)")
+    assert plan_run(RunConfig(virtual=True, mtu_bytes=1024)).agents
+    assert plan_run(RunConfig(topo="incast4", virtual=True, mtu_bytes=4096,
+                              workload=WorkloadParams("incast", message_bytes=4096,
+                                                      incast_senders=4))).agents
+    for bad in (255, 4097, 40964096):  # the hosts' NIC takes 256..4096
+        with pytest.raises(RunConfigError, match=f"must be 256..4096, got {bad}"):
+            RunConfig(mtu_bytes=bad).validate()

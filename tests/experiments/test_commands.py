@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -272,3 +273,21 @@ def test_virtual_runs_take_no_calibrated_rate() -> None:
     assert cfg.rate_bps is None and cfg.dilation is None
     plan = plan_run(cfg)
     assert max(lk.rate_bps for lk in plan.fabric.links) == DEFAULT_WIRE_RATE_BPS
+
+
+@pytest.mark.parametrize("option, value, field, most", [
+    ("--timeout", "1e300", "timeout_s", "1e+06"), ("--fail-after", "2e6", "fail_after_s", "1e+06"),
+    ("--sample-interval", "1e7", "sample_interval_s", "1e+06")])
+def test_a_time_past_the_clocks_range_is_an_error(option: str, value: str, field: str,
+                                                   most: str, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """--timeout 1e300 passed the checks and a virtual run then died in an OverflowError
+    (the virtual clock counts whole nanoseconds: 1e309 ns is a float infinity)."""
+    argv = ["run", "clos4", "--virtual", "--no-progress", "--size", "4K", "--results",
+            str(tmp_path), option, value]
+    if option == "--fail-after":
+        argv += ["--fail-link", "leaf1:spine1"]
+    assert main(argv) == 1
+    assert capsys.readouterr().err.strip() == (
+        f"emu run: run configuration: {field} must be at most {most}, got {float(value)!r}")
+    assert not any(tmp_path.iterdir())

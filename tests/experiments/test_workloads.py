@@ -102,3 +102,19 @@ def test_bus_factor_definitions() -> None:
 def test_bad_parameters_say_which(params: WorkloadParams, match: str) -> None:
     with pytest.raises(WorkloadError, match=match):
         build_workload(params, LEAF)
+
+
+def test_too_many_iterations_is_an_error_before_any_flow_is_built() -> None:
+    """`emu run --iterations 100000000` built 11,200,000,000 flows until memory ran out;
+    it is refused from one iteration's count."""
+    from emu.experiments.workloads import MAX_PATTERN_FLOWS
+
+    with pytest.raises(WorkloadError, match="100000000 iterations of 112 flows make "
+                       "11200000000 flows; at most 1000000 in one run"):
+        build_workload(WorkloadParams("allreduce", iterations=100_000_000), LEAF)
+    per = len(build_workload(WorkloadParams("allreduce"), LEAF).flows)
+    most = MAX_PATTERN_FLOWS // per
+    assert len(build_workload(WorkloadParams("allreduce", message_bytes=1024,
+                                             iterations=3), LEAF).flows) == 3 * per
+    with pytest.raises(WorkloadError):
+        build_workload(WorkloadParams("allreduce", iterations=most + 1), LEAF)
