@@ -15,6 +15,7 @@ from emu.control.params import EcnSettings, LbMode, ParamError
 from emu.core.flowmode import WATCHDOG_MODES, FlowControlMode, WatchdogMode
 from emu.core.units import MAX_DILATION, MAX_LINE_RATE_BPS, MAX_TIME_NS, Dilation
 from emu.roce.config import MAX_OUTSTANDING_PKTS
+from emu.roce.dcqcn import PROFILES as DCQCN_PROFILES
 from emu.roce.dcqcn import EcnMarkAt
 from emu.roce.recovery import RECOVERY_MODES, RecoveryMode
 from emu.roce.wire import ACK_CLASSES, AckClass
@@ -149,6 +150,9 @@ class RunConfig:
                       f"got {self.lb!r}")
         if self.cc not in CC_MODES:
             raise bad(f"cc must be one of {', '.join(CC_MODES)}, got {self.cc!r}")
+        if self.dcqcn_profile not in DCQCN_PROFILES:
+            raise bad(f"dcqcn_profile must be one of {', '.join(DCQCN_PROFILES)}, "
+                      f"got {self.dcqcn_profile!r}")
         if self.recovery not in RECOVERY_MODES:
             raise bad(f"recovery must be one of {', '.join(RECOVERY_MODES)}")
         if self.target not in TARGETS:

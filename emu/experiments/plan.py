@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from emu.core.units import Dilation
-from emu.roce.config import AgentConfig
+from emu.roce.config import AgentConfig, ConfigError
 from emu.roce.wire import IB_MTUS, max_ip_bytes
 from emu.topo import Fabric, Role, load_topology
 from emu.topo.paths import first_hop_ports
@@ -148,6 +148,9 @@ def plan_run(cfg: RunConfig, model: Fabric | None = None) -> RunPlan:
     fabric = model.on_wire(dilation)
     workload = build_workload(cfg.workload, {h.name: h.switch for h in fabric.hosts},
                               host_rates(model))
-    agents = agent_configs(fabric, workload, agent_settings(cfg, dilation),
-                           seed=cfg.workload.seed)
+    try:
+        agents = agent_configs(fabric, workload, agent_settings(cfg, dilation),
+                               seed=cfg.workload.seed)
+    except ConfigError as exc:  # what RunConfig's own checks did not foresee: one line
+        raise RunConfigError(f"run configuration: the hosts' configuration: {exc}") from None
     return RunPlan(cfg, fabric, workload, agents, model, dilation)

@@ -132,6 +132,17 @@ def test_a_window_past_the_psn_space_is_an_error_at_its_place(
         "under a quarter of the 24-bit PSN space), got 40964096")
 
 
+def test_an_unknown_dcqcn_profile_is_an_error_at_its_place(tmp_path: Path) -> None:
+    """It passed the file's checks; planning the points then failed with a traceback
+    from the hosts' configuration (ConfigError: dcqcn.profile)."""
+    errs = errors("""\
+        base: {topology: clos4, dcqcn_profile: hpcchpcc}
+        seeds: [1]
+        """, tmp_path)
+    assert errs == [f"{tmp_path / 'exp.yaml'}:1:40: dcqcn_profile: dcqcn_profile must be "
+                    "one of paper, nvidia, hpcc, got 'hpcchpcc'"]
+
+
 @pytest.mark.parametrize("path", sorted((REPO / "experiments").glob("*.yaml")),
                          ids=lambda p: p.stem)
 def test_every_shipped_experiment_file_loads(path: Path) -> None:
