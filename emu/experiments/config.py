@@ -13,7 +13,7 @@ from typing import Literal, get_args
 
 from emu.control.params import EcnSettings, LbMode, ParamError
 from emu.core.flowmode import WATCHDOG_MODES, FlowControlMode, WatchdogMode
-from emu.core.units import MAX_DILATION, MAX_LINE_RATE_BPS, MAX_TIME_NS, Dilation
+from emu.core.units import MAX_DILATION, MAX_LINE_RATE_BPS, Dilation
 from emu.roce.config import MAX_OUTSTANDING_PKTS
 from emu.roce.dcqcn import PROFILES as DCQCN_PROFILES
 from emu.roce.dcqcn import EcnMarkAt
@@ -50,6 +50,9 @@ _POSITIVE = ("dilation", "sample_interval_s", "timeout_s", "pfc_watchdog_ms",
 _NON_NEGATIVE = ("agent_progress_s", "start_delay_s", "lock_wait_s", "fail_after_s",
                  "qdepth_max_age_us")
 _TIME_UNITS_NS = (("_s", 10**9), ("_ms", 10**6), ("_us", 10**3))
+# The longest time a run's option may give: 10^9 s, in nanoseconds still within the
+# 64-bit integers of the compiled clock (and what `emu incast` gives as "no timeout").
+MAX_RUN_TIME_NS = 10**18
 
 
 def _finite(value: object) -> bool:
@@ -165,9 +168,9 @@ class RunConfig:
             if not _finite(value) or not (value > 0 if name in _POSITIVE else value >= 0):
                 raise bad(f"{name} must be a finite number {least}, got {value!r}")
             unit_ns = next((ns for suffix, ns in _TIME_UNITS_NS if name.endswith(suffix)), None)
-            if unit_ns is not None and value * unit_ns > MAX_TIME_NS:
+            if unit_ns is not None and value * unit_ns > MAX_RUN_TIME_NS:
                 # the clocks count whole nanoseconds (a timeout of 1e300 s overflowed them)
-                raise bad(f"{name} must be at most {MAX_TIME_NS / unit_ns:g}, got {value!r}")
+                raise bad(f"{name} must be at most {MAX_RUN_TIME_NS / unit_ns:g}, got {value!r}")
         if self.rate_bps is not None and self.rate_bps <= 0:
             raise bad("rate_bps must be positive")
         if self.dilation is not None and self.rate_bps is not None:

@@ -276,8 +276,8 @@ def test_virtual_runs_take_no_calibrated_rate() -> None:
 
 
 @pytest.mark.parametrize("option, value, field, most", [
-    ("--timeout", "1e300", "timeout_s", "1e+06"), ("--fail-after", "2e6", "fail_after_s", "1e+06"),
-    ("--sample-interval", "1e7", "sample_interval_s", "1e+06")])
+    ("--timeout", "1e300", "timeout_s", "1e+09"), ("--fail-after", "2e9", "fail_after_s", "1e+09"),
+    ("--sample-interval", "1e10", "sample_interval_s", "1e+09")])
 def test_a_time_past_the_clocks_range_is_an_error(option: str, value: str, field: str,
                                                    most: str, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
