@@ -53,6 +53,11 @@ def unwinding_on_termination() -> Iterator[None]:
         disarm(old)
 
 
+def interrupt_name(exc: KeyboardInterrupt) -> str:
+    """"Ctrl-C", or the signal an Interrupted names (for the run's notes)."""
+    return "Ctrl-C" if type(exc) is KeyboardInterrupt else (str(exc) or "a signal")
+
+
 class StopRequest:
     """What `stop_requests` recorded: the first stop signal, if one came."""
 

@@ -90,8 +90,9 @@ def uplinks(fabric: Fabric) -> dict[str, list[int]]:
         if s.role is Role.CORE:
             continue
         ups = {p.number for p in s.fabric_ports if fabric.layer(p.peer.node) > s.role.layer}
-        if ups & chosen.get(s.name, set()):
-            out[s.name] = sorted(ups & chosen[s.name])
+        balanced = ups & chosen.get(s.name, set())
+        if balanced:
+            out[s.name] = sorted(balanced)
     return out
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from emu.control.params import LbMode
-from emu.core.signals import StopRequest, stop_requests
+from emu.core.signals import StopRequest, interrupt_name, stop_requests
 from emu.roce.agent import START
 
 from . import pfc
@@ -272,7 +272,7 @@ class Experiment:
                 # A second signal (or a first one outside the main thread's handlers)
                 # cut a call short: what was measured so far is still a result.
                 forced = True
-                how = "Ctrl-C" if type(exc) is KeyboardInterrupt else (str(exc) or "a signal")
+                how = interrupt_name(exc)
             else:
                 how = stop.describe()
             finally:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from emu.control.params import LbMode
-from emu.core.signals import stop_requests
+from emu.core.signals import interrupt_name, stop_requests
 
 from . import pfc
 from .jsontypes import JsonDict
@@ -139,7 +139,7 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
                     events.append((clock.now_ns() / 1e9, "rerouted"))
                     fail_done = True
         except KeyboardInterrupt as exc:  # the second signal
-            how = "Ctrl-C" if type(exc) is KeyboardInterrupt else (str(exc) or "a signal")
+            how = interrupt_name(exc)
         else:
             how = stop.describe()
     # Interrupted: the run so far is still a result (partial), written like any other.

@@ -85,13 +85,6 @@ ECN_CE = 3
 _HDR_LEN = 54  # Ethernet 14 + IPv4 20 + UDP 8 + BTH 12
 _ICRC_OFF = 14  # the ICRC covers bytes from the IP header on
 _PAD = (b"", b"\0", b"\0\0", b"\0\0\0")
-IB_MTUS = (256, 512, 1024, 2048, 4096)  # the path MTUs InfiniBand defines
-
-
-def max_ip_bytes(path_mtu: int) -> int:
-    """The largest IPv4 packet a QP with this path MTU sends (a full WRITE ONLY with
-    immediate: RETH, ImmDt, padding, ICRC): what the interface MTU must hold."""
-    return _HDR_LEN - 14 + max(EXT_LEN.values()) + path_mtu + (-path_mtu) % 4 + 4
 _pack_icrc = struct.Struct("<I").pack
 # Precompiled packers of the per-frame fields (faster than format-string pack_into).
 _pk_ip = struct.Struct("!HHHBBH").pack_into  # IPv4 total length, id, flags, TTL, proto, csum
@@ -99,6 +92,15 @@ _pk_l4 = struct.Struct("!HHBBHII").pack_into  # UDP length + checksum, BTH
 _pk_len_id = struct.Struct("!HH").pack_into
 _pack_reth = struct.Struct("!QII").pack
 _pack_imm = struct.Struct("!I").pack
+
+
+IB_MTUS = (256, 512, 1024, 2048, 4096)  # the path MTUs InfiniBand defines
+
+
+def max_ip_bytes(path_mtu: int) -> int:
+    """The largest IPv4 packet a QP with this path MTU sends (a full WRITE ONLY with
+    immediate: RETH, ImmDt, padding, ICRC): what the interface MTU must hold."""
+    return _HDR_LEN - 14 + max(EXT_LEN.values()) + path_mtu + (-path_mtu) % 4 + 4
 
 
 def mac_bytes(mac: str) -> bytes:

@@ -28,25 +28,25 @@ def _plain_distances(fabric: Fabric, dst: str) -> dict[str, int]:
     return dist
 
 
-def _updown_length(fabric: Fabric, src: str, dst: str) -> int | None:
-    """Length of the shortest up-down path, by BFS over (switch, has-gone-down) states."""
+def _updown_distances(fabric: Fabric, dst: str) -> dict[tuple[str, bool], int]:
+    """Length of the shortest up-down path to dst from every state (switch, has gone
+    down) that has one: one breadth-first search backwards from dst."""
     adj = fabric.adjacency(switches_only=True)
-    start = (src, False)
-    seen = {start}
-    queue = deque([(start, 0)])
+    dist = {(dst, False): 0, (dst, True): 0}
+    queue = deque(dist)
     while queue:
-        (node, down), dist = queue.popleft()
-        if node == dst:
-            return dist
-        for edge in adj[node]:
-            delta = fabric.layer(edge.peer) - fabric.layer(node)
-            if delta > 0 and down:
-                continue
-            state = (edge.peer, down or delta < 0)
-            if state not in seen:
-                seen.add(state)
-                queue.append((state, dist + 1))
-    return None
+        node, down = queue.popleft()
+        for edge in adj[node]:  # the step edge.peer -> node, taken backwards
+            delta = fabric.layer(node) - fabric.layer(edge.peer)
+            for before in (False, True):
+                # no climbing once down; the step lands in (node, down)
+                if (delta > 0 and before) or (before or delta < 0) != down:
+                    continue
+                state = (edge.peer, before)
+                if state not in dist:
+                    dist[state] = dist[(node, down)] + 1
+                    queue.append(state)
+    return dist
 
 
 def equal_cost_paths(fabric: Fabric, src: str, dst: str) -> list[SwitchPath]:
@@ -55,7 +55,7 @@ def equal_cost_paths(fabric: Fabric, src: str, dst: str) -> list[SwitchPath]:
     fabric.switch(dst)
     if src == dst:
         return [SwitchPath((src,), ())]
-    length = _updown_length(fabric, src, dst)
+    length = _updown_distances(fabric, dst).get((src, False))
     if length is None:
         return []
     bound = _plain_distances(fabric, dst)
@@ -81,27 +81,6 @@ def equal_cost_paths(fabric: Fabric, src: str, dst: str) -> list[SwitchPath]:
 
     walk(src, False, [src], [])
     return found
-
-
-def _updown_distances(fabric: Fabric, dst: str) -> dict[tuple[str, bool], int]:
-    """Length of the shortest up-down path to dst from every state (switch, has gone
-    down) that has one: one breadth-first search backwards from dst."""
-    adj = fabric.adjacency(switches_only=True)
-    dist = {(dst, False): 0, (dst, True): 0}
-    queue = deque(dist)
-    while queue:
-        node, down = queue.popleft()
-        for edge in adj[node]:  # the step edge.peer -> node, taken backwards
-            delta = fabric.layer(node) - fabric.layer(edge.peer)
-            for before in (False, True):
-                # no climbing once down; the step lands in (node, down)
-                if (delta > 0 and before) or (before or delta < 0) != down:
-                    continue
-                state = (edge.peer, before)
-                if state not in dist:
-                    dist[state] = dist[(node, down)] + 1
-                    queue.append(state)
-    return dist
 
 
 def first_hop_ports(fabric: Fabric, dst: str) -> dict[str, list[int]]:
