@@ -43,23 +43,13 @@ def disarm(old: dict[int, Any]) -> None:
     old.clear()
 
 
-@contextlib.contextmanager
-def unwinding_on_termination() -> Iterator[None]:
-    """Within the block, SIGTERM/SIGHUP raise Interrupted (a KeyboardInterrupt)."""
-    old = arm()
-    try:
-        yield
-    finally:
-        disarm(old)
-
-
 def interrupt_name(exc: KeyboardInterrupt) -> str:
     """"Ctrl-C", or the signal an Interrupted names (for the run's notes)."""
     return "Ctrl-C" if type(exc) is KeyboardInterrupt else (str(exc) or "a signal")
 
 
 class StopRequest:
-    """What `stop_requests` recorded: the first stop signal, if one came."""
+    """The first stop signal a block below saw, if one came."""
 
     def __init__(self) -> None:
         self.signum: int | None = None
@@ -77,6 +67,51 @@ class StopRequest:
         return f"signal {signal.Signals(self.signum).name}"
 
 
+class _Handler:
+    """A signal handler that notes the first signal in `stop`."""
+
+    def __init__(self, stop: StopRequest) -> None:
+        self.stop = stop
+
+    def _first(self, signum: int) -> bool:
+        if self.stop.signum is None:
+            self.stop.signum = signum
+            return True
+        return False
+
+
+class _Unwinder(_Handler):
+    """`unwinding_on_termination`'s handler: notes the signal and raises."""
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self._first(signum)
+        _raise_interrupted(signum, frame)
+
+
+class _Recorder(_Handler):
+    """`stop_requests`' handler: notes the first stop signal, raises on the second."""
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        if self._first(signum):
+            return
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        _raise_interrupted(signum, frame)
+
+
+@contextlib.contextmanager
+def unwinding_on_termination() -> Iterator[StopRequest]:
+    """Within the block, SIGTERM/SIGHUP raise Interrupted (a KeyboardInterrupt); the
+    first is also recorded, for a caller under code that takes any KeyboardInterrupt
+    for Ctrl-C and goes on (Mininet's CLI)."""
+    stop = StopRequest()
+    old = _install(TERMINATION_SIGNALS, _Unwinder(stop))
+    try:
+        yield stop
+    finally:
+        disarm(old)
+
+
 @contextlib.contextmanager
 def stop_requests() -> Iterator[StopRequest]:
     """Within the block the first SIGINT/SIGTERM/SIGHUP is only recorded; the loop stops
@@ -84,19 +119,14 @@ def stop_requests() -> Iterator[StopRequest]:
     main thread is in (a gRPC read, an admin exchange) and could leave that channel
     unusable for the final reading: a gRPC channel so cut once hung a stopped run until
     its timeout. A second signal raises as before (KeyboardInterrupt, or Interrupted),
-    for a loop stuck in such a call."""
+    for a loop stuck in such a call. Nested in another such block (a CLI command that
+    runs a workload), a signal the inner one recorded is the outer one's too."""
     stop = StopRequest()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        if stop.signum is None:
-            stop.signum = signum
-        elif signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        else:
-            _raise_interrupted(signum, frame)
-
-    old = _install(STOP_SIGNALS, on_signal)
+    old = _install(STOP_SIGNALS, _Recorder(stop))
     try:
         yield stop
     finally:
+        outer = old.get(stop.signum) if stop.signum is not None else None
         disarm(old)
+        if isinstance(outer, _Handler) and stop.signum is not None:
+            outer._first(stop.signum)

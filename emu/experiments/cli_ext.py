@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
 from emu.control.params import LbMode
+from emu.core.signals import Interrupted, stop_requests, unwinding_on_termination
 
 from .config import reorder_gbn_warning
 from .pfc import Counters
@@ -255,24 +256,53 @@ COMMANDS: dict[str, Callable[[CliSession, list[str]], str]] = {
 }
 
 
+class _Leave(BaseException):
+    """A termination signal under Mininet's CLI, which takes every KeyboardInterrupt
+    (our Interrupted too) for a Ctrl-C and goes on; carries the Interrupted out."""
+
+    def __init__(self, interrupted: Interrupted) -> None:
+        super().__init__(str(interrupted))
+        self.interrupted = interrupted
+
+
 def run_cli(exp: CliSession) -> None:
-    """Mininet's CLI on `exp.net`, with COMMANDS added as do_<name> methods."""
+    """Mininet's CLI on `exp.net`, with COMMANDS added as do_<name> methods. Ctrl-C
+    cancels what runs (a fabric command first finishes the switch call it is in: one
+    cut half way can leave its gRPC channel stuck); SIGTERM or SIGHUP ends the CLI
+    and so the run, whatever command it came in, where Mininet would go on."""
     from mininet.cli import CLI
 
     def make(name: str) -> Callable[[CLI, str], None]:
         fn = COMMANDS[name]
 
         def do(self: CLI, line: str) -> None:
-            try:
-                print(fn(exp, line.split()))
-            except CommandError as exc:
-                print(f"*** {exc}")
-            except Exception as exc:  # keep the CLI alive: one bad command, one message
-                print(f"*** {name}: {type(exc).__name__}: {exc}")
+            with stop_requests():  # one it records reaches `term` below on exit
+                try:
+                    print(fn(exp, line.split()))
+                except CommandError as exc:
+                    print(f"*** {exc}")
+                except Exception as exc:  # keep the CLI alive: one bad command, one message
+                    print(f"*** {name}: {type(exc).__name__}: {exc}")
         do.__doc__ = USAGE[name]
         return do
 
-    methods = {f"do_{name}": make(name) for name in COMMANDS}
-    cls = type("EmuCLI", (CLI,), methods)
-    print("fabric commands: " + "; ".join(USAGE.values()))
-    cls(exp.net.mininet)
+    with unwinding_on_termination() as term:
+
+        def cmdloop(self: CLI, intro: str | None = None) -> None:
+            try:
+                CLI.cmdloop(self, intro)
+            except Interrupted as exc:
+                raise _Leave(exc) from None
+
+        def postcmd(self: CLI, stop: bool, line: str) -> bool:
+            if term.requested:  # also when a Mininet command swallowed the signal
+                raise _Leave(Interrupted(term.describe()))
+            return stop
+
+        methods: dict[str, object] = {f"do_{name}": make(name) for name in COMMANDS}
+        cls = type("EmuCLI", (CLI,), {**methods, "cmdloop": cmdloop, "postcmd": postcmd})
+        print("fabric commands: " + "; ".join(USAGE.values()))
+        try:
+            cls(exp.net.mininet)
+        except _Leave as leave:
+            raise leave.interrupted from None

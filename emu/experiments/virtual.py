@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from emu.control.params import LbMode
-from emu.core.signals import interrupt_name, stop_requests
+from emu.core.signals import interrupt_name, stop_requests, unwinding_on_termination
 
 from . import pfc
 from .jsontypes import JsonDict
@@ -99,7 +99,8 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
     t_wall = time.monotonic()
     run_dir = make_run_dir(Path(cfg.results_root), cfg.topo, cfg.lb, cfg.cc) if write else None
     try:
-        fab = _Fabric(plan, run_dir)
+        with unwinding_on_termination():  # SIGTERM too: no empty results folder left
+            fab = _Fabric(plan, run_dir)
     except BaseException:  # Ctrl-C or an error before the workload: nothing measured
         if run_dir is not None:
             discard_unused_run_dir(run_dir, ("pcap",))

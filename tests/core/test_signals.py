@@ -62,3 +62,36 @@ def test_the_first_stop_signal_is_recorded_and_the_second_raises(first: str, sec
     assert p.returncode == 0, p.stderr[-1500:]
     lines = [ln.rstrip() for ln in p.stdout.splitlines()]
     assert lines == [*said, "restored True True"], p.stdout
+
+
+NESTED = """
+import os, signal, sys
+from emu.core import signals
+sig = signal.Signals[sys.argv[1]]
+with signals.{outer}() as outer:
+    with signals.stop_requests() as inner:
+        os.kill(os.getpid(), sig)
+    print("inner", inner.describe(), "outer", outer.describe() or "-", flush=True)
+    try:
+        os.kill(os.getpid(), sig)
+        print("outer recorded again", outer.describe())
+    except KeyboardInterrupt as exc:
+        print("outer raised", type(exc).__name__)
+"""
+
+
+@pytest.mark.parametrize("outer, sig, said", [
+    ("stop_requests", "SIGTERM", ["inner signal SIGTERM outer signal SIGTERM",
+                                  "outer raised Interrupted"]),
+    ("stop_requests", "SIGINT", ["inner Ctrl-C outer Ctrl-C", "outer raised KeyboardInterrupt"]),
+    ("unwinding_on_termination", "SIGHUP", ["inner signal SIGHUP outer signal SIGHUP",
+                                            "outer raised Interrupted"]),
+])
+def test_a_signal_an_inner_block_recorded_is_the_outer_blocks_too(outer: str, sig: str,
+                                                                 said: list[str]) -> None:
+    """A workload run from the Mininet CLI records a SIGTERM in its own loop and ends;
+    the CLI around it must learn of it, or the run goes on after `kill`."""
+    p = subprocess.run([sys.executable, "-c", NESTED.replace("{outer}", outer), sig],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr[-1500:]
+    assert p.stdout.splitlines() == said, p.stdout

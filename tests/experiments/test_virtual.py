@@ -303,6 +303,42 @@ def test_a_signal_ends_a_virtual_run_between_ticks_with_partial_results(
     assert json.loads((run_dir / "summary.json").read_text())["run"]["interrupted"] is True
 
 
+SIGNAL_IN_SET_UP = """
+import signal, sys
+from emu.experiments.commands import _run
+from emu.experiments.config import RunConfig
+from emu.experiments.plan import plan_run
+from emu.experiments.workloads import WorkloadParams
+from emu.roce.agent import Agent
+
+init = Agent.__init__
+
+def signal_in_set_up(self, *a, **kw):
+    init(self, *a, **kw)
+    signal.raise_signal(signal.Signals[sys.argv[2]])
+
+Agent.__init__ = signal_in_set_up
+cfg = RunConfig(virtual=True, results_root=sys.argv[1], progress=False,
+                workload=WorkloadParams("permutation", message_bytes=4096))
+print("rc", _run(cfg, plan_run(cfg)))
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_a_termination_signal_while_a_virtual_run_sets_up_leaves_no_results_folder(
+        tmp_path: Path, sig: str) -> None:
+    """SIGTERM or SIGHUP before the workload killed the process with the default action
+    and left its empty results folder behind; now they unwind like Ctrl-C does."""
+    import sys
+
+    results = tmp_path / "results"
+    p = subprocess.run([sys.executable, "-c", SIGNAL_IN_SET_UP, str(results), sig],
+                       capture_output=True, text=True, timeout=240)
+    assert (p.returncode, p.stdout.split()) == (0, ["rc", "130"]), p.stderr[-2000:]
+    assert "emu run: interrupted" in p.stderr
+    assert list(results.iterdir()) == []
+
+
 @pytest.mark.usefixtures("ctrl_c")
 def test_ctrl_c_while_a_virtual_run_sets_up_leaves_no_results_folder(
         tmp_path: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
