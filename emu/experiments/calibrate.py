@@ -87,7 +87,7 @@ def calibrate(topo: str, rates_bps: tuple[int, ...], size_bytes: int, target: st
     from .run import run_experiment
     from .workloads import WorkloadParams
 
-    points = []
+    points: list[CalibrationPoint] = []
     for rate in rates_bps:
         cfg = RunConfig(topo=topo, lb=LbMode.ECMP, cc="none", recovery="gbn", target=target,
                         workload=WorkloadParams(kind="permutation", message_bytes=size_bytes),
@@ -96,9 +96,24 @@ def calibrate(topo: str, rates_bps: tuple[int, ...], size_bytes: int, target: st
                         results_root=results_root)
         print(f"calibrate: {topo} at {rate / 1e6:g} Mb/s ...", file=sys.stderr, flush=True)
         # Quiet: the per-run summaries are left out, calibration prints its own table.
-        summary = run_experiment(cfg, console=Console(quiet=True))
+        try:
+            summary = run_experiment(cfg, console=Console(quiet=True))
+        except KeyboardInterrupt:  # during a point's bring-up: torn down, nothing measured
+            raise CalibrationInterrupted(len(points), len(rates_bps)) from None
+        if summary.run.get("interrupted"):
+            # Stopped by the user, not too slow: no verdict on this rate, and no other
+            # point is run (the stop was for the whole calibration).
+            raise CalibrationInterrupted(len(points), len(rates_bps))
         points.append(point_from_summary(rate, summary))
     return points
+
+
+class CalibrationInterrupted(KeyboardInterrupt):
+    """A stop signal during a calibration point: the points so far are no verdict."""
+
+    def __init__(self, done: int, total: int) -> None:
+        super().__init__(f"emu calibrate: interrupted after {done} of {total} rates; "
+                         "nothing saved")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -125,6 +140,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     except RunError as exc:
         print(str(exc), file=sys.stderr)
         return 1
+    except CalibrationInterrupted as exc:
+        print(str(exc), file=sys.stderr)
+        return 130
     print(f"{'rate':>10} {'verified':>8} {'busiest link':>12} {'goodput/rate':>12} "
           f"{'switch pps':>10} {'kdrops':>6} {'TM lag':>8} {'tx lag p99':>10}  verdict")
     for p in points:
