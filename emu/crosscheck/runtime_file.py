@@ -45,7 +45,7 @@ def runtime_programming(path: Path, program: Path, include_dirs: Sequence[Path],
 
     try:
         doc = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # JSONDecodeError: a ValueError
         raise ValueError(f"{path}: not a runtime JSON file: {exc}") from None
     if not isinstance(doc, dict):
         raise ValueError(f"{path}: expected a JSON object with table_entries, got "
@@ -61,13 +61,13 @@ def runtime_programming(path: Path, program: Path, include_dirs: Sequence[Path],
                 if key == "table_entries":
                     names.add_entry(prog, item)
                 elif key == "multicast_group_entries":
-                    prog.replication.append(MulticastGroup(int(item["multicast_group_id"]),
-                                                           _replicas(item)))
+                    prog.replication.append(MulticastGroup(
+                        _uint(item, "multicast_group_id"), _replicas(item)))
                 else:
                     prog.replication.append(CloneSession(
-                        int(item["clone_session_id"]), _replicas(item),
-                        int(item.get("class_of_service", 0)),
-                        int(item.get("packet_length_bytes", 0))))
+                        _uint(item, "clone_session_id"), _replicas(item),
+                        _uint(item, "class_of_service", 0),
+                        _uint(item, "packet_length_bytes", 0, bits=31)))
             except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
                 why = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
                 raise ValueError(f"{path}: {key}[{i}]: {why}") from None
@@ -124,9 +124,7 @@ class _Names:
             if name not in keys:
                 raise ValueError(f"table {table['name']} has no match field {name!r}")
             match[name] = _field(keys[name], v)
-        priority = e.get("priority")
-        if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
-            raise ValueError(f"priority {priority!r} is not an integer")
+        priority = None if e.get("priority") is None else _uint(e, "priority", bits=31)
         if not priority and any(k["match_kind"] in _PRIORITY_KINDS for k in keys.values()):
             raise ValueError(f"table {table['name']} has ternary, range or optional fields: "
                              "its entries need a non-zero priority")
@@ -208,6 +206,21 @@ def encode(x: Any, width: int, what: str) -> int:
     return x
 
 
+def _uint(doc: Mapping[str, Any], key: str, default: int | None = None, *,
+          bits: int = 32) -> int:
+    """`doc[key]` as the P4Runtime field it becomes: an integer (or its decimal digits)
+    of `bits` bits (uint32; 31 for an int32 that must not be negative). Not `int()`:
+    that took 1.5 for 1, true for 1, and 1e400 (infinity) raised OverflowError."""
+    v = doc[key] if default is None else doc.get(key, default)
+    if isinstance(v, str) and v.isascii() and v.isdigit():
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 1 << bits:
+        raise ValueError(f"{key} {v!r} is not an integer in 0..{(1 << bits) - 1}")
+    return v
+
+
 def _replicas(doc: Mapping[str, Any]) -> tuple[tuple[int, int], ...]:
-    return tuple((int(r["egress_port"]), int(r.get("instance", 0)))
-                 for r in doc.get("replicas", []))
+    replicas = doc.get("replicas", [])
+    if not isinstance(replicas, list) or not all(isinstance(r, dict) for r in replicas):
+        raise ValueError(f"replicas must be a list of objects, got {replicas!r}")
+    return tuple((_uint(r, "egress_port"), _uint(r, "instance", 0)) for r in replicas)

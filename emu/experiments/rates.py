@@ -58,7 +58,7 @@ def _key(topo: str, target: str) -> str:
 def load_calibration(path: Path) -> JsonDict:
     try:
         data = json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -63,7 +63,7 @@ def make_null_config() -> bytes:
 def parse(device_config: bytes) -> dict[str, Any]:
     try:
         obj = json.loads(device_config.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # nested past the parser
         raise invalid("p4_device_config is not a JSON object (see emu.runtime.devconfig)"
                       ) from None
     if not isinstance(obj, dict):

@@ -149,7 +149,7 @@ def _port_config(path: str) -> tuple[PortSettings, dict[int, PortSettings]]:
             ports[int(k)] = s = PortSettings(**{**default.__dict__, **v})
             s.check()
         return default, ports
-    except (OSError, ValueError, TypeError, AttributeError) as exc:
+    except (OSError, ValueError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
         raise SystemExit(f"error: --port-config {path}: {exc}") from None
 
 
@@ -167,7 +167,8 @@ def _pfc_config(text: str | None) -> tuple[FlowControl | None,
         links = {int(p): (float(v[0]), int(v[1]), int(v[2]))
                  for p, v in d.pop("links", {}).items()}
         return FlowControl.from_dict(d), links
-    except (OSError, ValueError, TypeError, IndexError, AttributeError) as exc:
+    except (OSError, ValueError, TypeError, IndexError, AttributeError, OverflowError,
+            RecursionError) as exc:
         raise SystemExit(f"error: --pfc-config: {exc}") from None
 
 

@@ -104,6 +104,48 @@ def test_a_bad_entry_is_named(tmp_path, entry, error):
         _entries(tmp_path, e)
 
 
+@pytest.mark.parametrize("key, item, error", [
+    ("multicast_group_entries", {"multicast_group_id": float("inf"), "replicas": []},
+     r"multicast_group_id inf is not an integer in 0..4294967295"),
+    ("multicast_group_entries", {"multicast_group_id": 1.5, "replicas": []},
+     r"multicast_group_id 1.5 is not"),
+    ("multicast_group_entries", {"multicast_group_id": True, "replicas": []},
+     r"multicast_group_id True is not"),
+    ("multicast_group_entries", {"multicast_group_id": 1, "replicas": [{"egress_port": -1}]},
+     r"egress_port -1 is not"),
+    ("multicast_group_entries", {"multicast_group_id": 1, "replicas": {"egress_port": 1}},
+     r"replicas must be a list of objects"),
+    ("clone_session_entries", {"clone_session_id": 5, "replicas": [],
+                               "packet_length_bytes": 1 << 31},
+     r"packet_length_bytes 2147483648 is not an integer in 0..2147483647"),
+    ("table_entries", {"table": "I.acl", "priority": 1 << 40, "action_name": "NoAction",
+                       "action_params": {}}, r"priority 1099511627776 is not"),
+])
+def test_a_bad_replication_entry_or_priority_is_named(tmp_path, key, item, error):
+    """Ids, ports and sizes went through int(): 1.5 and true were taken as 1 and
+    1e400 (infinity, which Python's JSON reads) raised OverflowError, a traceback."""
+    p4 = tmp_path / "prog.p4"
+    p4.write_text(PROGRAM)
+    f = tmp_path / "runtime.json"
+    f.write_text(json.dumps({key: [item]}))
+    with pytest.raises(ValueError, match=rf"runtime.json: {key}\[0\]: " + error):
+        X.runtime_programming(f, p4, [], [1, 2])
+    # the same values as decimal strings, as int() took them, are still read
+    f.write_text(json.dumps({"multicast_group_entries": [
+        {"multicast_group_id": "7", "replicas": [{"egress_port": "2", "instance": 1}]}]}))
+    (group,) = X.runtime_programming(f, p4, [], [1, 2]).replication
+    assert (group.group_id, group.replicas) == (7, ((2, 1),))
+
+
+def test_a_runtime_file_nested_past_the_json_parser_is_named(tmp_path):
+    p4 = tmp_path / "prog.p4"
+    p4.write_text(PROGRAM)
+    f = tmp_path / "runtime.json"
+    f.write_text('{"table_entries": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(ValueError, match=r"runtime.json: not a runtime JSON file"):
+        X.runtime_programming(f, p4, [], [1, 2])
+
+
 @pytest.mark.parametrize("value, width, expected", [
     (-1, 9, 0x1FF), (-256, 9, 0x100), ("ff:ff:ff:ff:ff:ff", 48, (1 << 48) - 1),
     ("255.255.255.0", 32, 0xFFFFFF00), ("::1", 128, 1), ("10.0.0.1", 30, 0x0A000001), ("200.0.0.1", 30, 0xC8000001),

@@ -106,6 +106,18 @@ def test_malformed_p4_source_config_is_invalid_argument(
         grpc.StatusCode.INVALID_ARGUMENT
 
 
+def test_a_device_config_nested_past_the_json_parser_is_invalid_argument(
+        rig: Rig, cp_p4info: p4info_pb2.P4Info, caplog: pytest.LogCaptureFixture) -> None:
+    """JSON nested 100,000 deep raised RecursionError in the config's reader: INTERNAL
+    and an "internal error" traceback in the switch's log."""
+    c = rig.client()
+    with caplog.at_level(logging.ERROR, logger="emu.runtime"):
+        for cfg in (b"[" * 100_000, b'{"format": "p4-source", "files": '
+                    + b'{"a": ' * 100_000 + b"1" + b"}" * 100_001):
+            assert _verify_code(c, cp_p4info, cfg) is grpc.StatusCode.INVALID_ARGUMENT
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
 @pytest.mark.parametrize("kind", ["counters", "meters", "registers"])
 def test_null_config_with_huge_extern_sizes_is_resource_exhausted(
         rig: Rig, cp_p4info: p4info_pb2.P4Info, kind: str) -> None:

@@ -54,6 +54,26 @@ def test_bad_port_config_files_are_one_line_errors(tmp_path: Path, cfg: object,
     assert str(ei.value).startswith(f"error: --port-config {f}") and why in str(ei.value)
 
 
+@pytest.mark.parametrize("text, why", [
+    ('{"links": {"2": [1.0, Infinity, 1]}}', "cannot convert float infinity"),
+    ('{"links": ' + "[" * 100_000 + "]" * 100_000 + "}", "recursion"),
+])
+def test_bad_pfc_config_is_one_line_error(text: str, why: str) -> None:
+    """Infinity (which Python's JSON reads) raised OverflowError and deep nesting
+    RecursionError: tracebacks instead of one line."""
+    with pytest.raises(SystemExit) as ei:
+        _options("--pfc-config", text)
+    assert str(ei.value).startswith("error: --pfc-config") and why in str(ei.value)
+
+
+def test_port_config_nested_past_the_json_parser_is_one_line_error(tmp_path: Path) -> None:
+    f = tmp_path / "ports.json"
+    f.write_text('{"ports": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(SystemExit) as ei:
+        _options("--port-config", str(f))
+    assert str(ei.value).startswith(f"error: --port-config {f}")
+
+
 @pytest.mark.parametrize("argv, says", [
     (("-i", "600@lo"), "error: bad -i '600@lo': ports are 0..510"),
     (("-i", "511@lo"), "error: bad -i '511@lo': ports are 0..510"),
