@@ -21,10 +21,11 @@ from .jsontypes import JsonDict, Row
 from .pfc import PfcSeries
 from .plan import RunPlan
 from .sampler import Snapshot
-from .summary import RunInfo, RunSummary, render_text
+from .summary import RunInfo, RunSummary, print_summary, render_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+    from rich.console import Console
 
 log = logging.getLogger(__name__)
 
@@ -166,6 +167,22 @@ def write_results(run_dir: Path, plan: RunPlan, rec: RunRecords, summary: RunSum
     written.append(run_dir / "summary.txt")
     written.extend(write_plots(run_dir / "plots", plan, rec, summary))
     return written
+
+
+def write_and_show(run_dir: Path, plan: RunPlan, rec: RunRecords, summary: RunSummary,
+                   console: Console | None) -> None:
+    """The results folder, then the summary and the run's last line. A folder that
+    cannot be written (disk full, removed meanwhile) costs its files, never what the
+    run measured: the summary is printed all the same, then ResultsError says why."""
+    try:
+        write_results(run_dir, plan, rec, summary)
+    except OSError as exc:
+        print_summary(summary, console)
+        raise results.ResultsError(
+            f"emu run: cannot write the results in {run_dir}: {exc.strerror or exc} "
+            "(the summary above is what the run measured)") from None
+    print_summary(summary, console)
+    results.print_results_path(run_dir, summary)
 
 
 def write_plots(plot_dir: Path, plan: RunPlan, rec: RunRecords,

@@ -72,8 +72,12 @@ def discard_unused_run_dir(run_dir: Path, setup_outputs: Iterable[str]) -> None:
 def write_json(path: Path, data: JsonValue) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-    tmp.replace(path)
+    try:
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+        tmp.replace(path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a half-written file is no result
+        raise
     return path
 
 

@@ -39,7 +39,7 @@ from .report import (
     build_summary,
     hottest,
     snapshots_bytes_to_hosts,
-    write_results,
+    write_and_show,
 )
 from .results import discard_unused_run_dir, make_run_dir, print_results_path
 from .sampler import FabricSampler, Snapshot
@@ -462,8 +462,6 @@ def bring_up(plan: RunPlan, run_dir: Path, log: Log
 def run_experiment(cfg: RunConfig, *, console: Console | None = None, plan: RunPlan | None = None,
                    log: Log | None = None) -> RunSummary:
     """The whole run; raises RunError (one line) when it cannot run."""
-    from .summary import print_summary
-
     plan = plan or plan_run(cfg)
     say: Log = log or (lambda m: print(m, file=sys.stderr, flush=True))
     for warning in cfg.notes():
@@ -513,8 +511,8 @@ def run_experiment(cfg: RunConfig, *, console: Console | None = None, plan: RunP
     if errors:
         rec.notes.append(f"teardown problems (run `make stop`): {'; '.join(errors)}")
     summary = build_summary(plan, rec, run_dir)
-    if not cfg.cli:
-        write_results(run_dir, plan, rec, summary)
-        print_summary(summary, console)
-    print_results_path(run_dir, summary)
+    if cfg.cli:  # the CLI's workloads wrote their own results
+        print_results_path(run_dir, summary)
+    else:
+        write_and_show(run_dir, plan, rec, summary, console)
     return summary

@@ -17,10 +17,10 @@ from emu.core.signals import interrupt_name, stop_requests, unwinding_on_termina
 from . import pfc
 from .jsontypes import JsonDict
 from .plan import RunPlan
-from .report import RunRecords, build_summary, write_results
-from .results import discard_unused_run_dir, make_run_dir, print_results_path
+from .report import RunRecords, build_summary, write_and_show
+from .results import discard_unused_run_dir, make_run_dir
 from .sampler import ChangeSampler, FabricSampler, Snapshot
-from .summary import RunSummary, print_summary
+from .summary import RunSummary
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -163,7 +163,5 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
                      interrupted=interrupted, pfc_series=flow.series)
     summary = build_summary(plan, rec, run_dir)
     if run_dir is not None:
-        write_results(run_dir, plan, rec, summary)
-        print_summary(summary, console)
-        print_results_path(run_dir, summary)
+        write_and_show(run_dir, plan, rec, summary, console)
     return summary

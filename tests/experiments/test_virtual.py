@@ -402,3 +402,29 @@ def test_without_link_delay_the_ideal_fct_has_none_either() -> None:
     assert s.ok
     slow = [f.slowdown for f in s.flows]
     assert slow and all(x is not None and 1.0 <= x < 3.0 for x in slow), slow
+
+
+def test_a_full_disk_costs_the_results_files_not_the_summary(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ENOSPC while writing the results folder ended the run with a traceback and no
+    summary: what the run measured was lost. Now the summary is printed, then one line."""
+    import os
+
+    from emu.experiments.commands import _run
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    full = tmp_path / "full"
+    full.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(full)], check=True)
+    try:
+        cfg = RunConfig(virtual=True, results_root=full, progress=False,
+                        workload=WorkloadParams("permutation", message_bytes=65536))
+        assert _run(cfg, plan_run(cfg)) == 1
+        out, err = capsys.readouterr()
+        assert "OK: 8/8 flows verified" in out
+        assert "cannot write the results in" in err and "No space left on device" in err
+        assert "Traceback" not in err
+        assert not list(full.rglob("*.tmp"))  # no half-written file
+    finally:
+        subprocess.run(["umount", str(full)], check=True)
