@@ -263,7 +263,12 @@ def run_experiment_file(file: str | Path, *, results: Path = Path("results"),
         rc = run_sweep(exp, out, jobs=1 if real else jobs, ray=ray, force=force)
         if rc is not None:
             return rc
-    report = write_report(out, exp)
+    try:
+        report = write_report(out, exp)
+    except OSError as exc:
+        print(f"emu experiment: cannot write the report under {out}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 1
     print(f"emu experiment: report in {report}")
     return 1 if any(r.get("status") != "done" for r in _records(out, exp)) else 0
 
@@ -305,6 +310,10 @@ def run_sweep(exp: Experiment, out: Path, *, jobs: int, ray: str | None = None,
         print("emu experiment: interrupted; points done so far are kept (run it again to "
               "go on)", file=sys.stderr)
         return 130
+    except OSError as exc:  # its own records: disk full, folder removed; points stopped
+        print(f"emu experiment: cannot write under {out}: {exc.strerror or exc}; points "
+              "done so far are kept (run it again to go on)", file=sys.stderr)
+        return 1
     if sweep.skipped:
         print(f"emu experiment: {sweep.skipped} point{'s' if sweep.skipped > 1 else ''} "
               "already done, not run again (--force runs them)")
