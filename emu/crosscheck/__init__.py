@@ -313,6 +313,11 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     if len(rep.explained) > 10:
         print(f"  = ... {len(rep.explained) - 10} more explained (--report for all)")
     if args.report is not None:
-        args.report.parent.mkdir(parents=True, exist_ok=True)
-        args.report.write_text(json.dumps(rep.to_dict(), indent=2) + "\n")
+        try:
+            args.report.parent.mkdir(parents=True, exist_ok=True)
+            args.report.write_text(json.dumps(rep.to_dict(), indent=2) + "\n")
+        except OSError as exc:
+            print(f"crosscheck: cannot write {args.report}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return 1
     return 0 if not rep.differences else 1

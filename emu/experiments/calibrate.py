@@ -158,10 +158,20 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print("no rate tried was faithful: try lower rates (--rates 1Mbps,2Mbps)")
         return 1
     print(f"suggested: --rate {best / 1e6:g}Mbps")
-    if not args.no_save:
-        from .rates import calibration_path, save_calibration
+    return 0 if args.no_save else save_suggestion(args.topo, args.target, best, points)
 
-        path = calibration_path()
-        save_calibration(path, args.topo, args.target, best, [p.to_dict() for p in points])
-        print(f"saved to {path}: `emu run {args.topo}` uses it when no --rate is given")
+
+def save_suggestion(topo: str, target: str, rate_bps: int,
+                    points: list[CalibrationPoint]) -> int:
+    """Save the suggested rate for `emu run`; the exit code."""
+    from .rates import calibration_path, save_calibration
+
+    path = calibration_path()
+    try:
+        save_calibration(path, topo, target, rate_bps, [p.to_dict() for p in points])
+    except OSError as exc:  # read-only or full cache: the table printed still stands
+        print(f"emu calibrate: cannot save to {path}: {exc.strerror or exc} "
+              f"(give emu run --rate {rate_bps / 1e6:g}Mbps)", file=sys.stderr)
+        return 1
+    print(f"saved to {path}: `emu run {topo}` uses it when no --rate is given")
     return 0

@@ -402,10 +402,21 @@ def _cmd_incast(args: argparse.Namespace) -> int:
                                     link_rate_bps=rate, mtu_bytes=mtu))
         recs[name] = rec
         f = summarise(rec)
+        if not steady_windows(rec):  # zeros here would read as a starved bottleneck
+            print(f"{name:7s} no steady state: the first flow ended "
+                  f"{(min(rec.end_ns.values()) - min(rec.start_ns.values())) / 1e3:.1f} us "
+                  f"in, before a whole {rec.window_ns / 1e3:.1f} us window past the first "
+                  f"20% (raise --ms)  drops {f['drops']}  CNPs {f['cnps']}  "
+                  f"completion {f['completion_ms']:.2f} ms")
+            continue
         print(f"{name:7s} rates {f['min_rate_gbps']:.2f}-{f['max_rate_gbps']:.2f} Gb/s "
               f"(fair {f['fair_gbps']:.3f})  utilisation {f['utilisation']:.1%}  "
               f"Jain {f['jain']:.3f}  queue p90 {f['queue_p90_pkts']} pkts "
               f"(Kmax {f['kmax_pkts']})  drops {f['drops']}  CNPs {f['cnps']}  "
               f"completion {f['completion_ms']:.1f} ms")
-    print(f"plot: {plot_incast(recs, Path(args.plot))}")
+    try:
+        print(f"plot: {plot_incast(recs, Path(args.plot))}")
+    except OSError as exc:  # the figures above stand; only the picture is lost
+        print(f"emu incast: cannot write {args.plot}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     return 0

@@ -72,8 +72,12 @@ def save_calibration(path: Path, topo: str, target: str, rate_bps: int,
                                 "points": points}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-    tmp.replace(path)
+    try:
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+        tmp.replace(path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def choose_rate(topo: str, target: str, given_bps: int | None, *, path: Path | None = None,

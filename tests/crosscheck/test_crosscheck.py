@@ -204,6 +204,22 @@ def test_machinery_against_the_embedded_daemon(tmp_path):
 
 
 @needs_root
+def test_a_report_that_cannot_be_written_is_one_line(tmp_path):
+    """The comparison was printed, then a traceback for the --report file."""
+    (tmp_path / "f").write_text("")
+    rc = subprocess.run(
+        [X.sys.executable, "-m", "emu", "crosscheck", "--program", str(PROGRAMS / "portfwd.p4"),
+         "--entries", str(PROGRAMS / "portfwd-runtime.json"), "--ports", "1,2,3,4",
+         "--generate", "5", "--against", "embedded", "--build-dir", str(tmp_path / "build"),
+         "--settle-ms", "30", "--report", str(tmp_path / "f" / "report.json")],
+        capture_output=True, text=True, timeout=180, cwd=str(X.ROOT))
+    assert rc.returncode == 1, rc.stdout + rc.stderr
+    assert "0 difference(s)" in rc.stdout
+    assert rc.stderr.startswith(f"crosscheck: cannot write {tmp_path / 'f' / 'report.json'}: ")
+    assert "Traceback" not in rc.stderr
+
+
+@needs_root
 def test_the_cli_takes_an_stf_file_for_entries_and_packets(tmp_path):
     """`--entries FILE.stf --packets FILE.stf`: the STF's set-up on both sides, its
     packets through them, and what the set-up left out said in a note."""

@@ -226,6 +226,31 @@ def test_incast_too_short_a_flow_is_one_line(capsys: pytest.CaptureFixture[str])
     assert capsys.readouterr().err.strip() == "emu incast: --ms 1e-12 gives each flow 0 bytes; raise it"
 
 
+def test_incast_without_a_steady_state_says_so_not_zero_rates(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run too short for one steady window printed "rates 0.00-0.00 Gb/s,
+    utilisation 0.0%, Jain 1.000": a starved bottleneck, shown with confidence."""
+    plot = tmp_path / "i.png"
+    assert main(["incast", "--senders", "2", "--ms", "0.05", "--profiles", "nvidia",
+                 "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert "nvidia  no steady state: the first flow ended" in out and "(raise --ms)" in out
+    assert "rates 0.00" not in out and "utilisation" not in out
+    assert plot.is_file()
+
+
+def test_incast_plot_that_cannot_be_written_is_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The figures were printed, then a traceback for the picture."""
+    (tmp_path / "f").write_text("")
+    assert main(["incast", "--senders", "2", "--ms", "1", "--profiles", "nvidia",
+                 "--plot", str(tmp_path / "f" / "i.png")]) == 1
+    out, err = capsys.readouterr()
+    assert "nvidia  rates " in out
+    assert err.startswith(f"emu incast: cannot write {tmp_path / 'f' / 'i.png'}: ")
+    assert "Traceback" not in err
+
+
 def test_calibration_suggests_the_last_faithful_rate() -> None:
     def pt(rate: int, eff: float, cpu: bool = False) -> CalibrationPoint:
         return CalibrationPoint(rate, True, cpu, eff, eff / 2, 1000.0, 0, None, None, ())
@@ -233,6 +258,24 @@ def test_calibration_suggests_the_last_faithful_rate() -> None:
     assert suggest([pt(5, 0.9), pt(10, 0.8), pt(20, 0.9, cpu=True), pt(40, 0.9)]) == 10
     assert suggest([pt(5, 0.3)]) is None
     assert suggest([pt(20, 0.9), pt(5, 0.9), pt(10, 0.2)]) == 5
+
+
+def test_a_calibration_that_cannot_be_saved_is_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """After minutes of measuring, a cache that cannot be written ended in a traceback."""
+    from emu.experiments.calibrate import save_suggestion
+
+    pts = [CalibrationPoint(2_000_000, True, False, 0.9, 0.5, 1000.0, 0, None, None, ())]
+    (tmp_path / "f").write_text("")
+    monkeypatch.setenv("EMU_CALIBRATION", str(tmp_path / "f" / "calibration.json"))
+    assert save_suggestion("clos4", "embedded", 2_000_000, pts) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"emu calibrate: cannot save to {tmp_path / 'f' / 'calibration.json'}")
+    assert "give emu run --rate 2Mbps" in err
+    monkeypatch.setenv("EMU_CALIBRATION", str(tmp_path / "ok" / "calibration.json"))
+    assert save_suggestion("clos4", "embedded", 2_000_000, pts) == 0
+    assert (tmp_path / "ok" / "calibration.json").is_file()
 
 
 def _run_parser() -> Any:
