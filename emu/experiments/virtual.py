@@ -156,7 +156,7 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
     clock.advance(50_000_000)  # the last ACKs
     snaps.append(sample(True))
     flow.sample()
-    sim.close_pcaps()
+    notes.extend(sim.close_pcaps())
     rows = {h: a.results() for h, a in agents.items()}
     rec = RunRecords(rows, {h: 0.0 for h in agents}, snaps, duration,
                      bringup_s={"wall_s": time.monotonic() - t_wall}, notes=notes, events=events,

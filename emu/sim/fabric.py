@@ -182,7 +182,8 @@ class SimFabric:
         for sw in self.fabric.switches:
             for port in sw.ports:
                 pin, pout = pcap_paths(str(directory), port.intf)
-                self._pcaps[(sw.name, port.number)] = (PcapWriter(pin), PcapWriter(pout))
+                self._pcaps[(sw.name, port.number)] = (PcapWriter(pin, warn=False),
+                                                       PcapWriter(pout, warn=False))
 
     def _captured(self, writer: Any, then: Callable[[bytes], None]) -> Callable[[bytes], None]:
         now = self.clock.now_ns
@@ -193,10 +194,14 @@ class SimFabric:
 
         return capture
 
-    def close_pcaps(self) -> None:
+    def close_pcaps(self) -> list[str]:
+        """Close the captures; what stopped early (disk full), for the run's notes."""
+        from emu.switch.pcap import capture_problems
+
         for pin, pout in self._pcaps.values():
             pin.close()
             pout.close()
+        return capture_problems(w for pair in self._pcaps.values() for w in pair)
 
     def _switch_out(self, switch: str, port: int, frame: bytes) -> None:
         fp = self._ports.get((switch, port))
