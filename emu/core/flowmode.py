@@ -1,8 +1,8 @@
 """Flow-control modes of a run (`emu run --flow-control`, `make run FC=`).
 
 NONE: lossy Ethernet (tail drop; the transport recovers). PFC: IEEE 802.1Qbb priority
-flow control (emu.core.pfc). CREDIT: credit-based link-level flow control (its own
-module; a run that asks for it before it exists is refused with one line).
+flow control (emu.core.pfc). CREDIT: credit-based link-level flow control
+(emu.core.credit, docs/credit.md).
 """
 
 from __future__ import annotations

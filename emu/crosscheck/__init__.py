@@ -20,7 +20,7 @@ runtime file in the p4lang tutorials' format (`table_entries`: table, match
 match kind}, action_name, action_params, priority, default_action; values are
 ints or MAC, IPv4 or IPv6 address strings; `multicast_group_entries`,
 `clone_session_entries`: `runtime_file.py`), or an STF file: its `add`,
-`setdefault` and `remove all` commands, as `emu stf` reads them
+`setdefault` and `remove all` commands, as `python -m emu.p4 stf` reads them
 (`stf_setup.py`; its other set-up is listed as left out). `--random-entries SEED` adds, for every
 table a controller may write, a few entries that packets are likely to hit and a
 default action (members and groups for a table behind an action profile or

@@ -56,7 +56,7 @@ def stf_programming(stf: Path, program: Path, include_dirs: Sequence[Path],
                 runner.command_at(cmd, str(stf))
             except M.StfError as exc:
                 raise ValueError(str(exc)) from None
-            if isinstance(cmd, M.SetDefault):  # (`remove all` keeps defaults, as in emu stf)
+            if isinstance(cmd, M.SetDefault):  # (`remove all` keeps defaults, as in emu.p4 stf)
                 defaults.add(runner.sw.table(cmd.table).name)
         elif not isinstance(cmd, _NOT_SETUP):
             left_out[type(cmd).__name__] += 1

@@ -21,6 +21,7 @@ from emu.roce.config import (
     dcqcn_params,
     validate,
 )
+from emu.roce.dcqcn import DEFAULT_PROFILE
 from emu.roce.plb import PlbParams
 from emu.roce.recovery import RecoveryMode
 from emu.roce.wire import AckClass
@@ -41,7 +42,7 @@ class AgentSettings:
     cc: CcMode = "dcqcn"
     recovery: RecoveryMode = "gbn"
     dilation: float = 1000.0  # nominal rate = wire rate x dilation (20 Mb/s -> 20 Gb/s)
-    dcqcn_profile: str = "hpcc"
+    dcqcn_profile: str = DEFAULT_PROFILE
     mtu_bytes: int = 1024
     timer_resolution_ns: int = 200_000  # no real-clock timer shorter than the reactor honours
     # Max outstanding packets per QP (= reorder window with sr). None: twice the QP's

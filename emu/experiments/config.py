@@ -15,8 +15,8 @@ from emu.control.params import EcnSettings, LbMode, ParamError
 from emu.core.flowmode import WATCHDOG_MODES, FlowControlMode, WatchdogMode
 from emu.core.units import MAX_DILATION, MAX_LINE_RATE_BPS, Dilation
 from emu.roce.config import MAX_OUTSTANDING_PKTS
+from emu.roce.dcqcn import DEFAULT_PROFILE, EcnMarkAt
 from emu.roce.dcqcn import PROFILES as DCQCN_PROFILES
-from emu.roce.dcqcn import EcnMarkAt
 from emu.roce.recovery import RECOVERY_MODES, RecoveryMode
 from emu.roce.wire import ACK_CLASSES, AckClass
 from emu.topo import Fabric
@@ -101,7 +101,7 @@ class RunConfig:
     # emu.roce.dcqcn profiles: hpcc (a CNP per marked packet, rates scaled to the link)
     # reacts within the queue's fill time here; nvidia rate-limits CNPs to one per 50 us
     # nominal, which dilation stretches to tens of milliseconds.
-    dcqcn_profile: str = "hpcc"
+    dcqcn_profile: str = DEFAULT_PROFILE
     plb: bool = False
     # fabric.p4's load-balancing timers, modelled (the run stretches them by the
     # dilation): the idle gap that ends a flowlet (about one base RTT of clos4 at

@@ -58,7 +58,7 @@ MAX_SENDERS = MAX_HOSTS_PER_LEAF - 1
 class IncastSpec:
     senders: int
     flow_bytes: int
-    profile: str = "hpcc"  # emu.roce.dcqcn profile: its DCQCN, marking and buffer values
+    profile: str = dcqcn.DEFAULT_PROFILE  # emu.roce.dcqcn profile: its DCQCN, marking and buffer values
     cc: CcMode = "dcqcn"
     link_rate_bps: int = 25_000_000_000  # modelled, every link
     link_delay_ns: int = 1_000  # modelled, every link

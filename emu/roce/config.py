@@ -36,7 +36,7 @@ from typing import Any, Literal
 from emu.core.units import MAX_DILATION, MAX_LINE_RATE_BPS, MAX_TIME_NS
 from emu.core.wire import DSCP_CNP, DSCP_ROCE_DATA, MAX_MESSAGE_BYTES
 from emu.roce import wire
-from emu.roce.dcqcn import PROFILES, DcqcnParams, profile
+from emu.roce.dcqcn import DEFAULT_PROFILE, PROFILES, DcqcnParams, profile
 from emu.roce.nic import NicParams
 from emu.roce.plb import PlbParams
 from emu.roce.qp import QpParams
@@ -250,7 +250,7 @@ def _dcqcn(data: Any, line_rate: float | None) -> DcqcnParams:
         data = {}
     _check(isinstance(data, dict), "dcqcn", "expected a mapping")
     data = dict(data)
-    return dcqcn_params(data.pop("profile", "nvidia"), line_rate, data)
+    return dcqcn_params(data.pop("profile", DEFAULT_PROFILE), line_rate, data)
 
 
 def load_dict(data: Any) -> AgentConfig:

@@ -117,6 +117,8 @@ class DcqcnParams:
 
 
 PROFILES = ("paper", "nvidia", "hpcc")
+# What a run, an incast and an agent config without `profile:` use: one default.
+DEFAULT_PROFILE = "hpcc"
 
 # Where DCQCN's congestion point (the switch) reads the queue it marks on: the packets an
 # arrival finds (enqueue) or those a departure leaves behind (dequeue); emu.control.EcnSettings.

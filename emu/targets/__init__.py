@@ -1,7 +1,7 @@
 """Switch targets behind one interface: the embedded Python switch and BMv2.
 
 `get_target(name)` returns a `SwitchTarget`; everything above (Mininet nodes,
-the controller, experiments) is written against `emu.targets.base` only.
+experiments) is written against `emu.targets.base` only.
 
 Imports: emu.sim and every layer below it. Layer 8 of the package layers that
 pyproject.toml's import-linter contracts enforce; nothing above it.

@@ -91,3 +91,18 @@ def test_shipped_example_loads():
     cfg = config.load(Path(emu.roce.__file__).parent / "example_agent.yaml")
     assert cfg.nic.line_rate_bps == 100e9 and cfg.flows[1].qpn == 17
     assert cfg.dcqcn == config.profile("nvidia")
+
+
+def test_an_agent_config_without_a_profile_takes_the_runs_default() -> None:
+    """`dcqcn:` without `profile:` gave nvidia's values while `emu run`, `emu incast`
+    and the docs default to hpcc: one default now, emu.roce.dcqcn.DEFAULT_PROFILE."""
+    from emu.experiments.config import RunConfig
+    from emu.experiments.incast import IncastSpec
+    from emu.roce.dcqcn import DEFAULT_PROFILE
+
+    c = base()
+    c["dcqcn"] = {}
+    cfg = config.load_dict(c)
+    assert DEFAULT_PROFILE == "hpcc"
+    assert cfg.dcqcn == config.profile("hpcc", cfg.nic.line_rate_bps)
+    assert RunConfig().dcqcn_profile == IncastSpec(2, 1).profile == DEFAULT_PROFILE
