@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
@@ -164,18 +165,50 @@ def permutation_pairs(hosts: Sequence[str], host_leaf: Mapping[str, str],
     """Each host sends to exactly one host and receives from exactly one, always under
     another leaf (a derangement across leaves). Randomised by `seed`, deterministic."""
     rng = random.Random(seed)
-    leaves = {host_leaf[h] for h in hosts}
-    if len(leaves) < 2:
+    sizes = Counter(host_leaf[h] for h in hosts)
+    if len(sizes) < 2:
         raise WorkloadError("a permutation across leaves needs hosts under 2+ leaves")
-    # Sattolo-style retries: cheap for fabric-sized host counts.
-    for _ in range(10_000):
-        dsts = list(hosts)
-        rng.shuffle(dsts)
-        if all(host_leaf[s] != host_leaf[d] for s, d in zip(hosts, dsts, strict=True)):
-            return list(zip(hosts, dsts, strict=True))
-    # A leaf holding more than half the hosts has no cross-leaf permutation.
-    raise WorkloadError("no permutation sends every host to another leaf "
-                        "(one leaf holds more than half of the hosts)")
+    if 2 * max(sizes.values()) > len(hosts):
+        raise WorkloadError("no permutation sends every host to another leaf "
+                            "(one leaf holds more than half of the hosts)")
+    # A uniform shuffle lands within its own leaf about sum(m^2)/n times, so it succeeds
+    # with probability about e^-that: draw shuffles while that is likely (every shipped
+    # topology: a few hosts per leaf), else build one (racks of 16+ hosts: e^-16).
+    if sum(m * m for m in sizes.values()) / len(hosts) <= _SHUFFLE_MAX_SAME_LEAF:
+        for _ in range(10_000):
+            dsts = list(hosts)
+            rng.shuffle(dsts)
+            if all(host_leaf[s] != host_leaf[d] for s, d in zip(hosts, dsts, strict=True)):
+                return list(zip(hosts, dsts, strict=True))
+    return _built_permutation(hosts, host_leaf, rng)
+
+
+# Expected same-leaf pairs of a shuffle up to which shuffles are drawn (e^-5: ~150 draws).
+_SHUFFLE_MAX_SAME_LEAF = 5.0
+
+
+def _built_permutation(hosts: Sequence[str], host_leaf: Mapping[str, str],
+                       rng: random.Random) -> list[tuple[str, str]]:
+    """A cross-leaf derangement by construction, then mixed by random swaps. Hosts in
+    a random order grouped by leaf, each sends m places on (m: the largest leaf): no leaf
+    spans more than m places and m <= n/2, so the m places on are always another leaf's.
+    Rotating the destinations of two or three senders where all stay cross-leaf keeps it
+    one (swaps alone cannot leave the cycle leaf1 -> leaf2 -> leaf3 -> leaf1)."""
+    by_leaf: dict[str, list[str]] = {}
+    for h in hosts:
+        by_leaf.setdefault(host_leaf[h], []).append(h)
+    groups = list(by_leaf.values())
+    rng.shuffle(groups)
+    order = [h for g in groups for h in rng.sample(g, len(g))]
+    n, m = len(order), max(len(g) for g in groups)
+    dst = {order[i]: order[(i + m) % n] for i in range(n)}
+    senders = list(hosts)
+    for _ in range(8 * n):
+        group = rng.sample(senders, 2 if rng.random() < 0.5 else 3)
+        moved = [dst[x] for x in group[1:] + group[:1]]  # each takes the next one's
+        if all(host_leaf[x] != host_leaf[d] for x, d in zip(group, moved, strict=True)):
+            dst.update(zip(group, moved, strict=True))
+    return [(h, dst[h]) for h in hosts]
 
 
 def _permutation(p: WorkloadParams, hosts: list[str],

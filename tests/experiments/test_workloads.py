@@ -36,6 +36,21 @@ def test_permutation_impossible_when_one_leaf_holds_most_hosts() -> None:
         permutation_pairs(list(leaf), leaf, 1)
 
 
+@pytest.mark.parametrize("leaves, per_leaf", [(16, 16), (3, 40), (2, 9), (100, 30)])
+def test_permutation_with_many_hosts_per_leaf(leaves: int, per_leaf: int) -> None:
+    """Random shuffles were drawn until none stayed within a leaf: with m hosts per leaf
+    one succeeds about e^-m of the time, so 16 per leaf (a common rack) always failed,
+    after 10,000 draws, blaming the topology ("one leaf holds more than half")."""
+    leaf = {f"h{i}-{j}": f"leaf{i}" for i in range(leaves) for j in range(per_leaf)}
+    hosts = list(leaf)
+    pairs = permutation_pairs(hosts, leaf, 7)
+    assert [s for s, _ in pairs] == hosts and sorted(d for _, d in pairs) == sorted(hosts)
+    assert all(leaf[s] != leaf[d] for s, d in pairs)
+    assert pairs == permutation_pairs(hosts, leaf, 7) != permutation_pairs(hosts, leaf, 8)
+    # spread: one leaf's hosts send to several leaves, not all to the next one
+    assert len({leaf[d] for s, d in pairs if leaf[s] == "leaf0"}) >= min(leaves - 1, 3)
+
+
 def test_permutation_iterations_chain_per_pair() -> None:
     w = build_workload(WorkloadParams("permutation", message_bytes=1000, iterations=3), LEAF)
     assert len(w.flows) == 3 * 8
