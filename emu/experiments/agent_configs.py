@@ -81,16 +81,13 @@ MIN_WINDOW_PKTS = 32
 def base_rtt_s(fabric: Fabric, src: str, dst: str, mtu_bytes: int) -> float:
     """Round trip on an empty fabric, on the slowest equal-cost path: every link's
     propagation delay both ways, one MTU frame serialised per hop out and one ACK back."""
-    hosts = {h.name: h for h in fabric.hosts}
-    links = {lk.index: lk for lk in fabric.links}
-
     def one_way(s: str, d: str, frame_bytes: int) -> float:
         worst = 0.0
         for ports in host_path_ports(fabric, s, d):
-            t = sum(links[p.link].delay_ns / 1e9 + frame_bytes * 8 / p.rate_bps
+            t = sum(fabric.link(p.link).delay_ns / 1e9 + frame_bytes * 8 / p.rate_bps
                     for p in ports)
             worst = max(worst, t)
-        first = links[hosts[s].link]
+        first = fabric.link(fabric.host(s).link)
         return worst + first.delay_ns / 1e9 + frame_bytes * 8 / first.rate_bps
 
     frame = mtu_bytes + FRAME_OVERHEAD_BYTES
@@ -101,8 +98,7 @@ def window_pkts_for(fabric: Fabric, src: str, dst: str, settings: AgentSettings)
     """The QP's window: the setting, else 2 x its bandwidth-delay product in packets."""
     if settings.window_pkts is not None:
         return max(1, settings.window_pkts)
-    rate = min(next(lk.rate_bps for lk in fabric.links if lk.index == fabric.host(h).link)
-               for h in (src, dst))
+    rate = min(fabric.link(fabric.host(h).link).rate_bps for h in (src, dst))
     frame_bits = (settings.mtu_bytes + FRAME_OVERHEAD_BYTES) * 8
     bdp = base_rtt_s(fabric, src, dst, settings.mtu_bytes) * rate / frame_bits
     return max(MIN_WINDOW_PKTS, math.ceil(2 * bdp))
@@ -169,13 +165,20 @@ def agent_configs(fabric: Fabric, workload: Workload, settings: AgentSettings,
     for f in workload.flows:
         peers.setdefault(f.src, set()).add(f.dst)
         peers.setdefault(f.dst, set()).add(f.src)
-    return {h.name: _host_config(fabric, workload, settings, h.name, peers[h.name], seed)
+    index = {h.name: i for i, h in enumerate(fabric.hosts)}
+    sends: dict[str, list[FlowSpec]] = {}
+    expects: dict[str, list[str]] = {}
+    for f in workload.flows:  # one pass, not one per host: fabrics of thousands of hosts
+        sends.setdefault(f.src, []).append(f)
+        expects.setdefault(f.dst, []).append(f.id)
+    return {h.name: _host_config(fabric, sends.get(h.name, []), expects.get(h.name, []),
+                                 settings, h.name, peers[h.name], seed, index)
             for h in fabric.hosts if h.name in peers}
 
 
-def _host_config(fabric: Fabric, workload: Workload, settings: AgentSettings, name: str,
-                 peers: set[str], seed: int) -> AgentConfig:
-    index = {h.name: i for i, h in enumerate(fabric.hosts)}
+def _host_config(fabric: Fabric, sends: list[FlowSpec], expects: list[str],
+                 settings: AgentSettings, name: str, peers: set[str], seed: int,
+                 index: dict[str, int]) -> AgentConfig:
     dilation = Dilation(settings.dilation)
     h = fabric.host(name)
     qps = []
@@ -194,19 +197,18 @@ def _host_config(fabric: Fabric, workload: Workload, settings: AgentSettings, na
     flows = [FlowConfig(id=f.id, qpn=qpn_for(index[f.dst]), size_bytes=f.size_bytes,
                         op="write", after=list(f.after),
                         start_us=_start_us(f, settings, dilation))
-             for f in workload.flows if f.src == name]
-    link_rate = next(lk.rate_bps for lk in fabric.links if lk.index == h.link)
+             for f in sends]
+    link_rate = fabric.link(h.link).rate_bps
     nic = NicConfig(line_rate_bps=dilation.modelled_rate_bps(float(link_rate)),
                     time_dilation=float(settings.dilation),
                     timer_resolution_ns=settings.timer_resolution_ns, mtu=settings.mtu_bytes,
                     min_rto_ns=int(settings.rto_wire_ms * 1e6), ack_class=settings.ack_class,
-                    host_link_delay_ns=next(lk.delay_ns for lk in fabric.links
-                                            if lk.index == h.link))
+                    host_link_delay_ns=fabric.link(h.link).delay_ns)
     dcqcn = dcqcn_params(settings.dcqcn_profile, nic.line_rate_bps,
                          {"enabled": settings.cc == "dcqcn"})
     cfg = AgentConfig(host=HostConfig(name=name, ip=str(h.ip), mac=h.mac), qps=qps, nic=nic,
                       dcqcn=dcqcn, plb=PlbParams(enabled=settings.plb), flows=flows,
-                      expect=[f.id for f in workload.flows if f.dst == name],
+                      expect=expects,
                       timeout_s=None if settings.timeout_s is None
                       else float(settings.timeout_s))
     validate(cfg)

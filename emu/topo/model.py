@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import ipaddress
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -341,6 +341,14 @@ class Fabric:
             raise KeyError(f"{name!r} is a switch, not a host")
         return node
 
+    @cached_property
+    def _links_by_index(self) -> dict[int, Link]:
+        return {lk.index: lk for lk in self.links}
+
+    def link(self, index: int) -> Link:
+        """The link numbered `index` (Link.index, Port.link, Host.link)."""
+        return self._links_by_index[index]
+
     def __contains__(self, name: object) -> bool:
         return name in self._nodes
 
@@ -409,16 +417,22 @@ class Fabric:
             adj[link.b.node].append(Adjacent(link.b.port, link.a.node, link.a.port, link))
         return {n: tuple(sorted(v, key=lambda e: e.port)) for n, v in adj.items()}
 
+    @cached_property
+    def _switch_adjacency(self) -> dict[str, tuple[Adjacent, ...]]:
+        names = {s.name for s in self.switches}
+        return {s.name: tuple(e for e in self._adjacency[s.name] if e.peer in names)
+                for s in self.switches}
+
     def adjacency(self, switches_only: bool = False) -> dict[str, tuple[Adjacent, ...]]:
         """Graph view for routing: node -> its ports and what each reaches."""
-        if not switches_only:
-            return dict(self._adjacency)
-        names = {s.name for s in self.switches}
-        return {
-            n: tuple(e for e in edges if e.peer in names)
-            for n, edges in self._adjacency.items()
-            if n in names
-        }
+        return dict(self._switch_adjacency if switches_only else self._adjacency)
+
+    @cached_property
+    def derived(self) -> dict[Hashable, Any]:
+        """A memo for views computed from this fabric (emu.topo.paths keeps its equal-cost
+        paths here): a Fabric never changes, and a large one asks for the same leaf pair's
+        paths once per host pair."""
+        return {}
 
     def layer(self, name: str) -> int:
         node = self.node(name)

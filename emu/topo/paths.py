@@ -51,6 +51,14 @@ def _updown_distances(fabric: Fabric, dst: str) -> dict[tuple[str, bool], int]:
 
 def equal_cost_paths(fabric: Fabric, src: str, dst: str) -> list[SwitchPath]:
     """All shortest up-down paths from switch src to switch dst (usually two leaves)."""
+    key = ("equal_cost_paths", src, dst)
+    paths = fabric.derived.get(key)
+    if paths is None:
+        paths = fabric.derived[key] = tuple(_equal_cost_paths(fabric, src, dst))
+    return list(paths)
+
+
+def _equal_cost_paths(fabric: Fabric, src: str, dst: str) -> list[SwitchPath]:
     fabric.switch(src)
     fabric.switch(dst)
     if src == dst:

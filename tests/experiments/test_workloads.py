@@ -133,3 +133,30 @@ def test_too_many_iterations_is_an_error_before_any_flow_is_built() -> None:
                                              iterations=3), LEAF).flows) == 3 * per
     with pytest.raises(WorkloadError):
         build_workload(WorkloadParams("allreduce", iterations=most + 1), LEAF)
+
+
+@pytest.mark.parametrize("topo", ["clos4", "fattree4", "oversub4", "asym4"])
+def test_flows_are_counted_before_they_are_built(topo: str) -> None:
+    """The count that guards memory is each pattern's real size, so no run is refused
+    that would fit and none is built that would not: a ring all-reduce over 4,096 hosts
+    (33.5 million flows) took 20 GB and minutes before, the limit being checked on one
+    iteration built first."""
+    from emu.experiments.workloads import WORKLOAD_KINDS, flows_per_iteration
+
+    leaf = {h.name: h.switch for h in load_topology(topo).hosts}
+    hosts = list(leaf)
+    for kind in WORKLOAD_KINDS:
+        if kind == "background":
+            continue
+        for iterations in (1, 3):
+            p = WorkloadParams(kind, message_bytes=4096, iterations=iterations,  # type: ignore[arg-type]
+                               microbatches=2)
+            try:
+                w = build_workload(p, leaf)
+            except WorkloadError:
+                continue  # tp on a fabric without 2 hosts on a leaf, and the like
+            assert len(w.flows) == iterations * flows_per_iteration(p, hosts, leaf), kind
+    big = {f"h{i}": f"leaf{i // 64}" for i in range(4096)}
+    with pytest.raises(WorkloadError, match="allreduce over 4096 hosts makes 33546240 "
+                       "flows; at most 1000000 in one run"):
+        build_workload(WorkloadParams("allreduce"), big)
