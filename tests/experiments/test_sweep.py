@@ -228,39 +228,28 @@ def test_a_killed_experiment_takes_its_workers_with_it(backend: str, tmp_path: P
             proc.kill()
 
 
-def _mounted(*args: str) -> None:
-    import subprocess
-
-    subprocess.run(["mount", *args], check=True)
-
-
 def test_a_full_disk_or_read_only_folder_stops_the_sweep_in_one_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """ENOSPC writing a point's record, or EROFS writing the report, ended `emu
     experiment` with a traceback."""
-    import os
     import subprocess
 
-    if os.geteuid() != 0:
-        pytest.skip("needs root to mount a small tmpfs and a read-only bind")
+    from ..small_disk import small_disk
+
     f = tmp_path / "two.yaml"
     f.write_text("name: two\nbase: {topology: clos4, workload: permutation, size: 64K}\n"
                  "grid:\n  lb: [ecmp, spray]\n")
-    full, ro = tmp_path / "full", tmp_path / "ro"
-    full.mkdir()
-    _mounted("-t", "tmpfs", "-o", "size=160k", "tmpfs", str(full))
-    try:
+    with small_disk(tmp_path / "full", "160k") as full:
         assert main(["experiment", str(f), "--results", str(full), "--jobs", "1"]) == 1
-    finally:
-        subprocess.run(["umount", str(full)], check=True)
     err = capsys.readouterr().err
     assert "emu experiment: cannot write under " in err, err[-2000:]
     assert "No space left on device" in err and "Traceback" not in err, err[-2000:]
     # the points done, then the report into a folder mounted read-only
+    ro = tmp_path / "ro"
     assert main(["experiment", str(f), "--results", str(ro), "--jobs", "1"]) == 0
-    _mounted("--bind", str(ro), str(ro))
+    subprocess.run(["mount", "--bind", str(ro), str(ro)], check=True)
     try:
-        _mounted("-o", "remount,ro,bind", str(ro))
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(ro)], check=True)
         assert main(["experiment", str(f), "--results", str(ro), "--report-only"]) == 1
     finally:
         subprocess.run(["umount", str(ro)], check=True)

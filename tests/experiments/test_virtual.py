@@ -408,16 +408,11 @@ def test_a_full_disk_costs_the_results_files_not_the_summary(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """ENOSPC while writing the results folder ended the run with a traceback and no
     summary: what the run measured was lost. Now the summary is printed, then one line."""
-    import os
-
     from emu.experiments.commands import _run
 
-    if os.geteuid() != 0:
-        pytest.skip("needs root to mount a small tmpfs")
-    full = tmp_path / "full"
-    full.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(full)], check=True)
-    try:
+    from ..small_disk import small_disk
+
+    with small_disk(tmp_path / "full", "96k") as full:
         cfg = RunConfig(virtual=True, results_root=full, progress=False,
                         workload=WorkloadParams("permutation", message_bytes=65536))
         assert _run(cfg, plan_run(cfg)) == 1
@@ -426,5 +421,3 @@ def test_a_full_disk_costs_the_results_files_not_the_summary(
         assert "cannot write the results in" in err and "No space left on device" in err
         assert "Traceback" not in err
         assert not list(full.rglob("*.tmp"))  # no half-written file
-    finally:
-        subprocess.run(["umount", str(full)], check=True)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from emu.switch.pcap import PcapWriter, capture_problems, read_pcap
+
+from ..small_disk import small_disk
 
 FRAME = bytes(range(64))
 
@@ -32,12 +33,7 @@ def test_a_capture_on_a_full_device_stops_quietly(caplog: pytest.LogCaptureFixtu
 
 
 def test_frames_written_before_the_disk_filled_stay_readable(tmp_path: Path) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("needs root to mount a small tmpfs")
-    small = tmp_path / "small"
-    small.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)], check=True)
-    try:
+    with small_disk(tmp_path / "small", "64k") as small:
         w = PcapWriter(str(small / "p_in.pcap"))
         for i in range(5000):
             w.write(FRAME, i * 1000)
@@ -45,8 +41,6 @@ def test_frames_written_before_the_disk_filled_stay_readable(tmp_path: Path) -> 
         assert w.error == "No space left on device" and 0 < w.frames < 5000
         frames = read_pcap(str(small / "p_in.pcap"))
         assert len(frames) >= w.frames - 1024 and all(f == FRAME for f in frames[:-1])
-    finally:
-        subprocess.run(["umount", str(small)], check=True)
 
 
 def test_a_virtual_run_whose_pcaps_fill_the_disk_still_reports(
@@ -57,19 +51,11 @@ def test_a_virtual_run_whose_pcaps_fill_the_disk_still_reports(
     from emu.experiments.plan import plan_run
     from emu.experiments.workloads import WorkloadParams
 
-    if os.geteuid() != 0:
-        pytest.skip("needs root to mount a small tmpfs")
-    small = tmp_path / "small"
-    small.mkdir()
     # room for the 64 capture files' headers (a page each), not for what they capture
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=320k", "tmpfs", str(small)],
-                   check=True)
-    try:
+    with small_disk(tmp_path / "small", "320k") as small:
         cfg = RunConfig(virtual=True, results_root=small, progress=False, pcap=True,
                         workload=WorkloadParams("permutation", message_bytes=262144))
         assert _run(cfg, plan_run(cfg)) == 1  # the results folder does not fit either
-    finally:
-        subprocess.run(["umount", str(small)], check=True)
     out, err = capsys.readouterr()
     out = " ".join(out.split())  # the console wraps long notes
     assert "OK: 8/8 flows verified" in out
