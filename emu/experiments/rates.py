@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from emu.core.cachedir import user_cache_path
 
 from .jsontypes import JsonDict
+from .results import write_text_atomic
 
 if TYPE_CHECKING:
     from .plan import RunPlan
@@ -70,14 +71,7 @@ def save_calibration(path: Path, topo: str, target: str, rate_bps: int,
     data[_key(topo, target)] = {"rate_bps": int(rate_bps), "cpus": cpus or os.cpu_count(),
                                 "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                                 "points": points}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    try:
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-        tmp.replace(path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True))
 
 
 def choose_rate(topo: str, target: str, given_bps: int | None, *, path: Path | None = None,

@@ -70,10 +70,17 @@ def discard_unused_run_dir(run_dir: Path, setup_outputs: Iterable[str]) -> None:
 
 
 def write_json(path: Path, data: JsonValue) -> Path:
+    return write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str)
+                             + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    """`text` as the file `path` (its folder made), whole or not at all: written beside
+    it, then renamed over it; a write that fails (disk full) leaves nothing behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     try:
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+        tmp.write_text(text)
         tmp.replace(path)
     except OSError:
         tmp.unlink(missing_ok=True)  # a half-written file is no result

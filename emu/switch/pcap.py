@@ -71,8 +71,8 @@ class PcapWriter:
 
     def _stop(self, exc: OSError) -> None:
         self.error = exc.strerror or str(exc)
-        (log.warning if self.warn else log.debug)("pcap %s: capture stopped after %d frames: %s", self.path, self.frames,
-                    self.error)
+        say = log.warning if self.warn else log.debug
+        say("pcap %s: capture stopped after %d frames: %s", self.path, self.frames, self.error)
         f, self._f = self._f, None
         if f is not None:
             with contextlib.suppress(OSError):  # its buffer cannot be written either
