@@ -299,6 +299,9 @@ def run_sweep(exp: Experiment, out: Path, *, jobs: int, ray: str | None = None,
         except RayUnavailable as exc:
             print(f"emu experiment: {exc}", file=sys.stderr)
             return 1
+        if backend.exposed:
+            print("emu experiment: warning: the local Ray instance's servers listen on "
+                  f"every interface: {backend.exposed}", file=sys.stderr)
     else:
         backend = LocalBackend(jobs, exp, models)
     view = SweepView(len(exp.points))

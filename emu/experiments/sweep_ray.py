@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol
 
+from emu.core import netns
 from emu.core.reaper import Reaper
 from emu.core.runstate import descendants
 from emu.topo import Fabric
@@ -68,6 +69,8 @@ class RayBackend:
     task: _Remote  # ray_point as a Ray remote function
     # A local instance's processes (some outlive a killed driver): killed then.
     reaper: Reaper | None = None
+    # Why a local instance's servers are reachable from other machines, if they are.
+    exposed: str | None = None
 
     @classmethod
     def connect(cls, address: str, jobs: int, models: dict[str, Fabric]) -> RayBackend:
@@ -84,8 +87,18 @@ class RayBackend:
             env: dict[str, object] = {"env_vars": {"PYTHONPATH": path}}
         else:
             env = {"working_dir": str(REPO), "excludes": UPLOAD_EXCLUDES}
+        exposed = None
         try:
-            with contextlib.redirect_stderr(io.StringIO()):
+            with contextlib.ExitStack() as stack:
+                if local:
+                    # Ray's GCS, raylet and agents listen on every interface whatever
+                    # the node address; in a namespace of their own that is loopback.
+                    try:
+                        stack.enter_context(netns.private())
+                    except OSError as exc:
+                        exposed = (f"a private network namespace for it needs root "
+                                   f"({exc.strerror})")
+                stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
                 if local:
                     ray.init(num_cpus=jobs, include_dashboard=False, runtime_env=env,
                              log_to_driver=False, _node_ip_address="127.0.0.1")
@@ -97,7 +110,7 @@ class RayBackend:
         reaper = Reaper.for_processes(descendants(os.getpid())) if local else None
         cpus = int(ray.cluster_resources().get("CPU", 1))
         task = ray.remote(num_cpus=1, max_retries=0)(ray_point)
-        return cls(max(1, cpus), models, ray, task, reaper)
+        return cls(max(1, cpus), models, ray, task, reaper, exposed)
 
     def start(self, point: Point, out_dir: Path) -> Job:
         ref = self.task.remote(point.config, self.models[point.config.topo], point.id,

@@ -3,8 +3,11 @@ failures and timeouts recorded, resume, the same bytes every time, the report.""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import ipaddress
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,7 @@ from emu.experiments.metrics import FlowResult
 from emu.experiments.points import bucket_of, flow_slowdowns
 from emu.experiments.sweep import LocalBackend, Sweep
 from emu.topo import load_topology
+from tests.conftest import needs_root
 
 from .experiment_files import metrics_files
 
@@ -100,6 +104,71 @@ def test_ray_tasks_give_the_same_layout_and_bytes(small: tuple[Path, Path],
     rec = json.loads((ray_out / "points" / "lb=spray,seed=1" / "point.json").read_text())
     assert rec["status"] == "done"
     assert (ray_out / "points" / "lb=spray,seed=1" / rec["run_dir"] / "summary.json").is_file()
+
+
+def _listeners(pids: set[int], netns_of: int | str = "self") -> list[str]:
+    """Addresses the TCP sockets of `pids` listen on, in the namespace of `netns_of`."""
+    inodes = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    inodes.add(os.readlink(fd))
+    found = []
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/{netns_of}/net/{table}").read_text().splitlines()[1:]:
+            f = line.split()
+            if f[3] == "0A" and f"socket:[{f[9]}]" in inodes:  # TCP_LISTEN
+                # /proc/net/tcp*: the address as 32-bit words in host (little-endian) order
+                raw = bytes.fromhex(f[1].split(":")[0])
+                found.append(b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4)))
+    return [str(ipaddress.ip_address(a)) for a in found]
+
+
+@needs_root
+def test_a_local_ray_instance_listens_on_no_interface_but_loopback(
+        tmp_path: Path) -> None:
+    """Ray's GCS and raylet listened on every interface of the machine (with node address
+    127.0.0.1): the local instance now runs in a network namespace of its own."""
+    pytest.importorskip("ray", reason="Ray is an optional extra (pip install -e '.[ray]')")
+    from emu.core.runstate import descendants
+    from emu.experiments.sweep_ray import RayBackend
+
+    backend = RayBackend.connect("local", 1, {})
+    try:
+        ray_pids = {pid for pid, _ in descendants(os.getpid())}
+        gcs = [p for p in ray_pids if "gcs_server" in Path(f"/proc/{p}/cmdline").read_text()]
+        assert gcs
+        assert _listeners(ray_pids, gcs[0])  # its servers listen, in their namespace...
+        exposed = [a for a in _listeners(ray_pids)  # ...and not in this one but on loopback
+                   if not ipaddress.ip_address(a).is_loopback]
+        assert exposed == []
+        assert backend.exposed is None  # so no warning
+    finally:
+        backend.close()
+
+
+def test_without_root_a_local_ray_instance_runs_with_a_warning(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("ray", reason="Ray is an optional extra (pip install -e '.[ray]')")
+    from emu.core import netns
+
+    def refused() -> None:  # what unshare(2) answers a user without CAP_SYS_ADMIN
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(netns, "private", refused)
+    f = tmp_path / "e.yaml"
+    f.write_text("name: one\nbase: {topology: clos4, workload: permutation, size: 4K}\n"
+                 "grid: {lb: [ecmp]}\ntimeout: 120\n")
+    assert main(["experiment", str(f), "--results", str(tmp_path), "--ray", "local",
+                 "--jobs", "1"]) == 0
+    err = capsys.readouterr().err
+    assert ("warning: the local Ray instance's servers listen on every interface: a "
+            "private network namespace for it needs root (Operation not permitted)") in err
+    rec = json.loads((tmp_path / "experiments" / "one" / "points" / "lb=ecmp,seed=1" /
+                      "point.json").read_text())
+    assert rec["status"] == "done"
 
 
 def test_failed_and_timed_out_points_are_recorded_and_the_sweep_goes_on(
