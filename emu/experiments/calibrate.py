@@ -133,12 +133,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from .run import RunError
+    from .run import USER_ERRORS
 
     try:
         points = calibrate(args.topo, args.rates, args.size, args.target, Path(args.results))
-    except RunError as exc:
-        print(str(exc), file=sys.stderr)
+    except USER_ERRORS as exc:
+        print(str(exc) if str(exc).startswith("emu") else f"emu calibrate: {exc}",
+              file=sys.stderr)
         return 1
     except CalibrationInterrupted as exc:
         print(str(exc), file=sys.stderr)

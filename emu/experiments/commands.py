@@ -256,16 +256,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run(cfg: RunConfig, plan: RunPlan) -> int:
     import sys
 
-    from emu.experiments.results import ResultsError
-    from emu.experiments.run import RunError, run_experiment
+    from emu.experiments.run import USER_ERRORS, run_experiment
 
     try:
-        from emu.core.runstate import StateError
-    except ImportError:  # state.py is another module's; never let it block a run
-        StateError = RuntimeError  # type: ignore[misc,assignment]  # noqa: N806
-    try:
         summary = run_experiment(cfg, plan=plan)
-    except (RunError, ResultsError, StateError) as exc:
+    except USER_ERRORS as exc:
         print(str(exc) if str(exc).startswith("emu") else f"emu run: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # before the workload: nothing measured, nothing written

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from emu.control.params import LbMode
+from emu.core.runstate import StateError
 from emu.core.signals import StopRequest, interrupt_name, stop_requests
 from emu.roce.agent import START
 
@@ -41,7 +42,7 @@ from .report import (
     snapshots_bytes_to_hosts,
     write_and_show,
 )
-from .results import discard_unused_run_dir, make_run_dir, print_results_path
+from .results import ResultsError, discard_unused_run_dir, make_run_dir, print_results_path
 from .sampler import FabricSampler, Snapshot
 from .summary import RunSummary
 
@@ -65,6 +66,11 @@ P4_SAMPLE_S = 1.0
 
 class RunError(RuntimeError):
     """A run that cannot go on; the message is one line for the user."""
+
+
+# What stops a run before it measures anything, told in one line: the run cannot go on,
+# its results cannot be written, another run holds the lock.
+USER_ERRORS: tuple[type[Exception], ...] = (RunError, ResultsError, StateError)
 
 
 Log = Callable[[str], None]

@@ -13,6 +13,7 @@ from emu.experiments.calibrate import CalibrationPoint, suggest
 from emu.experiments.commands import config_from_args
 from emu.experiments.config import RunConfig, RunConfigError
 from emu.experiments.workloads import WorkloadParams
+from tests.conftest import needs_root
 
 
 def test_flags_map_onto_run_config() -> None:
@@ -276,6 +277,18 @@ def test_a_calibration_that_cannot_be_saved_is_one_line(
     monkeypatch.setenv("EMU_CALIBRATION", str(tmp_path / "ok" / "calibration.json"))
     assert save_suggestion("clos4", "embedded", 2_000_000, pts) == 0
     assert (tmp_path / "ok" / "calibration.json").is_file()
+
+
+@needs_root
+def test_a_calibration_whose_results_cannot_be_written_is_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A results folder that cannot be made ended `emu calibrate` in a traceback."""
+    (tmp_path / "f").write_text("")
+    assert main(["calibrate", "--rates", "1Mbps", "--no-save",
+                 "--results", str(tmp_path / "f")]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == f"emu calibrate: cannot make a run folder under {tmp_path / 'f'}: " \
+                      "not a folder"
 
 
 def _run_parser() -> Any:
