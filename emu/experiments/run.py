@@ -88,6 +88,9 @@ class AgentProc:
     lines: list[str] = field(default_factory=list)
     progress: Row = field(default_factory=dict)  # the agent's latest counters
     progress_rows: list[str] = field(default_factory=list)  # every `progress` line, as sent
+    # Its results, sent on stdout where its results file could not be written, and why.
+    sent_rows: list[Row] | None = None
+    write_error: str | None = None
     _reader: threading.Thread | None = None
 
     def start_reader(self, t0: float) -> None:
@@ -104,6 +107,11 @@ class AgentProc:
                     if isinstance(row, dict) and row.get("type") == "progress":
                         self.progress = row
                         self.progress_rows.append(line)
+                    elif isinstance(row, dict) and row.get("type") == "results":
+                        rows = row.get("rows")
+                        self.sent_rows = [r for r in rows if isinstance(r, dict)] \
+                            if isinstance(rows, list) else []
+                        self.write_error = str(row.get("error", ""))
                     continue
                 self.lines.append(line)
                 if line == "READY" and self.ready_s is None:
@@ -116,6 +124,11 @@ class AgentProc:
 
     def finished(self) -> bool:
         return self.popen.poll() is not None
+
+    def read_to_end(self, timeout: float) -> None:
+        """Wait for the reader to take the last lines of an agent that has exited."""
+        if self._reader is not None:
+            self._reader.join(timeout)
 
     def stderr_tail(self) -> str:
         try:
@@ -159,32 +172,40 @@ class Experiment:
     # -- agents ---------------------------------------------------------------------
 
     def launch_agents(self, plan: RunPlan, tag: str = "") -> dict[str, AgentProc]:
+        """An agent per host, each on its configuration file; RunError (none left
+        running) where the files cannot be written (disk full, folder removed)."""
         adir = self.run_dir / "agents"
-        adir.mkdir(parents=True, exist_ok=True)
         procs: dict[str, AgentProc] = {}
-        for host, cfg in plan.agents.items():
-            cfg_path = adir / f"{host}{tag}.json"
-            cfg_path.write_text(json.dumps(cfg.to_dict(), indent=1))
-            res = adir / f"{host}{tag}.jsonl"
-            status = adir / f"{host}{tag}.status"
-            cmd = [sys.executable, "-m", "emu.roce", "agent", "--iface",
-                   plan.fabric.host(host).intf, "--config", str(cfg_path), "--results",
-                   str(res), "--status-file", str(status),
-                   "--progress-s", f"{self.plan.config.agent_progress_s:g}",
-                   "--start-on-stdin"]
-            host_pfc = pfc.host_pfc_json(plan.config)
-            if host_pfc is not None:  # the NIC honours its leaf's PAUSE frames
-                cmd += ["--pfc", json.dumps(host_pfc)]
-            log_path = adir / f"{host}{tag}.log"
-            # stderr to a file: an unread pipe would block a chatty agent.
-            with log_path.open("w") as err:
-                p = self.net.popen(host, cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=err, text=True, cwd=str(REPO),
-                                   env={**os.environ, "PYTHONPATH": str(REPO)})
-            ap = AgentProc(host, p, res, log_path)
-            ap.start_reader(self.t0)
-            procs[host] = ap
+        try:
+            adir.mkdir(parents=True, exist_ok=True)
+            for host, cfg in plan.agents.items():
+                (adir / f"{host}{tag}.json").write_text(json.dumps(cfg.to_dict(), indent=1))
+            for host in plan.agents:
+                procs[host] = self._launch_agent(plan, adir, host, tag)
+        except OSError as exc:
+            _stop_agents(procs)
+            raise RunError(f"emu run: cannot write the agents' files in {adir}: "
+                           f"{exc.strerror or exc}") from None
         return procs
+
+    def _launch_agent(self, plan: RunPlan, adir: Path, host: str, tag: str) -> AgentProc:
+        res = adir / f"{host}{tag}.jsonl"
+        cmd = [sys.executable, "-m", "emu.roce", "agent", "--iface",
+               plan.fabric.host(host).intf, "--config", str(adir / f"{host}{tag}.json"),
+               "--results", str(res), "--status-file", str(adir / f"{host}{tag}.status"),
+               "--progress-s", f"{self.plan.config.agent_progress_s:g}", "--start-on-stdin"]
+        host_pfc = pfc.host_pfc_json(plan.config)
+        if host_pfc is not None:  # the NIC honours its leaf's PAUSE frames
+            cmd += ["--pfc", json.dumps(host_pfc)]
+        log_path = adir / f"{host}{tag}.log"
+        # stderr to a file: an unread pipe would block a chatty agent.
+        with log_path.open("w") as err:
+            p = self.net.popen(host, cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=err, text=True, cwd=str(REPO),
+                               env={**os.environ, "PYTHONPATH": str(REPO)})
+        ap = AgentProc(host, p, res, log_path)
+        ap.start_reader(self.t0)
+        return ap
 
     def start_agents(self, agents: dict[str, AgentProc], deadline: float,
                      stop: StopRequest | None = None) -> None:
@@ -347,14 +368,29 @@ def _update_progress(state: ProgressState, first: Snapshot, snap: Snapshot,
 
 def _collect_results(agents: dict[str, AgentProc], notes: list[str]) -> dict[str, list[Row]]:
     """The agents' result rows; their progress lines saved beside them; a note per agent
-    that did not exit cleanly (0, or 2: stopped with partial results)."""
+    that did not exit cleanly (0, or 2: stopped with partial results) and per file that
+    could not be written (disk full: the rows an agent sent on stdout stand instead)."""
     from .metrics import read_jsonl
 
-    rows = {h: read_jsonl(a.results_path) for h, a in agents.items()}
+    deadline = time.monotonic() + 5.0  # the agents have exited: their pipes are at EOF
+    for a in agents.values():
+        a.read_to_end(max(0.0, deadline - time.monotonic()))
+    rows = {h: a.sent_rows if a.sent_rows is not None else read_jsonl(a.results_path)
+            for h, a in agents.items()}
+    unwritten = {h: a.write_error for h, a in agents.items() if a.write_error}
     for a in agents.values():  # the agents' counters over time, next to their results
         if a.progress_rows:
-            a.results_path.with_suffix(".progress.jsonl").write_text(
-                "\n".join(a.progress_rows) + "\n")
+            path = a.results_path.with_suffix(".progress.jsonl")
+            try:
+                path.write_text("\n".join(a.progress_rows) + "\n")
+            except OSError as exc:
+                unwritten[path.name] = f"cannot write {path}: {exc.strerror or exc}"
+    if unwritten:  # one note, not one per file: a full disk refuses them all
+        sent = sorted(h for h, a in agents.items() if a.write_error)
+        notes.append(f"{len(unwritten)} agent file(s) not written, first "
+                     f"{next(iter(unwritten.values()))}"
+                     + (f"; the results of {', '.join(sent)} came on their output"
+                        if sent else ""))
     for h, a in agents.items():
         rc = a.popen.returncode
         if rc not in (0, 2):

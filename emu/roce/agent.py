@@ -8,6 +8,8 @@ Protocol with an orchestrator:
   line `START <time.monotonic_ns()>`, the same for every agent of a run (a bad line or
   stdin closed first: exit 1);
 - results are JSON lines (one per flow, then one `summary` line) on --results or stdout;
+  where --results cannot be written (disk full), they come on stdout as one line
+  `{"type": "results", "rows": [...], "error": "..."}` instead, so nothing measured is lost;
 - exit status 0 when all local flows completed and all `expect`ed flows arrived, 2 when
   stopped early (SIGTERM/SIGINT or timeout_s: partial results are still written),
   1 on configuration errors. The status file then holds `done`, `partial` or `error`.
@@ -18,6 +20,7 @@ imm = CRC-32 of the flow id, so receivers need no out-of-band knowledge of the o
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -274,6 +277,24 @@ def write_results(rows: list[dict[str, Any]], out: IO[str]) -> None:
     out.flush()
 
 
+def deliver_results(rows: list[dict[str, Any]], results: str | None) -> None:
+    """The rows to the results file, or to stdout where there is none. A file that
+    cannot be written (disk full, folder gone) costs the file, not the measurement:
+    the rows then go to the orchestrator on stdout as one `results` line."""
+    if not results:
+        write_results(rows, sys.stdout)
+        return
+    try:
+        with open(results, "w") as fh:
+            write_results(rows, fh)
+    except OSError as exc:
+        why = f"cannot write {results}: {exc.strerror or exc}"
+        print(json.dumps({"type": "results", "rows": rows, "error": why}, sort_keys=True),
+              flush=True)
+        with contextlib.suppress(OSError):  # stderr may be a file on the same full disk
+            print(f"warning: {why}; results sent on stdout", file=sys.stderr)
+
+
 START = "START"  # the orchestrator's line on stdin: `START <time.monotonic_ns()>`
 
 
@@ -336,10 +357,12 @@ def run(iface: str, config: str, results: str | None = None, status_file: str | 
     from emu.roce.config import ConfigError, load
 
     def status(s: str) -> None:
+        # Advisory (stdout carries the same words): a full disk must not end the agent.
         if status_file:
-            tmp = Path(status_file + ".tmp")
-            tmp.write_text(s + "\n")
-            tmp.replace(status_file)
+            with contextlib.suppress(OSError):
+                tmp = Path(status_file + ".tmp")
+                tmp.write_text(s + "\n")
+                tmp.replace(status_file)
 
     try:
         cfg = load(config)
@@ -407,12 +430,7 @@ def run(iface: str, config: str, results: str | None = None, status_file: str | 
         for s, h in old.items():
             signal.signal(s, h)
         ok = agent.done()
-        rows = agent.results()
-        if results:
-            with open(results, "w") as fh:
-                write_results(rows, fh)
-        else:
-            write_results(rows, sys.stdout)
+        deliver_results(agent.results(), results)
         port.close()
         clock.close()
         if start_error is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 
 from emu.experiments.config import RunConfig
 from emu.experiments.plan import plan_run
-from emu.experiments.run import Experiment
+from emu.experiments.run import Experiment, RunError
 from emu.experiments.workloads import WorkloadParams
 
 pytestmark = pytest.mark.timeout(120)
@@ -88,6 +89,24 @@ def test_agents_run_and_report(tmp_path: Path) -> None:
     assert len(rec.snapshots) >= 2 and not rec.notes
     cfg = json.loads((tmp_path / "agents" / "h1.json").read_text())
     assert cfg["host"]["name"] == "h1"
+
+
+def test_agents_files_that_cannot_be_written_are_one_error_and_no_agent_left(
+        tmp_path: Path) -> None:
+    """A full disk (or a folder removed) when the agents start: a traceback, and the
+    agents launched before the failing file kept running."""
+    exp, net, plan = experiment(tmp_path, 60)
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "h2.log").mkdir()  # h1 is launched, then h2's log fails
+    with pytest.raises(RunError, match=r"^emu run: cannot write the agents' files in "
+                       + re.escape(str(tmp_path / "agents")) + ": Is a directory$"):
+        exp.run_workload(plan)
+    assert len(net.procs) == 1 and net.procs[0].poll() is not None
+    (tmp_path / "file").write_text("")
+    exp, net, plan = experiment(tmp_path / "file", 60)
+    with pytest.raises(RunError, match=r"agents: Not a directory$"):
+        exp.run_workload(plan)
+    assert net.procs == []
 
 
 def test_agents_start_together_however_late_each_is_ready(tmp_path: Path) -> None:

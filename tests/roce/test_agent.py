@@ -241,6 +241,42 @@ def test_agent_sigterm_writes_partial_results(netns_pair, tmp_path):
     assert st.read_text().strip() == "partial"
 
 
+@needs_root
+@pytest.mark.root
+def test_results_that_cannot_be_written_come_on_stdout(netns_pair, tmp_path):
+    """A full disk at the end of a run: writing the results file raised, the agent died
+    with a traceback (exit 1) and its flows were reported as never delivered."""
+    import signal
+
+    ns, veth, macs, ips = netns_pair
+    cfg = host_cfg("h1", ips[0], macs[0], ips[1], macs[1], 5, 6,
+                   [{"id": "never", "qpn": 5, "size_bytes": 10_000, "after": ["x"]}], ["x"])
+    cf = tmp_path / "h1.json"
+    cf.write_text(json.dumps(cfg))
+    p = subprocess.Popen(["ip", "netns", "exec", ns[0], sys.executable, "-m", "emu.roce", "agent",
+                          "--iface", veth[0], "--config", str(cf), "--results", "/dev/full",
+                          "--status-file", "/dev/full/h1.st"],  # ENOSPC, ENOTDIR
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None
+        assert p.stdout.readline().strip() == "READY"
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 2, err
+    lines = out.strip().splitlines()
+    assert lines[-1] == "PARTIAL"
+    sent = json.loads(lines[-2])
+    assert sent["type"] == "results"
+    assert sent["error"] == "cannot write /dev/full: No space left on device"
+    flows = {r["flow"]: r for r in sent["rows"] if r["type"] == "flow"}
+    assert set(flows) == {"never", "x"} and sent["rows"][-1]["type"] == "summary"
+    assert "Traceback" not in err and "results sent on stdout" in err
+
+
 def test_agent_bad_config_exit_code(tmp_path):
     cf = tmp_path / "bad.json"
     cf.write_text(json.dumps({"host": {"name": "h"}}))
