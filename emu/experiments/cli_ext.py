@@ -17,6 +17,7 @@ they are testable without a terminal.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 from emu.control.params import LbMode
 from emu.core.signals import Interrupted, stop_requests, unwinding_on_termination
 
+from . import argtypes
 from .config import reorder_gbn_warning
 from .pfc import Counters
 
@@ -45,7 +47,7 @@ USAGE = {
     "lbmode": "lbmode MODE [SWITCH ...]",
     "fail": "fail A B",
     "restore": "restore A B",
-    "workload": "workload KIND [SIZE_BYTES] [ITERATIONS]",
+    "workload": "workload KIND [SIZE] [ITERATIONS]  (SIZE as emu run --size: 4096, 64K, 1M)",
     "pfc": "pfc [SWITCH ...]",
 }
 
@@ -199,19 +201,23 @@ def run_workload(exp: CliSession, args: list[str]) -> str:
     wl = dataclasses.replace(cfg.workload, kind=kind)
     try:
         if len(args) > 1:
-            wl = dataclasses.replace(wl, message_bytes=int(args[1]))
+            wl = dataclasses.replace(wl, message_bytes=argtypes.size(args[1]))
         if len(args) > 2:
             wl = dataclasses.replace(wl, iterations=int(args[2]))
         plan = plan_run(dataclasses.replace(cfg, workload=wl), model=exp.plan.model)
-    except (ValueError, WorkloadError) as exc:
+    except (ValueError, WorkloadError, argparse.ArgumentTypeError) as exc:
         raise CommandError(str(exc)) from None
     exp.runs += 1
     tag = f"-cli{exp.runs}"
     rec = exp.run_workload(plan, tag=tag)
     out_dir = exp.run_dir / f"workload{exp.runs}-{args[0]}"
-    out_dir.mkdir(parents=True, exist_ok=True)
     summary = build_summary(plan, rec, out_dir)
-    write_results(out_dir, plan, rec, summary)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        write_results(out_dir, plan, rec, summary)
+    except OSError as exc:  # disk full, folder removed: the files, not the measurement
+        return (render_text(summary) + f"\n*** cannot write the results in {out_dir}: "
+                f"{exc.strerror or exc} (the summary above is what the run measured)")
     return render_text(summary) + f"\nresults in {out_dir}"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -133,3 +134,31 @@ def test_pfc_command_shows_each_ports_state() -> None:
         "spine1: flow control off (emu run --flow-control pfc)"
     with pytest.raises(cli_ext.CommandError, match="unknown switch"):
         cli_ext.show_pfc(exp, ["nope"])
+
+
+def test_a_workload_whose_results_cannot_be_written_still_shows_its_summary(
+        tmp_path: Path) -> None:
+    """The `workload` command on a full disk said only `OSError: ...`: what the workload
+    measured was gone."""
+    from emu.experiments.report import RunRecords
+    from emu.experiments.sampler import Snapshot
+
+    exp = FakeExperiment()
+    (tmp_path / "file").write_text("")
+    exp.run_dir, exp.runs = tmp_path / "file", 0  # type: ignore[attr-defined]
+    flows = {f.src for f in exp.plan.workload.flows} | {f.dst for f in exp.plan.workload.flows}
+    exp.run_workload = lambda plan, tag: RunRecords(  # type: ignore[attr-defined]
+        {h: [] for h in flows}, {}, [Snapshot(0.0, {}), Snapshot(1.0, {})], 1.0)
+    out = cli_ext.run_workload(exp, ["permutation", "4096"])
+    assert "flows verified" in out  # the summary
+    assert out.splitlines()[-1] == (
+        f"*** cannot write the results in {tmp_path / 'file' / 'workload1-permutation'}: "
+        "Not a directory (the summary above is what the run measured)")
+    # SIZE as `emu run --size` takes it (the command took bytes only)
+    sizes = []
+    exp.run_workload = lambda plan, tag: sizes.append(  # type: ignore[attr-defined]
+        plan.config.workload.message_bytes) or RunRecords({}, {}, [], 0.0)
+    cli_ext.run_workload(exp, ["alltoall", "64K"])
+    assert sizes == [65536]
+    with pytest.raises(cli_ext.CommandError, match="64Q"):
+        cli_ext.run_workload(exp, ["alltoall", "64Q"])
