@@ -243,23 +243,29 @@ def uplink_figure(series: PortSeries, uplinks: Mapping[str, Sequence[int]],
     t0 = min(s[0][0] for s in series.values() if s) if t0 is None else t0
     peak = 1.0
     windows: set[float] = set()
-    for ax, sw in zip([a for row in axes for a in row], switches, strict=False):
+    curves: dict[PortKey, list[tuple[float, float]]] = {}
+    for sw in switches:
         for p in uplinks[sw]:
             rate = rates_bps.get((sw, p), 0.0)
             window = UTIL_WINDOW_FRAMES * frame_bytes * 8 / rate if rate > 0 else 0.0
             windows.add(window)
-            u = utilization(series.get((sw, p), ()), rate, window, frame_bytes)
+            u = curves[(sw, p)] = utilization(series.get((sw, p), ()), rate, window,
+                                              frame_bytes)
             peak = max([peak, *(x for _, x in u)])
+    # Never cut the curves off: a reading above 100% is shown, not hidden. Set once and
+    # before the curves: the panels share the y axis, and each curve drawn on an
+    # autoscaled panel would rescale all of them (minutes for a k=16 fat tree).
+    axes[0][0].set_ylim(0, max(110.0, peak * 105))
+    for ax, sw in zip([a for row in axes for a in row], switches, strict=False):
+        for p in uplinks[sw]:
             # Each value is the average over the window ending at its time: steps.
-            ax.step([t - t0 for t, _ in u], [x * 100 for _, x in u], where="pre", lw=1,
+            ax.step([t - t0 for t, _ in curves[(sw, p)]],
+                    [x * 100 for _, x in curves[(sw, p)]], where="pre", lw=1,
                     label=f"port {p}")
         ax.axhline(100, color="0.5", lw=0.6, ls="--")
         ax.set_title(sw, fontsize=9, y=TITLE_Y)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper left")
-    # Never cut the curves off: a reading above 100% is shown, not hidden. Set once: the
-    # panels share the y axis (setting each would set all of them each time).
-    axes[0][0].set_ylim(0, max(110.0, peak * 105))
     for ax in [a for row in axes for a in row][n:]:
         ax.set_visible(False)
     fig.supxlabel("time since the first flow started (s)")

@@ -434,9 +434,19 @@ class Fabric:
         paths once per host pair."""
         return {}
 
+    @cached_property
+    def _layers(self) -> dict[str, int]:
+        layers = {s.name: s.role.layer for s in self.switches}
+        layers.update({h.name: 0 for h in self.hosts})
+        return layers
+
     def layer(self, name: str) -> int:
-        node = self.node(name)
-        return node.role.layer if isinstance(node, Switch) else 0
+        """Height of a node (hosts 0, leaves 1, ...); path searches ask it per step."""
+        try:
+            return self._layers[name]
+        except KeyError:
+            self.node(name)  # the error naming the fabric
+            raise
 
     # -- modelled network -> wire ----------------------------------------------
 

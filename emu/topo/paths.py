@@ -10,11 +10,30 @@ are distinct paths because the load balancer picks among them separately.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
+from typing import TypeVar
 
 from .model import Fabric, Link, Port, SwitchPath
 
+T = TypeVar("T")
+
+
+def _memo(fabric: Fabric, kind: str, dst: str, compute: Callable[[Fabric, str], T]) -> T:
+    """`compute(fabric, dst)` once per fabric: a plan asks per leaf pair, and the
+    distances to a leaf are the same whichever leaf asks."""
+    key = (kind, dst)
+    try:
+        value: T = fabric.derived[key]
+    except KeyError:
+        value = fabric.derived[key] = compute(fabric, dst)
+    return value
+
 
 def _plain_distances(fabric: Fabric, dst: str) -> dict[str, int]:
+    return _memo(fabric, "plain_distances", dst, _compute_plain_distances)
+
+
+def _compute_plain_distances(fabric: Fabric, dst: str) -> dict[str, int]:
     """Hop count from every switch to dst, ignoring the up-down rule (a lower bound)."""
     adj = fabric.adjacency(switches_only=True)
     dist = {dst: 0}
@@ -29,6 +48,10 @@ def _plain_distances(fabric: Fabric, dst: str) -> dict[str, int]:
 
 
 def _updown_distances(fabric: Fabric, dst: str) -> dict[tuple[str, bool], int]:
+    return _memo(fabric, "updown_distances", dst, _compute_updown_distances)
+
+
+def _compute_updown_distances(fabric: Fabric, dst: str) -> dict[tuple[str, bool], int]:
     """Length of the shortest up-down path to dst from every state (switch, has gone
     down) that has one: one breadth-first search backwards from dst."""
     adj = fabric.adjacency(switches_only=True)
@@ -94,6 +117,11 @@ def _equal_cost_paths(fabric: Fabric, src: str, dst: str) -> list[SwitchPath]:
 def first_hop_ports(fabric: Fabric, dst: str) -> dict[str, list[int]]:
     """For every switch with a path to switch `dst`, its egress ports that start a
     shortest up-down path there (sorted): the members of its next-hop group."""
+    ports = _memo(fabric, "first_hop_ports", dst, _compute_first_hop_ports)
+    return {node: list(p) for node, p in ports.items()}  # the caller's to change
+
+
+def _compute_first_hop_ports(fabric: Fabric, dst: str) -> dict[str, list[int]]:
     dist = _updown_distances(fabric, dst)
     out: dict[str, list[int]] = {}
     for node, edges in fabric.adjacency(switches_only=True).items():
