@@ -368,8 +368,9 @@ def _update_progress(state: ProgressState, first: Snapshot, snap: Snapshot,
 
 def _collect_results(agents: dict[str, AgentProc], notes: list[str]) -> dict[str, list[Row]]:
     """The agents' result rows; their progress lines saved beside them; a note per agent
-    that did not exit cleanly (0, or 2: stopped with partial results) and per file that
-    could not be written (disk full: the rows an agent sent on stdout stand instead)."""
+    that did not exit cleanly (0, or 2: stopped with partial results), and one for the
+    files that could not be written (disk full: the rows an agent sent on stdout stand
+    in for its results file)."""
     from .metrics import read_jsonl
 
     deadline = time.monotonic() + 5.0  # the agents have exited: their pipes are at EOF
