@@ -149,5 +149,10 @@ def host_path_ports(fabric: Fabric, src: str, dst: str) -> list[list[Port]]:
     leaves by, the one towards dst last (the sender's own link comes before them)."""
     a, b = fabric.host(src), fabric.host(dst)
     last = next(p for p in fabric.switch(b.switch).host_ports if p.peer.node == dst)
-    return [[fabric.switch(sw).port(port) for sw, port in path.hops] + [last]
-            for path in equal_cost_paths(fabric, a.switch, b.switch)]
+    key = ("switch_path_ports", a.switch, b.switch)
+    paths = fabric.derived.get(key)
+    if paths is None:  # the same for every host pair under these two leaves
+        paths = fabric.derived[key] = tuple(
+            tuple(fabric.switch(sw).port(port) for sw, port in path.hops)
+            for path in equal_cost_paths(fabric, a.switch, b.switch))
+    return [[*ports, last] for ports in paths]
