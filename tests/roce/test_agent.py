@@ -206,10 +206,10 @@ def test_two_agents_in_namespaces_move_multi_megabyte_message(netns_pair, tmp_pa
     assert summary["type"] == "summary" and summary["qps"]["6"]["responder"]["msgs_delivered"] == 1
 
 
-@needs_root
-@pytest.mark.root
-def test_agent_sigterm_writes_partial_results(netns_pair, tmp_path):
-    """An agent waiting for a flow that never comes: SIGTERM ends it with partial results."""
+def _stopped_waiting_agent(netns_pair, tmp_path, results: str, status: str,
+                           on_ready=lambda: None) -> tuple[int, str, str]:
+    """An agent waiting for a flow that never comes, sent SIGTERM once READY: its exit
+    code, stdout and stderr."""
     import signal
 
     ns, veth, macs, ips = netns_pair
@@ -217,22 +217,35 @@ def test_agent_sigterm_writes_partial_results(netns_pair, tmp_path):
                    [{"id": "never", "qpn": 5, "size_bytes": 10_000, "after": ["x"]}], ["x"])
     cf = tmp_path / "h1.json"
     cf.write_text(json.dumps(cfg))
-    st = tmp_path / "h1.st"
     p = subprocess.Popen(["ip", "netns", "exec", ns[0], sys.executable, "-m", "emu.roce", "agent",
-                          "--iface", veth[0], "--config", str(cf), "--results",
-                          str(tmp_path / "r.jsonl"), "--status-file", str(st)],
+                          "--iface", veth[0], "--config", str(cf), "--results", results,
+                          "--status-file", status],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert p.stdout is not None
         assert p.stdout.readline().strip() == "READY"  # blocks until the agent is up
-        assert st.read_text().strip() == "ready"
+        on_ready()
         p.send_signal(signal.SIGTERM)
         out, err = p.communicate(timeout=30)
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
-    assert p.returncode == 2, err
+    return p.returncode, out, err
+
+
+@needs_root
+@pytest.mark.root
+def test_agent_sigterm_writes_partial_results(netns_pair, tmp_path):
+    """An agent waiting for a flow that never comes: SIGTERM ends it with partial results."""
+    st = tmp_path / "h1.st"
+
+    def is_ready() -> None:
+        assert st.read_text().strip() == "ready"
+
+    rc, out, err = _stopped_waiting_agent(netns_pair, tmp_path, str(tmp_path / "r.jsonl"),
+                                          str(st), is_ready)
+    assert rc == 2, err
     assert out.strip().splitlines()[-1] == "PARTIAL"
     rows = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
     flows = {r["flow"]: r for r in rows if r["type"] == "flow"}
@@ -246,27 +259,9 @@ def test_agent_sigterm_writes_partial_results(netns_pair, tmp_path):
 def test_results_that_cannot_be_written_come_on_stdout(netns_pair, tmp_path):
     """A full disk at the end of a run: writing the results file raised, the agent died
     with a traceback (exit 1) and its flows were reported as never delivered."""
-    import signal
-
-    ns, veth, macs, ips = netns_pair
-    cfg = host_cfg("h1", ips[0], macs[0], ips[1], macs[1], 5, 6,
-                   [{"id": "never", "qpn": 5, "size_bytes": 10_000, "after": ["x"]}], ["x"])
-    cf = tmp_path / "h1.json"
-    cf.write_text(json.dumps(cfg))
-    p = subprocess.Popen(["ip", "netns", "exec", ns[0], sys.executable, "-m", "emu.roce", "agent",
-                          "--iface", veth[0], "--config", str(cf), "--results", "/dev/full",
-                          "--status-file", "/dev/full/h1.st"],  # ENOSPC, ENOTDIR
-                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert p.stdout is not None
-        assert p.stdout.readline().strip() == "READY"
-        p.send_signal(signal.SIGTERM)
-        out, err = p.communicate(timeout=30)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert p.returncode == 2, err
+    rc, out, err = _stopped_waiting_agent(netns_pair, tmp_path, "/dev/full",
+                                          "/dev/full/h1.st")  # ENOSPC, ENOTDIR
+    assert rc == 2, err
     lines = out.strip().splitlines()
     assert lines[-1] == "PARTIAL"
     sent = json.loads(lines[-2])
