@@ -25,6 +25,7 @@ files). The NIC's and QPs' own parameter types are derived from it in one place
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import types
@@ -197,10 +198,15 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
     raise ConfigError(f"{where}: unsupported type {tp!r}")
 
 
+# A class's hints, evaluated once: a plan validates a config per host (and these are
+# strings, under `from __future__ import annotations`, compiled at every evaluation).
+_type_hints = functools.cache(typing.get_type_hints)
+
+
 def from_dict(cls: type, data: Any, where: str = "config") -> Any:
     """Build dataclass `cls` from a mapping, rejecting unknown keys and bad types."""
     _check(isinstance(data, dict), where, f"expected a mapping, got {type(data).__name__}")
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     flds = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - set(flds))
     _check(not unknown, where, f"unknown key(s) {', '.join(unknown)}; known: {', '.join(flds)}")

@@ -176,11 +176,15 @@ class Switch:
     subnet: ipaddress.IPv4Network | None = None
     gateway: ipaddress.IPv4Address | None = None
 
+    @cached_property
+    def _ports_by_number(self) -> dict[int, Port]:
+        return {p.number: p for p in self.ports}
+
     def port(self, number: int) -> Port:
-        for p in self.ports:
-            if p.number == number:
-                return p
-        raise KeyError(f"{self.name} has no port {number}")
+        try:  # one lookup: a leaf of a large fabric has hundreds of ports
+            return self._ports_by_number[number]
+        except KeyError:
+            raise KeyError(f"{self.name} has no port {number}") from None
 
     @property
     def host_ports(self) -> tuple[Port, ...]:

@@ -148,7 +148,7 @@ def host_path_ports(fabric: Fabric, src: str, dst: str) -> list[list[Port]]:
     """Each equal-cost path from host src to host dst as the switch egress ports it
     leaves by, the one towards dst last (the sender's own link comes before them)."""
     a, b = fabric.host(src), fabric.host(dst)
-    last = next(p for p in fabric.switch(b.switch).host_ports if p.peer.node == dst)
+    last = fabric.switch(b.switch).port(b.switch_port)
     key = ("switch_path_ports", a.switch, b.switch)
     paths = fabric.derived.get(key)
     if paths is None:  # the same for every host pair under these two leaves
