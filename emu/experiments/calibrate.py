@@ -133,13 +133,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from .run import USER_ERRORS
+    from .run import USER_ERRORS, user_message
 
     try:
         points = calibrate(args.topo, args.rates, args.size, args.target, Path(args.results))
     except USER_ERRORS as exc:
-        print(str(exc) if str(exc).startswith("emu") else f"emu calibrate: {exc}",
-              file=sys.stderr)
+        print(user_message(exc, "calibrate"), file=sys.stderr)
         return 1
     except CalibrationInterrupted as exc:
         print(str(exc), file=sys.stderr)

@@ -256,12 +256,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run(cfg: RunConfig, plan: RunPlan) -> int:
     import sys
 
-    from emu.experiments.run import USER_ERRORS, run_experiment
+    from emu.experiments.run import USER_ERRORS, run_experiment, user_message
 
     try:
         summary = run_experiment(cfg, plan=plan)
     except USER_ERRORS as exc:
-        print(str(exc) if str(exc).startswith("emu") else f"emu run: {exc}", file=sys.stderr)
+        print(user_message(exc, "run"), file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # before the workload: nothing measured, nothing written
         print("emu run: interrupted; the fabric was torn down", file=sys.stderr)

@@ -73,6 +73,11 @@ class RunError(RuntimeError):
 USER_ERRORS: tuple[type[Exception], ...] = (RunError, ResultsError, StateError)
 
 
+def user_message(exc: Exception, command: str) -> str:
+    """One of USER_ERRORS as its line, prefixed `emu COMMAND: ` unless it names one."""
+    return str(exc) if str(exc).startswith("emu") else f"emu {command}: {exc}"
+
+
 Log = Callable[[str], None]
 
 
@@ -378,19 +383,18 @@ def _collect_results(agents: dict[str, AgentProc], notes: list[str]) -> dict[str
         a.read_to_end(max(0.0, deadline - time.monotonic()))
     rows = {h: a.sent_rows if a.sent_rows is not None else read_jsonl(a.results_path)
             for h, a in agents.items()}
-    unwritten = {h: a.write_error for h, a in agents.items() if a.write_error}
+    sent = [h for h, a in agents.items() if a.write_error]
+    unwritten = [str(agents[h].write_error) for h in sent]
     for a in agents.values():  # the agents' counters over time, next to their results
         if a.progress_rows:
             path = a.results_path.with_suffix(".progress.jsonl")
             try:
                 path.write_text("\n".join(a.progress_rows) + "\n")
             except OSError as exc:
-                unwritten[path.name] = f"cannot write {path}: {exc.strerror or exc}"
+                unwritten.append(f"cannot write {path}: {exc.strerror or exc}")
     if unwritten:  # one note, not one per file: a full disk refuses them all
-        sent = sorted(h for h, a in agents.items() if a.write_error)
-        notes.append(f"{len(unwritten)} agent file(s) not written, first "
-                     f"{next(iter(unwritten.values()))}"
-                     + (f"; the results of {', '.join(sent)} came on their output"
+        notes.append(f"{len(unwritten)} agent file(s) not written, first {unwritten[0]}"
+                     + (f"; the results of {', '.join(sorted(sent))} came on their output"
                         if sent else ""))
     for h, a in agents.items():
         rc = a.popen.returncode

@@ -18,19 +18,19 @@ from .model import Fabric, Link, Port, SwitchPath
 T = TypeVar("T")
 
 
-def _memo(fabric: Fabric, kind: str, dst: str, compute: Callable[[Fabric, str], T]) -> T:
-    """`compute(fabric, dst)` once per fabric: a plan asks per leaf pair, and the
-    distances to a leaf are the same whichever leaf asks."""
-    key = (kind, dst)
+def _memo(fabric: Fabric, compute: Callable[..., T], *args: str) -> T:
+    """`compute(fabric, *args)` once per fabric: a plan asks per host or leaf pair for
+    what depends on one leaf or two alone (a Fabric never changes)."""
+    key = (compute.__name__, *args)
     try:
         value: T = fabric.derived[key]
     except KeyError:
-        value = fabric.derived[key] = compute(fabric, dst)
+        value = fabric.derived[key] = compute(fabric, *args)
     return value
 
 
 def _plain_distances(fabric: Fabric, dst: str) -> dict[str, int]:
-    return _memo(fabric, "plain_distances", dst, _compute_plain_distances)
+    return _memo(fabric, _compute_plain_distances, dst)
 
 
 def _compute_plain_distances(fabric: Fabric, dst: str) -> dict[str, int]:
@@ -48,7 +48,7 @@ def _compute_plain_distances(fabric: Fabric, dst: str) -> dict[str, int]:
 
 
 def _updown_distances(fabric: Fabric, dst: str) -> dict[tuple[str, bool], int]:
-    return _memo(fabric, "updown_distances", dst, _compute_updown_distances)
+    return _memo(fabric, _compute_updown_distances, dst)
 
 
 def _compute_updown_distances(fabric: Fabric, dst: str) -> dict[tuple[str, bool], int]:
@@ -74,21 +74,17 @@ def _compute_updown_distances(fabric: Fabric, dst: str) -> dict[tuple[str, bool]
 
 def equal_cost_paths(fabric: Fabric, src: str, dst: str) -> list[SwitchPath]:
     """All shortest up-down paths from switch src to switch dst (usually two leaves)."""
-    key = ("equal_cost_paths", src, dst)
-    paths = fabric.derived.get(key)
-    if paths is None:
-        paths = fabric.derived[key] = tuple(_equal_cost_paths(fabric, src, dst))
-    return list(paths)
+    return list(_memo(fabric, _equal_cost_paths, src, dst))
 
 
-def _equal_cost_paths(fabric: Fabric, src: str, dst: str) -> list[SwitchPath]:
+def _equal_cost_paths(fabric: Fabric, src: str, dst: str) -> tuple[SwitchPath, ...]:
     fabric.switch(src)
     fabric.switch(dst)
     if src == dst:
-        return [SwitchPath((src,), ())]
+        return (SwitchPath((src,), ()),)
     length = _updown_distances(fabric, dst).get((src, False))
     if length is None:
-        return []
+        return ()
     bound = _plain_distances(fabric, dst)
     adj = fabric.adjacency(switches_only=True)
     found: list[SwitchPath] = []
@@ -111,13 +107,13 @@ def _equal_cost_paths(fabric: Fabric, src: str, dst: str) -> list[SwitchPath]:
             links.pop()
 
     walk(src, False, [src], [])
-    return found
+    return tuple(found)
 
 
 def first_hop_ports(fabric: Fabric, dst: str) -> dict[str, list[int]]:
     """For every switch with a path to switch `dst`, its egress ports that start a
     shortest up-down path there (sorted): the members of its next-hop group."""
-    ports = _memo(fabric, "first_hop_ports", dst, _compute_first_hop_ports)
+    ports = _memo(fabric, _compute_first_hop_ports, dst)
     return {node: list(p) for node, p in ports.items()}  # the caller's to change
 
 
@@ -149,10 +145,11 @@ def host_path_ports(fabric: Fabric, src: str, dst: str) -> list[list[Port]]:
     leaves by, the one towards dst last (the sender's own link comes before them)."""
     a, b = fabric.host(src), fabric.host(dst)
     last = fabric.switch(b.switch).port(b.switch_port)
-    key = ("switch_path_ports", a.switch, b.switch)
-    paths = fabric.derived.get(key)
-    if paths is None:  # the same for every host pair under these two leaves
-        paths = fabric.derived[key] = tuple(
-            tuple(fabric.switch(sw).port(port) for sw, port in path.hops)
-            for path in equal_cost_paths(fabric, a.switch, b.switch))
-    return [[*ports, last] for ports in paths]
+    return [[*ports, last] for ports in _memo(fabric, _switch_path_ports, a.switch, b.switch)]
+
+
+def _switch_path_ports(fabric: Fabric, src: str, dst: str) -> tuple[tuple[Port, ...], ...]:
+    """The egress ports of each equal-cost path between two leaves (the same for every
+    host pair under them)."""
+    return tuple(tuple(fabric.switch(sw).port(port) for sw, port in path.hops)
+                 for path in equal_cost_paths(fabric, src, dst))
