@@ -115,6 +115,10 @@ def _fabric_args(f: argparse._ArgumentGroup) -> None:
     f.add_argument("--window", type=int, default=None, metavar="PKTS",
                    help="outstanding packets per QP and the sr reorder window (default: "
                         "twice the QP's bandwidth-delay product, at least 32)")
+    f.add_argument("--plb", action="store_true",
+                   help="PLB on every QP: move to a new UDP source port (a new ECMP path) "
+                        "after 3 consecutive round trips with CNPs, or after a timeout "
+                        "(default: off)")
     _flow_control_args(f)
     f.add_argument("--no-link-delay", action="store_true",
                    help="every link's delay 0 (a target that cannot emulate delays here, "
@@ -214,7 +218,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                      target=args.target, workload=wl, dilation=dilation,
                      dcqcn_profile=args.dcqcn_profile, priority_queues=args.priority_queues,
                      rate_bps=rate, rate_reason=reason,
-                     window_pkts=args.window, timeout_s=args.timeout,
+                     window_pkts=args.window, plb=args.plb, timeout_s=args.timeout,
                      pcap=args.pcap, lock_wait_s=args.lock_wait, cli=args.cli,
                      progress=not args.no_progress,
                      sample_interval_s=args.sample_interval,

@@ -185,6 +185,7 @@ class HostTotals:
     data_pkts_sent: int = 0
     retx_pkts: int = 0
     timeouts: int = 0
+    repaths: int = 0  # PLB moves to a new UDP source port
     cnps_sent: int = 0
     cnps_rcvd: int = 0
     ecn_marked_rcvd: int = 0
@@ -235,6 +236,7 @@ def _add_qp(t: HostTotals, qp: Row) -> None:
     t.data_pkts_sent += count(rq, "data_pkts_sent")
     t.retx_pkts += count(rq, "retx_pkts")
     t.timeouts += count(rq, "timeouts")
+    t.repaths += count(rq, "repaths")
     t.cnps_rcvd += count(rq, "cnps_rcvd")
     t.cnps_sent += count(rs, "cnps_sent")
     t.ecn_marked_rcvd += count(rs, "ecn_marked_rcvd")

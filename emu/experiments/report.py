@@ -76,6 +76,8 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
            "results_dir": str(run_dir) if run_dir else None}
     if rec.interrupted:
         run["interrupted"] = True
+    if cfg.plb:
+        run["plb"] = True
     ok = bool(flows) and all(f.verified for f in flows)
     from .pfc import pfc_summary
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 class _RunInfoOptional(TypedDict, total=False):
     interrupted: bool  # Ctrl-C during the workload: partial results
+    plb: bool  # hosts re-path congested QPs (written when on)
 
 
 class RunInfo(_RunInfoOptional):
@@ -145,7 +146,7 @@ def tables(s: RunSummary, max_flows: int = 16) -> list[Table | str]:
     """rich renderables, in display order."""
     out: list[Table | str] = []
     r = s.run
-    head = (f"{r['topo']}  lb={r['lb']} cc={r['cc']} recovery={r['recovery']} "
+    head = (f"{r['topo']}  lb={r['lb']}{'+plb' if r.get('plb') else ''} cc={r['cc']} recovery={r['recovery']} "
             f"workload={r['workload']} target={r['target']}  dilation x{r['dilation']:g}")
     verdict = "OK" if s.ok else "INCOMPLETE"
     out.append(f"[bold]{head}[/bold]\n{verdict}: {s.flows_verified()}/{len(s.flows)} flows "
@@ -192,6 +193,7 @@ def tables(s: RunSummary, max_flows: int = 16) -> list[Table | str]:
            ["queue tail drops", str(fab.queue_drops)],
            ["pipeline drops", str(fab.pipeline_drops)],
            ["retransmitted packets / timeouts", f"{h.retx_pkts} / {h.timeouts}"],
+           *([["PLB re-paths (new UDP source port)", str(h.repaths)]] if r.get("plb") else []),
            ["out-of-sequence / duplicates", f"{h.out_of_sequence} / {h.duplicates}"],
            ["late (reordered) packets / lost gaps", f"{h.late_pkts} / {h.lost_gaps}"],
            ["reorder buffer max", f"{h.reorder_hwm_pkts} pkts"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -347,3 +348,25 @@ def test_a_time_past_the_clocks_range_is_an_error(option: str, value: str, field
     assert capsys.readouterr().err.strip() == (
         f"emu run: run configuration: {field} must be at most {most}, got {float(value)!r}")
     assert not any(tmp_path.iterdir())
+
+
+def test_plb_flag_turns_plb_on_and_the_summary_counts_repaths(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """PLB existed in the host stack and experiment files but `emu run` had no flag for it,
+    and no summary said whether it was on or how often QPs moved. Two ECMP collisions on
+    clos4 (seed 1: each pair of flows shares an uplink) time out and re-path."""
+    import json
+
+    args = ["run", "clos4", "--virtual", "--no-progress", "--workload", "permutation",
+            "--size", "256K", "--recovery", "sr", "--results", str(tmp_path)]
+    assert not config_from_args(build_parser().parse_args(args)).plb
+    assert main([*args, "--plb"]) == 0
+    out = capsys.readouterr().out
+    assert "lb=ecmp+plb cc=dcqcn" in out
+    summary = json.loads(next(tmp_path.glob("*/summary.json")).read_text())
+    per_flow = sum(f["repaths"] for f in summary["flows"])
+    assert summary["run"]["plb"] is True and summary["hosts"]["repaths"] == per_flow > 0
+    assert re.search(rf"PLB re-paths \(new UDP source port\)\s+│\s+{per_flow}\n", out)
+    assert main(args) == 0  # off: neither the heading nor the counter mention it
+    out = capsys.readouterr().out
+    assert "lb=ecmp cc=dcqcn" in out and "PLB" not in out
