@@ -53,7 +53,7 @@ def main() -> int:
         handles = {s.name: MemorySwitchHandle(s.name) for s in fabric.switches}
         FabricController(fabric, handles).program()
         t3 = time.perf_counter()
-        # One second of every uplink at half its rate: the figure's cost is its panels.
+        # One second of every uplink at half its rate (heat maps beyond 64 switches).
         series = {(sw, p): [(0.0, 0), (1.0, 100_000_000 // 16)] for sw, ports in
                   uplinks.items() for p in ports}
         fig = plots.uplink_figure(series, uplinks, {k: 1e8 for k in series}, 0.0, 1500)
@@ -63,7 +63,7 @@ def main() -> int:
     print(f"fattree{args.k}: {len(fabric.switches)} switches, {len(fabric.hosts)} hosts, "
           f"{len(plan.workload.flows)} flows")
     print(f"  topology {t1 - t0:6.2f} s   plan {t2 - t1:6.2f} s   routes (controller) "
-          f"{t3 - t2:6.2f} s   uplink figure ({len(uplinks)} panels) {t4 - t3:6.2f} s")
+          f"{t3 - t2:6.2f} s   uplink figure ({len(uplinks)} switches) {t4 - t3:6.2f} s")
     return 0
 
 

@@ -8,6 +8,7 @@ function returns the figure (tests read its lines and legends); `plot_*` saves i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +32,12 @@ UTIL_WINDOW_FRAMES = 10
 """Utilisation is averaged over windows of at least this many full frames at the port's
 rate: counters move by whole frames, so a window of one or two frame times reads 0% or
 200%; over ten frames the quantisation is within 10%."""
+
+MAX_UPLINK_PANELS = 64
+"""Up to this many switches (a k=8 fat tree's) each get a panel of their uplinks'
+curves; beyond, heat maps with a row per switch: a k=16 fat tree's 256 panels made a
+figure 4 m tall, drawn in 14 s."""
+HEATMAP_BINS = 200
 
 TIME_JITTER = 0.1
 """The uncertainty of a utilisation window's length, as a fraction of it (see
@@ -232,16 +239,12 @@ def utilization(series: Sequence[tuple[float, int]], rate_bps: float, min_window
 def uplink_figure(series: PortSeries, uplinks: Mapping[str, Sequence[int]],
                   rates_bps: Mapping[PortKey, float], t0: float | None = None,
                   frame_bytes: int = 0) -> Figure | None:
+    """A panel per switch of its uplinks' utilisation; beyond MAX_UPLINK_PANELS
+    switches, heat maps with a row per switch (`uplink_heatmap`)."""
     switches = [s for s in uplinks if any(len(series.get((s, p), ())) > 1 for p in uplinks[s])]
     if not switches:
         return None
-    n = len(switches)
-    cols = min(4, n)
-    rows = -(-n // cols)
-    fig = new_figure((3.2 * cols, 2.4 * rows + 0.6))
-    axes = fig.subplots(rows, cols, squeeze=False, sharey=True)
     t0 = min(s[0][0] for s in series.values() if s) if t0 is None else t0
-    peak = 1.0
     windows: set[float] = set()
     curves: dict[PortKey, list[tuple[float, float]]] = {}
     for sw in switches:
@@ -249,9 +252,25 @@ def uplink_figure(series: PortSeries, uplinks: Mapping[str, Sequence[int]],
             rate = rates_bps.get((sw, p), 0.0)
             window = UTIL_WINDOW_FRAMES * frame_bytes * 8 / rate if rate > 0 else 0.0
             windows.add(window)
-            u = curves[(sw, p)] = utilization(series.get((sw, p), ()), rate, window,
-                                              frame_bytes)
-            peak = max([peak, *(x for _, x in u)])
+            curves[(sw, p)] = utilization(series.get((sw, p), ()), rate, window, frame_bytes)
+    peak = max([1.0, *(x for c in curves.values() for _, x in c)])
+    note = (f"averaged over windows of at least {UTIL_WINDOW_FRAMES} frames "
+            f"({max(windows) * 1e3:.0f} ms at the slowest uplink)"
+            if frame_bytes and max(windows, default=0) > 0 else "")
+    if len(switches) > MAX_UPLINK_PANELS:
+        starts = {k: series[k][0][0] for k in curves if series.get(k)}
+        return uplink_heatmap(switches, uplinks, curves, starts, t0, peak, note)
+    return _uplink_panels(switches, uplinks, curves, t0, peak, note)
+
+
+def _uplink_panels(switches: Sequence[str], uplinks: Mapping[str, Sequence[int]],
+                   curves: Mapping[PortKey, Sequence[tuple[float, float]]], t0: float,
+                   peak: float, note: str) -> Figure:
+    n = len(switches)
+    cols = min(4, n)
+    rows = -(-n // cols)
+    fig = new_figure((3.2 * cols, 2.4 * rows + 0.6))
+    axes = fig.subplots(rows, cols, squeeze=False, sharey=True)
     # Never cut the curves off: a reading above 100% is shown, not hidden. Set once and
     # before the curves: the panels share the y axis, and each curve drawn on an
     # autoscaled panel would rescale all of them (minutes for a k=16 fat tree).
@@ -270,9 +289,80 @@ def uplink_figure(series: PortSeries, uplinks: Mapping[str, Sequence[int]],
         ax.set_visible(False)
     fig.supxlabel("time since the first flow started (s)")
     fig.supylabel("uplink utilization (%)")
-    if frame_bytes and max(windows, default=0) > 0:
-        fig.suptitle(f"averaged over windows of at least {UTIL_WINDOW_FRAMES} frames "
-                     f"({max(windows) * 1e3:.0f} ms at the slowest uplink)", fontsize=9)
+    if note:
+        fig.suptitle(note, fontsize=9)
+    return fig
+
+
+def uplink_grid(switches: Sequence[str], uplinks: Mapping[str, Sequence[int]],
+                curves: Mapping[PortKey, Sequence[tuple[float, float]]],
+                starts: Mapping[PortKey, float], bins: int = HEATMAP_BINS,
+                ) -> tuple[list[float], list[list[float]], list[list[float]]]:
+    """Bin edges (s) and, per switch and bin, its hottest uplink's utilisation and the
+    spread between its hottest and coolest uplink (fractions of the rate; NaN where a
+    bin has no reading). A bin takes the window (of `utilization`) its middle falls in."""
+    import numpy as np
+
+    keys = [(sw, p) for sw in switches for p in uplinks[sw] if curves.get((sw, p))]
+    lo = min(starts.get(k, curves[k][0][0]) for k in keys)
+    hi = max(curves[k][-1][0] for k in keys)
+    edges = np.linspace(lo, hi, bins + 1)
+    mids = (edges[:-1] + edges[1:]) / 2
+    hot, spread = [], []
+    for sw in switches:
+        rows = []
+        for p in uplinks[sw]:
+            c = curves.get((sw, p))
+            if not c:
+                continue
+            ends = np.array([t for t, _ in c])
+            vals = np.append(np.array([x for _, x in c]), np.nan)  # past the last: no reading
+            i = np.searchsorted(ends, mids, side="left")
+            row = vals[i]
+            row[mids <= starts.get((sw, p), ends[0])] = np.nan
+            rows.append(row)
+        m = np.array(rows) if rows else np.full((1, bins), np.nan)
+        seen = ~np.isnan(m).all(axis=0)
+        h = np.full(bins, np.nan)
+        sp = np.full(bins, np.nan)
+        h[seen] = np.nanmax(m[:, seen], axis=0)
+        sp[seen] = h[seen] - np.nanmin(m[:, seen], axis=0)
+        hot.append(h.tolist())
+        spread.append(sp.tolist())
+    return edges.tolist(), hot, spread
+
+
+def uplink_heatmap(switches: Sequence[str], uplinks: Mapping[str, Sequence[int]],
+                   curves: Mapping[PortKey, Sequence[tuple[float, float]]],
+                   starts: Mapping[PortKey, float], t0: float, peak: float,
+                   note: str = "") -> Figure:
+    """Two heat maps, a row per switch against time: its hottest uplink's utilisation,
+    and the spread from its coolest (an ECMP collision: one uplink hot, the others idle)."""
+    import numpy as np
+
+    edges, hot, spread = uplink_grid(switches, uplinks, curves, starts)
+    n = len(switches)
+    row_in = 0.05
+    fig = new_figure((13.0, min(1.8 + n * row_in, 40.0)), fitted=False)
+    fig.set_layout_engine("constrained")  # two axes and their colour bars: cheap to fit
+    axes = fig.subplots(1, 2, sharey=True)
+    extent = (edges[0] - t0, edges[-1] - t0, n - 0.5, -0.5)
+    top = max(100.0, peak * 100)
+    for ax, data, title, cmap in (
+            (axes[0], hot, "hottest uplink (%)", "viridis"),
+            (axes[1], spread, "hottest minus coolest uplink (points)", "magma")):
+        im = ax.imshow(np.array(data) * 100, aspect="auto", extent=extent, cmap=cmap,
+                       vmin=0, vmax=top, interpolation="nearest")
+        fig.colorbar(im, ax=ax, fraction=0.05, pad=0.01, aspect=60)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("time since the first flow started (s)")
+    # A label every ~9 points of height, in switch order (the topology's own).
+    step = math.ceil(9 / (row_in * 72))
+    axes[0].set_yticks(range(0, n, step), [switches[i] for i in range(0, n, step)],
+                       fontsize=7)
+    axes[0].set_ylabel(f"switch ({n}, blank = no reading)")
+    head = f"uplink utilization of {n} switches, {len(edges) - 1} time bins"
+    fig.suptitle(f"{head}; {note}" if note else head, fontsize=9)
     return fig
 
 

@@ -118,3 +118,38 @@ def test_flow_and_queue_figures_keep_their_legends_and_labels_inside(tmp_path: P
     hottest = [M.QueueStats(switch="leaf1", port=p, samples=50, p50_pkts=0.0, p90_pkts=0.0,
                             p99_pkts=0.0, max_pkts=150.0) for p in (1, 2, 3)]
     assert_fits(plots.queue_figure(samples, hottest, 0.0), tmp_path / "queues.png")
+
+
+def test_a_k16_fat_tree_uplinks_are_heat_maps_with_readable_switch_labels(
+        tmp_path: Path) -> None:
+    # k=16: 256 switches with uplinks. A panel each made a figure 4 m tall (14 s to draw);
+    # beyond MAX_UPLINK_PANELS there is one row per switch in two heat maps.
+    series, uplinks, rates, t0, frame = _uplinks(256, 8.0, 0.95)
+    fig = plots.uplink_figure(series, uplinks, rates, t0, frame)
+    images = [ax for ax in fig.axes if ax.get_images()]
+    assert len(images) == 2
+    for ax in images:
+        assert ax.get_images()[0].get_array().shape == (256, plots.HEATMAP_BINS)
+    fig.set_size_inches(fig.get_size_inches())  # as saved: the height holds every row
+    assert fig.get_size_inches()[1] * 100 >= 256 * 4  # at least 4 pixels a row at 100 dpi
+    assert_fits(fig, tmp_path / "uplinks.png")
+    renderer = fig.canvas.get_renderer()
+    labels = [t for t in images[0].get_yticklabels() if t.get_text()]
+    assert labels[0].get_text() == next(iter(uplinks)) and len(labels) >= 256 // 4
+    boxes = sorted(_box(t, renderer)[1::2] for t in labels)  # (y0, y1)
+    assert all(b[0] >= a[1] - 0.5 for a, b in zip(boxes, boxes[1:], strict=False)), \
+        "switch labels overlap"
+
+
+def test_the_heat_map_rows_are_each_switchs_hottest_uplink_and_its_spread() -> None:
+    nan = float("nan")
+    # a: port 3 at 90%, port 4 at 10% over (0, 1]; b: one uplink, read from 0.5 s on
+    curves = {("a", 3): [(0.5, 0.9), (1.0, 0.9)], ("a", 4): [(0.5, 0.1), (1.0, 0.1)],
+              ("b", 3): [(1.0, 0.4)]}
+    starts = {("a", 3): 0.0, ("a", 4): 0.0, ("b", 3): 0.5}
+    edges, hot, spread = plots.uplink_grid(["a", "b"], {"a": [3, 4], "b": [3]}, curves,
+                                           starts, bins=4)
+    assert edges == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert hot[0] == [0.9] * 4 and [round(x, 9) for x in spread[0]] == [0.8] * 4
+    assert str(hot[1][:2]) == str([nan, nan]) and hot[1][2:] == [0.4, 0.4]
+    assert spread[1][2:] == [0.0, 0.0]
