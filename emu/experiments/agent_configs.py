@@ -62,6 +62,8 @@ class AgentSettings:
     start_delay_us: float = 0.0  # flows without dependencies start this long after START
     timeout_s: float | None = None
     plb: bool = False
+    plb_rounds: int = 12  # RunConfig.plb_rounds, plb_idle_rounds
+    plb_idle_rounds: int = 3
 
 
 def qpn_for(peer_index: int) -> int:
@@ -207,7 +209,9 @@ def _host_config(fabric: Fabric, sends: list[FlowSpec], expects: list[str],
     dcqcn = dcqcn_params(settings.dcqcn_profile, nic.line_rate_bps,
                          {"enabled": settings.cc == "dcqcn"})
     cfg = AgentConfig(host=HostConfig(name=name, ip=str(h.ip), mac=h.mac), qps=qps, nic=nic,
-                      dcqcn=dcqcn, plb=PlbParams(enabled=settings.plb), flows=flows,
+                      dcqcn=dcqcn, flows=flows,
+                      plb=PlbParams(enabled=settings.plb, congested_rounds=settings.plb_rounds,
+                                    idle_congested_rounds=settings.plb_idle_rounds),
                       expect=expects,
                       timeout_s=None if settings.timeout_s is None
                       else float(settings.timeout_s))

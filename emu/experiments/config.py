@@ -103,6 +103,10 @@ class RunConfig:
     # nominal, which dilation stretches to tens of milliseconds.
     dcqcn_profile: str = DEFAULT_PROFILE
     plb: bool = False
+    # PLB's N and M (emu.roce.plb): consecutive congested rounds before a QP re-paths with
+    # packets in flight, and with none (Linux tcp_plb's defaults; 0 M: never when idle)
+    plb_rounds: int = 12
+    plb_idle_rounds: int = 3
     # fabric.p4's load-balancing timers, modelled (the run stretches them by the
     # dilation): the idle gap that ends a flowlet (about one base RTT of clos4 at
     # 100 Gbps; longer than any queueing skew between its paths, so a new flowlet never
@@ -184,6 +188,9 @@ class RunConfig:
             # past it the hosts' configuration was refused with a traceback
             raise bad(f"window_pkts must be 1..{MAX_OUTSTANDING_PKTS} (packets in flight: "
                       f"under a quarter of the 24-bit PSN space), got {self.window_pkts}")
+        if not 1 <= self.plb_rounds <= 1000 or not 0 <= self.plb_idle_rounds <= 1000:
+            raise bad(f"plb_rounds must be 1..1000 and plb_idle_rounds 0..1000, got "
+                      f"{self.plb_rounds} and {self.plb_idle_rounds}")
         if self.lb_seed is not None and not 0 <= self.lb_seed <= 0xFFFF_FFFF:
             raise bad(f"lb_seed must be an integer in 0..{0xFFFF_FFFF}, got {self.lb_seed}")
         if self.ack_class not in ACK_CLASSES:

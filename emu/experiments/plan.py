@@ -107,7 +107,8 @@ def agent_settings(cfg: RunConfig, dilation: Dilation) -> AgentSettings:
                          dcqcn_profile=cfg.dcqcn_profile,
                          mtu_bytes=cfg.mtu_bytes, window_pkts=cfg.window_pkts,
                          start_delay_us=cfg.start_delay_s * 1e6, timeout_s=cfg.timeout(),
-                         plb=cfg.plb, priority_queues=cfg.priority_queues,
+                         plb=cfg.plb, plb_rounds=cfg.plb_rounds,
+                         plb_idle_rounds=cfg.plb_idle_rounds, priority_queues=cfg.priority_queues,
                          ack_class=cfg.ack_class,
                          # A virtual clock honours any timer exactly.
                          timer_resolution_ns=0 if cfg.virtual else

@@ -5,7 +5,7 @@ Example (YAML):
     host: {name: h1, ip: 10.0.1.1, mac: "02:00:00:00:01:01"}
     nic: {line_rate_bps: 100e9, time_dilation: 5000, mtu: 1024, dscp: 26, ack_class: qp}
     dcqcn: {profile: nvidia, enabled: true, g: 0.00390625}   # any DcqcnParams field
-    plb: {enabled: true, congested_rounds: 3}
+    plb: {enabled: true, congested_rounds: 12, idle_congested_rounds: 3}
     qps:
       - {qpn: 17, peer: h2, peer_ip: 10.0.2.1, peer_mac: "02:00:00:00:02:01",
          peer_qpn: 33, start_psn: 0, peer_start_psn: 0, udp_sport: 49500, recovery: sr}

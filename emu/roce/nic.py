@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from emu.core.clock import Clock, TimerHandle
 from emu.core.port import FramePort
@@ -83,7 +83,10 @@ class Nic:
         pacer = Pacer(line, self.params.pacing_burst_ns, self.params.wire_overhead_bytes)
         # Congestion control off: no notification point either (no CNPs; marks counted).
         np = NotificationPoint(dc.min_time_between_cnps_ns) if dc.enabled else None
-        plb = Plb(self.params.plb, seed=p.qpn ^ p.path.udp_sport)
+        plb_p = self.params.plb
+        # the suspension after a timeout is a modelled time, like every other timer
+        plb_p = replace(plb_p, suspend_after_timeout_ns=d.wire_ns(plb_p.suspend_after_timeout_ns))
+        plb = Plb(plb_p, seed=p.qpn ^ p.path.udp_sport)
         rp = None
         if dc.enabled and line is not None:
             retime = dc.retime_pacing

@@ -1,11 +1,20 @@
 """PLB (Protective Load Balancing, Qureshi et al. SIGCOMM 2022) for RoCE QPs.
 
-A round is one round trip measured in PSNs: it starts with the QP's highest sent PSN
-as its mark and ends when the cumulative ACK passes that mark. A round is congested
-if at least `congested_cnps` CNPs arrived during it (the RoCE sender's ECN feedback).
-After `congested_rounds` consecutive congested rounds the QP re-paths: it draws a new
-UDP source port (different from the current one) so the fabric's ECMP hash changes.
-Optionally a retransmission timeout re-paths at once (the path may be broken).
+The rules and defaults are those of the published implementation, Linux's tcp_plb
+(net.ipv4.tcp_plb_*): a round is one round trip measured in PSNs: it starts with the
+QP's highest sent PSN as its mark and ends when the cumulative ACK passes that mark. A
+run of consecutive congested rounds re-paths the QP: it draws a new UDP source port
+(different from the current one) so the fabric's ECMP hash changes. The paper's M
+(`idle_congested_rounds`, 3) is enough when nothing is in flight at the round's end, so
+the move reorders nothing; with packets in flight it takes N (`congested_rounds`, 12).
+A retransmission timeout re-paths at once (the path may be broken) and suspends the
+congestion re-paths for a random 1x to 2x of `suspend_after_timeout_ns`, so that they do
+not lead the QP back into the black hole it just left.
+
+RoCE's one change: the sender does not see which packets were marked, only the CNPs the
+receiver returns for them (at most one per `min_time_between_cnps_ns` on real NICs), so a
+round is congested when at least `congested_cnps` CNPs arrived in it, where Linux asks
+for half of the round's packets to carry CE.
 """
 
 from __future__ import annotations
@@ -17,15 +26,21 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class PlbParams:
     enabled: bool = False
-    congested_rounds: int = 3
+    congested_rounds: int = 12  # N: tcp_plb_rehash_rounds
+    idle_congested_rounds: int = 3  # M: tcp_plb_idle_rehash_rounds (0: never when idle)
     congested_cnps: int = 1
     repath_on_timeout: bool = True
+    # tcp_plb_suspend_rto_sec (60 s), modelled: the time a failed link takes to repair
+    suspend_after_timeout_ns: int = 60_000_000_000
     sport_min: int = 49152
     sport_max: int = 65535
 
     def validate(self) -> None:
         if self.congested_rounds < 1 or self.congested_cnps < 1:
             raise ValueError("plb.congested_rounds and plb.congested_cnps must be >= 1")
+        if self.idle_congested_rounds < 0 or self.suspend_after_timeout_ns < 0:
+            raise ValueError("plb.idle_congested_rounds and plb.suspend_after_timeout_ns "
+                             "must be >= 0")
         if not 1 <= self.sport_min < self.sport_max <= 65535:
             raise ValueError("plb source port range must satisfy 1 <= min < max <= 65535")
 
@@ -40,11 +55,12 @@ class Plb:
         self.congested_streak = 0
         self.rounds = 0
         self.repaths = 0
+        self.suspended_until_ns: int | None = None  # after a timeout (clock time)
 
     def on_cnp(self) -> None:
         self.cnps_in_round += 1
 
-    def on_ack(self, una: int, snd_max: int) -> bool:
+    def on_ack(self, una: int, snd_max: int, now_ns: int) -> bool:
         """Cumulative ACK moved to `una`; True if the QP must re-path now."""
         if not self.p.enabled:
             return False
@@ -58,14 +74,29 @@ class Plb:
         congested = self.cnps_in_round >= self.p.congested_cnps
         self.cnps_in_round = 0
         self.round_mark = snd_max
-        self.congested_streak = self.congested_streak + 1 if congested else 0
-        if self.congested_streak >= self.p.congested_rounds:
+        if not congested:
             self.congested_streak = 0
-            return True
-        return False
+            return False
+        p = self.p
+        self.congested_streak = min(self.congested_streak + 1, p.congested_rounds)
+        idle = una >= snd_max and 0 < p.idle_congested_rounds <= self.congested_streak
+        if self.congested_streak < p.congested_rounds and not idle:
+            return False
+        if self.suspended_until_ns is not None:
+            if now_ns < self.suspended_until_ns:
+                return False  # the streak stays: it re-paths at the first round after
+            self.suspended_until_ns = None
+        self.congested_streak = 0
+        return True
 
-    def on_timeout(self) -> bool:
-        return self.p.enabled and self.p.repath_on_timeout
+    def on_timeout(self, now_ns: int) -> bool:
+        """A retransmission timeout; True if the QP must re-path now."""
+        if not self.p.enabled:
+            return False
+        pause = self.p.suspend_after_timeout_ns
+        self.suspended_until_ns = now_ns + pause + self.rng.randrange(pause) if pause else None
+        self.congested_streak = 0  # the new path's congestion is another story
+        return self.p.repath_on_timeout
 
     def new_port(self, current: int) -> int:
         self.repaths += 1

@@ -181,7 +181,7 @@ class Requester:
         self.rto_ns = min(self.rto_ns * 2, self.rto_max_ns)
         self.recovery.on_timeout(s)
         self._force_ackreq = True
-        if self.qp.plb.on_timeout():
+        if self.qp.plb.on_timeout(now):
             self.qp.repath()
         self._arm_rto(now)
         self.qp.kick()
@@ -256,7 +256,7 @@ class Requester:
             del self._firsts[:h]
             self._head = 0
         qp = self.qp
-        if qp.plb.on_ack(new_una, s.snd_max):
+        if qp.plb.on_ack(new_una, s.snd_max, now):
             qp.repath()
 
     def idle(self) -> bool:
