@@ -9,7 +9,8 @@
   plane from a P4Info alone (emu-null-v1).
 - devconfig.py: the p4_device_config formats this target accepts.
 - p4switch_adapter.py: the Dataplane over the compiled switch (emu.p4.api.P4Switch).
-- translate.py: P4Runtime <-> engine encodings; errors.py: status codes.
+- translate.py: P4Runtime <-> engine encodings; errors.py: status codes;
+  malformed.py: requests that are not protobuf, refused in one line.
 - arbitration.py: primary election per (device, role), role configs kept per role.
 - roles.py: role configs (stratum.P4RoleConfig) and what they allow.
 - digests.py: DigestEntry configs, digest list batching, dedup cache, acks, timeouts.

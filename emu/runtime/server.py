@@ -70,6 +70,7 @@ from .errors import (
     not_found,
     permission_denied,
 )
+from .malformed import MalformedRequests
 from .pipeline_config import PipelineConfigs
 from .roles import RoleConfig, entity_p4_id
 from .stream import StreamChannels
@@ -116,6 +117,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
         """Listen on `host:port` or `unix:PATH`; returns the bound TCP port (0 for unix)."""
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=MAX_STREAMS + UNARY_WORKERS,
                                                         thread_name_prefix="p4rt"),
+                             interceptors=[MalformedRequests(self.stats)],
                              options=[("grpc.max_receive_message_length", 256 << 20),
                                       ("grpc.max_send_message_length", 256 << 20),
                                       ("grpc.so_reuseport", 0)])

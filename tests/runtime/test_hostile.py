@@ -276,3 +276,56 @@ def test_large_batches_interleave_with_forwarding_unless_dataplane_atomic(
         clock.close()
         if os.path.exists(path):
             os.unlink(path)
+
+
+def test_bytes_that_are_not_protobuf_are_refused_in_one_line(
+        rig: Rig, cp_p4info: p4info_pb2.P4Info, caplog: pytest.LogCaptureFixture) -> None:
+    """gRPC logged a traceback for each request that did not parse (a fuzzer, a client
+    on the wrong port), as if the switch had crashed. Now: INTERNAL, as gRPC and BMv2
+    answer, with what was wrong; one log line; counted; the server serves on."""
+    garbage = b"\xff\xff\xff\x0f\x01"
+    ch = grpc.insecure_channel(rig.address)
+    try:
+        for method, kind in [("Write", "WriteRequest"), ("Read", "ReadRequest"),
+                             ("SetForwardingPipelineConfig", "SetForwardingPipelineConfigRequest"),
+                             ("GetForwardingPipelineConfig", "GetForwardingPipelineConfigRequest"),
+                             ("Capabilities", "CapabilitiesRequest"),
+                             ("StreamChannel", "StreamMessageRequest")]:
+            path = f"/p4.v1.P4Runtime/{method}"
+            with pytest.raises(grpc.RpcError) as ei:
+                if method == "StreamChannel":
+                    list(ch.stream_stream(path)(iter([garbage]), timeout=10))
+                elif method == "Read":
+                    list(ch.unary_stream(path)(garbage, timeout=10))
+                else:
+                    ch.unary_unary(path)(garbage, timeout=10)
+            assert ei.value.code() is grpc.StatusCode.INTERNAL
+            assert ei.value.details() == (f"{method}: the request is not a valid p4.v1.{kind} "
+                                          "(Wire format was corrupt)")
+    finally:
+        ch.close()
+    assert rig.server.stats["malformed_requests"] == 6
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+    assert len([r for r in caplog.records if "not a valid" in r.getMessage()]) == 6
+    c = primary(rig, cp_p4info)  # served as before
+    c.insert_entry("MyIngress.fwd", {"hdr.ethernet.dstAddr": 1}, "MyIngress.drop")
+    assert len(c.read([c.table_entry("MyIngress.fwd")])) == 1
+
+
+def test_a_malformed_message_ends_only_its_own_stream(
+        rig: Rig, cp_p4info: p4info_pb2.P4Info) -> None:
+    c = primary(rig, cp_p4info)
+    arbitration = p4runtime_pb2.StreamMessageRequest()
+    arbitration.arbitration.device_id = DEVICE_ID
+    arbitration.arbitration.election_id.low = 0  # a backup: no primary change
+    ch = grpc.insecure_channel(rig.address)
+    try:
+        call = ch.stream_stream("/p4.v1.P4Runtime/StreamChannel")(
+            iter([arbitration.SerializeToString(), b"\x0a\xff"]), timeout=10)
+        with pytest.raises(grpc.RpcError) as ei:
+            list(call)
+        assert ei.value.code() is grpc.StatusCode.INTERNAL
+    finally:
+        ch.close()
+    c.insert_entry("MyIngress.fwd", {"hdr.ethernet.dstAddr": 2}, "MyIngress.drop")  # still primary
+    assert rig.server.stats["malformed_requests"] == 1
