@@ -18,7 +18,7 @@ from .errors import (
     UnknownSwitchError,
 )
 from .params import MAX_MEMBERS, EcnSettings, LbMode, LbSettings, QosSettings
-from .routes import Route, SwitchRoutes, all_routes, switch_routes
+from .routes import Route, SwitchRoutes, all_routes, check_group_sizes, switch_routes
 from .southbound import (
     CloneSession,
     Lpm,
@@ -62,6 +62,7 @@ __all__ = [
     "UnknownLinkError",
     "UnknownSwitchError",
     "all_routes",
+    "check_group_sizes",
     "place_flows",
     "switch_routes",
 ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from emu.control import ControlError, check_group_sizes
 from emu.core.units import Dilation
 from emu.roce.config import AgentConfig, ConfigError
 from emu.roce.wire import IB_MTUS, max_ip_bytes
@@ -148,6 +149,10 @@ def plan_run(cfg: RunConfig, model: Fabric | None = None) -> RunPlan:
     _check_path_mtu(cfg, model)
     dilation = cfg.dilation_for(model)
     fabric = model.on_wire(dilation)
+    try:  # on the fabric the controller routes: it finds these paths computed
+        check_group_sizes(fabric)
+    except ControlError as exc:
+        raise RunConfigError(f"topology {model.name}: {exc}") from None
     workload = build_workload(cfg.workload, {h.name: h.switch for h in fabric.hosts},
                               host_rates(model))
     try:
