@@ -22,8 +22,8 @@ from typing import Any
 from emu.topo import Fabric, Link
 
 from . import program as P
-from .errors import NoPathError, ParamError, UnknownSwitchError
-from .params import MAX_MEMBERS, EcnSettings, LbMode, LbSettings, QosSettings
+from .errors import ControlError, NoPathError, ParamError, UnknownSwitchError
+from .params import MAX_MEMBERS, TE_FLOW_SLOTS, EcnSettings, LbMode, LbSettings, QosSettings
 from .routes import GroupIds, SwitchRoutes, all_routes, find_link
 from .southbound import MatchKey, SwitchHandle, TableEntry
 from .te import Flow, Placement, place_flows, te_pins
@@ -232,6 +232,8 @@ class FabricController:
         """Compute TE paths for `flows` (replacing earlier ones) and install the pins.
         Pins act on switches in `te` mode; NoPathError if a flow has no path."""
         placements = place_flows(self.fabric, flows, self.failed)  # raises before any write
+        if self._routes:
+            _check_te_capacity(te_pins(self.fabric, placements, self._routes))
         self.te_flows = list(flows)
         if self._routes:
             self._reroute()
@@ -290,3 +292,14 @@ class FabricController:
 
 
 assert MAX_MEMBERS == 8  # member counter index layout (group_id << 3) in fabric.p4
+
+
+def _check_te_capacity(pins: Mapping[str, Mapping[Any, int]]) -> None:
+    """ControlError, before any write, if a switch would hold more pins than fabric.p4's
+    te_flow table (a write would fail half way, some switches pinned, others not)."""
+    name, most = max(((sw, len(p)) for sw, p in pins.items()), key=lambda x: (x[1], x[0]),
+                     default=("", 0))
+    if most > TE_FLOW_SLOTS:
+        raise ControlError(
+            f"TE would pin {most} flows on {name}, and fabric.p4's te_flow table holds "
+            f"{TE_FLOW_SLOTS}: fewer flows (hosts, workload) or another load balancing mode")

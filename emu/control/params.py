@@ -19,6 +19,8 @@ MAX_MEMBERS = 8
 """Members per next-hop group: fabric.p4 unrolls the adaptive choice over 8 candidates."""
 MAX_GROUPS = 1024
 FLOWLET_SLOTS = 4096
+TE_FLOW_SLOTS = 4096
+"""Entries of fabric.p4's te_flow table: the flows TE can pin on one switch."""
 PORT_SLOTS = 512
 ECN_PROB_ONE = 1 << 24
 """RED probabilities are compared with random numbers in [0, 2^24)."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from emu.control import ControlError, check_group_sizes
 from emu.core.units import Dilation
 from emu.roce.config import AgentConfig, ConfigError
 from emu.roce.wire import IB_MTUS, max_ip_bytes
@@ -20,7 +19,7 @@ from .config import RunConfig, RunConfigError, without_link_delay
 from .workloads import Workload, build_workload
 
 if TYPE_CHECKING:  # emu.control (gRPC) is imported only by the runs that program switches
-    from emu.control import EcnSettings, Flow, LbSettings
+    from emu.control import EcnSettings, FabricController, Flow, LbSettings
 
 
 @dataclass(frozen=True)
@@ -51,6 +50,16 @@ class RunPlan:
             out.extend(Flow(host, q.peer, sport=q.udp_sport,
                             demand_bps=rate / max(1, len(qps))) for q in qps)
         return out
+
+    def pin_te(self, controller: FabricController) -> None:
+        """Pin the workload's flows (LB te) before any of them starts; RunConfigError,
+        before any write, if the switches cannot hold the pins or a flow has no path."""
+        from emu.control import ControlError
+
+        try:
+            controller.place_te(self.te_flows())
+        except ControlError as exc:
+            raise RunConfigError(f"run configuration: lb te: {exc}") from None
 
     def lb_settings(self) -> LbSettings:
         """fabric.p4's LB settings with the modelled timers stretched onto the wire."""
@@ -149,6 +158,8 @@ def plan_run(cfg: RunConfig, model: Fabric | None = None) -> RunPlan:
     _check_path_mtu(cfg, model)
     dilation = cfg.dilation_for(model)
     fabric = model.on_wire(dilation)
+    from emu.control import ControlError, check_group_sizes
+
     try:  # on the fabric the controller routes: it finds these paths computed
         check_group_sizes(fabric)
     except ControlError as exc:

@@ -30,7 +30,7 @@ from emu.core.signals import StopRequest, interrupt_name, stop_requests
 from emu.roce.agent import START
 
 from . import pfc
-from .config import RunConfig
+from .config import RunConfig, RunConfigError
 from .jsontypes import Row, count, num
 from .pfc import Counters
 from .plan import RunPlan, plan_run
@@ -70,7 +70,8 @@ class RunError(RuntimeError):
 
 # What stops a run before it measures anything, told in one line: the run cannot go on,
 # its results cannot be written, another run holds the lock.
-USER_ERRORS: tuple[type[Exception], ...] = (RunError, ResultsError, StateError)
+USER_ERRORS: tuple[type[Exception], ...] = (RunError, RunConfigError, ResultsError,
+                                               StateError)
 
 
 def user_message(exc: Exception, command: str) -> str:
@@ -490,7 +491,7 @@ def bring_up(plan: RunPlan, run_dir: Path, log: Log
             qos=pfc.qos(cfg))
         ctl.program()
         if cfg.lb is LbMode.TE:  # pin the workload's flows on least-loaded paths
-            ctl.place_te(plan.te_flows())
+            plan.pin_te(ctl)
         timings["program_s"] = time.monotonic() - t1
         t2 = time.monotonic()
         failed = net.check_reachability(timeout_s=2, attempts=3)

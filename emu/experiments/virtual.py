@@ -53,7 +53,7 @@ class _Fabric:
             ecn=plan.ecn_settings(), qos=pfc.qos(cfg), flow_control=pfc.flow_control(plan),
             seed=cfg.workload.seed)
         if cfg.lb is LbMode.TE:
-            sim.controller.place_te(plan.te_flows())
+            plan.pin_te(sim.controller)
         self.clock = sim.clock
         self.flow = pfc.VirtualPfc(sim)  # with flow control: host MACs, switch counters
         self.agents = _agents(plan, sim, self.flow)

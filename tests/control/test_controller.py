@@ -123,6 +123,26 @@ def test_link_down_reprograms_make_before_break(ctl, clos4):
     assert len(spine1.table(P.IPV4_LPM)) == 4
 
 
+def test_te_refuses_more_pins_than_the_te_flow_table_holds_before_any_write(ctl):
+    """fabric.p4's te_flow holds 4096 entries: the 4097th pin failed half way through
+    the writes (RESOURCE_EXHAUSTED from the switch), some switches pinned, others not."""
+    from emu.control import ControlError
+    from emu.control.params import TE_FLOW_SLOTS
+
+    fits = [Flow("h1", "h3", sport=1 + i, demand_bps=1e6) for i in range(TE_FLOW_SLOTS)]
+    ctl.place_te(fits[:2])
+    before = {name: list(h.table(P.TE_FLOW)) for name, h in ctl.handles.items()}
+    with pytest.raises(ControlError) as ei:
+        ctl.place_te([*fits, Flow("h2", "h4", sport=7, demand_bps=1e6)])
+    assert str(ei.value) == ("TE would pin 4097 flows on leaf1, and fabric.p4's te_flow table "
+                             "holds 4096: fewer flows (hosts, workload) or another load "
+                             "balancing mode")
+    assert {name: list(h.table(P.TE_FLOW)) for name, h in ctl.handles.items()} == before
+    assert len(ctl.te_flows) == 2
+    ctl.place_te(fits)  # exactly full is fine
+    assert len(_h(ctl, "leaf1").table(P.TE_FLOW)) == TE_FLOW_SLOTS
+
+
 def test_te_installs_pins_on_every_switch_of_the_path(ctl):
     flows = [Flow("h1", "h3", sport=49152 + i, demand_bps=1e6) for i in range(4)]
     placed = ctl.place_te(flows)

@@ -393,3 +393,24 @@ def test_a_fabric_wider_than_fabric_p4s_groups_is_refused_before_it_starts(
     assert main(argv) == 1
     assert "Traceback" not in capsys.readouterr().err
     assert not (tmp_path / "results").exists()
+
+
+def test_te_pins_past_the_table_are_a_one_line_configuration_error(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`--lb te` on a k=12 fat tree's all-to-all died in a traceback (RESOURCE_EXHAUSTED
+    from one switch's te_flow table, with others already pinned). Here: 4,097 QPs out of
+    h1 on clos4, in virtual time; no results folder is left behind."""
+    from emu.control import Flow
+    from emu.experiments.plan import RunPlan
+
+    many = [Flow("h1", "h3", sport=1 + i, demand_bps=1e6) for i in range(4097)]
+    monkeypatch.setattr(RunPlan, "te_flows", lambda self: many)
+    argv = ["run", "clos4", "--virtual", "--no-progress", "--lb", "te", "--size", "4K",
+            "--results", str(tmp_path)]
+    assert main(argv) == 1
+    assert capsys.readouterr().err == (
+        "emu run: run configuration: lb te: TE would pin 4097 flows on leaf1, and fabric.p4's "
+        "te_flow table holds 4096: fewer flows (hosts, workload) or another load balancing "
+        "mode\n")
+    assert not any(tmp_path.iterdir())
