@@ -291,7 +291,7 @@ class FabricController:
         return {n: (depth[n], when[n]) for n in ports}
 
 
-assert MAX_MEMBERS == 8  # member counter index layout (group_id << 3) in fabric.p4
+assert MAX_MEMBERS == 16  # member counter index layout (group_id << 4) in fabric.p4
 
 
 def _check_te_capacity(pins: Mapping[str, Mapping[Any, int]]) -> None:

@@ -15,8 +15,8 @@ from emu.roce.dcqcn import ECN_MARK_POINTS, EcnMarkAt
 
 from .errors import ParamError
 
-MAX_MEMBERS = 8
-"""Members per next-hop group: fabric.p4 unrolls the adaptive choice over 8 candidates."""
+MAX_MEMBERS = 16
+"""Members per next-hop group: fabric.p4 unrolls the adaptive choice over 16 candidates."""
 MAX_GROUPS = 1024
 FLOWLET_SLOTS = 4096
 TE_FLOW_SLOTS = 4096

@@ -10,9 +10,9 @@
 #ifndef FABRIC_HEADERS_P4
 #define FABRIC_HEADERS_P4
 
-#define MAX_MEMBERS 8
+#define MAX_MEMBERS 16
 #define MAX_GROUPS 1024
-#define MEMBER_SLOTS 8192
+#define MEMBER_SLOTS 16384
 #define FLOWLET_SLOTS 4096
 #define PORT_SLOTS 512
 
@@ -147,6 +147,14 @@ struct metadata_t {
     bit<9>  member_port_5;
     bit<9>  member_port_6;
     bit<9>  member_port_7;
+    bit<9>  member_port_8;
+    bit<9>  member_port_9;
+    bit<9>  member_port_10;
+    bit<9>  member_port_11;
+    bit<9>  member_port_12;
+    bit<9>  member_port_13;
+    bit<9>  member_port_14;
+    bit<9>  member_port_15;
 
     /* Member choice. */
     bit<32> ecmp_index;      /* seeded hash % member_count */

@@ -5,8 +5,9 @@
  * so a group is replaced atomically when a link fails), the mode computes a member
  * index, and the index selects the port.
  *
- * Groups hold at most MAX_MEMBERS (8) members: P4 has no loops, so the adaptive
- * least-occupied choice is unrolled over 8 candidates.
+ * Groups hold at most MAX_MEMBERS (16) members (a leaf under 16 spines, a k=32 fat
+ * tree): P4 has no loops, so the adaptive least-occupied choice is unrolled over 16
+ * candidates.
  */
 #ifndef FABRIC_ROUTING_P4
 #define FABRIC_ROUTING_P4
@@ -25,7 +26,7 @@ register<bit<32>, bit<32>>(PORT_SLOTS) port_qdepth_time_us;
     RAW = RAW * 32w0x9E3779B1; \
     hash(OUT, HashAlgorithm.identity, 32w0, { RAW[31:16] }, (bit<32>) COUNT)
 
-/* One adaptive candidate: key = (queue depth, rotation rank), smaller wins; readings
+/* One adaptive candidate: key = (queue depth, rotation rank: 4 bits), smaller wins; readings
  * older than qdepth_max_age_us count as an empty queue. */
 #define ADAPTIVE_CANDIDATE(I, PORT) \
     if ((bit<32>) meta.member_count > I) { \
@@ -39,7 +40,7 @@ register<bit<32>, bit<32>>(PORT_SLOTS) port_qdepth_time_us;
         } else { \
             meta.cand_rank = I + (bit<32>) meta.member_count - meta.ecmp_index; \
         } \
-        meta.cand_key = (meta.cand_depth << 3) | meta.cand_rank; \
+        meta.cand_key = (meta.cand_depth << 4) | meta.cand_rank; \
         if (meta.cand_key < meta.best_key) { \
             meta.best_key = meta.cand_key; \
             meta.member_index = I; \
@@ -92,7 +93,9 @@ control Routing(inout headers_t hdr,
 
     action set_group(bit<8> member_count,
                      bit<9> port_0, bit<9> port_1, bit<9> port_2, bit<9> port_3,
-                     bit<9> port_4, bit<9> port_5, bit<9> port_6, bit<9> port_7) {
+                     bit<9> port_4, bit<9> port_5, bit<9> port_6, bit<9> port_7,
+                     bit<9> port_8, bit<9> port_9, bit<9> port_10, bit<9> port_11,
+                     bit<9> port_12, bit<9> port_13, bit<9> port_14, bit<9> port_15) {
         meta.member_count = member_count;
         meta.member_port_0 = port_0;
         meta.member_port_1 = port_1;
@@ -102,6 +105,14 @@ control Routing(inout headers_t hdr,
         meta.member_port_5 = port_5;
         meta.member_port_6 = port_6;
         meta.member_port_7 = port_7;
+        meta.member_port_8 = port_8;
+        meta.member_port_9 = port_9;
+        meta.member_port_10 = port_10;
+        meta.member_port_11 = port_11;
+        meta.member_port_12 = port_12;
+        meta.member_port_13 = port_13;
+        meta.member_port_14 = port_14;
+        meta.member_port_15 = port_15;
     }
 
     table ecmp_group {
@@ -181,6 +192,14 @@ control Routing(inout headers_t hdr,
             ADAPTIVE_CANDIDATE(32w5, meta.member_port_5)
             ADAPTIVE_CANDIDATE(32w6, meta.member_port_6)
             ADAPTIVE_CANDIDATE(32w7, meta.member_port_7)
+            ADAPTIVE_CANDIDATE(32w8, meta.member_port_8)
+            ADAPTIVE_CANDIDATE(32w9, meta.member_port_9)
+            ADAPTIVE_CANDIDATE(32w10, meta.member_port_10)
+            ADAPTIVE_CANDIDATE(32w11, meta.member_port_11)
+            ADAPTIVE_CANDIDATE(32w12, meta.member_port_12)
+            ADAPTIVE_CANDIDATE(32w13, meta.member_port_13)
+            ADAPTIVE_CANDIDATE(32w14, meta.member_port_14)
+            ADAPTIVE_CANDIDATE(32w15, meta.member_port_15)
         } else if (meta.lb_mode == LB_SPRAY) {
             /* Round robin per group. */
             spray_next.read(meta.member_index, (bit<32>) meta.group_id);
@@ -215,10 +234,26 @@ control Routing(inout headers_t hdr,
             standard_metadata.egress_spec = meta.member_port_5;
         } else if (meta.member_index == 6) {
             standard_metadata.egress_spec = meta.member_port_6;
-        } else {
+        } else if (meta.member_index == 7) {
             standard_metadata.egress_spec = meta.member_port_7;
+        } else if (meta.member_index == 8) {
+            standard_metadata.egress_spec = meta.member_port_8;
+        } else if (meta.member_index == 9) {
+            standard_metadata.egress_spec = meta.member_port_9;
+        } else if (meta.member_index == 10) {
+            standard_metadata.egress_spec = meta.member_port_10;
+        } else if (meta.member_index == 11) {
+            standard_metadata.egress_spec = meta.member_port_11;
+        } else if (meta.member_index == 12) {
+            standard_metadata.egress_spec = meta.member_port_12;
+        } else if (meta.member_index == 13) {
+            standard_metadata.egress_spec = meta.member_port_13;
+        } else if (meta.member_index == 14) {
+            standard_metadata.egress_spec = meta.member_port_14;
+        } else {
+            standard_metadata.egress_spec = meta.member_port_15;
         }
-        member_packets.count(((bit<32>) meta.group_id << 3) + meta.member_index);
+        member_packets.count(((bit<32>) meta.group_id << 4) + meta.member_index);
     }
 }
 

@@ -91,7 +91,8 @@ def test_every_name_the_controller_uses_is_in_the_p4info():
     assert actions[P.SET_LB_CONFIG] == {"mode": 8, "seed": 32, "flowlet_timeout_us": 32,
                                         "qdepth_max_age_us": 32}
     assert actions[P.SET_GROUP]["member_count"] == 8
-    assert all(actions[P.SET_GROUP][f"port_{i}"] == 9 for i in range(8))
+    assert all(actions[P.SET_GROUP][f"port_{i}"] == 9 for i in range(16))
+    assert "port_16" not in actions[P.SET_GROUP]
     assert actions[P.SET_MACS] == {"smac": 48, "dmac": 48}
     assert actions[P.SET_RED] == {"kmin": 32, "kmax": 32, "slope": 32, "at_dequeue": 1}
     assert actions[P.TE_PIN] == {"member_index": 32}
@@ -101,7 +102,7 @@ def test_every_name_the_controller_uses_is_in_the_p4info():
         "meta.l4_dport"]
     for c in (P.PORT_RX, P.PORT_TX, P.PORT_DROPS, P.PORT_ECN_MARKS, P.MEMBER_PACKETS):
         assert c in counters, c
-    assert counters[P.MEMBER_PACKETS].size == 8 * 1024
+    assert counters[P.MEMBER_PACKETS].size == 16 * 1024
     registers = {r.preamble.name for r in info.registers}
     assert {P.FLOWLET_TIME, P.FLOWLET_MEMBER, P.SPRAY_NEXT} <= registers
 

@@ -118,6 +118,6 @@ def test_group_ids_are_stable_while_used():
 def test_too_many_members_is_refused():
     from emu.topo import clos_fabric
 
-    fabric = clos_fabric(leaves=2, spines=9, hosts_per_leaf=1)
-    with pytest.raises(ControlError, match="at most 8 members"):
+    fabric = clos_fabric(leaves=2, spines=17, hosts_per_leaf=1)
+    with pytest.raises(ControlError, match="at most 16 members"):
         switch_routes(fabric, fabric.leaves[0].name)

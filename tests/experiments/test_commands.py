@@ -372,11 +372,12 @@ def test_plb_flag_turns_plb_on_and_the_summary_counts_repaths(
     assert "lb=ecmp cc=dcqcn" in out and "PLB" not in out
 
 
-@pytest.mark.parametrize("spines, ok", [(8, True), (10, False)])
+@pytest.mark.parametrize("spines, ok", [(16, True), (18, False)])
 def test_a_fabric_wider_than_fabric_p4s_groups_is_refused_before_it_starts(
         spines: int, ok: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A 10-spine Clos passed the checks and the dry run; the run then died in a traceback
-    from the controller (groups hold at most 8 members), in real time with Mininet up."""
+    from the controller (groups held at most 8 members, 16 since), in real time with
+    Mininet up."""
     topo = tmp_path / f"clos{spines}.yaml"
     topo.write_text(f"name: wide\ndefaults: {{rate: 100Gbps}}\ngenerator: clos\n"
                     f"params: {{leaves: 2, spines: {spines}, hosts_per_leaf: 1}}\n")
@@ -388,8 +389,8 @@ def test_a_fabric_wider_than_fabric_p4s_groups_is_refused_before_it_starts(
         assert main(argv) == 0
         return
     assert err == (f"emu run: topology wide: leaf2 has {spines} equal-cost next hops towards "
-                   "leaf1, and fabric.p4's next-hop groups hold at most 8: give no switch more "
-                   "than 8 equal-cost uplinks (spines, parallel links; a fat tree: k <= 16)\n")
+                   "leaf1, and fabric.p4's next-hop groups hold at most 16: give no switch more "
+                   "than 16 equal-cost uplinks (spines, parallel links; a fat tree: k <= 32)\n")
     assert main(argv) == 1
     assert "Traceback" not in capsys.readouterr().err
     assert not (tmp_path / "results").exists()
