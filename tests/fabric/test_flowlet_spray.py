@@ -8,7 +8,7 @@ from emu.control import LbSettings
 from emu.sim.fabric import SimFabric
 from emu.topo import load_topology
 
-from .helpers import diff, member_packets, received
+from .helpers import diff, member_packets, member_taken, received
 
 US = 1000
 
@@ -46,13 +46,9 @@ def test_flowlet_keeps_the_path_inside_the_timeout_and_moves_after_idle_gaps():
 def test_spray_rotates_consecutive_packets_over_all_members():
     sim = SimFabric(load_topology("clos4"), lb=LbSettings(mode="spray"))
     members = sim.controller.routes("leaf1").by_leaf["leaf2"]
-    seq = []
-    for psn in range(12):
-        before = member_packets(sim, "leaf1", "leaf2")
-        sim.hosts["h1"].send_udp("h3", sport=50000, psn=psn)
-        sim.run_for(100 * US)
-        (port,) = diff(member_packets(sim, "leaf1", "leaf2"), before)
-        seq.append(port)
+    h1 = sim.hosts["h1"]
+    seq = [member_taken(sim, lambda psn=psn: h1.send_udp("h3", sport=50000, psn=psn), 100 * US)
+           for psn in range(12)]
     assert set(seq[:4]) == set(members)
     assert Counter(seq) == {m: 3 for m in members}
     sim.run_until_idle()

@@ -12,7 +12,7 @@ from emu.control.params import MAX_MEMBERS
 from emu.sim.fabric import SimFabric
 from emu.topo import clos_fabric
 
-from .helpers import diff, member_packets, received
+from .helpers import diff, member_packets, member_taken, received
 
 US = 1000
 
@@ -25,13 +25,9 @@ def test_spray_rotates_over_all_16_members_in_order() -> None:
     sim = wide("spray")
     members = sim.controller.routes("leaf1").by_leaf["leaf2"]
     assert len(members) == MAX_MEMBERS == 16
-    seq = []
-    for psn in range(48):
-        before = member_packets(sim, "leaf1", "leaf2")
-        sim.hosts["h1"].send_udp("h2", sport=50000, psn=psn)
-        sim.run_for(50 * US)
-        (port,) = diff(member_packets(sim, "leaf1", "leaf2"), before)
-        seq.append(port)
+    h1 = sim.hosts["h1"]
+    seq = [member_taken(sim, lambda psn=psn: h1.send_udp("h2", sport=50000, psn=psn), 50 * US)
+           for psn in range(48)]
     assert seq[:16] == seq[16:32] == seq[32:]  # one rotation every 16 packets
     assert sorted(seq[:16]) == sorted(members)
     sim.run_until_idle()
@@ -62,17 +58,15 @@ def test_adaptive_avoids_a_deep_queue_beyond_the_eighth_member() -> None:
                          uplink_rate_bps=20_000_000)
     sim = SimFabric(fabric, lb=LbSettings(qdepth_max_age_us=1000))
     members = sim.controller.routes("leaf1").by_leaf["leaf2"]
+    h1 = sim.hosts["h1"]
     for sport in range(40000, 41000):  # an ECMP flow on a member past the eighth
-        before = member_packets(sim, "leaf1", "leaf2")
-        sim.hosts["h1"].send_udp("h3", sport=sport, size=64, psn=0)
-        sim.run_until_idle()
-        (hot,) = diff(member_packets(sim, "leaf1", "leaf2"), before)
+        hot = member_taken(sim, lambda sport=sport: h1.send_udp("h3", sport=sport, size=64))
         if members.index(hot) >= 8:
             break
     else:
         raise AssertionError("no flow hashed past the eighth member")
     for psn in range(50):
-        sim.hosts["h1"].send_udp("h3", sport=sport, size=1000, psn=psn)
+        h1.send_udp("h3", sport=sport, size=1000, psn=psn)
     sim.run_for(4200 * US)
     assert sim.controller.queue_readings("leaf1")[hot][0] >= 30
     sim.controller.set_lb("adaptive", switches="leaf1")
