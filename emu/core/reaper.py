@@ -18,11 +18,12 @@ the P4Runtime and PTF harnesses put a switch's veths in one): `Reaper.for_netns`
 deletes it, and ends what still runs in it, when its maker is killed.
 
 And for processes a command starts that outlive it (a local Ray instance's agents):
-`Reaper.for_processes` kills them, each only if it still has its recorded start time.
+`Reaper.for_processes` kills them, each only if it still has its recorded start time,
+then removes the folders the command named (their scratch space).
 
     python -m emu.core.reaper RECORD.json      (stdin: the runner's pipe)
     python -m emu.core.reaper --netns NAME
-    python -m emu.core.reaper --kill PID:START_TIME,...
+    python -m emu.core.reaper --kill PID:START_TIME,... [FOLDER ...]
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -63,9 +65,12 @@ class Reaper:
         return cls._spawn(["--netns", name])
 
     @classmethod
-    def for_processes(cls, procs: list[tuple[int, int | None]]) -> Reaper:
-        """A reaper of processes (pid, start time) started on this process's behalf."""
-        return cls._spawn(["--kill", ",".join(f"{p}:{st}" for p, st in procs)])
+    def for_processes(cls, procs: list[tuple[int, int | None]],
+                      remove: list[Path] | None = None) -> Reaper:
+        """A reaper of processes (pid, start time) started on this process's behalf,
+        and of the folders in `remove` they work in."""
+        return cls._spawn(["--kill", ",".join(f"{p}:{st}" for p, st in procs),
+                           *(str(d) for d in remove or ())])
 
     @classmethod
     def _spawn(cls, args: list[str]) -> Reaper:
@@ -153,18 +158,22 @@ def reap_netns(name: str) -> int:
     return 1 if netns.exists(name) else 0
 
 
-def reap_processes(spec: str) -> int:
-    """Kill the processes `spec` lists (PID:START_TIME,...) that still are those."""
+def reap_processes(spec: str, folders: list[str]) -> int:
+    """Kill the processes `spec` lists (PID:START_TIME,...) that still are those, then
+    remove `folders`."""
     procs = []
     for item in filter(None, spec.split(",")):
         pid, _, st = item.partition(":")
         procs.append((int(pid), None if st == "None" else int(st), False))
     kill_verified([p for p in procs if p[1] is not None])
+    for d in folders:
+        shutil.rmtree(d, ignore_errors=True)
     return 0
 
 
 def main(argv: list[str]) -> int:
-    if not (len(argv) == 1 or (len(argv) == 2 and argv[0] in ("--netns", "--kill"))):
+    if not (len(argv) == 1 or (len(argv) == 2 and argv[0] == "--netns")
+            or (len(argv) >= 2 and argv[0] == "--kill")):
         print(__doc__, file=sys.stderr)
         return 2
     for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
@@ -179,7 +188,7 @@ def main(argv: list[str]) -> int:
         return 0
     if argv[0] == "--netns":
         return reap_netns(argv[1])
-    return reap_processes(argv[1]) if argv[0] == "--kill" else reap(Path(argv[0]))
+    return reap_processes(argv[1], argv[2:]) if argv[0] == "--kill" else reap(Path(argv[0]))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,11 @@
 A task runs its point in a scratch folder on whichever node Ray picks and returns the
 folder's files; the driver writes them into the point's folder, so a sweep on Ray
 leaves the same layout as a local one. A timed-out task is cancelled (its worker killed).
+
+A killed worker cannot remove its scratch folder, so each is named after its worker's
+pid and the next task on that node removes the folders of workers that are gone. On a
+local instance every task's folder is inside one folder of the sweep's, which the
+driver removes when it closes, and its reaper when the driver is killed.
 """
 
 from __future__ import annotations
@@ -10,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -34,16 +41,41 @@ class RayUnavailable(RuntimeError):
     """Ray is not installed or the cluster cannot be reached (the message says which)."""
 
 
-def ray_point(cfg: RunConfig, model: Fabric, point_id: str, varied: dict[str, str]
-              ) -> tuple[Outcome, dict[str, bytes]]:
-    """Body of the Ray task: the point's outcome and every file of its folder."""
-    import tempfile
+SCRATCH_PREFIX = "emu-point-"
 
+
+def remove_orphan_scratch(root: Path) -> None:
+    """Remove the scratch folders in `root` of workers that are no longer running."""
+    for d in root.glob(f"{SCRATCH_PREFIX}*-*"):
+        pid = d.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def ray_point(cfg: RunConfig, model: Fabric, point_id: str, varied: dict[str, str],
+              scratch: str | None) -> tuple[Outcome, dict[str, bytes]]:
+    """Body of the Ray task: the point's outcome and every file of its folder.
+
+    `scratch`: the folder to work in (a local instance's, which its driver removes);
+    None: this node's temporary directory."""
     from rich.console import Console
 
     from .points import run_guarded
 
-    with tempfile.TemporaryDirectory(prefix="emu-point-") as tmp:
+    root = Path(scratch) if scratch else Path(tempfile.gettempdir())
+    remove_orphan_scratch(root)
+    with tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-",
+                                     dir=root) as tmp:
         out = Path(tmp)
         with (out / "log.txt").open("w") as log, contextlib.redirect_stdout(log), \
                 contextlib.redirect_stderr(log):
@@ -58,7 +90,7 @@ class _Remote(Protocol):
     """A Ray remote function of `ray_point` (its `.remote` returns an ObjectRef)."""
 
     def remote(self, config: RunConfig, model: Fabric, point_id: str,
-               options: dict[str, str], /) -> object: ...
+               options: dict[str, str], scratch: str | None, /) -> object: ...
 
 
 @dataclass
@@ -71,6 +103,8 @@ class RayBackend:
     reaper: Reaper | None = None
     # Why a local instance's servers are reachable from other machines, if they are.
     exposed: str | None = None
+    # A local instance's tasks work in here (None: each node's temporary directory).
+    scratch: Path | None = None
 
     @classmethod
     def connect(cls, address: str, jobs: int, models: dict[str, Fabric]) -> RayBackend:
@@ -106,15 +140,18 @@ class RayBackend:
                     ray.init(address=address, runtime_env=env, log_to_driver=False)
         except Exception as exc:  # ConnectionError, RuntimeError, ValueError by version
             raise RayUnavailable(f"cannot reach the Ray cluster at {address}: {exc}") from None
-        # Ray's agents outlived a SIGKILLed driver (its GCS and raylet did not).
-        reaper = Reaper.for_processes(descendants(os.getpid())) if local else None
+        scratch = Path(tempfile.mkdtemp(prefix="emu-sweep-")) if local else None
+        # Ray's agents outlived a SIGKILLed driver (its GCS and raylet did not), and
+        # the tasks' folders stayed in /tmp.
+        reaper = Reaper.for_processes(descendants(os.getpid()), remove=[scratch]) \
+            if scratch is not None else None
         cpus = int(ray.cluster_resources().get("CPU", 1))
         task = ray.remote(num_cpus=1, max_retries=0)(ray_point)
-        return cls(max(1, cpus), models, ray, task, reaper, exposed)
+        return cls(max(1, cpus), models, ray, task, reaper, exposed, scratch)
 
     def start(self, point: Point, out_dir: Path) -> Job:
         ref = self.task.remote(point.config, self.models[point.config.topo], point.id,
-                               point.options())
+                               point.options(), str(self.scratch) if self.scratch else None)
         return Job(out_dir, ref=ref)
 
     def poll(self, job: Job) -> Outcome | None:
@@ -140,5 +177,7 @@ class RayBackend:
 
     def close(self) -> None:
         self.ray.shutdown()
+        if self.scratch is not None:  # a cancelled task's folder is still in it
+            shutil.rmtree(self.scratch, ignore_errors=True)
         if self.reaper is not None:
             self.reaper.release()

@@ -251,6 +251,72 @@ def _pgrep(pattern: str) -> set[str]:
                               text=True).stdout.split())
 
 
+def _scratch() -> set[Path]:
+    """The scratch folders of Ray point tasks in this machine's temporary directory."""
+    import tempfile
+
+    tmp = Path(tempfile.gettempdir())
+    return {*tmp.glob("emu-point-*"), *tmp.glob("emu-sweep-*")}
+
+
+def _scratch_left(before: set[Path], wait_s: float = 20.0) -> list[Path]:
+    """New scratch folders still there after `wait_s` (another test's may come and go)."""
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while (left := sorted(_scratch() - before)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def test_a_timed_out_ray_task_leaves_no_scratch_folder(tmp_path: Path) -> None:
+    """A point that timed out on Ray had its task cancelled (its worker killed), so the
+    task's temporary folder, with the partial run in it, stayed in /tmp for good."""
+    import time
+
+    pytest.importorskip("ray", reason="Ray is an optional extra (pip install -e '.[ray]')")
+    from emu.experiments.sweep_ray import RayBackend
+
+    f = tmp_path / "long.yaml"
+    f.write_text("base: {topology: clos4, workload: permutation, size: 64M, rate: 1Mbps}\n"
+                 "grid: {lb: [ecmp]}\ntimeout: 600\n")
+    exp = load_experiment(f)
+    before = _scratch()
+    backend = RayBackend.connect("local", 1, {"clos4": load_topology("clos4")})
+    try:
+        job = backend.start(exp.points[0], tmp_path / "p")
+        deadline = time.monotonic() + 120
+        while not _pgrep("ray::ray_point"):  # the task runs: its folder is made
+            assert backend.poll(job) is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        deadline = time.monotonic() + 30
+        while not _scratch() - before:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        backend.kill(job)
+    finally:
+        backend.close()
+    assert _scratch_left(before) == []
+
+
+def test_a_ray_task_removes_the_scratch_folders_of_killed_workers(tmp_path: Path) -> None:
+    """On a remote node nothing else removes a cancelled task's folder: the next task
+    there removes every folder whose worker is gone, and no other."""
+    import subprocess
+
+    from emu.experiments.sweep_ray import remove_orphan_scratch
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    gone = tmp_path / f"emu-point-{dead.pid}-abc"
+    mine = tmp_path / f"emu-point-{os.getpid()}-def"
+    other = tmp_path / "emu-point-xyz"  # not named after a worker: not ours to judge
+    for d in (gone, mine, other):
+        (d / "run").mkdir(parents=True)
+    remove_orphan_scratch(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([mine.name, other.name])
+
+
 @pytest.mark.parametrize("backend", ["local", "ray"])
 def test_a_killed_experiment_takes_its_workers_with_it(backend: str, tmp_path: Path) -> None:
     """Workers run in sessions of their own (a timeout kills all a point started), so a
@@ -268,6 +334,7 @@ def test_a_killed_experiment_takes_its_workers_with_it(backend: str, tmp_path: P
     f.write_text("base: {topology: clos4, workload: permutation, size: 64M, rate: 1Mbps}\n"
                  "grid: {lb: [ecmp, spray]}\ntimeout: 600\n")
     ray_before = _pgrep("ray::")
+    scratch_before = _scratch()
     proc = subprocess.Popen([sys.executable, "-m", "emu", "experiment", str(f), "--results",
                              str(tmp_path / "r"), "--jobs", "2",
                              *(["--ray", "local"] if backend == "ray" else [])],
@@ -290,6 +357,8 @@ def test_a_killed_experiment_takes_its_workers_with_it(backend: str, tmp_path: P
         while workers() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert workers() == []
+        # ...and their scratch folders (a Ray task's runs, pcaps included, stayed in /tmp)
+        assert _scratch_left(scratch_before) == []
     finally:
         for pid in workers():
             os.kill(int(pid), signal.SIGKILL)
