@@ -15,14 +15,15 @@ record: it removes or reports it itself.
 
 The same for a named network namespace a command makes for itself (`emu crosscheck`,
 the P4Runtime and PTF harnesses put a switch's veths in one): `Reaper.for_netns`
-deletes it, and ends what still runs in it, when its maker is killed.
+deletes it, and ends what still runs in it, when its maker is killed (and removes the
+folders its maker named, e.g. the one of the switch's sockets).
 
 And for processes a command starts that outlive it (a local Ray instance's agents):
 `Reaper.for_processes` kills them, each only if it still has its recorded start time,
 then removes the folders the command named (their scratch space).
 
     python -m emu.core.reaper RECORD.json      (stdin: the runner's pipe)
-    python -m emu.core.reaper --netns NAME
+    python -m emu.core.reaper --netns NAME [FOLDER ...]
     python -m emu.core.reaper --kill PID:START_TIME,... [FOLDER ...]
 """
 
@@ -60,9 +61,10 @@ class Reaper:
         return cls._spawn([str(record)])
 
     @classmethod
-    def for_netns(cls, name: str) -> Reaper:
-        """A reaper of the named network namespace `name` (made by this process)."""
-        return cls._spawn(["--netns", name])
+    def for_netns(cls, name: str, remove: list[Path] | None = None) -> Reaper:
+        """A reaper of the named network namespace `name` (made by this process), and
+        of the folders in `remove`."""
+        return cls._spawn(["--netns", name, *(str(d) for d in remove or ())])
 
     @classmethod
     def for_processes(cls, procs: list[tuple[int, int | None]],
@@ -145,8 +147,11 @@ def reap(record: Path) -> int:
         os.close(fd)
 
 
-def reap_netns(name: str) -> int:
-    """The maker of namespace `name` is gone: end what runs in it, then delete it."""
+def reap_netns(name: str, folders: list[str]) -> int:
+    """The maker of namespace `name` is gone: end what runs in it, then delete it (and
+    `folders`)."""
+    for d in folders:
+        shutil.rmtree(d, ignore_errors=True)
     if not netns.exists(name):
         return 0
     pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True,
@@ -172,8 +177,7 @@ def reap_processes(spec: str, folders: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if not (len(argv) == 1 or (len(argv) == 2 and argv[0] == "--netns")
-            or (len(argv) >= 2 and argv[0] == "--kill")):
+    if not (len(argv) == 1 or (len(argv) >= 2 and argv[0] in ("--netns", "--kill"))):
         print(__doc__, file=sys.stderr)
         return 2
     for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
@@ -187,7 +191,7 @@ def main(argv: list[str]) -> int:
     if got.startswith(DONE):
         return 0
     if argv[0] == "--netns":
-        return reap_netns(argv[1])
+        return reap_netns(argv[1], argv[2:])
     return reap_processes(argv[1], argv[2:]) if argv[0] == "--kill" else reap(Path(argv[0]))
 
 

@@ -90,8 +90,10 @@ def _side_a(compiled: Any, setup: Programming) -> tuple[Any, Any]:
 
 
 @contextlib.contextmanager
-def veth_ports(ports: Sequence[int]) -> Iterator[tuple[str, dict[int, str], dict[int, str]]]:
-    """A namespace with one veth pair per port: (ns, switch ends, host ends)."""
+def veth_ports(ports: Sequence[int], scratch: Sequence[Path] = ()
+               ) -> Iterator[tuple[str, dict[int, str], dict[int, str]]]:
+    """A namespace with one veth pair per port: (ns, switch ends, host ends). A SIGKILL
+    of this process deletes the namespace and removes the `scratch` folders."""
     from emu.core import netns
     from emu.core.reaper import Reaper
 
@@ -99,7 +101,7 @@ def veth_ports(ports: Sequence[int]) -> Iterator[tuple[str, dict[int, str], dict
     ns = f"emuxc-{tag}"
     # SIGKILL runs no `finally`: the reaper deletes the namespace then (named, it would
     # outlive every process in it).
-    reaper = Reaper.for_netns(ns)
+    reaper = Reaper.for_netns(ns, remove=list(scratch))
     try:
         netns.add(ns)
     except BaseException:
@@ -146,7 +148,7 @@ def switch_process(target_name: str, program: Path, build: Path,
     pipe = target.compile(program, build / target_name, (program.parent,))
     sockdir = tempfile.mkdtemp(prefix="emup4rt-")
     try:
-        with veth_ports(ports) as (ns, sw_end, host_end):
+        with veth_ports(ports, [Path(sockdir)]) as (ns, sw_end, host_end):
             spec = SwitchSpec("s1", 1, dict(sw_end), f"unix:{sockdir}/p4rt.sock", netns=ns)
             with target.start(spec, pipe) as proc:
                 proc.wait_ready(120)
@@ -205,7 +207,7 @@ def run_process(target_name: str, pipe: Any, setup: Programming, packets: Sequen
     sockdir = tempfile.mkdtemp(prefix="emuxc-")
     results: list[Outputs] = []
     try:
-        with veth_ports(setup.ports) as (ns, sw_end, host_end):
+        with veth_ports(setup.ports, [Path(sockdir)]) as (ns, sw_end, host_end):
             spec = SwitchSpec(setup.switch_name, setup.device_id, dict(sw_end),
                               f"unix:{sockdir}/p4rt.sock", netns=ns)
             with target.start(spec, pipe) as proc:

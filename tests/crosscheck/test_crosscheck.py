@@ -183,20 +183,29 @@ def _crosscheck_namespaces() -> set[str]:
     return {line.split()[0] for line in out.splitlines() if line.startswith("emuxc-")}
 
 
+def _crosscheck_leftovers() -> set[str]:
+    """Crosscheck namespaces, and the folders of their switches' sockets."""
+    import tempfile
+
+    tmp = Path(tempfile.gettempdir())
+    return _crosscheck_namespaces() | {str(d) for d in tmp.glob("emuxc-*")}
+
+
 def _assert_none_left(before: set[str], wait_s: float = 120.0) -> None:
-    """No crosscheck namespace beyond `before` stays. Another test process's may come
-    and go meanwhile (pytest-xdist): wait for those to end; a leaked one never does."""
+    """No crosscheck namespace or socket folder beyond `before` stays. Another test
+    process's may come and go meanwhile (pytest-xdist): wait for those to end; a leaked
+    one never does."""
     import time
 
     deadline = time.monotonic() + wait_s
-    while _crosscheck_namespaces() - before and time.monotonic() < deadline:
+    while _crosscheck_leftovers() - before and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _crosscheck_namespaces() - before == set()
+    assert _crosscheck_leftovers() - before == set()
 
 
 @needs_root
 def test_machinery_against_the_embedded_daemon(tmp_path):
-    before = _crosscheck_namespaces()  # another process's may be there: only ours count
+    before = _crosscheck_leftovers()  # another process's may be there: only ours count
     report = tmp_path / "report.json"
     rc = subprocess.run(
         [X.sys.executable, "-m", "emu", "crosscheck", "--program", str(PROGRAMS / "portfwd.p4"),
@@ -308,7 +317,7 @@ def test_a_killed_crosscheck_removes_its_namespace_and_switch(sig, tmp_path):
     import sys
     import time
 
-    before = _crosscheck_namespaces()
+    before = _crosscheck_leftovers()
     proc = subprocess.Popen(
         [sys.executable, "-m", "emu", "crosscheck", "--against", "embedded", "--generate",
          "2000", "--build-dir", str(tmp_path / "build")],
@@ -395,7 +404,7 @@ def test_a_switch_that_dies_is_reported_at_the_packet(tmp_path):
     frames = [bytes([1, 0, 0, 0, 7, 8]).ljust(14, b"\0"),    # idx 0: fine
               bytes([1, 0, 0xFF, 0, 7, 8]).ljust(14, b"\0"),  # idx 255 of a stack of 2
               bytes([1, 0, 1, 0, 7, 8]).ljust(14, b"\0")]
-    before = _crosscheck_namespaces()
+    before = _crosscheck_leftovers()
     with pytest.raises(RuntimeError, match=r"(?s)exited at packet 1 \(in port 0, 14 B: "
                                            r"0100ff.*out_of_range"):
         X.crosscheck(STF_PROGRAMS / "p4c_names.p4", [STF_PROGRAMS],
