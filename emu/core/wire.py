@@ -22,6 +22,11 @@ WIRE_OVERHEAD_BYTES = 24
 # switch (embedded or BMv2) has ports 0..MAX_PORT; a topology numbers them from 1.
 DROP_PORT = 511
 MAX_PORT = DROP_PORT - 1
+# The port a fabric switch talks to its controller on (fabric.p4's CPU_PORT, the
+# daemon's --cpu-port in a run): never a port of the topology.
+CPU_PORT = 255
+# A generated fabric numbers its ports one after another, so below the CPU port.
+MAX_GENERATED_PORT = CPU_PORT - 1
 
 # IP protocol numbers.
 IP_PROTO_TCP = 6

@@ -16,6 +16,7 @@ from typing import Any
 
 from mininet.node import Switch
 
+from emu.core.wire import CPU_PORT
 from emu.targets.base import (
     CompiledPipeline,
     PortQueueConfig,
@@ -26,8 +27,6 @@ from emu.targets.base import (
 from emu.topo import Switch as TopoSwitch
 
 from .errors import NetError
-
-CPU_PORT = 255
 
 
 def queue_configs(model: TopoSwitch, delays_ns: dict[int, int],

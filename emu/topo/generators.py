@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import TYPE_CHECKING, TypedDict
 
-from emu.core.wire import MAX_PORT
+from emu.core.wire import MAX_GENERATED_PORT
 
 from . import addressing
 from .errors import Mark, TopologyError
@@ -105,8 +105,12 @@ def _positive(
         raise _fail(marks, mark, param, f"{param} must be an integer >= {minimum}, got {value!r}")
 
 
-# The largest even k whose k^2/2 edge switches the addressing plan numbers.
-_MAX_K = max(k for k in range(2, 64, 2) if k * k // 2 <= addressing.MAX_LEAVES)
+# A generated fabric's hosts at most: the model of a larger one takes gigabytes before
+# anything runs (a k = 48 fat tree's 27,648 hosts: 0.2 GB, 4 s).
+MAX_GENERATED_HOSTS = 1 << 16
+# The largest even k whose k^3/4 hosts that allows (its 5k^2/4 switches have device ids).
+_MAX_K = max(k for k in range(2, 1024, 2) if k ** 3 // 4 <= MAX_GENERATED_HOSTS
+             and 5 * k * k // 4 <= addressing.MAX_DEVICE_ID)
 
 
 def _clos_fits(leaves: int, spines: int, hosts_per_leaf: int, uplinks: int,
@@ -119,12 +123,14 @@ def _clos_fits(leaves: int, spines: int, hosts_per_leaf: int, uplinks: int,
     if hosts_per_leaf > addressing.MAX_HOSTS_PER_LEAF:
         raise _fail(marks, mark, "hosts_per_leaf", f"{hosts_per_leaf} hosts per leaf exceed "
                     f"the addressing plan's {addressing.MAX_HOSTS_PER_LEAF}")
-    if hosts_per_leaf + spines * uplinks > MAX_PORT:
+    if hosts_per_leaf + spines * uplinks > MAX_GENERATED_PORT:
         raise _fail(marks, mark, "spines", f"a leaf would have {hosts_per_leaf} host ports "
-                    f"and {spines * uplinks} uplinks; a switch has ports 1..{MAX_PORT}")
-    if leaves * uplinks > MAX_PORT:
+                    f"and {spines * uplinks} uplinks; a generated switch has ports "
+                    f"1..{MAX_GENERATED_PORT} (the next is the CPU port)")
+    if leaves * uplinks > MAX_GENERATED_PORT:
         raise _fail(marks, mark, "leaves", f"a spine would have {leaves * uplinks} ports; a "
-                    f"switch has ports 1..{MAX_PORT}")
+                    f"generated switch has ports 1..{MAX_GENERATED_PORT} (the next is the "
+                    "CPU port)")
 
 
 def _add_link(spec: FabricSpec, a: str, a_port: int, b: str, b_port: int, rate_bps: int,
@@ -190,9 +196,9 @@ def fattree(
     _positive(k, "k", marks, mark, minimum=2)
     if k % 2:
         raise _fail(marks, mark, "k", f"k must be even, got {k}")
-    if k * k // 2 > addressing.MAX_LEAVES:
-        raise _fail(marks, mark, "k", f"k={k} makes {k * k // 2} edge switches; the "
-                    f"addressing plan has {addressing.MAX_LEAVES} leaves (k <= {_MAX_K})")
+    if k > _MAX_K:
+        raise _fail(marks, mark, "k", f"k={k} makes {k ** 3 // 4} hosts; a generated fabric "
+                    f"has at most {MAX_GENERATED_HOSTS} (k <= {_MAX_K})")
     half = k // 2
     host_rate, up_rate = _rates(opts, defaults, Fraction(half), half, marks, mark)
     spec = _new_spec(

@@ -15,7 +15,7 @@ import difflib
 import re
 from collections import deque
 
-from emu.core.wire import MAX_PORT
+from emu.core.wire import CPU_PORT, MAX_PORT
 
 from . import addressing
 from .errors import Collector, Diagnostic, Mark, TopologyError
@@ -150,6 +150,10 @@ def _check_links(spec: FabricSpec, nodes: dict[str, SwitchSpec | HostSpec], errs
             elif ep.port is not None and not 1 <= ep.port <= MAX_PORT:
                 errs.error(ep.mark, f"switch port {ep.port} out of range 1..{MAX_PORT}")
                 ok = False
+            elif ep.port == CPU_PORT:
+                errs.error(ep.mark, f"switch port {CPU_PORT} is the switches' CPU port "
+                                    "(to the controller); use another")
+                ok = False
         if ok:
             good.append(idx)
     return host_links, good
@@ -213,7 +217,7 @@ def _assign_ports(spec: FabricSpec, good: list[int], host_links: dict[str, list[
     for _, order, sw_name, is_a in sorted(pending):
         idx = good[order]
         free = 1
-        while free in used[sw_name]:
+        while free in used[sw_name] or free == CPU_PORT:
             free += 1
         ep = spec.links[idx].a if is_a else spec.links[idx].b
         if free > MAX_PORT:

@@ -48,8 +48,10 @@ def p4_constants() -> dict[str, int]:
 
 def test_wire_constants_are_fabric_p4s():
     c = p4_constants()
-    assert (c["ETHERTYPE_IPV4"], c["IP_PROTO_TCP"], c["IP_PROTO_UDP"], c["ROCEV2_UDP_PORT"]) == \
-        (wire.ETH_P_IPV4, wire.IP_PROTO_TCP, wire.IP_PROTO_UDP, wire.ROCEV2_UDP_PORT)
+    assert (c["ETHERTYPE_IPV4"], c["IP_PROTO_TCP"], c["IP_PROTO_UDP"], c["ROCEV2_UDP_PORT"],
+            c["CPU_PORT"]) == \
+        (wire.ETH_P_IPV4, wire.IP_PROTO_TCP, wire.IP_PROTO_UDP, wire.ROCEV2_UDP_PORT,
+         wire.CPU_PORT)
 
 
 def test_lb_mode_codes_are_fabric_p4s():

@@ -64,3 +64,24 @@ def test_ttl_expiry_bad_checksum_and_unknown_destination_are_dropped_and_counted
     sim.run_until_idle()
     (p,) = received(sim, "h3")
     assert p.ttl == 1 and p.checksum_ok
+
+
+def test_leaves_numbered_past_one_octet_route():
+    """Leaf 256 on has a subnet of 10.1.x.0/24 (leaves were at most 254, in 10.0.x, so
+    a k = 24 fat tree could not be built): frames cross between the two ranges."""
+    from emu.topo import fattree_fabric
+
+    fabric = fattree_fabric(24)
+    sim = SimFabric(fabric)
+    last = len(fabric.hosts)
+    pairs = [("h1", f"h{last}"), (f"h{last}", "h1"), ("h3060", "h3061"), ("h3061", "h3073"),
+             (f"h{last - 1}", "h2")]
+    for n, (src, dst) in enumerate(pairs):
+        sim.hosts[src].send_udp(dst, sport=49152 + n)
+    sim.run_until_idle()
+    for n, (src, dst) in enumerate(pairs):
+        got = [p for p in received(sim, dst, clear=False) if p.sport == 49152 + n]
+        assert [(p.src_ip, p.dst_ip) for p in got] == \
+            [(str(fabric.host(src).ip), str(fabric.host(dst).ip))]
+    assert (str(fabric.host(f"h{last}").ip), str(fabric.host("h3061").ip)) == \
+        ("10.1.32.12", "10.1.0.1")

@@ -14,6 +14,7 @@ def _fabrics() -> list[Fabric]:
         load_topology("leafspine2"),
         fattree_fabric(8),
         clos_fabric(16, 4, 8, uplinks_per_spine=2),
+        fattree_fabric(24),  # leaf numbers past one octet
     ]
 
 
@@ -64,9 +65,23 @@ def test_addressing_is_deterministic() -> None:
     assert load_topology("fattree4").to_dict() == load_topology("fattree4").to_dict()
 
 
+def test_leaf_numbers_past_one_octet_take_two() -> None:
+    """Leaves were 10.0.i.0/24, so at most 254: a k = 24 fat tree (288 edge switches)
+    could not be built."""
+    assert addressing.leaf_subnet(255) == ipaddress.IPv4Network("10.0.255.0/24")
+    assert addressing.leaf_subnet(256) == ipaddress.IPv4Network("10.1.0.0/24")
+    assert addressing.leaf_subnet(300) == ipaddress.IPv4Network("10.1.44.0/24")
+    assert addressing.host_mac(300, 5) == "02:00:00:01:2c:05"
+    assert addressing.host_mac(3, 2) == "02:00:00:00:03:02"  # as before below 256
+    ft = fattree_fabric(24)
+    assert len(ft.leaves) == 288 and len(ft.hosts) == 3456
+    last = max(ft.leaves, key=lambda s: s.device_id)
+    assert str(last.subnet) == "10.1.32.0/24" and str(last.gateway) == "10.1.32.254"
+
+
 def test_plan_limits() -> None:
     with pytest.raises(ValueError):
-        addressing.leaf_subnet(255)
+        addressing.leaf_subnet(0x10000)
     with pytest.raises(ValueError):
         addressing.host_ip(1, 254)
     with pytest.raises(ValueError):

@@ -126,16 +126,22 @@ def test_fattree_odd_k(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("params, at, says", [
-    ("k: 1000", (4, 6), "k=1000 makes 500000 edge switches; the addressing plan has 254 "
-                        "leaves (k <= 22)"),
+    ("k: 1000", (4, 6), "k=1000 makes 250000000 hosts; a generated fabric has at most 65536 "
+                        "(k <= 64)"),
+    ("k: 66", (4, 6), "k=66 makes 71874 hosts"),
     ("leaves: 1000000\n  spines: 2\n  hosts_per_leaf: 2", (4, 11),
-     "1000000 leaves exceed the addressing plan's 254"),
+     "1000000 leaves exceed the addressing plan's 65535"),
+
     ("leaves: 4\n  spines: 100000\n  hosts_per_leaf: 2", (5, 11),
      "a leaf would have 2 host ports and 100000 uplinks"),
     ("leaves: 4\n  spines: 2\n  hosts_per_leaf: 100000", (6, 19),
      "100000 hosts per leaf exceed the addressing plan's 253"),
     ("leaves: 200\n  spines: 2\n  hosts_per_leaf: 1\n  uplinks_per_spine: 3", (4, 11),
      "a spine would have 600 ports"),
+    # its port 255, the CPU port, took leaf 128's first uplink: a black hole
+    ("leaves: 128\n  spines: 2\n  hosts_per_leaf: 1\n  uplinks_per_spine: 2", (4, 11),
+     "a spine would have 256 ports; a generated switch has ports 1..254 (the next is the "
+     "CPU port)"),
 ])
 def test_a_generator_too_large_is_refused_before_it_runs(tmp_path: Path, params: str,
                                                          at: tuple[int, int], says: str) -> None:
@@ -235,6 +241,21 @@ def test_bad_port_syntax(tmp_path: Path) -> None:
 def test_port_out_of_range(tmp_path: Path) -> None:
     line, col, msg = one(tmp_path, BASE.replace("b: s1:1", "b: s1:999"))
     assert (line, col) == (7, 16) and "out of range" in msg
+
+
+def test_the_cpu_port_is_no_fabric_port(tmp_path: Path) -> None:
+    """Port 255 is where a fabric switch talks to its controller (fabric.p4's CPU_PORT):
+    a link on it was accepted and its traffic went to the controller, silently."""
+    line, col, msg = one(tmp_path, BASE.replace("b: s1:1", "b: s1:255"))
+    assert (line, col) == (7, 16) and "port 255 is the switches' CPU port" in msg
+    # numbered by the loader: 255 is passed over
+    spines = "".join(f"  - {{name: sp{i}, role: spine}}\n" for i in range(2, 257))
+    links = "".join(f"  - {{a: s1, b: sp{i}}}\n" for i in range(2, 257))
+    f = tmp_path / "many.yaml"
+    f.write_text(BASE.replace("  - {name: s1, role: leaf}\n",
+                              "  - {name: s1, role: leaf}\n" + spines) + links)
+    s1 = load_topology(f).switch("s1")
+    assert [p.number for p in s1.ports][-3:] == [254, 256, 257] and len(s1.ports) == 256
 
 
 def test_disconnected(tmp_path: Path) -> None:
