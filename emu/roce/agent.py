@@ -25,6 +25,7 @@ import dataclasses
 import json
 import os
 import signal
+import stat
 import sys
 import zlib
 from collections import Counter
@@ -289,6 +290,9 @@ def deliver_results(rows: list[dict[str, Any]], results: str | None) -> None:
             write_results(rows, fh)
     except OSError as exc:
         why = f"cannot write {results}: {exc.strerror or exc}"
+        with contextlib.suppress(OSError):  # what was written before the disk filled
+            if stat.S_ISREG(os.lstat(results).st_mode):  # never a device such as /dev/full
+                os.unlink(results)
         print(json.dumps({"type": "results", "rows": rows, "error": why}, sort_keys=True),
               flush=True)
         with contextlib.suppress(OSError):  # stderr may be a file on the same full disk

@@ -25,9 +25,11 @@ Example: `echo '{"cmd":"set_queue_rate","port":2,"rate_pps":1000}' | socat - UNI
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
+import stat
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -84,7 +86,16 @@ class AdminServer:
                 raise OSError(f"admin socket {path} is in use") from None
             except (ConnectionRefusedError, FileNotFoundError):
                 probe.close()
-                os.unlink(path)
+                try:  # connecting to a regular file is refused too: never delete one
+                    is_socket = stat.S_ISSOCK(os.lstat(path).st_mode)
+                except FileNotFoundError:
+                    is_socket = True  # gone meanwhile: bind below
+                if not is_socket:
+                    self._sock.close()
+                    raise OSError(f"admin socket {path}: the path exists and is not a "
+                                  "socket") from None
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
                 self._sock.bind(path)
         self._sock.listen(16)
         self._sock.setblocking(False)

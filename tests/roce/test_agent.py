@@ -270,6 +270,21 @@ def test_results_that_cannot_be_written_come_on_stdout(netns_pair, tmp_path):
     flows = {r["flow"]: r for r in sent["rows"] if r["type"] == "flow"}
     assert set(flows) == {"never", "x"} and sent["rows"][-1]["type"] == "summary"
     assert "Traceback" not in err and "results sent on stdout" in err
+    assert Path("/dev/full").is_char_device()  # a failed write removes a file, not this
+
+
+def test_a_results_file_cut_short_by_a_full_disk_is_removed(tmp_path, capsys):
+    """The disk filled half way through the results file: the rows went on stdout, and
+    the first half of them stayed in the run folder as if it were the agent's results."""
+    from emu.roce.agent import deliver_results
+    from tests.small_disk import small_disk
+
+    rows = [{"type": "flow", "flow": f"f{i}", "pad": "x" * 200} for i in range(100)]
+    with small_disk(tmp_path / "disk", "8k") as disk:
+        deliver_results(rows, str(disk / "h1.jsonl"))
+        assert not (disk / "h1.jsonl").exists()
+    sent = json.loads(capsys.readouterr().out)
+    assert sent["rows"] == rows and "No space left on device" in sent["error"]
 
 
 def test_agent_bad_config_exit_code(tmp_path):

@@ -116,3 +116,25 @@ def test_a_call_cut_short_does_not_hand_its_reply_to_the_next(server: str) -> No
         assert client.call("big") == "x" * BIG
     finally:
         client.close()
+
+
+def test_a_file_at_the_socket_path_is_refused_not_deleted(tmp_path) -> None:
+    """A path that held anything but a socket (a mistyped --admin-socket naming a file)
+    looked like a stale socket: connecting to it is refused, so it was deleted."""
+    path = tmp_path / "notes.txt"
+    path.write_text("keep me\n")
+    clock = RealClock()
+    try:
+        with pytest.raises(OSError, match="is not a socket"):
+            AdminServer(str(path), clock, {})
+    finally:
+        clock.close()
+    assert path.read_text() == "keep me\n"
+    # a socket left by a killed daemon is still replaced
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(tmp_path / "adm.sock"))
+    stale.close()
+    clock = RealClock()
+    srv = AdminServer(str(tmp_path / "adm.sock"), clock, {})
+    srv.close()
+    clock.close()
