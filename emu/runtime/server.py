@@ -122,6 +122,7 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
                                       ("grpc.max_send_message_length", 256 << 20),
                                       ("grpc.so_reuseport", 0)])
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(self, server)
+        _check_port(address)
         try:
             port = server.add_insecure_port(address)
         except RuntimeError as exc:  # grpc >= 1.5x raises where older ones returned 0
@@ -326,6 +327,15 @@ class P4RuntimeServer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _on_primary_change(self, role: str) -> None:
         # The new primary has seen none of the cached digest data (spec allows emptying).
         self.digests.clear_cache()
+
+
+def _check_port(address: str) -> None:
+    """gRPC takes a TCP port past 65535 modulo 2^16 (99999 listened on 34463): refuse it."""
+    if address.startswith("unix:"):
+        return
+    port = address.rpartition(":")[2]
+    if port.isdigit() and int(port) > 0xFFFF:
+        raise OSError(f"cannot listen on {address}: a TCP port is 0..65535")
 
 
 def _bind_error(address: str, detail: str) -> OSError:

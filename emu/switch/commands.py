@@ -15,6 +15,7 @@ from .daemon import run_switch, setup_logging
 from .options import PortSettings, SwitchOptions, check_setting
 
 _PORT = argtypes.integer(0, MAX_PORT, f"9-bit ports; {MAX_PORT + 1} drops")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def _port_value(text: str, conv: Any) -> tuple[int | None, Any]:
@@ -46,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pcap", metavar="DIR", help="write <iface>_in.pcap / <iface>_out.pcap")
     p.add_argument("--log-console", action="store_true")
     p.add_argument("--log-file", metavar="F")
-    p.add_argument("--log-level", default="INFO")
+    p.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS)
     p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR")
     p.add_argument("--admin-socket", metavar="PATH",
                    help="JSON-lines admin socket (queue rate/depth, link delay, stats)")

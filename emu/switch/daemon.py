@@ -404,11 +404,14 @@ def setup_logging(console: bool, log_file: str | None, level: str) -> None:
     if console:
         handlers.append(logging.StreamHandler(sys.stderr))
     if log_file:
-        handlers.append(logging.FileHandler(log_file))
+        try:
+            handlers.append(logging.FileHandler(log_file))
+        except OSError as exc:
+            raise SystemExit(f"error: --log-file {log_file}: {exc.strerror or exc}") from None
     if not handlers:
         handlers.append(logging.StreamHandler(sys.stderr))
         level = "WARNING" if level == "INFO" else level
-    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), handlers=handlers,
+    logging.basicConfig(level=getattr(logging, level.upper()), handlers=handlers,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
 
 

@@ -90,6 +90,8 @@ def test_a_port_past_9_bits_is_refused(argv: tuple[str, ...], says: str) -> None
     (("--device-id", "-1"), "argument --device-id: must be 0..18446744073709551615"),
     (("--priority-queues", "9"), "argument --priority-queues: must be 1..8"),
     (("--timer-spin-us", "nan"), "argument --timer-spin-us: must be a finite number >= 0"),
+    # a level logging does not know logged at INFO, silently
+    (("--log-level", "bogus"), "argument --log-level: invalid choice: 'BOGUS'"),
 ])
 def test_bad_numbers_are_refused_by_the_parser(argv: tuple[str, ...], says: str,
                                                capsys: pytest.CaptureFixture[str]) -> None:
@@ -109,3 +111,29 @@ def test_good_settings_still_load(tmp_path: Path) -> None:
     assert o.ports[3].depth_pkts == 7
     assert check_setting("rate_pps", 0) == 0  # 0: no limit
     assert check_setting("rate_bps", None) is None
+
+
+def test_a_log_file_that_cannot_be_opened_is_one_line(tmp_path: Path) -> None:
+    """--log-file in a folder that is not there ended the daemon in a traceback."""
+    from emu.switch.daemon import setup_logging
+
+    with pytest.raises(SystemExit) as ei:
+        setup_logging(False, str(tmp_path / "no" / "switch.log"), "INFO")
+    assert str(ei.value) == f"error: --log-file {tmp_path}/no/switch.log: No such file or directory"
+
+
+def test_a_grpc_port_past_16_bits_is_refused() -> None:
+    """gRPC listened on port 99999 modulo 2^16 (34463) and the daemon said READY."""
+    from emu.core.clock import RealClock
+    from emu.runtime.device import LocalDevice
+    from emu.runtime.server import P4RuntimeServer
+
+    clock = RealClock()
+    server = P4RuntimeServer(LocalDevice(1, clock))
+    try:
+        with pytest.raises(OSError, match=r"cannot listen on 127.0.0.1:99999: a TCP port is "
+                                          r"0\.\.65535"):
+            server.start("127.0.0.1:99999")
+    finally:
+        server.stop()
+        clock.close()
