@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from emu.core.argtypes import non_negative
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m emu.roce", description="RoCEv2 host stack")
@@ -15,9 +17,9 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--config", required=True, help="YAML or JSON agent configuration")
     a.add_argument("--results", help="JSON-lines results file (default: stdout)")
     a.add_argument("--status-file", help="file that reads ready/done/partial/error")
-    a.add_argument("--linger-s", type=float, default=0.3,
+    a.add_argument("--linger-s", type=non_negative, default=0.3,
                    help="keep answering the peer this long after finishing")
-    a.add_argument("--progress-s", type=float, default=0.0, metavar="S",
+    a.add_argument("--progress-s", type=non_negative, default=0.0, metavar="S",
                    help="print a JSON `progress` line (counters so far) on stdout every S "
                         "seconds (default 0: never)")
     a.add_argument("--pfc", metavar="JSON", default=None,

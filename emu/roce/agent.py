@@ -383,7 +383,13 @@ def run(iface: str, config: str, results: str | None = None, status_file: str | 
             status("error")
             return 1
     clock = RealClock()
-    port: FramePort = AfPacketPort(iface, clock)
+    try:
+        port: FramePort = AfPacketPort(iface, clock)
+    except OSError as exc:  # no such interface, not root
+        print(f"error: --iface {iface}: {exc.strerror or exc}", file=sys.stderr)
+        status("error")
+        clock.close()
+        return 1
     # The host link: its propagation delay and each frame's serialisation at the wire
     # rate (a veth has neither; virtual time's MemLink both).
     wire_bps = (cfg.nic.line_rate_bps / cfg.nic.time_dilation if cfg.nic.line_rate_bps

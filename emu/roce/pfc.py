@@ -48,6 +48,13 @@ class HostMacParams:
     def __post_init__(self) -> None:
         if self.rx_buffer_bytes is not None and self.rx_drain_bps <= 0:
             raise ValueError("rx_drain_bps must be positive")
+        bad = sorted(p for p in {*self.lossless, *self.dscp_priority.values()}
+                     if not 0 <= p < NUM_PRIORITIES)
+        if bad:  # frames of priority 9 are never paused, nor are a class's
+            raise ValueError(f"priorities are 0..{NUM_PRIORITIES - 1}, got {bad[0]}")
+        bad = sorted(d for d in self.dscp_priority if not 0 <= d <= 63)
+        if bad:
+            raise ValueError(f"DSCP values are 0..63, got {bad[0]}")
 
 
 @dataclass(frozen=True)

@@ -295,6 +295,28 @@ def test_agent_bad_config_exit_code(tmp_path):
     assert r.returncode == 1 and "host: missing required key 'ip'" in r.stderr
 
 
+@pytest.mark.parametrize("extra, says", [
+    # a traceback from the AF_PACKET bind
+    (("--iface", "nosuch0"), "error: --iface nosuch0: No such device"),
+    # each of these started the agent: it sent its workload on lo, then lingered
+    (("--iface", "lo", "--linger-s", "nan"), "argument --linger-s: must be a finite number"),
+    (("--iface", "lo", "--progress-s", "-1"), "argument --progress-s: must be a finite number"),
+    (("--iface", "lo", "--pfc", '{"lossless": [9]}'), "error: --pfc: priorities are 0..7, got 9"),
+    (("--iface", "lo", "--pfc", '{"dscp_priority": {"99": 3}}'),
+     "error: --pfc: DSCP values are 0..63, got 99"),
+])
+def test_bad_agent_options_are_one_line_errors_before_any_traffic(tmp_path, extra, says):
+    if os.geteuid() != 0 and extra[1] == "nosuch0":
+        pytest.skip("an AF_PACKET socket needs root")
+    cf = ROOT / "emu" / "roce" / "example_agent.yaml"
+    st = tmp_path / "status"
+    r = subprocess.run([sys.executable, "-m", "emu.roce", "agent", "--config", str(cf),
+                        "--status-file", str(st), *extra], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode in (1, 2) and says in r.stderr and "Traceback" not in r.stderr
+    assert "READY" not in r.stdout
+
+
 def _agent_cmd(ns: str, iface: str, cf: Path, res: Path, st: Path,
                start_on_stdin: bool = True) -> list[str]:
     return ["ip", "netns", "exec", ns, sys.executable, "-m", "emu.roce", "agent", "--iface",
