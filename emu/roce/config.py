@@ -308,6 +308,9 @@ def validate(cfg: AgentConfig) -> None:
     _check_times(n, "nic")
     _check_address(cfg.host.ip, cfg.host.mac, "host")
     _check_line_rate(n.line_rate_bps)
+    _check(n.line_rate_bps is None or n.line_rate_bps / n.time_dilation <= MAX_LINE_RATE_BPS,
+           "nic.time_dilation", f"puts the line rate at {(n.line_rate_bps or 0) / n.time_dilation:g}"
+           f" bit/s on the wire; at most {MAX_LINE_RATE_BPS:g}")
     _check(0 <= n.dscp < 64 and 0 <= n.ctrl_dscp < 64, "nic.dscp", "DSCP must be 0..63")
     try:
         cfg.plb.validate()

@@ -562,15 +562,16 @@ class ReactionPoint:
 def scaled(params: DcqcnParams, dilation: Dilation, floor_ns: int
            ) -> tuple[DcqcnParams, list[str]]:
     """Params in wire units for time dilation D; durations below floor_ns are raised to
-    it (zero stays zero: it means 'no limit'). Returns the params and the clamped names."""
+    it (zero stays zero: it means 'no limit'; a positive one never becomes zero, even
+    under a dilation below 1). Returns the params and the clamped names."""
     clamped: list[str] = []
     changes: dict[str, Any] = {}
     for f in fields(params):
         v = getattr(params, f.name)
         if f.name.endswith("_ns"):
             w = dilation.wire_ns(v)
-            if 0 < w < floor_ns:
-                w = floor_ns
+            if v > 0 and w < max(floor_ns, 1):
+                w = max(floor_ns, 1)
                 clamped.append(f.name)
             changes[f.name] = w
         elif f.name.endswith("_bps"):

@@ -66,6 +66,9 @@ def test_loads_and_merges_profile(tmp_path):
     (lambda c: c["nic"].update(time_dilation="inf"), "nic.time_dilation: expected a finite"),
     (lambda c: c["dcqcn"].update(rate_reduce_period_ns=1e308), "dcqcn.rate_reduce_period_ns"),
     (lambda c: c["qps"][0].update(rto_ns=10**18), r"qps\[0\].rto_ns: must be 0.."),
+    # a wire 1e30 times faster than the modelled fabric: its DCQCN timers rounded to 0
+    # and the agent ended in a traceback building its QPs
+    (lambda c: c["nic"].update(time_dilation=1e-30), "nic.time_dilation: puts the line rate"),
     # 2 GiB passed and crashed the agent when it posted the message.
     (lambda c: c["flows"][0].update(size_bytes=1 << 31), r"flows\[0\]: size_bytes must be"),
 ])

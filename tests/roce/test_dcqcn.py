@@ -150,6 +150,19 @@ def test_profiles_and_scaling():
     assert Dilation(5000, 0, 100e9, 1102).floor_ns() == int(1102 * 8 * 1e9 / 20e6)  # a packet time
 
 
+def test_a_positive_time_never_scales_to_zero_no_limit():
+    """Under a dilation below 1 a modelled 1 us became 0 ns on the wire: 0 means 'no
+    limit' to the CNP pacing, and a zero alpha period failed validation in the NIC."""
+    d = Dilation(1e-4)
+    p = dcqcn.profile("nvidia")
+    sp, clamped = dcqcn.scaled(p, d, 0)
+    sp.validate()
+    for name in ("alpha_period_ns", "min_time_between_cnps_ns"):
+        assert getattr(p, name) > 0 and getattr(sp, name) >= 1 and name in clamped
+    zero = dcqcn.scaled(DcqcnParams(min_time_between_cnps_ns=0), d, 0)[0]
+    assert zero.min_time_between_cnps_ns == 0  # zero stays zero
+
+
 def test_notification_point_rate_limit():
     np = NotificationPoint(50_000)
     sent = [t for t in range(0, 200_000, 1_000) if np.on_ce(t)]
