@@ -298,7 +298,9 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
                              random_entries=args.random_entries)
     except (ValueError, OSError, RuntimeError, TimeoutError, KeyError, P4Error,
             subprocess.CalledProcessError) as exc:
-        print(f"crosscheck: {exc}", file=sys.stderr)
+        # str(KeyError) is the repr of its message, quotes and escapes included
+        why = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"crosscheck: {why}", file=sys.stderr)
         return 1
     explained = (f", {len(rep.explained)} explained by a documented target difference"
                  if rep.explained else "")

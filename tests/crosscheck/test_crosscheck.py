@@ -240,6 +240,19 @@ def test_a_report_that_cannot_be_written_is_one_line(tmp_path):
 
 
 @needs_root
+def test_a_register_the_program_lacks_is_named_plainly(tmp_path):
+    """A KeyError's message came out as its repr, in double quotes."""
+    rc = subprocess.run(
+        [X.sys.executable, "-m", "emu", "crosscheck", "--program", str(PROGRAMS / "portfwd.p4"),
+         "--entries", str(PROGRAMS / "portfwd-runtime.json"), "--ports", "1,2,3,4",
+         "--generate", "2", "--against", "embedded", "--build-dir", str(tmp_path / "build"),
+         "--settle-ms", "30", "--registers", "nosuch"],
+        capture_output=True, text=True, timeout=180, cwd=str(X.ROOT))
+    assert rc.returncode == 1, rc.stdout + rc.stderr
+    assert rc.stderr == "crosscheck: no register named 'nosuch' in the switch's P4Info\n"
+
+
+@needs_root
 def test_the_cli_takes_an_stf_file_for_entries_and_packets(tmp_path):
     """`--entries FILE.stf --packets FILE.stf`: the STF's set-up on both sides, its
     packets through them, and what the set-up left out said in a note."""
