@@ -10,7 +10,7 @@ from collections import Counter
 from .errors import TopologyError
 from .loader import load_topology
 from .model import Fabric
-from .paths import equal_cost_paths
+from .paths import equal_cost_path_count
 from .units import format_delay, format_rate
 
 
@@ -128,7 +128,8 @@ def show_fabric(fabric: Fabric) -> None:
     console.print(t)
 
     leaves = [leaf.name for leaf in fabric.leaves]
-    counts = {(a, b): len(equal_cost_paths(fabric, a, b)) for a in leaves for b in leaves if a != b}
+    counts = {(a, b): equal_cost_path_count(fabric, a, b)
+              for a in leaves for b in leaves if a != b}
     if 1 < len(leaves) <= 12:
         t = Table(title="ECMP paths (row -> col)")
         t.add_column("")

@@ -110,6 +110,35 @@ def _equal_cost_paths(fabric: Fabric, src: str, dst: str) -> tuple[SwitchPath, .
     return tuple(found)
 
 
+def equal_cost_path_count(fabric: Fabric, src: str, dst: str) -> int:
+    """len(equal_cost_paths(fabric, src, dst)), without listing them: a k = 24 fat tree
+    has 144 paths for each of 79,488 leaf pairs."""
+    fabric.switch(src)
+    fabric.switch(dst)
+    return 1 if src == dst else _memo(fabric, _compute_path_counts, dst).get((src, False), 0)
+
+
+def _compute_path_counts(fabric: Fabric, dst: str) -> dict[tuple[str, bool], int]:
+    """Shortest up-down paths to dst from every state (switch, has gone down): a step
+    leads from a state at distance d to one at d - 1, so count them nearest first."""
+    dist = _updown_distances(fabric, dst)
+    adj = fabric.adjacency(switches_only=True)
+    count = {(dst, False): 1, (dst, True): 1}
+    for (node, down), d in sorted(dist.items(), key=lambda item: item[1]):
+        if d == 0:
+            continue
+        n = 0
+        for edge in adj[node]:
+            delta = fabric.layer(edge.peer) - fabric.layer(node)
+            if delta > 0 and down:
+                continue
+            after = (edge.peer, down or delta < 0)
+            if dist.get(after) == d - 1:
+                n += count[after]
+        count[(node, down)] = n
+    return count
+
+
 def first_hop_ports(fabric: Fabric, dst: str) -> dict[str, list[int]]:
     """For every switch with a path to switch `dst`, its egress ports that start a
     shortest up-down path there (sorted): the members of its next-hop group."""
