@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from emu.core.units import Dilation
@@ -26,7 +27,7 @@ from emu.roce.plb import PlbParams
 from emu.roce.recovery import RecoveryMode
 from emu.roce.wire import AckClass
 from emu.topo import Fabric, Port
-from emu.topo.paths import host_path_ports
+from emu.topo.paths import W, heaviest_path_ports
 
 from .config import CcMode
 from .workloads import FlowSpec, Workload
@@ -80,15 +81,26 @@ ACK_FRAME_BYTES = 84  # an ACK on the wire, preamble/IFG included
 MIN_WINDOW_PKTS = 32
 
 
+def _worst_host_path(fabric: Fabric, src: str, dst: str, weight: Callable[[Port], W],
+                     key: Hashable) -> list[Port]:
+    """The switch egress ports from host src to host dst on the equal-cost path whose
+    ports weigh most, the one towards dst last ([] without a path)."""
+    a, b = fabric.host(src), fabric.host(dst)
+    path = heaviest_path_ports(fabric, a.switch, b.switch, weight, key)
+    if path is None:
+        return []
+    return list(path) + [fabric.switch(b.switch).port(b.switch_port)]
+
+
 def base_rtt_s(fabric: Fabric, src: str, dst: str, mtu_bytes: int) -> float:
     """Round trip on an empty fabric, on the slowest equal-cost path: every link's
     propagation delay both ways, one MTU frame serialised per hop out and one ACK back."""
     def one_way(s: str, d: str, frame_bytes: int) -> float:
-        worst = 0.0
-        for ports in host_path_ports(fabric, s, d):
-            t = sum(fabric.link(p.link).delay_ns / 1e9 + frame_bytes * 8 / p.rate_bps
-                    for p in ports)
-            worst = max(worst, t)
+        def hop_s(p: Port) -> float:
+            return fabric.link(p.link).delay_ns / 1e9 + frame_bytes * 8 / p.rate_bps
+
+        worst = sum(hop_s(p) for p in _worst_host_path(fabric, s, d, hop_s,
+                                                         ("hop_s", frame_bytes)))
         first = fabric.link(fabric.host(s).link)
         return worst + first.delay_ns / 1e9 + frame_bytes * 8 / first.rate_bps
 
@@ -121,12 +133,9 @@ def path_queue_delay_s(fabric: Fabric, src: str, dst: str, mtu_bytes: int,
         return p.depth_pkts * frame_bits / rate, frame_bits / rate
 
     def one_way(s: str, d: str) -> list[tuple[float, float]]:
-        worst: list[tuple[float, float]] = []
-        for ports in host_path_ports(fabric, s, d):
-            hops = [egress(p) for p in ports]
-            if sum(q for q, _f in hops) >= sum(q for q, _f in worst):
-                worst = hops
-        return worst
+        # the path whose queues hold most; of those, the slowest to serialise a frame
+        return [egress(p) for p in _worst_host_path(fabric, s, d, egress,
+                                                    ("egress_s", frame_bits))]
 
     fwd = sum(q for q, _f in one_way(src, dst))
     back = one_way(dst, src)

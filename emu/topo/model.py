@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import ipaddress
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -443,6 +443,10 @@ class Fabric:
         layers = {s.name: s.role.layer for s in self.switches}
         layers.update({h.name: 0 for h in self.hosts})
         return layers
+
+    def layers(self) -> Mapping[str, int]:
+        """Every node's height: for loops that ask per step of a large fabric's paths."""
+        return self._layers
 
     def layer(self, name: str) -> int:
         """Height of a node (hosts 0, leaves 1, ...); path searches ask it per step."""

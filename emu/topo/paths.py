@@ -10,12 +10,13 @@ are distinct paths because the load balancer picks among them separately.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import TypeVar
 
 from .model import Fabric, Link, Port, SwitchPath
 
 T = TypeVar("T")
+W = TypeVar("W", float, tuple[float, ...])  # a path weight: a number, or compared in order
 
 
 def _memo(fabric: Fabric, compute: Callable[..., T], *args: str) -> T:
@@ -55,12 +56,13 @@ def _compute_updown_distances(fabric: Fabric, dst: str) -> dict[tuple[str, bool]
     """Length of the shortest up-down path to dst from every state (switch, has gone
     down) that has one: one breadth-first search backwards from dst."""
     adj = fabric.adjacency(switches_only=True)
+    layer = fabric.layers()
     dist = {(dst, False): 0, (dst, True): 0}
     queue = deque(dist)
     while queue:
         node, down = queue.popleft()
         for edge in adj[node]:  # the step edge.peer -> node, taken backwards
-            delta = fabric.layer(node) - fabric.layer(edge.peer)
+            delta = layer[node] - layer[edge.peer]
             for before in (False, True):
                 # no climbing once down; the step lands in (node, down)
                 if (delta > 0 and before) or (before or delta < 0) != down:
@@ -87,6 +89,7 @@ def _equal_cost_paths(fabric: Fabric, src: str, dst: str) -> tuple[SwitchPath, .
         return ()
     bound = _plain_distances(fabric, dst)
     adj = fabric.adjacency(switches_only=True)
+    layer = fabric.layers()
     found: list[SwitchPath] = []
 
     def walk(node: str, down: bool, switches: list[str], links: list[Link]) -> None:
@@ -97,7 +100,7 @@ def _equal_cost_paths(fabric: Fabric, src: str, dst: str) -> tuple[SwitchPath, .
             nxt = edge.peer
             if len(links) + 1 + bound.get(nxt, length + 1) > length:
                 continue  # cannot reach dst within the shortest length
-            delta = fabric.layer(nxt) - fabric.layer(node)
+            delta = layer[nxt] - layer[node]
             if delta > 0 and down:
                 continue
             switches.append(nxt)
@@ -123,13 +126,14 @@ def _compute_path_counts(fabric: Fabric, dst: str) -> dict[tuple[str, bool], int
     leads from a state at distance d to one at d - 1, so count them nearest first."""
     dist = _updown_distances(fabric, dst)
     adj = fabric.adjacency(switches_only=True)
+    layer = fabric.layers()
     count = {(dst, False): 1, (dst, True): 1}
     for (node, down), d in sorted(dist.items(), key=lambda item: item[1]):
         if d == 0:
             continue
         n = 0
         for edge in adj[node]:
-            delta = fabric.layer(edge.peer) - fabric.layer(node)
+            delta = layer[edge.peer] - layer[node]
             if delta > 0 and down:
                 continue
             after = (edge.peer, down or delta < 0)
@@ -137,6 +141,83 @@ def _compute_path_counts(fabric: Fabric, dst: str) -> dict[tuple[str, bool], int
                 n += count[after]
         count[(node, down)] = n
     return count
+
+
+def heaviest_path_ports(fabric: Fabric, src: str, dst: str, weight: Callable[[Port], W],
+                        key: Hashable) -> tuple[Port, ...] | None:
+    """The egress ports, in order, of the equal-cost path from switch src to switch dst
+    whose ports' `weight`s (numbers, or tuples compared in order) sum highest; () when
+    src is dst, None when there is no path. `key` names the weight for the memo. No
+    path is listed: each switch state on the way is weighed once per destination (a
+    k = 24 fat tree has 144 paths for each leaf pair)."""
+    fabric.switch(src)
+    fabric.switch(dst)
+    if src == dst:
+        return ()
+    if (src, False) not in _updown_distances(fabric, dst):
+        return None
+    memo_key = ("heaviest_path_ports", dst, key)
+    best: dict[tuple[str, bool], tuple[W, tuple[Port, ...]]] | None = \
+        fabric.derived.get(memo_key)
+    if best is None:
+        best = fabric.derived[memo_key] = {}
+    found = best.get((src, False)) or _heaviest(fabric, dst, (src, False), weight, best)
+    return found[1]
+
+
+Step = tuple[Port, tuple[str, bool]]  # an egress port and the state it leads to
+
+
+def _steps(fabric: Fabric, dst: str, state: tuple[str, bool]) -> tuple[Step, ...]:
+    """The steps from `state` (switch, has gone down) onto a shortest up-down path to
+    dst: to a state one hop nearer. Kept per destination for every weight."""
+    steps: dict[tuple[str, bool], tuple[Step, ...]] = _memo(fabric, _no_steps, dst)
+    found = steps.get(state)
+    if found is None:
+        dist = _updown_distances(fabric, dst)
+        layer = fabric.layers()
+        node, down = state
+        d = dist[state]
+        here = fabric.switch(node)
+        out = []
+        for edge in fabric.adjacency(switches_only=True)[node]:
+            delta = layer[edge.peer] - layer[node]
+            if delta > 0 and down:
+                continue
+            after = (edge.peer, down or delta < 0)
+            if dist.get(after) == d - 1:
+                out.append((here.port(edge.port), after))
+        found = steps[state] = tuple(out)
+    return found
+
+
+def _no_steps(fabric: Fabric, dst: str) -> dict[tuple[str, bool], tuple[Step, ...]]:
+    return {}
+
+
+def _heaviest(fabric: Fabric, dst: str, state: tuple[str, bool], weight: Callable[[Port], W],
+              best: dict[tuple[str, bool], tuple[W, tuple[Port, ...]]]
+              ) -> tuple[W, tuple[Port, ...]]:
+    """(weight sum, ports) of the heaviest shortest up-down path from `state` to dst
+    (which has one)."""
+    top: tuple[W, tuple[Port, ...]] | None = None
+    for port, after in _steps(fabric, dst, state):
+        total = weight(port)
+        rest: tuple[Port, ...] = ()
+        if after[0] != dst:
+            below = best.get(after) or _heaviest(fabric, dst, after, weight, best)
+            total, rest = _add(total, below[0]), below[1]
+        if top is None or total > top[0]:
+            top = (total, (port, *rest))
+    assert top is not None  # the distances say a path leaves this state
+    best[state] = top
+    return top
+
+
+def _add(a: W, b: W) -> W:
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return tuple(x + y for x, y in zip(a, b, strict=True))
+    return a + b  # type: ignore[operator]
 
 
 def first_hop_ports(fabric: Fabric, dst: str) -> dict[str, list[int]]:
@@ -149,13 +230,14 @@ def first_hop_ports(fabric: Fabric, dst: str) -> dict[str, list[int]]:
 def _compute_first_hop_ports(fabric: Fabric, dst: str) -> dict[str, list[int]]:
     dist = _updown_distances(fabric, dst)
     out: dict[str, list[int]] = {}
+    layer = fabric.layers()
     for node, edges in fabric.adjacency(switches_only=True).items():
         here = dist.get((node, False))
         if node == dst or here is None:
             continue
         ports = []
         for edge in edges:
-            after = (edge.peer, fabric.layer(edge.peer) < fabric.layer(node))
+            after = (edge.peer, layer[edge.peer] < layer[node])
             if dist.get(after) == here - 1:
                 ports.append(edge.port)
         out[node] = sorted(ports)
