@@ -41,6 +41,7 @@ def main() -> int:
     from emu.experiments.plan import plan_run
     from emu.experiments.workloads import WorkloadParams
     from emu.topo import load_topology
+    from emu.topo.draw import draw_fabric
 
     with tempfile.TemporaryDirectory(prefix="bench-plan-") as tmp:
         t0 = time.perf_counter()
@@ -60,10 +61,13 @@ def main() -> int:
         assert fig is not None
         plots.save(fig, Path(tmp) / "uplinks.png")
         t4 = time.perf_counter()
+        draw_fabric(fabric, Path(tmp) / "fabric.png")
+        t5 = time.perf_counter()
     print(f"fattree{args.k}: {len(fabric.switches)} switches, {len(fabric.hosts)} hosts, "
           f"{len(plan.workload.flows)} flows")
     print(f"  topology {t1 - t0:6.2f} s   plan {t2 - t1:6.2f} s   routes (controller) "
-          f"{t3 - t2:6.2f} s   uplink figure ({len(uplinks)} switches) {t4 - t3:6.2f} s")
+          f"{t3 - t2:6.2f} s   uplink figure ({len(uplinks)} switches) {t4 - t3:6.2f} s   "
+          f"topo draw {t5 - t4:6.2f} s")
     return 0
 
 
