@@ -125,21 +125,10 @@ def _compute_path_counts(fabric: Fabric, dst: str) -> dict[tuple[str, bool], int
     """Shortest up-down paths to dst from every state (switch, has gone down): a step
     leads from a state at distance d to one at d - 1, so count them nearest first."""
     dist = _updown_distances(fabric, dst)
-    adj = fabric.adjacency(switches_only=True)
-    layer = fabric.layers()
     count = {(dst, False): 1, (dst, True): 1}
-    for (node, down), d in sorted(dist.items(), key=lambda item: item[1]):
-        if d == 0:
-            continue
-        n = 0
-        for edge in adj[node]:
-            delta = layer[edge.peer] - layer[node]
-            if delta > 0 and down:
-                continue
-            after = (edge.peer, down or delta < 0)
-            if dist.get(after) == d - 1:
-                n += count[after]
-        count[(node, down)] = n
+    for state, d in sorted(dist.items(), key=lambda item: item[1]):
+        if d:
+            count[state] = sum(count[after] for _port, after in _steps(fabric, dst, state))
     return count
 
 
