@@ -449,7 +449,8 @@ class Fabric:
         return self._layers
 
     def layer(self, name: str) -> int:
-        """Height of a node (hosts 0, leaves 1, ...); path searches ask it per step."""
+        """Height of a node (hosts 0, leaves 1, ...); loops over many steps read
+        `layers()` instead."""
         try:
             return self._layers[name]
         except KeyError:
