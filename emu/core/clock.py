@@ -172,17 +172,19 @@ class VirtualClock(Clock):
         self._now = t_ns
         return ran
 
-    def _fire(self, until_ns: int | None) -> int:
+    def _fire(self, until_ns: int | None, max_events: int | None = None) -> int:
         """Run the timers due at or before until_ns (None: all), earliest first, each at
-        its own time (never earlier than now). One loop over the heap and the lane of
-        timers due now: the per-event path of every virtual run."""
+        its own time (never earlier than now), at most max_events of them (None: no
+        limit). One loop over the heap and the lane of timers due now: the per-event
+        path of every virtual run."""
         ran = 0
         timers = self._timers
         lane = self._lane
         pop = heapq.heappop
         popleft = lane.popleft
         until = _NEVER if until_ns is None else until_ns
-        while True:
+        limit = _NEVER if max_events is None else max_events
+        while ran < limit:
             now = self._now  # read each time: a callback may advance the clock itself
             if timers and (not lane or timers[0][0] <= now):
                 # Popped first and put back (unchanged: same time and sequence number)
@@ -210,9 +212,10 @@ class VirtualClock(Clock):
     def advance(self, delta_ns: int) -> int:
         return self.advance_to(self._now + int(delta_ns))
 
-    def run_until_idle(self, max_ns: int | None = None) -> int:
-        """Fire timers until none remain (or until max_ns). Returns timers run."""
-        return self._fire(max_ns)
+    def run_until_idle(self, max_ns: int | None = None, max_events: int | None = None) -> int:
+        """Fire timers until none remain (or until max_ns, or max_events have run: a
+        caller that must not hang on a model that never goes idle). Returns timers run."""
+        return self._fire(max_ns, max_events)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

@@ -18,6 +18,7 @@ from typing import Any
 import grpc
 
 from emu.core.port import AUX_SPACE, PACKET_AUXDATA, SOL_PACKET, with_vlan_tag
+from emu.p4.api import MAX_IDLE_EVENTS, PipelineBusy
 
 from .model import ETH_P_ALL, PACKET_OUTGOING, Outputs, Packet
 from .programming import Programming
@@ -42,9 +43,12 @@ def run_in_process(compiled: Any, setup: Programming, packets: Sequence[Packet],
     refused = setup.apply_trial(handle, skip)
     wired = set(setup.ports)
     results = []
-    for pkt in packets:
+    for i, pkt in enumerate(packets, 1):
         sw.inject(pkt.port, pkt.frame)
-        sw.run_until_idle()
+        try:
+            sw.run_until_idle(MAX_IDLE_EVENTS)
+        except PipelineBusy as exc:
+            raise PipelineBusy(f"embedded target, packet {i} of {len(packets)}: {exc}") from None
         results.append([(o.port, bytes(o.data)) for o in sw.outputs(clear=True)
                         if o.port in wired])
     state = {"registers": {f"{r}[{i}]": int(sw.register_read(r, i))
@@ -68,7 +72,7 @@ def observed_keys(compiled: Any, setup: Programming, packets: Sequence[Packet],
     sw.on_lookup(record)
     for pkt in packets:
         sw.inject(pkt.port, pkt.frame)
-        sw.run_until_idle()
+        sw.run_until_idle(MAX_IDLE_EVENTS)
         sw.outputs(clear=True)
     return {table: list(seen) for table, seen in keys.items()}
 

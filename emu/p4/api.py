@@ -22,6 +22,15 @@ from emu.p4.target.switch import Digest, OutputPacket, V1ModelSwitch
 from emu.p4.v1model.replication import Replica
 from emu.p4.v1model.stateful import MeterRates
 
+MAX_IDLE_EVENTS = 100_000
+"""A budget for run_until_idle after one packet (STF, crosscheck): far more than a packet
+takes, a multicast to every port included (a few events per replica); a program whose
+clones clone again runs forever (BMv2's STF harness gives up at its timeout)."""
+
+
+class PipelineBusy(RuntimeError):
+    """run_until_idle(max_events) ran out of events before the switch went idle."""
+
 
 def resolve_name(name: str, names: Iterable[str], what: str = "object") -> str:
     """Exact name, else the unique name ending with '.' + name (or equal after a '.')."""
@@ -212,11 +221,18 @@ class P4Switch:
         """A frame arrives on `port` now (ingress runs immediately)."""
         self.sw.receive(port, frame)
 
-    def run_until_idle(self) -> None:
-        """Advance a VirtualClock until nothing is queued or scheduled."""
+    def run_until_idle(self, max_events: int | None = None) -> None:
+        """Advance a VirtualClock until nothing is queued or scheduled; with max_events,
+        PipelineBusy once that many events have run and more are due (a program whose
+        clones clone again never goes idle, on BMv2 too)."""
         clock = self.clock
         if isinstance(clock, VirtualClock):
-            clock.run_until_idle()
+            clock.run_until_idle(max_events=max_events)
+            if max_events is not None and clock.next_deadline() is not None:
+                raise PipelineBusy(
+                    f"the switch was still busy after {max_events:,} events (packets, "
+                    "queue turns, timers): a clone, resubmit or recirculation loop that "
+                    "never ends? stopped there")
 
     def outputs(self, clear: bool = False) -> list[OutputPacket]:
         out = list(self._outputs)
@@ -244,4 +260,5 @@ class P4Switch:
         return self.sw.drops
 
 
-__all__ = ["Digest", "MeterRates", "OutputPacket", "P4Switch", "resolve_name"]
+__all__ = ["MAX_IDLE_EVENTS", "Digest", "MeterRates", "OutputPacket", "P4Switch", "PipelineBusy",
+           "resolve_name"]

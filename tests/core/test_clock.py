@@ -175,3 +175,20 @@ def test_timers_due_now_wait_for_their_turn_outside_a_run() -> None:
     assert clock.run_until_idle(max_ns=19) == 0  # not due before 19
     assert clock.advance(0) == 1 and seen == [20]
     assert clock.next_deadline() is None
+
+
+def test_run_until_idle_stops_after_max_events() -> None:
+    """A model that reschedules itself forever at one instant never goes idle; the
+    event budget still ends the call, with the rest left pending."""
+    clock = VirtualClock()
+    ran: list[int] = []
+
+    def again() -> None:
+        ran.append(clock.now_ns())
+        clock.schedule_at(clock.now_ns(), again)
+
+    clock.schedule_at(5, again)
+    assert clock.run_until_idle(max_events=1000) == 1000
+    assert ran == [5] * 1000
+    assert clock.next_deadline() == 5
+    assert clock.run_until_idle(max_events=3) == 3 and len(ran) == 1003

@@ -113,3 +113,27 @@ def test_the_programs_own_initial_entries_are_not_written_again(tmp_path):
     setup = X.stf_programming(stf, p4, [], PORTS)
     assert setup.entries == [TableEntry("I.t", {"hdr.h.a": 2}, "I.set_b", {"v": 0x22})]
     assert setup.notes[0].endswith("removal of the program's initial entries x1")
+
+
+@pytest.mark.timeout(120)
+def test_side_a_stops_a_packet_that_never_lets_the_switch_go_idle(tmp_path: Path):
+    """Found by fuzzing P4 programs: side A ran a program whose clones clone again until
+    killed; it stops after its event budget with PipelineBusy (a RuntimeError, which
+    `emu crosscheck` reports in one line)."""
+    from emu.crosscheck.sides import compile_side_a, run_in_process
+    from emu.p4.api import PipelineBusy
+
+    from ..p4.programs import e2e_clone_program
+
+    prog, stf = tmp_path / "loop.p4", tmp_path / "loop.stf"
+    stf.write_text("mirroring_add 5 2\n")
+    packets = [X.Packet(0, b"\x01")]
+    prog.write_text(e2e_clone_program("sm.instance_type == 0"))
+    setup = X.stf_programming(stf, prog, [], PORTS)
+    assert setup.replication == [CloneSession(5, ((2, 0),))]
+    outputs = run_in_process(compile_side_a(prog, []), setup, packets, [])[0]
+    assert outputs == [[(1, b"\x01"), (2, b"\x01")]]
+    prog.write_text(e2e_clone_program("true"))
+    with pytest.raises(PipelineBusy, match="embedded target, packet 1 of 1: the switch was "
+                                           "still busy after 100,000 events"):
+        run_in_process(compile_side_a(prog, []), setup, packets, [])

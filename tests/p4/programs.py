@@ -43,3 +43,31 @@ def ingress_apply(body: str, decls: str = "") -> str:
     """Control I's text for tests that only fill its locals and apply block: egress port
     1, then `body`."""
     return f"    {decls}\n    apply {{ sm.egress_spec = 1; {body} }}"
+
+
+_E2E_CLONE = string.Template("""
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
+    state start { pk.extract(hdr.h); transition accept; }
+}
+control VC(inout H hdr, inout M m) { apply { } }
+control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    apply { sm.egress_spec = 1; }
+}
+control E(inout H hdr, inout M m, inout standard_metadata_t sm) {
+    apply { if ($when) { clone(CloneType.E2E, 5); } }
+}
+control CC(inout H hdr, inout M m) { apply { } }
+control D(packet_out pk, in H hdr) { apply { pk.emit(hdr); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+""")
+
+
+def e2e_clone_program(when: str) -> str:
+    """Every packet to port 1; egress clones it to session 5 when `when` holds (with
+    `true`, the clones too: a loop that never ends, on BMv2 as well)."""
+    return _E2E_CLONE.substitute(when=when)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from emu.core.clock import VirtualClock
-from emu.p4.api import P4Switch, resolve_name
+from emu.p4.api import MAX_IDLE_EVENTS, P4Switch, PipelineBusy, resolve_name
 from emu.p4.stf import model as M
 from emu.p4.stf.expect import check_outputs
 from emu.p4.stf.parser import parse_stf
@@ -139,7 +139,6 @@ class StfRunner:
         self.sw.on_output(lambda p: outputs.setdefault(p.port, []).append(p.data))
         for cmd in commands:
             self.command_at(cmd, filename)
-        self.sw.run_until_idle()
         expected, named = M.expectations(commands)
         res = check_outputs(expected, outputs, named)
         problems = list(res.problems) + self.failed_checks
@@ -150,7 +149,7 @@ class StfRunner:
         """`command`, with the switch's refusal as an StfError at the command's line."""
         try:
             self.command(cmd)
-        except (LookupError, ValueError, TableError, ReplicationError) as exc:
+        except (LookupError, ValueError, TableError, ReplicationError, PipelineBusy) as exc:
             # KeyError's str() is its argument's repr; the message is the argument
             text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
             raise M.StfError(filename, cmd.line, str(text)) from None
@@ -159,7 +158,7 @@ class StfRunner:
         sw = self.sw
         if isinstance(cmd, M.Packet):
             sw.inject(cmd.port, cmd.data)
-            sw.run_until_idle()
+            sw.run_until_idle(MAX_IDLE_EVENTS)
         elif isinstance(cmd, M.Expect | M.NoPacket | M.Unknown):
             pass
         elif isinstance(cmd, M.Add):
@@ -171,7 +170,7 @@ class StfRunner:
         elif isinstance(cmd, M.RemoveAll):
             sw.table_clear()
         elif isinstance(cmd, M.Wait):
-            sw.run_until_idle()
+            sw.run_until_idle(MAX_IDLE_EVENTS)
         elif isinstance(cmd, M.McMgrpCreate):
             sw.mc_mgrp_create(cmd.group)
         elif isinstance(cmd, M.McNodeCreate):
@@ -252,7 +251,7 @@ class StfRunner:
         vs.entries.remove(full)
 
     def check_counter(self, cmd: M.CheckCounter) -> None:
-        self.sw.run_until_idle()
+        self.sw.run_until_idle(MAX_IDLE_EVENTS)
         idx = int(cmd.index) if cmd.index.isdecimal() else 0
         packets, nbytes = self.sw.counter_read(cmd.counter, idx)
         if cmd.kind is None or cmd.value is None or cmd.op is None:

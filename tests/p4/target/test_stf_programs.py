@@ -8,6 +8,8 @@ import pytest
 
 from emu.p4.stf.runner import run_stf
 
+from ..programs import e2e_clone_program
+
 PROGRAMS = Path(__file__).resolve().parents[1] / "stf_programs"
 CASES = sorted(p.stem for p in PROGRAMS.glob("*.stf"))
 
@@ -78,3 +80,26 @@ def test_malformed_commands_are_syntax_errors(tmp_path: Path, line: str, why: st
     with pytest.raises(StfError, match=why) as ei:
         parse_stf(f"wait\n{line}\n", "t.stf")
     assert ei.value.line == 2
+
+
+# Found by fuzzing P4 programs: an egress that E2E-clones every packet, its clones too,
+# never goes idle (on BMv2 as well); `python -m emu.p4 stf` ran until killed.
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("loops", [False, True])
+def test_a_packet_that_never_lets_the_switch_go_idle_is_an_error_at_its_line(
+        tmp_path: Path, loops: bool) -> None:
+    from emu.p4.stf.model import StfError
+
+    prog = tmp_path / "loop.p4"
+    prog.write_text(e2e_clone_program("true" if loops else "sm.instance_type == 0"))
+    stf = tmp_path / "loop.stf"
+    stf.write_text("mirroring_add 5 2\n\npacket 0 01\nexpect 1 01\n")
+    if not loops:  # the original is cloned, its clone is not
+        result = run_stf(prog, stf)
+        assert result.ok, result.report
+        assert result.outputs == {1: [b"\x01"], 2: [b"\x01"]}
+        return
+    with pytest.raises(StfError) as ei:
+        run_stf(prog, stf)
+    assert (ei.value.filename, ei.value.line) == (str(stf), 3)
+    assert "still busy after 100,000 events" in ei.value.message
