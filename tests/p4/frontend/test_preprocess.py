@@ -84,6 +84,33 @@ def test_line_continuation_and_comments() -> None:
     assert _lines(preprocess_text(src, "l.p4").text) == ["x = (2 + 1);", "y;"]
 
 
+@pytest.mark.parametrize("src, at", [
+    ("x;\n  /* never closed\ny;\n", (2, 3)),
+    ('x; // a /* in a line comment is text\n"/* in a string" /* /* nested opener\n', (2, 18)),
+    # cpp strips comments before it reads directives: the #endif is inside it
+    ("#if 0\n/* in an inactive branch\n#endif\n", (2, 1)),
+])
+def test_an_unterminated_comment_is_an_error_at_its_start(src: str, at: tuple[int, int]) -> None:
+    """Found by fuzzing P4 programs: a block comment the file never closes swallowed the
+    rest of it silently (a truncated file checked "ok"); p4c stops at cpp's
+    "unterminated comment"."""
+    with pytest.raises(P4Error) as ei:
+        preprocess_text(src, "c.p4")
+    d = ei.value.diagnostics[0]
+    assert (d.file, d.line, d.col, d.message) == ("c.p4", *at, "unterminated comment")
+    assert [x.message for x in ei.value.diagnostics[1:]] == (
+        ["unterminated conditional directive"] if src.startswith("#if") else [])
+
+
+def test_an_unterminated_comment_in_an_included_file_names_that_file(tmp_path: Path) -> None:
+    (tmp_path / "inc.p4").write_text("a;\n/*\n")
+    (tmp_path / "main.p4").write_text('#include "inc.p4"\nb;\n')
+    with pytest.raises(P4Error) as ei:
+        preprocess_file(str(tmp_path / "main.p4"))
+    [d] = ei.value.diagnostics
+    assert (d.file, d.line, d.col) == (str(tmp_path / "inc.p4"), 2, 1)
+
+
 def test_includes_guards_and_pragma_once(tmp_path: Path) -> None:
     inc = tmp_path / "inc"
     inc.mkdir()

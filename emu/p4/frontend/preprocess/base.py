@@ -57,9 +57,10 @@ class PreprocessorBase:
         self.sink.sources.add(path, text)
         return text
 
-    @staticmethod
-    def _logical_lines(text: str, filename: str) -> list[tuple[str, list[tuple[int, int, int]]]]:
-        """Strip comments (keeping columns) and join continuation lines.
+    def _logical_lines(self, text: str, filename: str) -> list[tuple[str, list[tuple[int, int, int]]]]:
+        """Strip comments (keeping columns) and join continuation lines; a block comment
+        the file does not close is an error at its start, as cpp makes it for p4c (the
+        rest of the file would silently vanish).
 
         Returns (logical line text, segments) where each segment is
         (logical column start, physical line, physical column start).
@@ -67,6 +68,7 @@ class PreprocessorBase:
         out: list[str] = []
         i, n = 0, len(text)
         in_block = False
+        block_start = 0
         # Replace comment characters by spaces so that columns do not move.
         while i < n:
             c = text[i]
@@ -99,11 +101,16 @@ class PreprocessorBase:
                 continue
             if c == "/" and text.startswith("/*", i):
                 out.append("  ")
+                block_start = i
                 i += 2
                 in_block = True
                 continue
             out.append(c)
             i += 1
+        if in_block:
+            row = text.count("\n", 0, block_start) + 1
+            self.sink.error(Pos(filename, row, block_start - text.rfind("\n", 0, block_start)),
+                            "unterminated comment")
         physical = "".join(out).split("\n")
         result: list[tuple[str, list[tuple[int, int, int]]]] = []
         buf: list[str] = []
