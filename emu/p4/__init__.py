@@ -1,5 +1,6 @@
 """The embedded v1model P4 target: the compiler (front end -> checks -> code generation),
-the v1model library (tables, externs, traffic manager), STF tests.
+the v1model library (tables, externs, traffic manager), STF tests, and a program's
+sources bundled for a switch to compile (bundle.py).
 
 Imports: emu.topo and emu.core; it may build P4Info with p4.config.v1 messages, as p4c
 does, but imports nothing of p4.v1, grpc or emu.runtime. Layer 3, beside emu.roce

@@ -4,8 +4,10 @@ Commands (each registered from COMMANDS, like emu/cli.py's groups):
 
     compile PROG.p4 [-I DIR] [-D NAME[=VAL]] [-o DIR] [--p4runtime-files FILE[,FILE]]
         writes DIR/<prog>.p4info.txtpb (or the --p4runtime-files, format by
-        extension: .txt/.txtpb text, .bin binary, .json JSON) and the target's
-        artefact DIR/<prog>.emu.json
+        extension: .txt/.txtpb text, .bin binary, .json JSON), the target's
+        artefact DIR/<prog>.emu.json (a compiled program) and DIR/<prog>.p4src.json
+        (the sources the program reads: the device config a switch takes from any
+        P4Runtime client)
     check PROG.p4 [-I DIR] [-D NAME[=VAL]]
         front end only: "ok" or gcc-style diagnostics
     stf [-I DIR] [-D NAME[=VAL]] PROG.p4 TEST.stf
@@ -21,12 +23,15 @@ missing piece only affects its own command.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from emu.core.cmdline import command_parser, run_command
+from emu.p4.bundle import SUFFIX as BUNDLE_SUFFIX
+from emu.p4.bundle import source_bundle
 from emu.p4.frontend.diagnostics import P4Error
 
 COMMANDS: list[tuple[str, str]] = [
@@ -82,12 +87,13 @@ def register_compile(sub: Any) -> None:
     p.add_argument("program", metavar="PROG.p4")
     _add_frontend_options(p)
     p.add_argument("-o", "--output-dir", metavar="DIR", default=".",
-                   help="directory for <prog>.p4info.txtpb and <prog>.emu.json (default: .)")
+                   help="directory for <prog>.p4info.txtpb, <prog>.emu.json and "
+                        "<prog>.p4src.json (default: .)")
     p.add_argument("--p4runtime-files", metavar="FILE[,FILE...]",
                    help="write the P4Info to these files instead (format by extension: "
                         ".txt/.txtpb text, .bin binary, .json JSON)")
     p.add_argument("--no-target", action="store_true",
-                   help="only write the P4Info, not the target artefact")
+                   help="only write the P4Info, not the target artefact and source bundle")
     p.set_defaults(func=cmd_compile)
 
 
@@ -104,7 +110,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         p4info_paths = [out_dir / (stem + P4INFO_SUFFIX)]
     prog = _load(args)
     p4info = generate_p4info(prog)
-    artefact: bytes | None = None
+    artefact = bundle = b""
     if not args.no_target:
         try:
             from emu.p4 import compile_file
@@ -114,14 +120,17 @@ def cmd_compile(args: argparse.Namespace) -> int:
             return 1
         compiled = compile_file(args.program, tuple(args.include_dirs), parse_defines(args.defines))
         artefact = compiled.to_bytes()
+        bundle = json.dumps(source_bundle(args.program, tuple(args.include_dirs),
+                                          parse_defines(args.defines))).encode()
     for path in p4info_paths:
         write_p4info(p4info, path)
         print(f"wrote {path}")
-    if artefact is not None:
+    if not args.no_target:
         out_dir.mkdir(parents=True, exist_ok=True)
-        target = out_dir / (stem + ARTEFACT_SUFFIX)
-        target.write_bytes(artefact)
-        print(f"wrote {target}")
+        for target, data in ((out_dir / (stem + ARTEFACT_SUFFIX), artefact),
+                             (out_dir / (stem + BUNDLE_SUFFIX), bundle)):
+            target.write_bytes(data)
+            print(f"wrote {target}")
     return 0
 
 

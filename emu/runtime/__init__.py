@@ -7,7 +7,9 @@
 - device.py: the device interface (what the server needs from a switch);
   dataplane.py: the Dataplane / ControlPlane interfaces; infoplane.py: a control
   plane from a P4Info alone (emu-null-v1).
-- devconfig.py: the p4_device_config formats this target accepts.
+- devconfig.py: the p4_device_config formats this target accepts (P4 sources from any
+  client, compiled programs from trusted ones); sourcebundle.py: a p4-source bundle
+  written out for the switch to compile (docs/security.md).
 - p4switch_adapter.py: the Dataplane over the compiled switch (emu.p4.api.P4Switch).
 - translate.py: P4Runtime <-> engine encodings; errors.py: status codes;
   malformed.py: requests that are not protobuf, refused in one line.

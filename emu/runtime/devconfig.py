@@ -14,6 +14,11 @@ BMv2 takes its JSON there; we take a UTF-8 JSON object with a `format` key:
 The compiler's artefact (`python -m emu.p4 compile` -> `<prog>.emu.json`, format
 `emu-p4-compiled`) is taken unwrapped too: it, and JSON without a `format`, go to
 `CompiledProgram.from_bytes` as is. Any other `format` is rejected by name.
+
+A compiled program is generated Python, which loading it runs: the two compiled formats
+are refused unless the device trusts its clients (`emu-switch --trust-compiled-configs`),
+since any client that reaches the P4Runtime port could otherwise run code in the switch
+(docs/security.md). `p4-source` is what the project's own controller and daemon send.
 A BMv2 JSON (an object with "header_types") is rejected with a message that says so.
 Errors are INVALID_ARGUMENT (the P4Runtime code for a config the target cannot use).
 """
@@ -24,7 +29,6 @@ import base64
 import importlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -33,10 +37,11 @@ from emu.core.clock import Clock
 from .errors import invalid, unimplemented
 from .infoplane import NullDataplane
 from .p4switch_adapter import P4SwitchDataplane
+from .sourcebundle import BundleError, bundle_digest, written_bundle
 from .translate import P4InfoIndex
 
-__all__ = ["load_dataplane", "make_compiled_config", "make_source_config",
-           "make_null_config"]
+__all__ = ["load_dataplane", "make_compiled_config", "make_null_config",
+           "make_program_config", "make_source_config"]
 
 # The compiler's artefact names itself so (emu.p4.target.program.FORMAT; a test holds the
 # two equal): spelled here so the compiler is imported only when a program is loaded.
@@ -54,6 +59,15 @@ def make_source_config(main: str, files: Mapping[str, str], *,
     return json.dumps({"format": "p4-source", "main": main, "files": dict(files),
                        "include_dirs": list(include_dirs),
                        "defines": dict(defines or {})}).encode()
+
+
+def make_program_config(path: str, include_dirs: Sequence[str] = (),
+                        defines: Mapping[str, str] | None = None) -> bytes:
+    """The p4-source config of the P4 program at `path`: the files it reads
+    (emu.p4.bundle). P4Error when it does not preprocess."""
+    from emu.p4.bundle import source_bundle
+
+    return json.dumps(source_bundle(path, include_dirs, defines)).encode()
 
 
 def make_null_config() -> bytes:
@@ -75,28 +89,36 @@ def parse(device_config: bytes) -> dict[str, Any]:
 
 
 def load_dataplane(index: P4InfoIndex, device_config: bytes, clock: Clock, *,
-                   priority_queues: int = 1, seed: int = 0) -> Any:
+                   priority_queues: int = 1, seed: int = 0,
+                   trust_compiled: bool = False) -> Any:
     """Build (but do not start) the Dataplane a device config describes.
 
     `priority_queues` (per egress port) and `seed` (the random draws) apply to
-    compiled programs.
+    compiled programs; `trust_compiled` allows the formats that carry generated code.
     """
     cfg = parse(device_config)
     fmt = cfg.get("format")
     if fmt == "emu-null-v1":
         return NullDataplane(index, clock)
+    if fmt == "p4-source":
+        return _from_source(index, cfg, clock, priority_queues, seed)
+    if fmt is not None and fmt not in ("emu-compiled-v1", _ARTEFACT):
+        raise invalid(f"p4_device_config format {fmt!r} is not supported; this target "
+                      f"takes p4-source, emu-null-v1, emu-compiled-v1 or the compiler's "
+                      f"{_ARTEFACT} artefact (see emu.runtime.devconfig)")
+    if not trust_compiled:
+        raise invalid(
+            f"p4_device_config format {fmt or _ARTEFACT!r} carries a compiled program, "
+            "generated Python that loading it would run: this switch runs one only when "
+            "started with --trust-compiled-configs (any client reaching its P4Runtime "
+            "port could run code in it); send the P4 sources instead (p4-source, "
+            "emu.runtime.devconfig.make_source_config)")
     if fmt == "emu-compiled-v1":
         try:
             blob = base64.b64decode(cfg["compiled"], validate=True)
         except (KeyError, TypeError, ValueError):
             raise invalid("emu-compiled-v1: 'compiled' must be base64") from None
         return _from_compiled(index, blob, clock, priority_queues, seed)
-    if fmt == "p4-source":
-        return _from_source(index, cfg, clock, priority_queues, seed)
-    if fmt is not None and fmt != _ARTEFACT:
-        raise invalid(f"p4_device_config format {fmt!r} is not supported; this target "
-                      f"takes emu-compiled-v1, p4-source, emu-null-v1 or the compiler's "
-                      f"{_ARTEFACT} artefact (see emu.runtime.devconfig)")
     # The compiler's artefact as written (`<prog>.emu.json`), which users pass
     # straight to SetForwardingPipelineConfig.
     return _from_compiled(index, device_config, clock, priority_queues, seed)
@@ -130,26 +152,32 @@ def _from_source(index: P4InfoIndex, cfg: dict[str, Any], clock: Clock,
         raise invalid("p4-source: 'include_dirs' must be a list of paths")
     if not isinstance(cfg.get("defines", {}), dict):
         raise invalid("p4-source: 'defines' must be an object (name -> value)")
-    api = _api()
-    with tempfile.TemporaryDirectory(prefix="emu-p4src-") as tmp:
-        root = os.path.realpath(tmp)
-        for rel, text in files.items():
-            path = os.path.realpath(os.path.join(root, str(rel)))
-            if not path.startswith(root + os.sep) or not isinstance(text, str):
-                raise invalid(f"p4-source: bad file entry {rel!r}")
-            try:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                with open(path, "w") as f:
-                    f.write(text)
-            except (OSError, ValueError) as exc:  # a NUL in the name, a file and a folder
-                raise invalid(f"p4-source: bad file entry {rel!r}: {exc}") from None
-        incs = [os.path.join(root, d) for d in include_dirs]
-        defines = {str(k): str(v) for k, v in cfg.get("defines", {}).items()}
-        try:
-            # Includes stay among the files sent (and the bundled v1model.p4): the
-            # server runs as root, and a diagnostic quotes the lines it read.
-            prog = api.compile_file(os.path.join(root, main), incs, defines,
-                                    include_roots=(root,))
-        except Exception as exc:
-            raise invalid(f"p4-source: compilation failed: {exc}") from None
+    _api()  # the compiler is there
+    try:
+        prog = _compile_bundle(cfg)
+    except BundleError as exc:  # an entry that leaves the folder or cannot be written
+        raise invalid(f"p4-source: {exc}") from None
+    except Exception as exc:
+        raise invalid(f"p4-source: compilation failed: {exc}") from None
     return P4SwitchDataplane(prog, index, clock, priority_queues=priority_queues, seed=seed)
+
+
+def precompile(device_config: bytes) -> None:
+    """Compile a p4-source config (make_program_config) as a switch loading it will, so
+    that every switch finds it in the compile cache. The compiler's errors (P4Error)
+    as it raises them."""
+    _compile_bundle(json.loads(device_config))
+
+
+def _compile_bundle(cfg: dict[str, Any]) -> Any:
+    from emu.p4.target.compile_cache import compile_file_cached
+
+    defines = {str(k): str(v) for k, v in cfg.get("defines", {}).items()}
+    with written_bundle(cfg["files"]) as root:
+        # Includes stay among the files sent (and the bundled v1model.p4): the server
+        # runs as root, and a diagnostic quotes the lines it read. They are all the
+        # program can read, so their digest keys the compile cache: a hit parses nothing.
+        return compile_file_cached(os.path.join(root, cfg["main"]),
+                                   [os.path.join(root, d) for d in cfg.get("include_dirs", [])],
+                                   defines, include_roots=(root,),
+                                   inputs_digest=bundle_digest(cfg["files"]))

@@ -83,8 +83,12 @@ class LocalDevice:
     def __init__(self, device_id: int, clock: Clock, *, cpu_port: int | None = 255,
                  output: OutputFn | None = None,
                  on_commit: Callable[[Dataplane], None] | None = None,
-                 priority_queues: int = 1, seed: int = 0) -> None:
+                 priority_queues: int = 1, seed: int = 0,
+                 trust_compiled: bool = False) -> None:
         self.device_id = device_id
+        # Whether a client may load a compiled program (generated Python) rather than
+        # P4 sources: only when every client that reaches the server is trusted.
+        self.trust_compiled = trust_compiled
         self.seed = seed  # of each pipeline's random draws, re-seeded at every commit
         self.cpu_port = cpu_port
         self.clock = clock
@@ -102,7 +106,8 @@ class LocalDevice:
 
     def prepare(self, index: P4InfoIndex, device_config: bytes) -> object:
         dp = load_dataplane(index, device_config, self.clock,
-                            priority_queues=self.priority_queues, seed=self.seed)
+                            priority_queues=self.priority_queues, seed=self.seed,
+                            trust_compiled=self.trust_compiled)
         _check_consistent(index, dp.control)
         return _Prepared(index, device_config, dp)
 

@@ -56,6 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port-netns", metavar="NAME",
                    help="open the ports inside this network namespace")
     p.add_argument("--priority-queues", type=argtypes.integer(1, 8), default=1)
+    p.add_argument("--trust-compiled-configs", action="store_true",
+                   help="let P4Runtime clients load compiled programs (emu-compiled-v1, "
+                        "<prog>.emu.json), which are Python this process runs: only when "
+                        "every client that reaches the gRPC address is trusted (default: "
+                        "P4 sources only, compiled here)")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the pipeline's random draws (v1model `random`: ECN "
                         "marking, spraying); a run gives each switch its own")
@@ -128,7 +133,7 @@ def options_from_args(args: argparse.Namespace) -> SwitchOptions:
         cpu_port=args.cpu_port, pcap_dir=args.pcap, program=args.program,
         include_dirs=tuple(args.include_dirs), admin_socket=args.admin_socket,
         ready_file=args.ready_file, ready_fd=args.ready_fd, port_netns=args.port_netns,
-        priority_queues=args.priority_queues,
+        priority_queues=args.priority_queues, trust_compiled_configs=args.trust_compiled_configs,
         default_port=default, ports=ports, pdeathsig=not args.no_pdeathsig,
         parent_pid=args.parent_pid, seed=args.seed,
         timer_spin_ns=int(args.timer_spin_us * 1000))

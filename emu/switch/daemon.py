@@ -76,7 +76,8 @@ class SwitchDaemon:
         self.device = LocalDevice(opts.device_id, self.clock, cpu_port=opts.cpu_port,
                                   output=self._output,
                                   on_commit=self._apply_settings,
-                                  priority_queues=opts.priority_queues, seed=opts.seed)
+                                  priority_queues=opts.priority_queues, seed=opts.seed,
+                                  trust_compiled=opts.trust_compiled_configs)
         self.server = P4RuntimeServer(self.device)
         self.admin: AdminServer | None = None
         self.grpc_port = 0
@@ -183,26 +184,19 @@ class SwitchDaemon:
     def _load_program(self, path: str) -> None:
         """Compile PROG.p4 and commit it, as if pushed with VERIFY_AND_COMMIT.
 
-        The device config is a p4-source bundle (so GetForwardingPipelineConfig
-        returns something a client can push elsewhere): the program's directory
-        as `./`, each -I directory as `inc<N>/`.
+        The device config is the p4-source bundle of the files the program reads (so
+        GetForwardingPipelineConfig returns something a client can push elsewhere).
         """
         from p4.v1 import p4runtime_pb2
 
         from emu.p4.frontend import load_program
         from emu.p4.p4info import generate_p4info
-        from emu.runtime.devconfig import make_source_config
+        from emu.runtime.devconfig import make_program_config
 
         p4info = generate_p4info(load_program(path, self.opts.include_dirs))
-        files: dict[str, str] = {}
-        roots = [("", os.path.dirname(os.path.abspath(path)))]
-        roots += [(f"inc{i}/", os.path.abspath(d)) for i, d in enumerate(self.opts.include_dirs)]
-        for prefix, base in roots:
-            files.update(_source_files(base, prefix))
-        main = os.path.basename(path)
         cfg = p4runtime_pb2.ForwardingPipelineConfig(
-            p4info=p4info, p4_device_config=make_source_config(
-                main, files, include_dirs=[p.rstrip("/") for p, _ in roots[1:]]))
+            p4info=p4info,
+            p4_device_config=make_program_config(path, self.opts.include_dirs))
         self.server.load_initial(cfg)
 
     # The per-packet path is written flat (closures over locals, one dict probe) because
@@ -339,26 +333,6 @@ class SwitchDaemon:
 
 
 # ---------------------------------------------------------------------- entry point
-
-
-def _source_files(base: str, prefix: str, max_files: int = 500,
-                  max_bytes: int = 16 << 20) -> dict[str, str]:
-    """P4 sources under `base` (recursively, hidden and venv dirs skipped), bounded."""
-    out: dict[str, str] = {}
-    total = 0
-    for root, dirs, names in os.walk(base):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("venv", "__pycache__")]
-        for n in sorted(names):
-            if not n.endswith((".p4", ".h", ".p4inc", ".p4h")):
-                continue
-            full = os.path.join(root, n)
-            size = os.path.getsize(full)
-            if len(out) >= max_files or total + size > max_bytes:
-                raise OSError(f"too many P4 sources under {base} to bundle")
-            with open(full) as f:
-                out[prefix + os.path.relpath(full, base)] = f.read()
-            total += size
-    return out
 
 
 def _settle_gc() -> None:

@@ -68,6 +68,9 @@ class SwitchOptions:
     port_netns: str | None = None
     priority_queues: int = 1
     seed: int = 0  # the pipeline's random draws (v1model `random`)
+    # Whether P4Runtime clients may load compiled programs (Python run by the switch)
+    # rather than P4 sources it compiles: only when every client is trusted.
+    trust_compiled_configs: bool = False
     default_port: PortSettings = field(default_factory=PortSettings)
     ports: dict[int, PortSettings] = field(default_factory=dict)
     pdeathsig: bool = True

@@ -51,7 +51,7 @@ CAPABILITIES = Capabilities(
 )
 
 P4INFO_SUFFIX = ".p4info.txtpb"
-ARTEFACT_SUFFIX = ".emu.json"
+SOURCE_BUNDLE_SUFFIX = ".p4src.json"  # emu.p4.bundle.SUFFIX: what the switch is sent
 
 
 def queue_flags(spec: SwitchSpec) -> list[str]:
@@ -133,35 +133,23 @@ class EmbeddedTarget(SwitchTarget):
         build_dir.mkdir(parents=True, exist_ok=True)
         stem = p4_path.name.removesuffix(".p4")
         pipeline = CompiledPipeline(p4info_path=build_dir / (stem + P4INFO_SUFFIX),
-                                    device_config_path=build_dir / (stem + ARTEFACT_SUFFIX),
+                                    device_config_path=build_dir / (stem + SOURCE_BUNDLE_SUFFIX),
                                     program_name=stem)
         incs = [str(d) for d in include_dirs]
-        # The library API when it is there, else the CLI (`python -m emu.p4 compile`).
         # Imported by name: the compiler is another package's code, type-checked there.
-        try:
-            frontend = importlib.import_module("emu.p4.frontend")
-            p4info = importlib.import_module("emu.p4.p4info")
-            program = importlib.import_module("emu.p4.target.program")
-        except ImportError:
-            self._compile_cli(p4_path, build_dir, incs)
-        else:
-            checked = frontend.load_program(str(p4_path), incs)
-            compiled = program.compile_checked(checked, p4_path.name)
-            p4info.write_p4info(p4info.generate_p4info(checked), pipeline.p4info_path)
-            pipeline.device_config_path.write_bytes(compiled.to_bytes())
-        for f in (pipeline.p4info_path, pipeline.device_config_path):
-            if not f.is_file():
-                raise RuntimeError(f"compiling {p4_path} did not write {f}")
+        frontend = importlib.import_module("emu.p4.frontend")
+        p4info = importlib.import_module("emu.p4.p4info")
+        checked = frontend.load_program(str(p4_path), incs)
+        p4info.write_p4info(p4info.generate_p4info(checked), pipeline.p4info_path)
+        # The switch compiles the sources it is sent; a compiled program is Python it
+        # would run, which it takes from trusted clients only (emu.runtime.devconfig).
+        # Compiled here as the switches will (the compiler's errors surface here), so
+        # that each of them finds it in the compile cache.
+        devconfig = importlib.import_module("emu.runtime.devconfig")
+        config = devconfig.make_program_config(str(p4_path), incs)
+        devconfig.precompile(config)
+        pipeline.device_config_path.write_bytes(config)
         return pipeline
-
-    def _compile_cli(self, p4_path: Path, build_dir: Path, incs: list[str]) -> None:
-        cmd = [self.python, "-m", "emu.p4", "compile", str(p4_path), "-o", str(build_dir)]
-        for d in incs:
-            cmd += ["-I", d]
-        r = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=600)
-        if r.returncode != 0:
-            raise RuntimeError(f"python -m emu.p4 compile failed ({r.returncode}):\n"
-                               f"{(r.stderr or r.stdout).strip()}")
 
     # ------------------------------------------------------------------ start
 

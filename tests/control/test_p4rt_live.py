@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 import uuid
 
-import pytest
-
 from emu.control import FabricController, LbSettings
 from emu.control import program as P
 from emu.control.p4rt import connect
@@ -15,23 +13,10 @@ from emu.sim.frames import parse, udp_frame
 from emu.topo import clos_fabric
 
 
-def _compiled():
-    try:
-        from emu.sim.fabric import compile_fabric
-
-        return compile_fabric()
-    except ImportError as exc:
-        pytest.skip(f"emu.p4.api (the embedded P4Switch) is not there yet: {exc}")
-    except Exception as exc:
-        if "not supported by the embedded v1model target" in str(exc):
-            pytest.skip(f"the embedded target cannot compile fabric.p4 yet: {exc}")
-        raise
-
-
 def test_program_a_fabric_over_p4runtime_and_forward():
-    compiled = _compiled()
     from emu.p4.frontend import load_program
     from emu.p4.p4info import generate_p4info
+    from emu.runtime.devconfig import make_program_config
     from emu.runtime.device import LocalDevice
     from emu.runtime.server import P4RuntimeServer
     from emu.sim.fabric import FABRIC_P4, P4SRC
@@ -53,7 +38,7 @@ def test_program_a_fabric_over_p4runtime_and_forward():
             devices[sw.name] = dev
             outputs[sw.name] = out
             addresses[sw.name] = f"unix:{path}"
-        handles = connect(fabric, addresses, p4info, device_config=compiled.to_bytes())
+        handles = connect(fabric, addresses, p4info, device_config=make_program_config(str(FABRIC_P4), [str(P4SRC)]))
         ctl = FabricController(fabric, handles, lb=LbSettings(mode="spray"))
         ctl.program()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -121,6 +122,7 @@ def test_compile_p4info_only(tmp_path: Path) -> None:
     assert "Ing.ipv4_lpm" in [t.preamble.name for t in info.tables]
     assert info.pkg_info.arch == "v1model"
     assert not (out / "features.emu.json").exists()
+    assert not (out / "features.p4src.json").exists()
 
 
 def test_compile_p4runtime_files_by_extension(tmp_path: Path) -> None:
@@ -160,6 +162,10 @@ def test_compile_writes_p4info_and_artefact(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert (out / "pt.p4info.txtpb").is_file()
     assert (out / "pt.emu.json").stat().st_size > 0
+    # the device config a switch takes from any client: the sources it compiles
+    bundle = json.loads((out / "pt.p4src.json").read_text())
+    assert bundle["format"] == "p4-source" and bundle["main"] == "pt.p4"
+    assert bundle["files"] == {"pt.p4": prog.read_text()}
 
 
 @needs_stf

@@ -137,3 +137,15 @@ def test_a_grpc_port_past_16_bits_is_refused() -> None:
     finally:
         server.stop()
         clock.close()
+
+
+def test_compiled_configs_are_taken_only_when_the_switch_is_told_to_trust_its_clients() -> None:
+    """A compiled program is Python the switch runs (tests/runtime/test_devconfig_trust.py):
+    off unless asked for, and the option reaches the device."""
+    from emu.switch.daemon import SwitchDaemon
+
+    assert _options().trust_compiled_configs is False
+    opts = _options("--trust-compiled-configs")
+    assert opts.trust_compiled_configs is True
+    assert SwitchDaemon(opts).device.trust_compiled is True
+    assert SwitchDaemon(_options()).device.trust_compiled is False

@@ -53,7 +53,7 @@ def test_ptf_tests_pass_against_the_daemon(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "switch did not become ready"
             time.sleep(0.02)
         params = (f"grpcaddr='{grpc_addr}';p4info='{build / 'portfwd.p4info.txtpb'}';"
-                  f"config='{build / 'portfwd.emu.json'}'")
+                  f"config='{build / 'portfwd.p4src.json'}'")
         res = subprocess.run(
             ["ip", "netns", "exec", ns, str(PTF), "--test-dir", str(Path(__file__).parent / "ptf"),
              "--log-file", str(tmp_path / "ptf.log"), "--default-negative-timeout", "0.5",

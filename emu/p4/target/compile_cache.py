@@ -48,30 +48,51 @@ def compiler_digest() -> str:
 
 def compile_file_cached(path: str, include_dirs: Sequence[str] = (),
                         defines: Mapping[str, str] | None = None,
-                        directory: Path | None = None) -> CompiledProgram:
-    """compile_file(path, include_dirs, defines), served from the disk cache when an
-    entry for exactly these inputs exists, and stored there otherwise."""
+                        directory: Path | None = None,
+                        include_roots: Sequence[str] | None = None,
+                        inputs_digest: str | None = None) -> CompiledProgram:
+    """compile_file(path, include_dirs, defines, include_roots), served from the disk
+    cache when an entry for exactly these inputs exists, and stored there otherwise.
+
+    `inputs_digest`: a digest of every file the program may read but the compiler's
+    own includes (a switch's p4-source bundle under `include_roots`), which then keys
+    the entry instead of the files the preprocessor reads: a hit costs no parsing (nor
+    importing the front end)."""
+    defs = dict(defines or {})
+    roots = None if include_roots is None else tuple(include_roots)
+    h = hashlib.sha256(compiler_digest().encode())
+    h.update(repr((str(path), list(include_dirs), sorted(defs.items()), roots)).encode())
+    if inputs_digest is not None:
+        h.update(b"inputs\0" + inputs_digest.encode())
+        entry = (directory or cache_dir()) / f"{h.hexdigest()}.json"
+        got = _load(entry)
+        if got is not None:
+            return got
     from emu.p4.frontend.check import check_program
     from emu.p4.frontend.diagnostics import DiagnosticSink
     from emu.p4.frontend.parser import parse_preprocessed
     from emu.p4.frontend.preprocess import preprocess_file
 
     sink = DiagnosticSink()
-    defs = dict(defines or {})
-    pp = preprocess_file(str(path), tuple(include_dirs), defs, sink)
-    h = hashlib.sha256(compiler_digest().encode())
-    h.update(repr((str(path), list(include_dirs), sorted(defs.items()))).encode())
-    for f in pp.files:
-        h.update(f.encode() + b"\0" + _read(f) + b"\0")
-    entry = (directory or cache_dir()) / f"{h.hexdigest()}.json"
-    try:
-        return CompiledProgram.from_bytes(entry.read_bytes())
-    except (OSError, ValueError, KeyError, TypeError):
-        pass  # no entry (or an unreadable one): compile
+    pp = preprocess_file(str(path), tuple(include_dirs), defs, sink, roots)
+    if inputs_digest is None:
+        for f in pp.files:
+            h.update(f.encode() + b"\0" + _read(f) + b"\0")
+        entry = (directory or cache_dir()) / f"{h.hexdigest()}.json"
+        got = _load(entry)
+        if got is not None:
+            return got
     prog = compile_checked(check_program(parse_preprocessed(pp, sink), sink),
                            os.path.basename(str(path)))
     _store(entry, prog.to_bytes())
     return prog
+
+
+def _load(entry: Path) -> CompiledProgram | None:
+    try:
+        return CompiledProgram.from_bytes(entry.read_bytes())
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # no entry (or an unreadable one): compile
 
 
 def _read(path: str) -> bytes:
