@@ -688,3 +688,35 @@ def test_v1model_version_must_be_one_p4c_knows(version: str, message: str) -> No
 @pytest.mark.parametrize("version", ["20180101", "20200408", "20190101"])
 def test_v1model_versions_p4c_knows_are_accepted(version: str) -> None:
     check_source(f"#include <core.p4>\n#define V1MODEL_VERSION {version}\n#include <v1model.p4>\n")
+
+
+# Found by differential fuzzing against p4test: a value_set keyset of another type than
+# the select's (or of another number of fields) was accepted, and its keys compared
+# against values of the wrong width.
+@pytest.mark.parametrize("name, message", [
+    ("value_set_width_mismatch",
+     "'match' case label 'vs' has type 'bit<16>' which does not match the expected type 'bit<8>'"),
+    ("value_set_fields_mismatch",
+     "value_set 'vs' of type 'pair_t' cannot match the 3 expressions of the select"),
+])
+def test_a_value_set_keyset_has_the_type_of_the_select(name: str, message: str) -> None:
+    err = check_errors((INVALID / f"{name}.p4").read_text(), f"{name}.p4")
+    d = err.diagnostics[0]
+    assert (d.line, d.col, d.message) == (13, 13, message)
+
+
+@pytest.mark.parametrize("decl, keys", [
+    ("value_set<bit<8>>(4) vs;", "hdr.h.a"),
+    ("struct one_t { bit<16> b; }", "hdr.h.b"),  # a one-field struct for one key
+    ("struct in_t { bit<16> b; } struct two_t { bit<8> a; in_t i; }", "hdr.h.a, hdr.h.b"),
+])
+def test_value_sets_of_the_select_type_flattened_are_accepted(decl: str, keys: str) -> None:
+    """As p4c (its pvs-struct-1-bmv2.p4, pvs-nested-struct.p4): a struct value set,
+    nested structs flattened, has one field per select expression."""
+    text = (INVALID / "value_set_width_mismatch.p4").read_text()
+    if decl.startswith("struct"):
+        text = text.replace("struct pair_t", decl + "\nstruct pair_t")
+        elem = decl.split()[1] if "two_t" not in decl else "two_t"
+        decl = f"value_set<{elem}>(4) vs;"
+    text = text.replace("value_set<bit<16>>(4) vs;", decl).replace("select(hdr.h.a)", f"select({keys})")
+    assert check_source(text, "ok.p4")

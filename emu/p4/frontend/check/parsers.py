@@ -83,7 +83,7 @@ class ParserChecker(CheckerBase):
                     len(items) == 1 and isinstance(items[0], A.NameRef)
                     and (r := scope.lookup(items[0].name)) is not None and r.kind == "value_set"
                 ):
-                    self.expr(items[0], scope)
+                    self.value_set_fields(items[0], self.expr(items[0], scope), types)
                     return
                 raise self.fatal(ks, f"keyset has {len(items)} elements but the select has {len(types)} expressions")
             for it, t in zip(items, types, strict=True):
@@ -107,9 +107,34 @@ class ParserChecker(CheckerBase):
             return
         et = self.expr(e, scope, t)
         if isinstance(e, A.NameRef) and e.ref is not None and e.ref.kind == "value_set":
+            self.value_set_fields(e, et, [t])
             return
         if not isinstance(et, DontCareType):
             self.coerce(e, t, "match")
+
+    def value_set_fields(self, e: A.NameRef, et: Type, types: list[Type]) -> None:
+        """A value_set keyset holds values of the select's type: its element type, a
+        struct or tuple (nested ones too) flattened, has one field per expression of
+        the select, each of that expression's type (as p4c checks them)."""
+        fields = _flat(et)
+        if len(fields) != len(types):
+            self.err(e, f"value_set '{e.name}' of type '{et}' cannot match the "
+                        f"{len(types)} expression{'s' if len(types) > 1 else ''} of the select")
+            return
+        for ft, t in zip(fields, types, strict=True):
+            if not self.same_type(ft, t):
+                self.err(e, f"'match' case label '{e.name}' has type '{ft}' which does not "
+                            f"match the expected type '{t}'")
+                return
+
+
+def _flat(t: Type) -> list[Type]:
+    st = strip_newtype(t)
+    if isinstance(st, StructLikeType):
+        return [x for _, ft in st.fields for x in _flat(ft)]
+    if isinstance(st, TupleType):
+        return [x for ft in st.elems for x in _flat(ft)]
+    return [t]
 
 
 def _ends(states: list[A.ParserState]) -> bool:
