@@ -720,3 +720,15 @@ def test_value_sets_of_the_select_type_flattened_are_accepted(decl: str, keys: s
         decl = f"value_set<{elem}>(4) vs;"
     text = text.replace("value_set<bit<16>>(4) vs;", decl).replace("select(hdr.h.a)", f"select({keys})")
     assert check_source(text, "ok.p4")
+
+
+def test_a_package_argument_has_the_parameter_directions_of_its_slot() -> None:
+    """Found by differential fuzzing against p4test: a checksum control with a
+    directionless `hdr` was accepted for V1Switch's `inout H hdr` (p4c: "Cannot unify
+    ... because they have different directions")."""
+    name = "package_param_direction"
+    err = check_errors((INVALID / f"{name}.p4").read_text(), f"{name}.p4")
+    d = err.diagnostics[0]
+    assert (d.line, d.col) == (16, 32)
+    assert d.message == ("argument 'ck' of 'V1Switch': parameter 'hdr' of control 'CC' is "
+                         "directionless, 'ComputeChecksum' declares 'hdr' inout")

@@ -167,6 +167,18 @@ class ControlChecker(CheckerBase):
         need, have = len(pt.decl.params), len(at.decl.params)
         if need != have:
             self.err(a, f"argument '{p.name}' of '{pkg}': {got} '{at.name}' has {have} parameters, '{pt.name}' needs {need}")
+            return
+        for want_p, got_p in zip(pt.decl.params, at.decl.params, strict=True):
+            if want_p.direction != got_p.direction:
+                # p4c: "Cannot unify ... because they have different directions"
+                self.err(a, f"argument '{p.name}' of '{pkg}': parameter '{got_p.name}' of "
+                            f"{got} '{at.name}' is {_direction(got_p)}, '{pt.name}' declares "
+                            f"'{want_p.name}' {_direction(want_p)}")
+                return
+
+
+def _direction(p: A.Param) -> str:
+    return p.direction or "directionless"
 
 
 def _always_returns(st: A.Stmt | None) -> bool:
