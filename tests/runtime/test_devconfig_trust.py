@@ -21,6 +21,7 @@ from emu.runtime.devconfig import make_compiled_config, make_program_config
 from emu.runtime.device import LocalDevice
 from emu.runtime.translate import P4InfoIndex
 
+from ..p4.programs import v1model_program
 from .conftest import ECMP_P4, Rig, p4info_of
 
 
@@ -111,17 +112,7 @@ def test_a_bundle_entry_that_leaves_its_folder_is_refused(
     assert [d.name for d in (tmp_path / "src").iterdir()] == []  # no half-written folder
 
 
-_BREAKOUT = """
-#include <core.p4>
-#include <v1model.p4>
-header h_t { bit<8> a; }
-struct H { h_t h; }
-struct M { }
-parser P(packet_in pk, out H hdr, inout M m, inout standard_metadata_t sm) {
-    state start { pk.extract(hdr.h); transition accept; }
-}
-control VC(inout H hdr, inout M m) { apply { } }
-control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
+_BREAKOUT = v1model_program("""
     @name("x\\"); open('MARK1', 'w') #") action a1() { sm.egress_spec = 1; }
     @name("t'''\\n__import__('os').system('touch MARK2')\\n'''")
     table t {
@@ -129,13 +120,8 @@ control I(inout H hdr, inout M m, inout standard_metadata_t sm) {
         actions = { a1; }
         default_action = a1();
     }
-    apply { t.apply(); log_msg("\\"); open('MARK4', 'w') # {}", {hdr.h.a}); }
-}
-control E(inout H hdr, inout M m, inout standard_metadata_t sm) { apply { } }
-control CC(inout H hdr, inout M m) { apply { } }
-control D(packet_out pk, in H hdr) { apply { pk.emit(hdr); } }
-V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-"""
+    apply { t.apply(); log_msg("\\"); open('MARK4', 'w') # {}", {hdr.h.a}); }""",
+                            headers="header h_t { bit<8> a; }", fields="h_t h;")
 
 
 def test_names_and_strings_of_a_program_do_not_become_code(tmp_path: Path) -> None:
