@@ -44,11 +44,7 @@ def run_in_process(compiled: Any, setup: Programming, packets: Sequence[Packet],
     wired = set(setup.ports)
     results = []
     for i, pkt in enumerate(packets, 1):
-        sw.inject(pkt.port, pkt.frame)
-        try:
-            sw.run_until_idle(MAX_IDLE_EVENTS)
-        except PipelineBusy as exc:
-            raise PipelineBusy(f"embedded target, packet {i} of {len(packets)}: {exc}") from None
+        _send(sw, pkt, i, len(packets))
         results.append([(o.port, bytes(o.data)) for o in sw.outputs(clear=True)
                         if o.port in wired])
     state = {"registers": {f"{r}[{i}]": int(sw.register_read(r, i))
@@ -70,11 +66,20 @@ def observed_keys(compiled: Any, setup: Programming, packets: Sequence[Packet],
             seen.setdefault(tuple(int(v) for v in key), None)
 
     sw.on_lookup(record)
-    for pkt in packets:
-        sw.inject(pkt.port, pkt.frame)
-        sw.run_until_idle(MAX_IDLE_EVENTS)
+    for i, pkt in enumerate(packets, 1):
+        _send(sw, pkt, i, len(packets))
         sw.outputs(clear=True)
     return {table: list(seen) for table, seen in keys.items()}
+
+
+def _send(sw: Any, pkt: Packet, i: int, n: int) -> None:
+    """Packet `i` of `n` through side A until the switch is idle; PipelineBusy naming
+    it when the program never lets it go idle (clones that clone again)."""
+    sw.inject(pkt.port, pkt.frame)
+    try:
+        sw.run_until_idle(MAX_IDLE_EVENTS)
+    except PipelineBusy as exc:
+        raise PipelineBusy(f"embedded target, packet {i} of {n}: {exc}") from None
 
 
 def _side_a(compiled: Any, setup: Programming) -> tuple[Any, Any]:

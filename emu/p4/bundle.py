@@ -27,8 +27,8 @@ def source_bundle(path: str, include_dirs: Sequence[str] = (),
     incs = [os.path.abspath(d) for d in include_dirs]
     pp = preprocess_file(main, tuple(incs), dict(defines or {}))
     builtin = os.path.abspath(INCLUDE_DIR) + os.sep
-    read = [os.path.abspath(f) for f in pp.files
-            if os.path.isfile(f) and not os.path.abspath(f).startswith(builtin)]
+    read = [f for f in map(os.path.abspath, pp.files)
+            if os.path.isfile(f) and not f.startswith(builtin)]
     root = os.path.commonpath([os.path.dirname(main), *incs,
                                *(os.path.dirname(f) for f in read)])
     files = {}

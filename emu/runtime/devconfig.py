@@ -16,9 +16,10 @@ The compiler's artefact (`python -m emu.p4 compile` -> `<prog>.emu.json`, format
 `CompiledProgram.from_bytes` as is. Any other `format` is rejected by name.
 
 A compiled program is generated Python, which loading it runs: the two compiled formats
-are refused unless the device trusts its clients (`emu-switch --trust-compiled-configs`),
-since any client that reaches the P4Runtime port could otherwise run code in the switch
-(docs/security.md). `p4-source` is what the project's own controller and daemon send.
+are refused unless the device trusts its clients (the daemon's
+`--trust-compiled-configs`), since any client that reaches the P4Runtime port could
+otherwise run code in the switch (docs/security.md). `p4-source` is what the project's
+own controller and daemon send.
 A BMv2 JSON (an object with "header_types") is rejected with a message that says so.
 Errors are INVALID_ARGUMENT (the P4Runtime code for a config the target cannot use).
 """
@@ -111,8 +112,9 @@ def load_dataplane(index: P4InfoIndex, device_config: bytes, clock: Clock, *,
             f"p4_device_config format {fmt or _ARTEFACT!r} carries a compiled program, "
             "generated Python that loading it would run: this switch runs one only when "
             "started with --trust-compiled-configs (any client reaching its P4Runtime "
-            "port could run code in it); send the P4 sources instead (p4-source, "
-            "emu.runtime.devconfig.make_source_config)")
+            "port could run code in it); send the P4 sources instead (p4-source: the "
+            "<prog>.p4src.json python -m emu.p4 compile writes, or "
+            "emu.runtime.devconfig.make_program_config)")
     if fmt == "emu-compiled-v1":
         try:
             blob = base64.b64decode(cfg["compiled"], validate=True)

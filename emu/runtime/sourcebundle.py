@@ -51,14 +51,17 @@ def written_bundle(files: Mapping[str, str], cache: Path | None = None) -> Itera
         return
     try:
         base.mkdir(parents=True, exist_ok=True)
-        tmp = tempfile.mkdtemp(dir=base, prefix=f".{digest[:16]}-")
-    except OSError:  # a read-only cache: a folder for this load alone
-        with tempfile.TemporaryDirectory(prefix="emu-p4src-") as tmp:
-            _write(os.path.realpath(tmp), files)
-            yield os.path.realpath(tmp)
+        tmp = os.path.realpath(tempfile.mkdtemp(dir=base, prefix=f".{digest[:16]}-"))
+    except OSError:
+        tmp = None
+    if tmp is None:  # a read-only cache: a folder for this load alone
+        with tempfile.TemporaryDirectory(prefix="emu-p4src-") as scratch:
+            root = os.path.realpath(scratch)
+            _write(root, files)
+            yield root
         return
     try:
-        _write(os.path.realpath(tmp), files)
+        _write(tmp, files)
         os.rename(tmp, final)  # atomic; another switch may have put it there first
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -30,6 +30,8 @@ import uuid
 from pathlib import Path
 from typing import IO, Any
 
+from emu.p4.bundle import SUFFIX as BUNDLE_SUFFIX
+
 from . import proc
 from .base import (
     Capabilities,
@@ -51,7 +53,6 @@ CAPABILITIES = Capabilities(
 )
 
 P4INFO_SUFFIX = ".p4info.txtpb"
-SOURCE_BUNDLE_SUFFIX = ".p4src.json"  # emu.p4.bundle.SUFFIX: what the switch is sent
 
 
 def queue_flags(spec: SwitchSpec) -> list[str]:
@@ -133,7 +134,7 @@ class EmbeddedTarget(SwitchTarget):
         build_dir.mkdir(parents=True, exist_ok=True)
         stem = p4_path.name.removesuffix(".p4")
         pipeline = CompiledPipeline(p4info_path=build_dir / (stem + P4INFO_SUFFIX),
-                                    device_config_path=build_dir / (stem + SOURCE_BUNDLE_SUFFIX),
+                                    device_config_path=build_dir / (stem + BUNDLE_SUFFIX),
                                     program_name=stem)
         incs = [str(d) for d in include_dirs]
         # Imported by name: the compiler is another package's code, type-checked there.

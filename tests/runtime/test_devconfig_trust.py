@@ -138,3 +138,18 @@ def test_names_and_strings_of_a_program_do_not_become_code(tmp_path: Path) -> No
     sw.run_until_idle()
     assert [(o.port, o.data) for o in sw.outputs()] == [(1, b"\x01")]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_cache_that_cannot_be_written_still_loads_the_sources(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bundle then goes to a folder for this load alone, removed after it."""
+    import tempfile
+
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    monkeypatch.setenv("EMU_P4SRC_CACHE", str(blocked / "src"))
+    monkeypatch.setenv("EMU_P4_CACHE", str(tmp_path / "p4"))
+    before = set(Path(tempfile.gettempdir()).glob("emu-p4src-*"))
+    index = P4InfoIndex.build(p4info_of(ECMP_P4))
+    assert LocalDevice(0, VirtualClock()).prepare(index, make_program_config(str(ECMP_P4)))
+    assert set(Path(tempfile.gettempdir()).glob("emu-p4src-*")) == before
