@@ -198,12 +198,17 @@ class ChangeSampler:
         self._active_ticks = 0
         self.snapshots: dict[int, Snapshot] = {}
         self.ticks_read = 0
+        # The run's end when it falls inside a tick (--timeout): that tick's point is
+        # stamped with it, not with the tick's end the clock never reached.
+        self.end_ns: int | None = None
 
     def _snap(self, tick: int) -> Snapshot:
         s = self.snapshots.get(tick)
         if s is None:
-            s = self.snapshots[tick] = Snapshot(tick * self.tick_ns / 1e9, {}, [],
-                                                queue_weights=[])
+            t_ns = tick * self.tick_ns
+            if self.end_ns is not None:
+                t_ns = min(t_ns, self.end_ns)
+            s = self.snapshots[tick] = Snapshot(t_ns / 1e9, {}, [], queue_weights=[])
         return s
 
     def start(self, first: Snapshot) -> None:

@@ -93,6 +93,15 @@ class _Fabric:
         return snap
 
 
+def _fail_link(sim: SimFabric, link: tuple[str, str], t_s: float, notes: list[str],
+               events: list[tuple[float, str]]) -> None:
+    """--fail-link: take the link down now; the controller reroutes at once."""
+    sim.link_down(*link)
+    notes.append(f"link {link[0]}-{link[1]} failed at {t_s:.6f} s (virtual)")
+    events.append((t_s, f"link_down {link[0]} {link[1]}"))
+    events.append((t_s, "rerouted"))
+
+
 def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = True
                 ) -> RunSummary:
     cfg = plan.config
@@ -110,8 +119,10 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
     for a in agents.values():
         a.start()
     limit = int(cfg.timeout() * 1e9)  # the workload's budget, in virtual time
-    fail_done = cfg.fail_link is None
-    fail_tick = None if fail_done else -(-int(cfg.fail_after_s * 1e9) // tick_ns)
+    # The failure and the budget's end fall where they are asked for, not on the next
+    # tick (a tick is a sample interval, 5 ms by default).
+    failure = (None if cfg.fail_link is None else
+               (cfg.fail_link, max(0, round(cfg.fail_after_s * 1e9))))
     notes: list[str] = []
     events: list[tuple[float, str]] = []
     tick = 0
@@ -125,20 +136,19 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
                 # ticks skipped would have read exactly what the last one did).
                 nxt = clock.next_deadline()
                 target = tick + 1 if nxt is None else max(tick + 1, -(-nxt // tick_ns))
-                if fail_tick is not None and not fail_done:
-                    target = min(target, max(tick + 1, fail_tick))
+                if failure is not None:
+                    target = min(target, max(tick + 1, -(-failure[1] // tick_ns)))
                 tick = min(target, -(-limit // tick_ns))
-                clock.advance_to(tick * tick_ns)
+                end_ns = min(tick * tick_ns, limit)
+                if failure is not None and failure[1] <= end_ns:
+                    clock.advance_to(max(failure[1], clock.now_ns()))
+                    _fail_link(sim, failure[0], clock.now_ns() / 1e9, notes, events)
+                    failure = None
+                clock.advance_to(end_ns)
+                if end_ns < tick * tick_ns:
+                    changes.end_ns = end_ns
                 changes.tick(tick)
                 flow.sample()
-                if not fail_done and cfg.fail_link and clock.now_ns() >= cfg.fail_after_s * 1e9:
-                    sim.link_down(*cfg.fail_link)
-                    notes.append(f"link {cfg.fail_link[0]}-{cfg.fail_link[1]} failed at "
-                                 f"{clock.now_ns() / 1e9:.3f} s (virtual)")
-                    events.append((clock.now_ns() / 1e9,
-                                   f"link_down {cfg.fail_link[0]} {cfg.fail_link[1]}"))
-                    events.append((clock.now_ns() / 1e9, "rerouted"))
-                    fail_done = True
         except KeyboardInterrupt as exc:  # the second signal
             how = interrupt_name(exc)
         else:

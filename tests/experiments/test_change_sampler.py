@@ -74,3 +74,27 @@ def test_change_points_weighted_equal_every_tick_and_hold_before_changes():
         for (t1, b1), (t2, b2) in zip(full, full[1:], strict=False):
             if b2 != b1:
                 assert (t1, b1) in pts and (t2, b2) in pts
+
+
+def test_a_tick_the_run_ends_inside_is_stamped_with_the_runs_end():
+    """A virtual run cut by --timeout inside a tick: its last point is at the timeout,
+    not at the end of a tick the clock never reached."""
+    sim = SimFabric(load_topology("clos4"))
+    ports = {("leaf1", p.number): (sim.port("leaf1", p.number).stats,
+                                   sim.switches["leaf1"].sw.tm, sim.switches["leaf1"].drops)
+             for p in sim.fabric.switch("leaf1").ports}
+    p4 = FabricSampler(["leaf1"], lambda _s: None, sim.controller, t0=0.0,
+                       clock=lambda: sim.clock.now_ns() / 1e9)
+    cs = ChangeSampler(ports, p4, TICK)
+    from emu.experiments.sampler import Snapshot
+
+    cs.start(Snapshot(0.0, {k: M.PortCount() for k in ports},
+                      [(0.0, sw, p, 0.0) for sw, p in ports]))
+    sim.hosts["h1"].send_udp("h3", sport=49152, size=1000)
+    sim.clock.advance_to(2 * TICK + 250)
+    cs.end_ns = 2 * TICK + 250
+    cs.tick(3)
+    *held, snap = cs.finish(3)
+    assert snap.t_s == (2 * TICK + 250) / 1e9
+    assert [h.t_s for h in held] == [2 * TICK / 1e9]  # the values before the change
+    assert all(t == snap.t_s for t, *_ in snap.queues)

@@ -378,6 +378,22 @@ def test_a_virtual_run_keeps_its_timeout_and_says_it_stopped() -> None:
     assert s.duration_s == pytest.approx(0.5)
 
 
+def test_a_virtual_runs_timeout_and_link_failure_fall_inside_a_sample_interval() -> None:
+    """Both were rounded up to the next sample tick (5 ms by default): --timeout 0.0001
+    ran 2 ms, a link asked to fail 1.1 ms in failed at 5 ms."""
+    from emu.experiments.virtual import run_virtual
+
+    wl = WorkloadParams("permutation", message_bytes=1 << 20)
+    cfg = RunConfig(virtual=True, progress=False, timeout_s=0.0123, rate_bps=1_000_000,
+                    workload=wl, fail_link=("leaf1", "spine1"), fail_after_s=0.0011)
+    assert cfg.sample_interval() == 0.005
+    s = run_virtual(plan_run(cfg), write=False)
+    assert s.duration_s == pytest.approx(0.0123, abs=1e-9)
+    assert s.events == [(pytest.approx(0.0011, abs=1e-9), "link_down leaf1 spine1"),
+                        (pytest.approx(0.0011, abs=1e-9), "rerouted")]
+    assert "link leaf1-spine1 failed at 0.001100 s (virtual)" in s.notes
+
+
 def test_a_latency_bound_virtual_run_is_exact_not_cpu_bound() -> None:
     """One packet in flight per QP leaves every link mostly idle. In virtual time no CPU
     paces anything, yet the summary called such runs CPU-BOUND and told the user to
