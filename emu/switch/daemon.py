@@ -264,12 +264,21 @@ class SwitchDaemon:
             if not psend(frame):
                 send_failed(num, port.last_failure)
 
+        now_ns = self.clock.now_ns
+        free_at = [0]  # when the port's transmitter has sent its last frame
+
         if not delay and not ns_per_byte:
             fn: Any = send_now
         else:
             def fn(frame: bytes) -> None:
-                wait = delay + int((len(frame) + WIRE_OVERHEAD_BYTES) * ns_per_byte)
-                call_later(wait, lambda: send_now(frame))
+                # One transmitter: a frame handed over while another is on the wire
+                # (a PAUSE or credit update beside the traffic manager's frames) goes
+                # after it, so the peer sees the order they were sent in.
+                now = now_ns()
+                done = (max(now, free_at[0])
+                        + int((len(frame) + WIRE_OVERHEAD_BYTES) * ns_per_byte))
+                free_at[0] = done
+                call_later(done - now + delay, lambda: send_now(frame))
         self._senders[num] = fn
         return fn
 

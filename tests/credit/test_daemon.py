@@ -41,3 +41,49 @@ def test_daemon_credit_mode():
         assert announced == {1, 2}  # every link port announced its credit, not the CPU port
     finally:
         d.close()
+
+
+class _Wire:
+    """The far end of a daemon port: what the peer receives, when, in order."""
+
+    last_failure = ""
+
+    def __init__(self, clock) -> None:  # type: ignore[no-untyped-def]
+        self.clock = clock
+        self.got: list[tuple[int, bytes]] = []
+
+    def send(self, frame: bytes) -> bool:
+        self.got.append((self.clock.now_ns(), frame))
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_credit_update_sent_while_a_frame_is_on_the_wire_arrives_after_it():
+    """The port sender timed each frame from its hand-over alone, as if the port had a
+    transmitter per frame: a 60-byte credit update sent while a 1500-byte frame was on the
+    wire reached the peer first, and its FCTBS (which counts that frame) made the peer
+    grant the frame's blocks twice. A PAUSE overtook data the same way."""
+    opts = SwitchOptions(flow_control=FlowControl(mode="credit"),
+                         ports={1: PortSettings(rate_bps=10e6)})
+    d = SwitchDaemon(opts)
+    wire = _Wire(d.clock)
+    d.ports[1] = wire  # type: ignore[assignment]
+    d.delay_ns[1] = 1_000
+    try:
+        send = d._make_sender(1)
+        t0 = d.clock.now_ns()
+        data = bytes(12) + b"\x08\x00" + bytes(1500 - 14)
+        update = credit_frame(PEER, 3, 24, 280)
+        send(data)
+        send(update)
+        d.clock.run(until=lambda: len(wire.got) == 2, timeout_s=5)
+        assert [f for _t, f in wire.got] == [data, update]
+        # 10 Mb/s: 800 ns a byte, 24 B of preamble, FCS and gap a frame, then the delay
+        # (timers fire late on a real clock, never early)
+        t_data, t_update = (t - t0 for t, _f in wire.got)
+        assert t_data >= (1500 + 24) * 800 + 1_000
+        assert t_update >= (1500 + 24 + 60 + 24) * 800 + 1_000
+    finally:
+        d.close()
