@@ -62,14 +62,24 @@ def written_bundle(files: Mapping[str, str], cache: Path | None = None) -> Itera
         return
     try:
         _write(tmp, files)
-        os.rename(tmp, final)  # atomic; another switch may have put it there first
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if not final.is_dir():
-            raise
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    try:
+        os.rename(tmp, final)  # atomic; another switch may have put it there first
+        stored = True
+    except OSError:
+        # Another switch's copy is as good; anything else in the way (a file of that
+        # name) leaves ours to this load alone, as with a read-only cache.
+        stored = final.is_dir()
+    if not stored:
+        try:
+            yield tmp
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return
+    if os.path.isdir(tmp):
+        shutil.rmtree(tmp, ignore_errors=True)
     _prune(base, keep=final)
     yield str(final)
 

@@ -153,3 +153,21 @@ def test_a_cache_that_cannot_be_written_still_loads_the_sources(
     index = P4InfoIndex.build(p4info_of(ECMP_P4))
     assert LocalDevice(0, VirtualClock()).prepare(index, make_program_config(str(ECMP_P4)))
     assert set(Path(tempfile.gettempdir()).glob("emu-p4src-*")) == before
+
+
+def test_a_file_where_the_bundles_folder_goes_still_loads_the_sources(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Renaming the written bundle into place failed (a file held its name), and the
+    switch answered "compilation failed: [Errno 20] Not a directory" for a program that
+    compiles: the bundle is then used where it was written, and removed after the load."""
+    from emu.runtime.sourcebundle import bundle_digest
+
+    src = tmp_path / "src"
+    monkeypatch.setenv("EMU_P4SRC_CACHE", str(src))
+    monkeypatch.setenv("EMU_P4_CACHE", str(tmp_path / "p4"))
+    cfg = make_program_config(str(ECMP_P4))
+    src.mkdir()
+    (src / bundle_digest(json.loads(cfg)["files"])).write_text("junk")
+    index = P4InfoIndex.build(p4info_of(ECMP_P4))
+    assert LocalDevice(0, VirtualClock()).prepare(index, cfg)
+    assert [p.name for p in src.iterdir()] == [bundle_digest(json.loads(cfg)["files"])]
