@@ -162,9 +162,20 @@ class Requester:
 
     # -- retransmission timer ------------------------------------------------------
     def _arm_rto(self, now: int) -> None:
-        self._rto_deadline = now + self.rto_ns
-        if self._rto_timer is None:
-            self._rto_timer = self.clock.call_at(self._rto_deadline, self._on_rto)
+        dl = now + self.rto_ns
+        self._rto_deadline = dl
+        t = self._rto_timer
+        if t is None or t.when_ns > dl:
+            self._move_rto_timer(dl)
+
+    def _move_rto_timer(self, dl: int) -> None:
+        # The timer is lazy: a deadline moved later is found when it fires (_on_rto sleeps
+        # on), so an ACK costs no reschedule. A deadline moved earlier (progress reset a
+        # backed-off RTO) must move the timer, or the next timeout fires at the old one.
+        t = self._rto_timer
+        if t is not None:
+            t.cancel()
+        self._rto_timer = self.clock.call_at(dl, self._on_rto)
 
     def _on_rto(self) -> None:
         self._rto_timer = None
@@ -239,7 +250,14 @@ class Requester:
             s.nxt = new_una
         now = self.clock.now_ns()
         self.rto_ns = self.rto_base_ns
-        self._rto_deadline = now + self.rto_ns if new_una < s.snd_max else None
+        if new_una < s.snd_max:
+            dl = now + self.rto_ns
+            self._rto_deadline = dl
+            t = self._rto_timer
+            if t is None or t.when_ns > dl:
+                self._move_rto_timer(dl)
+        else:
+            self._rto_deadline = None
         self.recovery.on_ack(new_una)
         wrs = self._wrs
         h = self._head
