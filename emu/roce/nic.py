@@ -77,7 +77,9 @@ class Nic:
         p.ack_interval_ns = d.time_ns(p.ack_interval_ns)
         # Repeated timeouts double the RTO (reset by progress), as a RoCE NIC's retry
         # timer backs off; room for at least three doublings whatever rto_max_ns says.
-        p.rto_max_ns = max(p.rto_max_ns, RTO_BACKOFF_MAX * p.rto_ns)
+        # The cap is a duration like the RTO, dilated alike: the number of doublings a
+        # QP may make must not depend on D.
+        p.rto_max_ns = max(d.time_ns(p.rto_max_ns), RTO_BACKOFF_MAX * p.rto_ns)
         dc = self.dcqcn
         line = self.wire_line_rate
         pacer = Pacer(line, self.params.pacing_burst_ns, self.params.wire_overhead_bytes)

@@ -1,10 +1,16 @@
-"""The retransmission timer: when timeouts fire after back-off and progress."""
+"""The retransmission timer: when timeouts fire after back-off and progress, and the
+back-off cap under time dilation."""
 
 from __future__ import annotations
 
-from emu.roce.qp import QueuePair
+import math
 
-from .helpers import is_data, pair
+from emu.core.clock import VirtualClock
+from emu.core.port import MemLink
+from emu.roce.nic import Nic, NicParams
+from emu.roce.qp import QpParams, QueuePair
+
+from .helpers import is_data, pair, path_ab
 
 RTO = 100_000
 
@@ -61,3 +67,15 @@ def test_a_new_message_after_backed_off_recovery_times_out_at_the_base_rto() -> 
     sends = _timeout_sends(pass_at_timeout=2, second_post_ns=350_000)
     assert sends[:3] == [100_000, 300_000, 450_000]
 
+
+def test_rto_cap_is_dilated_like_the_rto() -> None:
+    """rto_max_ns (256 ms) against a 4 ms RTO: six doublings at any dilation D (at
+    D >= 10 the undilated cap left the 8x floor, three doublings)."""
+    for d in (1, 10, 100, 5000):
+        clk = VirtualClock()
+        link = MemLink(clk, rate_bps=int(100e9 // d), delay_ns=1000)
+        nic = Nic(clk, link.a, NicParams(mac="02:00:00:00:00:0a", ip="10.9.0.1", dilation=d))
+        r = nic.add_qp(QpParams(0x11, path_ab(), rto_ns=4_000_000)).requester
+        assert r.rto_base_ns == 4_000_000 * d
+        assert r.rto_max_ns == 256_000_000 * d
+        assert math.log2(r.rto_max_ns / r.rto_base_ns) == 6
