@@ -24,10 +24,11 @@ alpha and decide decreases (`DcqcnParams.alpha_update`):
 A decrease sets Rc = max(min_rate, Rc (1 - alpha 2^(10 - alpha_to_rate_shift)),
 min_dec_factor Rc): with the shift at 11 (NVIDIA's rpg_gd default) that is Rc (1 - alpha/2);
 min_dec_factor (rpg_min_dec_fac) bounds what one decrease may take, 0 for no bound.
-Before it, Rt = Rc (clamp) if clamp_target_rate (clamp_tgt_rate), or if the last increase
-event since the previous decrease was the byte counter's, or the timer's with
-clamp_after_timer_increase (clamp_tgt_rate_after_time_inc); otherwise (no increase since
-the previous decrease, or a timer one without that flag) Rt keeps its value. A non-zero rate_on_first_cnp_bps sets Rc = Rt to it on the first CNP.
+Before it, Rt = Rc (clamp) if clamp_target_rate (clamp_tgt_rate), or if a byte-counter
+increase event happened since the previous decrease (whatever timer events followed it),
+or a timer one with clamp_after_timer_increase (clamp_tgt_rate_after_time_inc);
+otherwise (no increase since the previous decrease, or only timer ones without that
+flag) Rt keeps its value. A non-zero rate_on_first_cnp_bps sets Rc = Rt to it on the first CNP.
 The decrease restarts the increase timer (every time_reset) and the byte counter (every
 byte_reset bytes sent; 0 disables it) and their stage counts i, j. Each increase event
 sets Rc = (Rt + Rc) / 2 after raising Rt as the stage says (`increase_stages`):
@@ -346,7 +347,6 @@ class ReactionPoint:
         self._decrease_pending = False
         self._decrease_timer: TimerHandle | None = None
         self.i = 0  # timer stage count since the last decrease
-        self._last_inc: str | None = None  # "timer"/"bytes": last increase since it
         self.j = 0  # byte-counter stage count since the last decrease
         self.bytes = 0
         self.cnps = 0
@@ -462,11 +462,13 @@ class ReactionPoint:
 
     def _clamps(self) -> bool:
         """Whether this decrease sets Rt = Rc (clamp_tgt_rate and
-        clamp_tgt_rate_after_time_inc as NVIDIA documents them)."""
+        clamp_tgt_rate_after_time_inc): after any byte-counter increase since the
+        previous decrease, whatever came after it (as the paper's simulator,
+        ns3-rdma rpr_cnm_received, tests its byte stage), and after a timer one only
+        with the flag."""
         p = self.p
-        last = self._last_inc
-        return (p.clamp_target_rate or last == "bytes"
-                or (last == "timer" and p.clamp_after_timer_increase))
+        return (p.clamp_target_rate or self.j > 0
+                or (self.i > 0 and p.clamp_after_timer_increase))
 
     def _decrease(self, alpha: float) -> None:
         p = self.p
@@ -481,7 +483,6 @@ class ReactionPoint:
         self.decreases += 1
         self.last_decrease_ns = now
         self.i = self.j = 0
-        self._last_inc = None
         self.bytes = 0
         self.active = True
         if self._timer is not None:
@@ -503,11 +504,9 @@ class ReactionPoint:
                 step = p.ai_rate_bps
             else:
                 step = p.hai_rate_bps
-            self._last_inc = "timer"
             self._increase(step)
         else:
             self.i += 1
-            self._last_inc = "timer"
             self._increase(self._qcn_step())
         if self.active:
             self._timer = self.clock.call_later(p.time_reset_ns, self._on_timer)
@@ -523,7 +522,6 @@ class ReactionPoint:
         while self.bytes >= reset and self.active:
             self.bytes -= reset
             self.j += 1
-            self._last_inc = "bytes"
             self._increase(self._qcn_step())
 
     def _qcn_step(self) -> float:

@@ -67,6 +67,26 @@ def test_timer_increase_clamps_only_with_after_time_inc(after_timer):
     assert rp.rt == (rc if after_timer else LINE)
 
 
+def test_a_byte_counter_increase_clamps_even_when_a_timer_increase_followed():
+    """clamp_tgt_rate_after_time_inc 0: a byte-counter increase, then a timer one, then
+    a CNP. The rule (ns3-rdma rpr_cnm_received: clamp if the byte stage is non-zero)
+    clamps after any byte-counter increase since the previous decrease; the model looked
+    only at the last increase, a timer one, and left Rt at the line rate."""
+    p = dataclasses.replace(dcqcn.profile("nvidia", LINE), clamp_after_timer_increase=False)
+    clk, rp = decreased_once(p)
+    rp.on_sent(32767)  # byte-counter event: j = 1, fast recovery
+    clk.advance_to(4_000 + 300_000)  # timer event: i = 1
+    assert (rp.i, rp.j) == (1, 1)
+    rc = rp.rc
+    rp.on_cnp()
+    clk.advance_to(308_000)
+    assert rp.decreases == 2
+    assert rp.rt == rc  # 87.75 Gb/s; it stayed at 100
+    cut = rp.rc
+    clk.advance_to(308_000 + 300_000)  # one fast-recovery timer event towards Rt
+    assert rp.rc == pytest.approx((rc + cut) / 2, rel=1e-12)  # 82.8 Gb/s; it was 88.9
+
+
 def test_clamp_target_rate_clamps_every_decrease():
     p = dataclasses.replace(dcqcn.profile("nvidia", LINE), clamp_target_rate=True)
     clk, rp = decreased_once(p)
