@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+
 import pytest
 
 from emu.core.clock import VirtualClock
-from emu.roce import dcqcn
+from emu.roce import dcqcn, wire
 from emu.roce.dcqcn import DcqcnParams, NotificationPoint, ReactionPoint
 from emu.roce.pacing import Dilation
+from emu.roce.qp import QueuePair
 from tests.roce.helpers import pair
 
 LINE = 100e9
@@ -172,10 +176,20 @@ def test_notification_point_rate_limit():
     assert all(np0.on_ce(t) for t in range(10))
 
 
-def test_cnp_per_qp_at_most_once_per_interval_end_to_end():
-    """All data CE-marked on the link: B sends one CNP per interval, A slows down."""
-    clk, a, b, qa, qb, link = pair(rate_bps=10_000_000_000,
-                                   nic_kw={"dcqcn": dcqcn.profile("nvidia", 10e9)})
+def _all_marked_run(dc: DcqcnParams) -> tuple[list[int], QueuePair, QueuePair]:
+    """A 2 MB message A -> B at 10 Gb/s with every data frame CE-marked on the way: the
+    times B sends its CNPs, and both QPs."""
+    cnp_times: list[int] = []
+    holder: list[VirtualClock] = []
+
+    def fate_b(frame: bytes) -> list[int]:
+        if len(frame) > 42 and frame[42] == wire.OP_CNP:
+            cnp_times.append(holder[0].now_ns())
+        return [0]
+
+    clk, a, b, qa, qb, link = pair(rate_bps=10_000_000_000, nic_kw={"dcqcn": dc},
+                                   fate_b=fate_b)
+    holder.append(clk)
     # mark every data frame CE on the way A -> B by a tap on B's receiver
     orig = link.b.receiver
     assert orig is not None
@@ -188,13 +202,39 @@ def test_cnp_per_qp_at_most_once_per_interval_end_to_end():
         orig(frame)
 
     link.b.set_receiver(deliver)
-    data = bytes(2_000_000)
-    wr = qa.post_send(data)
+    wr = qa.post_send(bytes(2_000_000))
     clk.run_until_idle()
     assert wr.completed_ns is not None
-    dur = wr.completed_ns - wr.posted_ns
-    sent = qb.responder.stats.cnps_sent
-    assert 1 <= sent <= dur // 50_000 + 1
+    return cnp_times, qa, qb
+
+
+def test_cnp_per_qp_at_most_once_per_interval_end_to_end():
+    """All data CE-marked on the link: B sends at most one CNP per 2 us (the nvidia
+    profile's pacing), A slows down. The first packets come at the line rate, ~0.9 us
+    apart, so the pacing must hold some back (the bound here was dur // 50 us + 1, which
+    even unpaced CNPs met)."""
+    dc = dcqcn.profile("nvidia", 10e9)
+    interval = dc.min_time_between_cnps_ns
+    assert interval == 2_000
+    cnp_times, qa, qb = _all_marked_run(dc)
+    rs = qb.responder.stats
+    sent = rs.cnps_sent
+    assert sent == len(cnp_times) >= 1
+    gaps = [t1 - t0 for t0, t1 in itertools.pairwise(cnp_times)]
+    # never closer than the interval, and as close as it while packets come faster
+    # (the first gaps are ~2.02 us; with 50 us pacing none is below 50 us)
+    assert interval <= min(gaps) < 2 * interval
+    assert qb.responder.np is not None and qb.responder.np.suppressed >= 1  # 16 of 1954
+    assert sent + qb.responder.np.suppressed == rs.ecn_marked_rcvd
     assert qa.requester.stats.cnps_rcvd == sent
     assert qa.rp is not None and qa.rp.decreases >= 1
-    assert qb.responder.stats.ecn_marked_rcvd == qb.responder.stats.data_pkts_rcvd
+    assert rs.ecn_marked_rcvd == rs.data_pkts_rcvd
+
+
+def test_without_cnp_pacing_every_marked_packet_gets_a_cnp():
+    """The same run with the pacing off: CNPs closer than 2 us, none held back (what the
+    test above tells apart from the paced run)."""
+    dc = dataclasses.replace(dcqcn.profile("nvidia", 10e9), min_time_between_cnps_ns=0)
+    cnp_times, _qa, qb = _all_marked_run(dc)
+    assert min(t1 - t0 for t0, t1 in itertools.pairwise(cnp_times)) < 2_000
+    assert qb.responder.stats.cnps_sent == qb.responder.stats.ecn_marked_rcvd
