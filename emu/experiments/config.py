@@ -99,8 +99,8 @@ class RunConfig:
     window_pkts: int | None = None
     mtu_bytes: int = 1024  # RoCE path MTU (payload per packet)
     # emu.roce.dcqcn profiles: hpcc (a CNP per marked packet, rates scaled to the link)
-    # reacts within the queue's fill time here; nvidia rate-limits CNPs to one per 50 us
-    # nominal, which dilation stretches to tens of milliseconds.
+    # reacts within the queue's fill time here; nvidia rate-limits CNPs to one per 2 us
+    # per QP nominal, which dilation stretches like every duration (10 ms at D = 5000).
     dcqcn_profile: str = DEFAULT_PROFILE
     plb: bool = False
     # PLB's N and M (emu.roce.plb): consecutive congested rounds before a QP re-paths with
