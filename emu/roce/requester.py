@@ -251,11 +251,7 @@ class Requester:
         now = self.clock.now_ns()
         self.rto_ns = self.rto_base_ns
         if new_una < s.snd_max:
-            dl = now + self.rto_ns
-            self._rto_deadline = dl
-            t = self._rto_timer
-            if t is None or t.when_ns > dl:
-                self._move_rto_timer(dl)
+            self._arm_rto(now)
         else:
             self._rto_deadline = None
         self.recovery.on_ack(new_una)
