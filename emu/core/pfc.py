@@ -12,7 +12,9 @@ Frame (all big-endian, padded with zeros to the 60-byte minimum, FCS not carried
     PAUSE: one 16-bit pause time (applies to every priority)
 A pause time is in quanta of 512 bit times of the link; 0 means "resume now". A new
 frame reloads a priority's timer (it does not add to it); the time of a class whose
-enable bit is clear is ignored.
+enable bit is clear is ignored. A receiver acts only on the priorities it has PFC
+enabled for (its lossless ones, as `mlnx_qos --pfc` or SONiC's pfc_enable set them): a
+PFC frame naming another priority is counted and has no effect.
 
 802.3x global PAUSE is honoured as "every priority paused" (configurable: `global_pause`
 "honour" or "drop"; dropped ones are counted as `pause_global_dropped`).
@@ -284,16 +286,20 @@ class PauseState:
     `on_frame` takes a MAC-control frame; `paused_until[p]` is the clock time until
     which priority p must not start a frame. `on_resume(prio_mask)` is called when a
     zero-quanta frame ends a pause early, so the transmitter can restart at once.
+    `enabled`: bit mask of the priorities PFC is enabled for on this port; a PFC frame
+    pauses only those (the others are counted in `rx` and go on sending). An 802.3x
+    PAUSE is not per priority and stops every one (`global_pause`).
     """
 
     __slots__ = ("until", "since", "acc_ns", "rx", "rx_global", "malformed", "global_pause",
-                 "rate_bps", "now", "on_resume", "on_pause", "ignore")
+                 "rate_bps", "now", "on_resume", "on_pause", "ignore", "enabled")
 
     def __init__(self, now: Callable[[], int], rate_bps: float,
-                 global_pause: str = "honour") -> None:
+                 global_pause: str = "honour", enabled: int = 0xFF) -> None:
         self.now = now
         self.rate_bps = rate_bps
         self.global_pause = global_pause
+        self.enabled = enabled
         self.until = [0] * NUM_PRIORITIES
         self.since = [0] * NUM_PRIORITIES
         self.acc_ns = [0] * NUM_PRIORITIES
@@ -315,15 +321,22 @@ class PauseState:
                 self.malformed["pause_global_dropped"] = \
                     self.malformed.get("pause_global_dropped", 0) + 1
                 return
-        self.apply(m.vector, m.quanta)
+            self.apply(m.vector, m.quanta, 0xFF)
+        else:
+            self.apply(m.vector, m.quanta, self.enabled)
 
-    def apply(self, vector: int, quanta: tuple[int, ...] | list[int]) -> None:
+    def apply(self, vector: int, quanta: tuple[int, ...] | list[int],
+              honour: int = 0xFF) -> None:
+        """Take the pause times of the classes in `vector`; only those also in `honour`
+        (the PFC-enabled ones, or all for a global PAUSE) stop their priority."""
         now = self.now()
         resumed = 0
         for p in range(NUM_PRIORITIES):
             if not vector >> p & 1:
                 continue  # the time of a class not enabled is ignored
             self.rx[p] += 1
+            if not honour >> p & 1:
+                continue  # PFC is not enabled for p here: the frame does not stop it
             if self.on_pause is not None:
                 self.on_pause(p, now)
             if self.ignore >> p & 1:

@@ -11,7 +11,8 @@ frames are priority 0). While a priority is paused, its frames wait in the MAC i
 their own class go on. A held queue is bounded (`hold_frames`); when full, `send`
 refuses the frame, which the Nic treats as a transmit stall and retries.
 
-Receive: MAC-control frames (EtherType 0x8808) are consumed here. With `rx_buffer_bytes`
+Receive: MAC-control frames (EtherType 0x8808) are consumed here; a PFC frame pauses only
+the `lossless` priorities (PFC is enabled for those), an 802.3x PAUSE every one. With `rx_buffer_bytes`
 set, other frames go through a receive buffer drained at `rx_drain_bps` (the host's
 processing rate); per lossless priority, above `rx_xoff_bytes` the MAC sends PAUSE to
 its leaf (re-sent at half the pause time), at or below `rx_xon_bytes` a resume. A
@@ -199,7 +200,10 @@ class HostMac(HostMacBase):
     def __init__(self, clock: Clock, lower: FramePort, params: HostPfcParams) -> None:
         super().__init__(clock, lower)
         self.params = params
-        self.pause = PauseState(clock.now_ns, params.rate_bps, params.global_pause)
+        # PFC enabled on the lossless priorities only (mlnx_qos --pfc): a PFC frame for
+        # another priority is counted and ignored, as the NIC's MAC does.
+        self.pause = PauseState(clock.now_ns, params.rate_bps, params.global_pause,
+                                sum(1 << p for p in params.lossless))
         self.pause.on_resume = lambda mask: self._flush()
         # receive buffer (slow receiver)
         self.rx_bytes = [0] * NUM_PRIORITIES

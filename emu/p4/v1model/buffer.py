@@ -16,8 +16,9 @@ too small for the link). Lossless queues are not tail-dropped at their egress de
 ingress accounting is their admission control. Lossy priorities keep tail drop.
 
 Egress side (the MAC). PAUSE frames received on a port (EtherType 0x8808, consumed
-before the pipeline) stop that port's queue of the priority for the quanta received;
-the other priorities go on. PAUSE frames the switch sends use the MAC path: they skip
+before the pipeline) stop that port's queue of the priority for the quanta received,
+if the priority is lossless (PFC is enabled for those only; a frame for another one is
+counted and ignored); the other priorities go on. PAUSE frames the switch sends use the MAC path: they skip
 the egress queues and the pipeline, and are never themselves paused.
 
 Which priority a packet has is standard_metadata.priority as the program sets it
@@ -95,6 +96,9 @@ class SwitchFlowControl(LosslessControl):
         self._wd_drop: set[int] = set()  # keys whose queue and priority group drop
         # Watchdog events in order: (clock ns, "storm" | "restored", port, priority).
         self.events: list[tuple[int, str, int, int]] = []
+        # PFC is enabled for the lossless priorities only: a PFC frame for another one
+        # (a lossy class, the CNPs') must not stop it; no watchdog would free it.
+        self._pfc_mask = sum(1 << p for p in settings.lossless)
         tm.attach_flow_control(self)
 
     # --- configuration ----------------------------------------------------------------
@@ -139,7 +143,7 @@ class SwitchFlowControl(LosslessControl):
         st = self.rx.get(port)
         if st is None:
             st = self.rx[port] = PauseState(self.clock.now_ns, self._rate(port),
-                                            self.cfg.global_pause)
+                                            self.cfg.global_pause, self._pfc_mask)
             st.on_resume = lambda mask: self._kick(port)
             if self.cfg.watchdog.enabled:
                 st.on_pause = lambda prio, now: self._wd_pause(port, prio, now)
