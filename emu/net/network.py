@@ -271,8 +271,7 @@ class EmuNet:
                 self.hosts[name].end_setup(proc)
             except NetError as exc:
                 problems.append(str(exc))
-        # Switch ports carry the largest frame of any host (a jumbo host talks to all).
-        mtu = max([1500, *(h.mtu for h in self.fabric.hosts)])
+        mtu = self.fabric.switch_mtu  # the largest frame of any host
         configure_switch_intfs([(e.intf, mtu) for pair in ends for e in pair if not e.is_host])
         if problems:
             raise NetError("; ".join(problems))

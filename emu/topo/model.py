@@ -361,6 +361,12 @@ class Fabric:
         return tuple(s for s in self.switches if s.role is role)
 
     @property
+    def switch_mtu(self) -> int:
+        """The MTU of every switch port: the largest host's (a jumbo host talks to every
+        other, so any switch port may carry its frames), never below Ethernet's 1500."""
+        return max([1500, *(h.mtu for h in self.hosts)])
+
+    @property
     def leaves(self) -> tuple[Switch, ...]:
         return self.by_role(Role.LEAF)
 

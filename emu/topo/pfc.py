@@ -33,8 +33,12 @@ def switch_flow_control(fabric: Fabric, switch: str, base: FlowControl) -> FlowC
 
 
 def port_links(fabric: Fabric, switch: str) -> dict[int, tuple[float, int, int]]:
-    """Port -> (rate bps, one-way delay ns, MTU) of its link in `fabric`."""
+    """Port -> (rate bps, one-way delay ns, MTU) of its link in `fabric`. The MTU is the
+    larger of the link's two ends (a maximum frame may be on the wire either way): a
+    switch port's is `Fabric.switch_mtu`, as EmuNet sets it, a host's its own."""
     links = {lk.index: lk for lk in fabric.links}
-    mtu = fabric.defaults.mtu
-    return {p.number: (float(links[p.link].rate_bps), links[p.link].delay_ns, mtu)
+    hosts = {h.name: h.mtu for h in fabric.hosts}
+    sw_mtu = fabric.switch_mtu
+    return {p.number: (float(links[p.link].rate_bps), links[p.link].delay_ns,
+                       max(sw_mtu, hosts.get(p.peer.node, 0)))
             for p in fabric.switch(switch).ports}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from emu.core.pfc import FlowControl, PfcThresholds
+from emu.core.pfc import FlowControl, PfcThresholds, headroom_bytes
 from emu.topo import LinkPfc, TopologyError, loads_topology
 from emu.topo.pfc import port_links, switch_flow_control
 
@@ -49,7 +49,20 @@ def test_switch_thresholds_follow_the_links():
     fc = switch_flow_control(f, "s1", FlowControl(mode="pfc"))
     assert fc.for_port(1) == PfcThresholds(40_000, 10_000, 50_000)
     assert fc.for_port(2) == PfcThresholds(30_540, 10_000, None)  # auto: from the link
-    assert port_links(f, "s1")[1] == (100e9, 1000, 1000)
+    # hosts of MTU 1000, yet the switch's ports are 1500 (EmuNet's floor): such frames
+    # can be on the link
+    assert port_links(f, "s1")[1] == (100e9, 1000, 1500)
+
+
+def test_port_links_mtu_covers_the_largest_frame_of_either_end():
+    """A jumbo host's frames reach every switch port (its leaf's, and through the
+    fabric every other): the headroom budgets two of them, not two default ones."""
+    f = loads_topology(TOPO.format(link1="{}").replace("  - {name: h2}",
+                                                       "  - {name: h2, mtu: 4200}"), "t.yaml")
+    assert f.switch_mtu == 4200
+    assert port_links(f, "s1") == {1: (100e9, 1000, 4200), 2: (100e9, 1000, 4200)}
+    # 25 000 B in flight + 2 x (4200 + 38) + the PAUSE (84) + 201 728 response bits
+    assert headroom_bytes(*port_links(f, "s1")[2]) == 58_776  # 53 376 with 1500
 
 
 def test_a_lone_xoff_below_the_runs_xon_halves():
