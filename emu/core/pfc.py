@@ -199,7 +199,9 @@ class FlowControl:
     default_rate_bps: the rate quanta are converted at on a port without a rate.
     reaction_ns: added to the peer's response time in each port's computed headroom
     (what the link carries in that time): a real-time emulation's processing lag, during
-    which frames already sent wait in the kernel and PAUSE frames wait to be read.
+    which frames already sent wait in the kernel and PAUSE frames wait to be read. It is
+    modelled time, as the links the headroom is computed on are the modelled ones (a lag
+    of L ns on a wire dilated D times is L / D modelled ns: the same bytes).
     """
 
     mode: Literal["off", "pfc", "credit"] = "off"

@@ -9,6 +9,7 @@ agents' summary rows ("pfc": their HostMac's counters). Times are those of the w
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,7 @@ __all__ = ["PfcSeries", "flow_control", "host_pfc_json", "paused_figure", "pfc_s
 
 LOSSLESS_PRIORITY = 3  # QosSettings.lossless: data (DSCP 26) on priority 3
 PFC_QUEUES = 8  # one queue per 802.1p priority, as PFC switches have
-REALTIME_REACTION_NS = 40_000_000  # wire time; see flow_control()
+REALTIME_REACTION_NS = 40_000_000  # wire time (FlowControl takes it modelled); see flow_control()
 
 # One switch's SwitchFlowControl.counters() (plus "headroom"), or a host MAC's, as JSON
 # (the daemon's admin `stats` -> "pfc", an agent's summary row -> "pfc"); the summary
@@ -68,7 +69,8 @@ def flow_control(plan: RunPlan) -> FlowControl | None:
     # Real time: a daemon or agent behind schedule reads frames late (measured up to
     # ~16 ms of traffic-manager lag on a loaded 2-core machine); the headroom covers
     # what the link carries meanwhile. Virtual time has no such lag.
-    reaction = 0 if cfg.virtual else REALTIME_REACTION_NS
+    # The headroom is computed on the modelled links: the lag in modelled time.
+    reaction = 0 if cfg.virtual else math.ceil(plan.dilation.modelled_ns(REALTIME_REACTION_NS))
     return FlowControl(mode="pfc", lossless=frozenset({LOSSLESS_PRIORITY}), watchdog=watchdog,
                        reaction_ns=reaction)
 

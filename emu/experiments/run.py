@@ -478,7 +478,8 @@ def bring_up(plan: RunPlan, run_dir: Path, log: Log
     timings["compile_s"] = time.monotonic() - t0
     net = EmuNet(plan.fabric, target, run_dir, pipeline=pipeline, pcap=cfg.pcap, log=log,
                  priority_queues=pfc.priority_queues(cfg), lock_wait_s=cfg.lock_wait_s,
-                 flow_control=pfc.flow_control(plan), seed=cfg.workload.seed)
+                 flow_control=pfc.flow_control(plan), seed=cfg.workload.seed,
+                 model=plan.model)
     net.__enter__()
     try:
         timings.update({f"net_{k}": v for k, v in net.timings.items()})

@@ -83,10 +83,13 @@ class EmuNet:
                  ready_timeout_s: float = 60.0, lock_wait_s: float = 0.0,
                  log: Callable[[str], None] | None = None, priority_queues: int = 1,
                  flow_control: FlowControl | None = None, seed: int = 1,
-                 reaper: bool = True) -> None:
+                 reaper: bool = True, model: Fabric | None = None) -> None:
         if grpc not in ("tcp", "unix"):
             raise ValueError("grpc must be 'tcp' or 'unix'")
         self.fabric = fabric
+        # The modelled fabric, of which `fabric` is the wire's version: the switches'
+        # PFC headroom is that of the modelled links (docs/pfc.md).
+        self.model = model if model is not None else fabric
         self.target = get_target(target) if isinstance(target, str) else target
         self.run_dir = Path(run_dir)
         self.pipeline = pipeline
@@ -303,7 +306,7 @@ class EmuNet:
         from emu.topo.pfc import port_links, switch_flow_control
 
         d = switch_flow_control(self.fabric, switch, self.flow_control).to_dict()
-        d["links"] = {str(p): list(v) for p, v in port_links(self.fabric, switch).items()}
+        d["links"] = {str(p): list(v) for p, v in port_links(self.model, switch).items()}
         return d
 
     def _wait_switches(self, ports: PortAllocator) -> None:

@@ -81,10 +81,14 @@ class SimFabric:
                  ecn: EcnSettings | None = None, qos: QosSettings | None = None,
                  clock: VirtualClock | None = None, program: Any = None,
                  program_switches: bool = True, pcap_dir: Path | None = None,
-                 flow_control: Any = None, seed: int = 1) -> None:
+                 flow_control: Any = None, seed: int = 1, model: Fabric | None = None
+                 ) -> None:
         from emu.p4.api import P4Switch
 
         self.fabric = fabric
+        # The modelled fabric (`fabric` is it on the wire, model.on_wire(dilation)): PFC
+        # headroom is the modelled link's, its response time looked up by modelled speed.
+        self.model = model if model is not None else fabric
         self.clock = clock or VirtualClock()
         self.program = program if program is not None else compile_fabric()
         nq = (qos or QosSettings()).priority_queues
@@ -145,7 +149,7 @@ class SimFabric:
         for sw in self.fabric.switches:
             self.switches[sw.name].enable_flow_control(
                 switch_flow_control(self.fabric, sw.name, fc),
-                links=port_links(self.fabric, sw.name),
+                links=port_links(self.model, sw.name),
                 src_mac=lambda _p, m=sw.mac: bytes.fromhex(m.replace(":", "")))
 
     def host_mac(self, host: str, **kw: Any) -> Any:
