@@ -169,8 +169,11 @@ class PfcThresholds:
 @dataclass(frozen=True)
 class WatchdogSettings:
     """PFC watchdog (SONiC semantics). A lossless egress queue paused without a break
-    for `detection_ns` (whether or not it holds packets) is declared stormed; the action
-    holds until no PAUSE for it has arrived for `restoration_ns`. Modelled time; the
+    for `detection_ns` (whether or not it holds packets) is declared stormed; `forward`
+    and `drop` hold until no PAUSE for it has arrived for `restoration_ns`; `alert`
+    (which never stopped honouring PAUSE) ends the moment the queue is no longer paused
+    (its last PAUSE expired, or a resume came), as SONiC ends it at the first poll where
+    the storm condition fails. Modelled time; the
     defaults are SONiC's 200 ms / 200 ms. `enabled` False by default."""
 
     enabled: bool = False

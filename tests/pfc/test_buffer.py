@@ -186,3 +186,27 @@ def test_reaction_allowance_adds_what_the_link_carries_to_the_headroom():
     assert need(FlowControl(mode="pfc")) == base
     assert need(FlowControl(mode="pfc", reaction_ns=40_000_000)) == base + 100_000
     assert FlowControl.from_dict(FlowControl(mode="pfc", reaction_ns=7).to_dict()).reaction_ns == 7
+
+
+def test_watchdog_alert_ends_when_the_queue_is_no_longer_paused():
+    """SONiC restores an alert at the first poll where the storm condition fails
+    (pfc_detect_*.lua), not after restoration time (pfc_restore.lua skips alert).
+    Here: at the moment the last PAUSE expires, or a resume arrives."""
+    wd = WatchdogSettings(enabled=True, detection_ns=100_000, restoration_ns=200_000_000,
+                          action="alert")
+    r = Rig(watchdog=wd)
+    for t in range(0, 1_000_000, 200_000):  # 1000 quanta (512 us) every 200 us to 800 us
+        r.clock.advance(t - r.clock.now_ns())
+        r.pause(3, 1000)
+    r.clock.run_until_idle()
+    assert [(t, what) for t, what, *_ in r.fc.events] == [(100_000, "storm"),
+                                                         (1_312_000, "restored")]
+    # a new storm ended by a zero-quanta resume ends there
+    start = r.clock.now_ns()
+    r.pause(3, 0xFFFF)
+    r.clock.advance(150_000)
+    r.pause(3, 0)
+    assert [(t - start, what) for t, what, *_ in r.fc.events[2:]] == [
+        (100_000, "storm"), (150_000, "restored")]
+    assert r.fc.counters()["watchdog"][f"{OUT}:3"] == {
+        "detected": 2, "restored": 2, "dropped": 0, "stormed": False}

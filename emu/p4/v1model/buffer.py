@@ -144,10 +144,19 @@ class SwitchFlowControl(LosslessControl):
         if st is None:
             st = self.rx[port] = PauseState(self.clock.now_ns, self._rate(port),
                                             self.cfg.global_pause, self._pfc_mask)
-            st.on_resume = lambda mask: self._kick(port)
+            st.on_resume = lambda mask: self._resumed(port, mask)
             if self.cfg.watchdog.enabled:
                 st.on_pause = lambda prio, now: self._wd_pause(port, prio, now)
         return st
+
+    def _resumed(self, port: int, mask: int) -> None:
+        """A zero-quanta frame ended pauses early: restart, and end an alert there."""
+        if self.storms and self.cfg.watchdog.action == "alert":
+            for prio in range(NUM_PRIORITIES):
+                wd = self.storms.get(port * 8 + prio)
+                if mask >> prio & 1 and wd is not None and wd.stormed:
+                    self._wd_alert_end(port, prio)
+        self._kick(port)
 
     # --- MAC: received control frames -----------------------------------------------------
 
@@ -295,7 +304,23 @@ class SwitchFlowControl(LosslessControl):
                 self._wd_drop.add(key)
                 self._flush(port, prio, wd)
             self._kick(port)
-        self._wd_restore_at(port, prio, wd.last_rx + self.cfg.watchdog.restoration_ns)
+            self._wd_restore_at(port, prio, wd.last_rx + self.cfg.watchdog.restoration_ns)
+        else:  # alert ends with the storm itself (SONiC: at the first poll it fails)
+            wd.restore = self.clock.call_at(st.until[prio],
+                                            lambda: self._wd_alert_end(port, prio))
+
+    def _wd_alert_end(self, port: int, prio: int) -> None:
+        """Alert: the queue is no longer paused (the last PAUSE expired or a resume
+        came) and the alert ends at once; a PAUSE that reloaded the timer moves it."""
+        wd = self.storms[port * 8 + prio]
+        if wd.restore is not None:
+            wd.restore.cancel()
+        wd.restore = None
+        until = self.rx[port].until[prio]
+        if until > self.clock.now_ns():
+            wd.restore = self.clock.call_at(until, lambda: self._wd_alert_end(port, prio))
+            return
+        self._wd_restored(port, prio)
 
     def _wd_restore_at(self, port: int, prio: int, when: int) -> None:
         wd = self.storms[port * 8 + prio]
@@ -309,6 +334,11 @@ class SwitchFlowControl(LosslessControl):
         if self.clock.now_ns() < due:  # PAUSE kept coming: wait for a quiet period
             self._wd_restore_at(port, prio, due)
             return
+        self._wd_restored(port, prio)
+
+    def _wd_restored(self, port: int, prio: int) -> None:
+        key = port * 8 + prio
+        wd = self.storms[key]
         wd.stormed = False
         wd.restored += 1
         self.events.append((self.clock.now_ns(), "restored", port, prio))
