@@ -33,7 +33,7 @@ from .wire import mac_bytes
 __all__ = [
     "BLOCK_BYTES", "CREDIT_DST", "CREDIT_VERSION", "ETHERTYPE_CREDIT", "FLAG_REQUEST",
     "HALF", "MODULO", "CreditPort", "CreditSettings", "CreditUpdate", "blocks",
-    "credit_frame", "fits", "parse_credit",
+    "check_buffer", "credit_frame", "fits", "min_buffer_bytes", "parse_credit",
 ]
 
 ETHERTYPE_CREDIT = 0x88B5  # IEEE 802 local experimental EtherType 1
@@ -53,6 +53,24 @@ _MASK = MODULO - 1
 def blocks(nbytes: int) -> int:
     """Flow-control blocks a frame of `nbytes` takes (64 bytes each, rounded up)."""
     return (nbytes + BLOCK_BYTES - 1) // BLOCK_BYTES
+
+
+ETH_HEADER = 14  # a frame's bytes beyond its MTU (FCS not carried)
+
+
+def min_buffer_bytes(mtu: int) -> int:
+    """Two maximum frames of a link of `mtu`, in whole blocks: less and the largest frame
+    can never be granted credit (its sender would wait for ever), or never two in flight."""
+    return 2 * blocks(mtu + ETH_HEADER) * BLOCK_BYTES
+
+
+def check_buffer(buffer_bytes: int, mtu: int, setting: str) -> None:
+    """ValueError naming `setting` when `buffer_bytes` cannot hold two maximum frames."""
+    need = min_buffer_bytes(mtu)
+    if buffer_bytes < need:
+        raise ValueError(f"{setting} {buffer_bytes} bytes cannot hold two maximum frames "
+                         f"of MTU {mtu} ({need} bytes in 64-byte blocks): raise it to at "
+                         f"least {need}")
 
 
 def fits(fccl: int, fctbs: int, nblocks: int) -> bool:
@@ -119,9 +137,8 @@ class CreditSettings:
     refresh_bytes: int = 65_536
 
     def __post_init__(self) -> None:
-        if self.buffer_bytes < 2 * 1536:
-            raise ValueError("credit buffer_bytes must hold at least two maximum frames "
-                             f"(3072), got {self.buffer_bytes}")
+        # The smallest switch MTU (1500); each link's own is checked where it is known.
+        check_buffer(self.buffer_bytes, 1500, "credit buffer_bytes")
         if not 1 <= self.update_blocks <= HALF:
             raise ValueError(f"credit update_blocks must be 1..{HALF}")
         if self.refresh_bytes < MIN_FRAME:

@@ -18,7 +18,7 @@ from emu.core.flowmode import FlowControlMode
 from emu.core.pfc import FlowControl, WatchdogSettings
 
 from .config import RunConfig
-from .plan import RunPlan
+from .plan import CREDIT, RunPlan
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -59,7 +59,8 @@ def flow_control(plan: RunPlan) -> FlowControl | None:
     dilation as every other timer."""
     cfg = plan.config
     if cfg.flow_control is FlowControlMode.CREDIT:
-        return FlowControl(mode="credit", lossless=frozenset({LOSSLESS_PRIORITY}))
+        return FlowControl(mode="credit", lossless=frozenset({LOSSLESS_PRIORITY}),
+                           credit=CREDIT)
     if cfg.flow_control is not FlowControlMode.PFC:
         return None
     wd_ns = plan.dilation.wire_ns(cfg.pfc_watchdog_ms * 1e6)

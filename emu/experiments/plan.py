@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from emu.core.credit import CreditSettings, check_buffer
+from emu.core.flowmode import FlowControlMode
 from emu.core.units import Dilation
 from emu.roce.config import AgentConfig, ConfigError
 from emu.roce.wire import IB_MTUS, max_ip_bytes
@@ -20,6 +22,9 @@ from .workloads import Workload, build_workload
 
 if TYPE_CHECKING:  # emu.control (gRPC) is imported only by the runs that program switches
     from emu.control import EcnSettings, FabricController, Flow, LbSettings
+
+
+CREDIT = CreditSettings()  # the switches' in credit runs (hosts grant what they can)
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,16 @@ def agent_settings(cfg: RunConfig, dilation: Dilation) -> AgentSettings:
                          AgentSettings.timer_resolution_ns)
 
 
+def _check_credit(cfg: RunConfig, model: Fabric) -> None:
+    """Credit runs: every switch port's buffer holds two of the largest frames it may
+    carry (refused before anything starts: a larger frame would wait for ever)."""
+    if cfg.flow_control is FlowControlMode.CREDIT:
+        try:
+            check_buffer(CREDIT.buffer_bytes, model.switch_mtu, "credit buffer_bytes")
+        except ValueError as exc:
+            raise RunConfigError(f"run configuration: topology {model.name}: {exc}") from None
+
+
 def _check_path_mtu(cfg: RunConfig, model: Fabric) -> None:
     """Every host's MTU holds the largest RoCE packet of the run's path MTU: a larger one
     never leaves a real NIC (nor a veth: EMSGSIZE), yet a virtual run carried it."""
@@ -156,6 +171,7 @@ def plan_run(cfg: RunConfig, model: Fabric | None = None) -> RunPlan:
         # line and effective.json describe what runs.
         model = without_link_delay(model)
     _check_path_mtu(cfg, model)
+    _check_credit(cfg, model)
     dilation = cfg.dilation_for(model)
     fabric = model.on_wire(dilation)
     from emu.control import ControlError, check_group_sizes

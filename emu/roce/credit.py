@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from emu.core.clock import Clock
-from emu.core.credit import HALF, CreditPort, CreditSettings, blocks
+from emu.core.credit import HALF, CreditPort, CreditSettings, blocks, check_buffer
 from emu.core.pfc import NUM_PRIORITIES
 from emu.core.port import FramePort
 
@@ -41,8 +41,8 @@ class HostCreditParams(HostMacParams):
         if self.rate_bps <= 0:
             raise ValueError("rate_bps must be positive")
         super().__post_init__()
-        if self.rx_buffer_bytes is not None and self.rx_buffer_bytes < 3072:
-            raise ValueError("rx_buffer_bytes must hold two maximum frames (3072)")
+        if self.rx_buffer_bytes is not None:  # the host's own largest frame must fit
+            check_buffer(self.rx_buffer_bytes, self.mtu, "rx_buffer_bytes")
 
 
 def host_credit_params(d: Mapping[str, object], mac: str, rate_bps: float

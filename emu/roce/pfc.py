@@ -45,6 +45,7 @@ class HostMacParams:
     hold_frames: int = 256
     rx_buffer_bytes: int | None = None  # None: no receive buffer (frames handled at once)
     rx_drain_bps: float = 10e9
+    mtu: int = 1500  # the host's: its largest frame is this plus the Ethernet header
 
     def __post_init__(self) -> None:
         if self.rx_buffer_bytes is not None and self.rx_drain_bps <= 0:

@@ -174,7 +174,8 @@ class SimFabric:
 
         params = HostCreditParams(mac=h.mac, rate_bps=self.fabric.links[h.link].rate_bps,
                                   dscp_priority=dict(self.qos.dscp_priority),
-                                  lossless=fc.lossless, credit=fc.credit, **kw)
+                                  lossless=fc.lossless, credit=fc.credit,
+                                  **{"mtu": h.mtu, **kw})
         return HostCreditMac(self.clock, self._ports[(h.name, h.port)], params)
 
     def _open_pcaps(self, directory: Path) -> None:

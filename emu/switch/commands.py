@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from emu.core import argtypes
+from emu.core.credit import check_buffer
 from emu.core.pfc import FlowControl
 from emu.core.wire import MAX_PORT
 
@@ -172,7 +173,11 @@ def _pfc_config(text: str | None) -> tuple[FlowControl | None,
                 d = json.load(f)
         links = {int(p): (float(v[0]), int(v[1]), int(v[2]))
                  for p, v in d.pop("links", {}).items()}
-        return FlowControl.from_dict(d), links
+        fc = FlowControl.from_dict(d)
+        if fc.mode == "credit":  # refused here, before the switch starts
+            for port, (_rate, _delay, mtu) in sorted(links.items()):
+                check_buffer(fc.credit.buffer_bytes, mtu, f"port {port}: credit buffer_bytes")
+        return fc, links
     except (OSError, ValueError, TypeError, IndexError, AttributeError, OverflowError,
             RecursionError) as exc:
         raise SystemExit(f"error: --pfc-config: {exc}") from None
