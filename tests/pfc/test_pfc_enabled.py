@@ -83,3 +83,19 @@ def test_host_a_pfc_frame_for_the_cnp_class_does_not_hold_cnps():
     assert [f[15] >> 2 for f in lower.frames] == [48]  # the CNP left, the data waits
     assert mac.counters()["pause_rx"] == [0, 0, 0, 1, 0, 0, 0, 1]
     assert mac.pause.until[7] == 0 and mac.pause.until[3] == 33_553_920
+
+
+def test_pause_quanta_are_timed_at_the_ports_rate_not_the_modelled_links():
+    """The switches' `links` are the modelled links (for headroom), a dilated run's clock
+    the wire's: a port without a rate of its own timed quanta at the modelled link's
+    100 Gb/s, dilation times too short; it takes `default_rate_bps`."""
+    clock, out = VirtualClock(), []
+    tm = TrafficManager(clock, lambda port, pkt, info: out.append(clock.now_ns()),
+                        default_priority_queues=8, default_depth_pkts=64)
+    fc = SwitchFlowControl(tm, FlowControl(mode="pfc", lossless={3}, default_rate_bps=1e9),
+                           lambda p, f: None, links={OUT: (100e9, 1_000, 1500)})
+    fc.on_mac_control(OUT, pfc_frame(SRC, {3: 1000}))  # 512,000 bit times: 512 us at 1G
+    fc.ingress = IN
+    tm.enqueue(OUT, object(), 1000, 3)
+    clock.run_until_idle()
+    assert out == [512_000]

@@ -18,8 +18,8 @@ ingress accounting is their admission control. Lossy priorities keep tail drop.
 Egress side (the MAC). PAUSE frames received on a port (EtherType 0x8808, consumed
 before the pipeline) stop that port's queue of the priority for the quanta received,
 if the priority is lossless (PFC is enabled for those only; a frame for another one is
-counted and ignored); the other priorities go on. PAUSE frames the switch sends use the MAC path: they skip
-the egress queues and the pipeline, and are never themselves paused.
+counted and ignored); the other priorities go on. PAUSE frames the switch sends use the
+MAC path: they skip the egress queues and the pipeline, and are never themselves paused.
 
 Which priority a packet has is standard_metadata.priority as the program sets it
 (fabric.p4 maps DSCP to it, QosSettings): the PFC priority is that same number.

@@ -52,11 +52,13 @@ class LosslessControl:
         self.links[port] = (rate_bps, delay_ns, mtu)
 
     def _rate(self, port: int) -> float:
+        """The rate PAUSE quanta are timed at: the port's own, on this clock. Not the
+        link's from `links`: that is the modelled link's, dilation times faster than
+        the wire a dilated run's clock times."""
         p = self.tm._ports.get(port)
         if p is not None and p.rate_bps:
             return p.rate_bps
-        link = self.links.get(port)
-        return link[0] if link else self.cfg.default_rate_bps
+        return self.cfg.default_rate_bps
 
     def _egress(self, port: int, priority: int) -> _Port | None:
         """The egress port a packet is queued on, or None (counted) for a priority
