@@ -80,7 +80,7 @@ class LosslessControl:
             return None
         now = self.clock.now_ns()
         ts = now // 1000
-        qdepth = p.pkts
+        qdepth = len(q)  # the packet's own priority queue, as BMv2 reports it
         st = p.stats
         st.enq_pkts += 1
         st.enq_bytes += size
@@ -132,7 +132,8 @@ class LosslessControl:
             else:
                 p.scheduled = False
         tm._on_dequeue(p.port, pkt,
-                       _tuple_new(DequeueInfo, (ts, qdepth, now // 1000 - ts, p.pkts, prio)))
+                       _tuple_new(DequeueInfo, (ts, qdepth, now // 1000 - ts,
+                                                len(p.queues[prio]), prio)))
 
     def _drop(self, port: int, prio: int, reason: str) -> None:
         self.tm.drops.count(port, reason)

@@ -8,8 +8,9 @@ queueing.h QueueingLogicPriRL), and what this module keeps:
   A higher priority value is served first (BMv2 stores priority p in internal queue
   N-1-p and serves internal queue 0 first); qid reported at dequeue equals the priority.
 - Capacity is per queue, in packets, default 64; a full queue tail-drops.
-- enq_qdepth = packets queued on the port (all its priority queues) just before the push;
-  deq_qdepth = packets left on the port after the pop (BMv2's egress_buffers.size(port)).
+- enq_qdepth = packets in the packet's own priority queue just before the push;
+  deq_qdepth = packets left in that queue after the pop (BMv2's
+  egress_buffers.size(port, priority), since 1.15.1; before, the port's total).
 - Timestamps are microseconds of the shared clock; deq_timedelta = dequeue - enqueue time.
 - Without a rate the queues never build: a packet for an idle port is dequeued (and its
   egress runs) inside enqueue, as BMv2's egress thread pops it at once; packets that
@@ -404,12 +405,12 @@ class TrafficManager:
             return None
         now = self._now_ns()
         ts = now // 1000
-        qdepth = p.pkts
+        qdepth = len(q)
         st = p.stats
         st.enq_pkts += 1
         st.enq_bytes += size_bytes
         q.append((pkt, size_bytes, ts, qdepth, now))
-        p.pkts = qdepth + 1
+        p.pkts += 1
         p.qbytes[priority] += size_bytes
         if not p.scheduled:
             p.scheduled = True
@@ -463,7 +464,7 @@ class TrafficManager:
             p.scheduled = False
         # State is settled before the callback, which may enqueue again.
         self._on_dequeue(p.port, pkt,
-                         _tuple_new(DequeueInfo, (ts, qdepth, now // 1000 - ts, left, prio)))
+                         _tuple_new(DequeueInfo, (ts, qdepth, now // 1000 - ts, len(q), prio)))
 
     def _serve_all(self, p: _Port, now: int) -> None:
         """A service turn of a port without a bit rate: everything queued now in one
@@ -482,7 +483,8 @@ class TrafficManager:
             if prio < 0:  # the port was reconfigured or emptied meanwhile
                 p.scheduled = False
                 return
-            pkt, size, ts, qdepth, enq_ns = queues[prio].popleft()
+            q = queues[prio]
+            pkt, size, ts, qdepth, enq_ns = q.popleft()
             p.pkts -= 1
             p.qbytes[prio] -= size
             st.deq_pkts += 1
@@ -497,7 +499,7 @@ class TrafficManager:
                     p.scheduled = False
             # State is settled before the callback, which may enqueue again.
             on_dequeue(p.port, pkt,
-                       _tuple_new(DequeueInfo, (ts, qdepth, now // 1000 - ts, p.pkts, prio)))
+                       _tuple_new(DequeueInfo, (ts, qdepth, now // 1000 - ts, len(q), prio)))
             if budget:
                 now = clock.now_ns()
 

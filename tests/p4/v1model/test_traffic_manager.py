@@ -88,11 +88,14 @@ def test_strict_priority_serves_high_before_low() -> None:
     tm.enqueue(1, "low1", 1000, priority=0)
     tm.enqueue(1, "low2", 1000, priority=1)
     r = tm.enqueue(1, "high", 1000, priority=7)
-    # enq_qdepth counts the whole port (BMv2 egress_buffers.size(port)).
-    assert r is not None and r.enq_qdepth == 2 and r.qid == 7
+    # enq_qdepth counts the packet's own priority queue (BMv2's
+    # egress_buffers.size(port, priority)): none ahead of "high", though the port holds 2.
+    assert r is not None and r.enq_qdepth == 0 and r.qid == 7
+    assert tm.enqueue(1, "low3", 1000, priority=0).enq_qdepth == 1  # type: ignore[union-attr]
     clock.run_until_idle()
-    assert sink.pkts() == ["first", "high", "low2", "low1"]
-    assert [i.qid for *_, i in sink.out] == [0, 7, 1, 0]
+    assert sink.pkts() == ["first", "high", "low2", "low1", "low3"]
+    assert [i.qid for *_, i in sink.out] == [0, 7, 1, 0, 0]
+    assert [i.deq_qdepth for *_, i in sink.out] == [0, 0, 0, 1, 0]
     # Out-of-range priority is dropped like BMv2 does.
     assert tm.enqueue(1, "bad", 100, priority=8) is None
     assert tm.drops.get(1, DropReason.PRIORITY_OUT_OF_RANGE) == 1
