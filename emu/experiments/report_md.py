@@ -93,16 +93,34 @@ def metrics_csv(points: Sequence[PointResult]) -> str:
 
 
 def by_configuration(points: Sequence[PointResult]) -> dict[str, list[PointResult]]:
+    """The points each configuration's means are over: those that completed. A failed
+    point may have written metrics.json (an incomplete run's partial figures); mixing
+    those in would average a run that never finished with ones that did."""
     out: dict[str, list[PointResult]] = {}
     for p in points:
-        if p.has_metrics:
+        if p.has_metrics and p.status == "done":
             out.setdefault(p.configuration, []).append(p)
     return out
 
 
+def failed_by_configuration(points: Sequence[PointResult]) -> dict[str, int]:
+    """How many points of each configuration failed (left out of its means)."""
+    out: dict[str, int] = {}
+    for p in points:
+        if p.status == "failed":
+            out[p.configuration] = out.get(p.configuration, 0) + 1
+    return out
+
+
+def _numbers(values: Sequence[Scalar | float]) -> list[float]:
+    return [float(v) for v in values
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v)]
+
+
 def mean_sd(values: Sequence[Scalar | float]) -> tuple[float, float] | None:
-    xs = [float(v) for v in values
-          if isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v)]
+    """Mean and sd of the numbers among `values` (None and NaN left out: a table cell
+    says how many it is over when that is fewer than its row's points, _table_cell)."""
+    xs = _numbers(values)
     if not xs:
         return None
     return statistics.fmean(xs), statistics.stdev(xs) if len(xs) > 1 else 0.0
@@ -222,19 +240,22 @@ def report_text(exp: Experiment, points: Sequence[PointResult],
               f"{', '.join(map(str, exp.seeds))}. Points: {len(points)}, {done} done, "
               f"{len(failed)} failed, {len(points) - done - len(failed)} not run. "
               "Every point's metrics: metrics.csv.", ""]
-    lines += ["Mean over seeds (± standard deviation); slowdown = FCT / ideal FCT on an "
+    lines += ["Mean over the seeds whose point completed (± standard deviation); failed "
+              "points are left out (seeds: completed (failed)); (n=k): only k of them have "
+              "that metric. Slowdown = FCT / ideal FCT on an "
               "empty fabric (the flow alone, store-and-forward on the fastest path, modelled).", ""]
     # Columns no point has (algbw without collectives, ...) would only say "-".
     table = [t for t in TABLE if any(mean_sd([p.metrics.get(t[0]) for p in ps])
                                      for ps in configs.values())]
     head = ["configuration", "seeds", *[h for _, h, _ in table]]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for c, ps in configs.items():
-        cells = [c, str(len(ps))]
-        for key, _h, fmt in table:
-            ms = mean_sd([p.metrics.get(key) for p in ps])
-            cells.append("-" if ms is None else fmt.format(ms[0]) +
-                         (f" ± {fmt.format(ms[1])}" if len(ps) > 1 else ""))
+    nfailed = failed_by_configuration(points)
+    for c in dict.fromkeys(p.configuration for p in points
+                           if p.configuration in configs or p.configuration in nfailed):
+        ps = configs.get(c, [])
+        seeds = str(len(ps)) + (f" ({nfailed[c]} failed)" if c in nfailed else "")
+        cells = [c, seeds, *(_table_cell([p.metrics.get(key) for p in ps], fmt)
+                             for key, _h, fmt in table)]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     if failed:
@@ -244,6 +265,17 @@ def report_text(exp: Experiment, points: Sequence[PointResult],
     for img in images:
         lines += [f"![{Path(img).stem}]({img})", ""]
     return "\n".join(lines)
+
+
+def _table_cell(values: Sequence[Scalar], fmt: str) -> str:
+    """mean ± sd over the row's completed points; "(n=k)" when only k of them have the
+    metric, so a mean over fewer points never passes for one over all of them."""
+    xs = _numbers(values)
+    ms = mean_sd(xs)
+    if ms is None:
+        return "-"
+    cell = fmt.format(ms[0]) + (f" ± {fmt.format(ms[1])}" if len(xs) > 1 else "")
+    return cell + (f" (n={len(xs)})" if len(xs) < len(values) else "")
 
 
 def write_report(out: Path, exp: Experiment) -> Path:
