@@ -154,6 +154,7 @@ class CollectiveResult:
     time_nominal_s: float | None  # time_s / dilation
     algbw_nominal_Bps: float | None  # nccl-tests: size / time
     busbw_nominal_Bps: float | None  # algbw x 2(n-1)/n (all-reduce) or (n-1)/n (all-to-all)
+    series: str = ""  # the repeated operation it is one of (Collective.series)
 
 
 def collective_results(workload: Workload, flows: Sequence[FlowResult],
@@ -171,7 +172,46 @@ def collective_results(workload: Workload, flows: Sequence[FlowResult],
         tn = None if t is None else dilation.modelled_s(t)
         alg = None if tn is None else c.size_bytes / tn
         out.append(CollectiveResult(c.id, c.kind, len(c.ranks), c.size_bytes, done, t, tn, alg,
-                                    None if alg is None else alg * c.bus_factor))
+                                    None if alg is None else alg * c.bus_factor,
+                                    c.series or c.kind))
+    return out
+
+
+@dataclass(frozen=True)
+class SeriesBandwidth:
+    """A run's bandwidth for one series of equal collectives, as nccl-tests reports it:
+    algbw = size / the mean operation time (not the mean of size / time, which weighs
+    the fast iterations up: 122 and 1220 us gave 0.295 GB/s for 0.098), busbw = algbw x
+    the series' bus factor."""
+
+    name: str  # the series ("dp", "tp", "allreduce", ...); "tp-3" if its ring sizes differ
+    kind: str
+    ranks: int
+    size_bytes: int
+    operations: int  # completed operations the mean time is over
+    time_nominal_s: float
+    algbw_nominal_Bps: float
+    busbw_nominal_Bps: float
+
+
+def series_bandwidths(colls: Sequence[CollectiveResult]) -> list[SeriesBandwidth]:
+    """Per series (and rank count, size) of the completed collectives, in first-seen order."""
+    from .workloads import bus_factor
+
+    groups: dict[tuple[str, str, int, int], list[float]] = {}
+    for c in colls:
+        if c.completed and c.time_nominal_s:
+            key = (c.series or c.kind, c.kind, c.ranks, c.size_bytes)
+            groups.setdefault(key, []).append(c.time_nominal_s)
+    shapes: dict[str, int] = {}
+    for series, *_ in groups:
+        shapes[series] = shapes.get(series, 0) + 1
+    out = []
+    for (series, kind, n, size), ts in groups.items():
+        name = series if shapes[series] == 1 else f"{series}-{n}x{size}"
+        t = sum(ts) / len(ts)
+        alg = size / t
+        out.append(SeriesBandwidth(name, kind, n, size, len(ts), t, alg, alg * bus_factor(kind, n)))
     return out
 
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from emu.topo import Fabric
 
 from .config import RunConfig
-from .metrics import FlowResult, percentile
+from .metrics import FlowResult, percentile, series_bandwidths
 from .summary import RunSummary
 
 if TYPE_CHECKING:
@@ -113,8 +113,11 @@ def point_metrics(s: RunSummary) -> PointMetrics:
     buckets = {name: {"flows": float(len(v)), "p50": percentile(v, 50),
                       "p99": percentile(v, 99)}
                for name, _ in BUCKETS if (v := by_bucket.get(name))}
-    algbw = [c.algbw_nominal_Bps / 1e9 for c in s.collectives if c.algbw_nominal_Bps]
-    busbw = [c.busbw_nominal_Bps / 1e9 for c in s.collectives if c.busbw_nominal_Bps]
+    bws = series_bandwidths(s.collectives)
+    # One series (an all-reduce, dp, ...): algbw_GBps/busbw_GBps are its. Several (mix:
+    # an 8-rank dp ring beside 2-rank tp rings, other bus factors): no one figure is
+    # defined, so only the per-series columns, algbw_GBps[dp], ..., hold them.
+    one = bws[0] if len(bws) == 1 else None
     jains = [u.jain for u in s.uplinks]
     q = s.queues[0] if s.queues else None
     allslow = [x for _, x in slow]
@@ -124,7 +127,8 @@ def point_metrics(s: RunSummary) -> PointMetrics:
         "traffic_modelled_s": None if traffic is None else traffic / dil,
         "slowdown_p50": percentile(allslow, 50) if allslow else None,
         "slowdown_p99": percentile(allslow, 99) if allslow else None,
-        "algbw_GBps": _mean(algbw), "busbw_GBps": _mean(busbw),
+        "algbw_GBps": one.algbw_nominal_Bps / 1e9 if one else None,
+        "busbw_GBps": one.busbw_nominal_Bps / 1e9 if one else None,
         "jain_uplinks": _mean(jains), "jain_uplinks_min": min(jains) if jains else None,
         "queue_p50_pkts": q.p50_pkts if q else None, "queue_p90_pkts": q.p90_pkts if q else None,
         "queue_p99_pkts": q.p99_pkts if q else None, "queue_max_pkts": q.max_pkts if q else None,
@@ -134,6 +138,9 @@ def point_metrics(s: RunSummary) -> PointMetrics:
         "retx_pkts": s.hosts.retx_pkts, "timeouts": s.hosts.timeouts,
         "reordered_pkts": s.hosts.reordered_pkts(), "reorder_hwm_pkts": s.hosts.reorder_hwm_pkts,
     }
+    for bw in bws:
+        flat[f"algbw_GBps[{bw.name}]"] = bw.algbw_nominal_Bps / 1e9
+        flat[f"busbw_GBps[{bw.name}]"] = bw.busbw_nominal_Bps / 1e9
     for name, b in buckets.items():
         flat[f"slowdown_p50[{name}]"] = b["p50"]
         flat[f"slowdown_p99[{name}]"] = b["p99"]

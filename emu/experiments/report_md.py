@@ -247,6 +247,7 @@ def report_text(exp: Experiment, points: Sequence[PointResult],
     # Columns no point has (algbw without collectives, ...) would only say "-".
     table = [t for t in TABLE if any(mean_sd([p.metrics.get(t[0]) for p in ps])
                                      for ps in configs.values())]
+    table += _series_columns(configs)
     head = ["configuration", "seeds", *[h for _, h, _ in table]]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     nfailed = failed_by_configuration(points)
@@ -265,6 +266,16 @@ def report_text(exp: Experiment, points: Sequence[PointResult],
     for img in images:
         lines += [f"![{Path(img).stem}]({img})", ""]
     return "\n".join(lines)
+
+
+def _series_columns(configs: dict[str, list[PointResult]]) -> list[tuple[str, str, str]]:
+    """busbw per collective series (busbw_GBps[dp], ...) of runs with several series
+    (mix), which have no single busbw: averaging a dp ring's with tp rings' would mix
+    different collectives."""
+    pts = [p for ps in configs.values() for p in ps if p.metrics.get("busbw_GBps") is None]
+    keys = dict.fromkeys(k for p in pts for k in p.metrics
+                         if k.startswith("busbw_GBps[") and p.metrics[k] is not None)
+    return [(k, f"busbw GB/s {k[len('busbw_GBps['):-1]}", "{:.2f}") for k in keys]
 
 
 def _table_cell(values: Sequence[Scalar], fmt: str) -> str:

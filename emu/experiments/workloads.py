@@ -100,12 +100,19 @@ class Collective:
     ranks: tuple[str, ...]
     size_bytes: int  # per-rank buffer (nccl-tests' "size")
     flow_ids: tuple[str, ...]
+    # Which repeated operation this is one of ("dp", "tp", or its kind): a run's algbw
+    # and busbw are per series, never averaged over different collectives.
+    series: str = ""
 
     @property
     def bus_factor(self) -> float:
         """busbw = algbw x this (nccl-tests: 2(n-1)/n all-reduce, (n-1)/n all-to-all)."""
-        n = len(self.ranks)
-        return 2 * (n - 1) / n if self.kind == "allreduce" else (n - 1) / n
+        return bus_factor(self.kind, len(self.ranks))
+
+
+def bus_factor(kind: str, n: int) -> float:
+    """nccl-tests' busbw / algbw: 2(n-1)/n for all-reduce, (n-1)/n for all-to-all."""
+    return 2 * (n - 1) / n if kind == "allreduce" else (n - 1) / n
 
 
 @dataclass(frozen=True)
@@ -240,7 +247,8 @@ def _incast(p: WorkloadParams, hosts: list[str]) -> list[FlowSpec]:
 
 
 def _ring_allreduce(p: WorkloadParams, ranks: list[str], fid: str = "ar",
-                    cname: str = "allreduce") -> tuple[list[FlowSpec], list[Collective]]:
+                    cname: str = "allreduce", series: str = "allreduce",
+                    ) -> tuple[list[FlowSpec], list[Collective]]:
     """Ring all-reduce: 2(n-1) steps (reduce-scatter then all-gather); in each step every
     rank sends one chunk (buffer/n) to its successor, once it has sent its previous
     chunk and received its predecessor's. Flow ids start with `fid`, collective ids
@@ -267,7 +275,8 @@ def _ring_allreduce(p: WorkloadParams, ranks: list[str], fid: str = "ar",
                 this = _ar_id(it, k, r, fid)
                 flows.append(FlowSpec(this, r, ranks[(i + 1) % n], chunk, after, cid))
                 ids.append(this)
-        colls.append(Collective(cid, "allreduce", tuple(ranks), p.message_bytes, tuple(ids)))
+        colls.append(Collective(cid, "allreduce", tuple(ranks), p.message_bytes, tuple(ids),
+                                series))
     return flows, colls
 
 
@@ -295,7 +304,8 @@ def _alltoall(p: WorkloadParams, ranks: list[str]) -> tuple[list[FlowSpec], list
                     fid = f"a2a{it}-{src}-{dst}"
                     flows.append(FlowSpec(fid, src, dst, part, after, cid))
                     ids.append(fid)
-        colls.append(Collective(cid, "alltoall", tuple(ranks), p.message_bytes, tuple(ids)))
+        colls.append(Collective(cid, "alltoall", tuple(ranks), p.message_bytes, tuple(ids),
+                                "alltoall"))
     return flows, colls
 
 
@@ -339,7 +349,7 @@ def _training(p: WorkloadParams, hosts: list[str],
     flows: list[FlowSpec] = []
     colls: list[Collective] = []
     if p.kind in ("dp", "mix"):
-        f, c = _ring_allreduce(p, [h for g in groups for h in g], "dp", "dp")
+        f, c = _ring_allreduce(p, [h for g in groups for h in g], "dp", "dp", "dp")
         flows += f
         colls += c
     if p.kind in ("tp", "mix"):
@@ -348,7 +358,7 @@ def _training(p: WorkloadParams, hosts: list[str],
             raise WorkloadError("tensor parallelism needs a leaf with 2+ hosts")
         for g in tp:
             leaf = host_leaf[g[0]]
-            f, c = _ring_allreduce(p, g, f"tp-{leaf}-", f"tp-{leaf}-")
+            f, c = _ring_allreduce(p, g, f"tp-{leaf}-", f"tp-{leaf}-", "tp")
             flows += f
             colls += c
     if p.kind in ("pp", "mix"):
