@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from emu.core.units import Dilation
+from emu.core.wire import WIRE_OVERHEAD_BYTES
 
 from .jsontypes import Row, count, num, number, sub
 from .workloads import Workload
@@ -439,9 +440,6 @@ def uplink_balance(deltas: Mapping[PortKey, PortCount],
 # --------------------------------------------------------------------------- fidelity
 
 
-WIRE_OVERHEAD_BYTES = 20  # preamble, SFD and inter-frame gap: on the link, not in tx_bytes
-
-
 def busiest_link_utilisation(deltas: Mapping[PortKey, PortCount],
                              rates_bps: Mapping[PortKey, float],
                              traffic_s: float | None) -> tuple[float | None, PortKey | None]:
@@ -458,6 +456,8 @@ def busiest_link_utilisation(deltas: Mapping[PortKey, PortCount],
         rate = rates_bps.get(key)
         if not rate or not math.isfinite(rate) or c.tx_pkts == 0:
             continue
+        # what the port serialises: the frame + preamble, SFD, FCS and gap (the plot's
+        # port_series counts the same)
         busy_s = (c.tx_bytes + WIRE_OVERHEAD_BYTES * c.tx_pkts) * 8 / rate
         if best is None or busy_s > best[0]:
             best = (busy_s, key)

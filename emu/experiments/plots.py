@@ -213,8 +213,9 @@ def plot_queues(samples: Sequence[tuple[float, str, int, float]], hottest: Seque
 
 def utilization(series: Sequence[tuple[float, int]], rate_bps: float, min_window_s: float = 0.0,
                 frame_bytes: int = 0) -> list[tuple[float, float]]:
-    """(t_s, fraction of `rate_bps`) over windows of consecutive cumulative byte samples,
-    each at least `min_window_s` long.
+    """(t_s, fraction of `rate_bps`) over windows of consecutive samples of cumulative
+    bytes on the wire (frames + emu.core.wire.WIRE_OVERHEAD_BYTES each, as
+    report.port_series gives them), each at least `min_window_s` long.
 
     A link cannot send faster than its rate, so a window's excess over 100% that the
     measurement explains is read as 100%: one frame of `frame_bytes` (counters move by

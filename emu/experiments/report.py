@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
+from emu.core.wire import WIRE_OVERHEAD_BYTES
+
 from . import metrics as M
 from . import plots, results
 from .agent_configs import FRAME_OVERHEAD_BYTES, base_rtt_s
@@ -236,12 +238,15 @@ def run_figures(plan: RunPlan, rec: RunRecords, summary: RunSummary) -> dict[str
 
 
 def port_series(snaps: Sequence[Snapshot]) -> dict[M.PortKey, list[tuple[float, int]]]:
-    """Each port's (t_s, cumulative tx_bytes), timed when its switch was read (a sample
-    reads the switches one after another; the sample's own time would add jitter)."""
+    """Each port's (t_s, cumulative bytes on the wire: tx_bytes + WIRE_OVERHEAD_BYTES per
+    frame, what the port serialises), timed when its switch was read (a sample reads the
+    switches one after another; the sample's own time would add jitter). Without the
+    overhead a saturated 1082 B-frame link read 97.8%, a 314 B one 92.9%."""
     series: dict[M.PortKey, list[tuple[float, int]]] = {}
     for s in snaps:
         for key, c in s.ports.items():
-            series.setdefault(key, []).append((s.switch_t.get(key[0], s.t_s), c.tx_bytes))
+            series.setdefault(key, []).append(
+                (s.switch_t.get(key[0], s.t_s), c.tx_bytes + WIRE_OVERHEAD_BYTES * c.tx_pkts))
     return series
 
 

@@ -180,7 +180,7 @@ def test_efficiency_bounds_depend_on_what_explains_idle_links() -> None:
 
 def test_busiest_link_utilisation() -> None:
     rate = 8e6  # 1 MB/s
-    deltas = {("l", 1): M.PortCount(tx_pkts=100, tx_bytes=498_000),  # 0.5 s busy on the wire
+    deltas = {("l", 1): M.PortCount(tx_pkts=100, tx_bytes=497_600),  # + 24 B each: 0.5 s on the wire
               ("l", 2): M.PortCount(tx_pkts=10, tx_bytes=10_000),
               ("l", 3): M.PortCount(tx_pkts=5000, tx_bytes=5_000_000)}  # no rate known
     rates = {("l", 1): rate, ("l", 2): rate}
