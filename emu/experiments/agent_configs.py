@@ -13,6 +13,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from emu.core.units import Dilation
+from emu.core.wire import WIRE_OVERHEAD_BYTES
 from emu.roce.config import (
     AgentConfig,
     FlowConfig,
@@ -25,7 +26,7 @@ from emu.roce.config import (
 from emu.roce.dcqcn import DEFAULT_PROFILE
 from emu.roce.plb import PlbParams
 from emu.roce.recovery import RecoveryMode
-from emu.roce.wire import AckClass
+from emu.roce.wire import ACK_BYTES, DATA_HEADER_BYTES, AckClass
 from emu.topo import Fabric, Port
 from emu.topo.paths import W, heaviest_path_ports
 
@@ -76,8 +77,10 @@ def udp_sport(src: str, dst: str, seed: int = 0) -> int:
     return SPORT_MIN + zlib.crc32(f"{seed}:{src}->{dst}".encode()) % (65536 - SPORT_MIN)
 
 
-FRAME_OVERHEAD_BYTES = 78  # Ethernet + IPv4 + UDP + BTH + ICRC + preamble/IFG around a payload
-ACK_FRAME_BYTES = 84  # an ACK on the wire, preamble/IFG included
+# A data frame on the wire beyond its payload (82: Ethernet + IPv4 + UDP + BTH + ICRC,
+# then preamble, FCS and gap), an ACK's (86). RETH/ImmDt: emu.experiments.fct.
+FRAME_OVERHEAD_BYTES = DATA_HEADER_BYTES + WIRE_OVERHEAD_BYTES
+ACK_FRAME_BYTES = ACK_BYTES + WIRE_OVERHEAD_BYTES
 MIN_WINDOW_PKTS = 32
 
 

@@ -44,7 +44,8 @@ def _dcqcn(cfg: AgentConfig, profile: str) -> JsonDict:
     from emu.roce.pacing import Dilation as HostDilation
 
     n = cfg.nic
-    host = HostDilation(n.time_dilation, n.timer_resolution_ns, n.line_rate_bps, n.mtu + 78)
+    host = HostDilation(n.time_dilation, n.timer_resolution_ns, n.line_rate_bps,
+                         n.mtu + FRAME_OVERHEAD_BYTES)  # as emu.roce.nic.Nic sets it
     floor = host.floor_ns()
     wire, clamped = scaled(cfg.dcqcn, host, floor)
     why = (f"a wire duration below {floor} ns (max of the timer resolution "

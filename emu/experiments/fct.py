@@ -2,13 +2,14 @@
 
 The ideal is the flow alone on the modelled fabric, store-and-forward, as the emulator
 itself carries it: the message leaves the sender as RoCE MTU packets back to back (each
-payload plus FRAME_OVERHEAD_BYTES of headers, preamble and gap), every hop serialises
-each packet at its port's rate after the packet has fully arrived, plus its link's
-delay, and the responder's ACK of the last packet comes back the same way; on the
-fastest equal-cost path, since the ideal is the best the empty fabric allows (a flow a
-load balancer puts on asym4's slow uplink shows it as a slowdown). So a lone flow's
-slowdown is 1 (up to RETH and immediate bytes and the NICs' processing), whatever its
-size or the link delays. The measured FCT (sender post to last ACK, wire time) is
+its payload, padded to 4 bytes, plus FRAME_OVERHEAD_BYTES of headers, preamble, FCS and
+gap; the first packet's RETH and the last's immediate data too, as every flow here is a
+WRITE with immediate), every hop serialises each packet at its port's rate after the
+packet has fully arrived, plus its link's delay, and the responder's ACK of the last
+packet (ACK_FRAME_BYTES) comes back the same way; on the fastest equal-cost path, since
+the ideal is the best the empty fabric allows (a flow a load balancer puts on asym4's
+slow uplink shows it as a slowdown). So a lone flow's slowdown is 1, whatever its size
+or the link delays (the NICs here take no processing time). The measured FCT (sender post to last ACK, wire time) is
 divided by the dilation. Experiment reports take these same slowdowns
 (emu.experiments.points).
 
@@ -25,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from emu.core.units import Dilation
+from emu.roce.wire import IMMDT_BYTES, RETH_BYTES
 from emu.topo import Fabric
 from emu.topo.paths import host_path_ports
 
@@ -74,30 +76,50 @@ class IdealFct:
 
     def __call__(self, src: str, dst: str, size_bytes: int) -> float:
         n = max(1, -(-size_bytes // self.mtu))
-        full = (self.mtu + FRAME_OVERHEAD_BYTES) * 8
-        last = (size_bytes - (n - 1) * self.mtu + FRAME_OVERHEAD_BYTES) * 8
-        there = min(_train(hops, n, full, last) for hops in self.paths(src, dst))
+        rest = size_bytes - (n - 1) * self.mtu
+        # WRITE FIRST carries a RETH, WRITE LAST with immediate the ImmDt, WRITE ONLY
+        # with immediate both; each payload is padded to 4 bytes (78 B of headers and no
+        # RETH/ImmDt made a lone 64 KB flow's slowdown 1.0020).
+        last = (rest + (-rest & 3) + IMMDT_BYTES + FRAME_OVERHEAD_BYTES) * 8
+        if n == 1:
+            first = mid = last = last + RETH_BYTES * 8
+        else:
+            mid = (self.mtu + (-self.mtu & 3) + FRAME_OVERHEAD_BYTES) * 8
+            first = mid + RETH_BYTES * 8
+        there = min(_train(hops, n, first, mid, last) for hops in self.paths(src, dst))
         back = min(sum(ACK_FRAME_BYTES * 8 / r + d for r, d in hops)
                    for hops in self.paths(dst, src))
         return there + back
 
 
-def _train(hops: Sequence[tuple[float, float]], n: int, full_bits: int,
+def _train(hops: Sequence[tuple[float, float]], n: int, first_bits: int, mid_bits: int,
            last_bits: int) -> float:
-    """When the last of `n` packets (n - 1 of full_bits, then one of last_bits), all
-    ready at time 0, has crossed `hops` store-and-forward. Full packet i leaves hop k at
-    done_k + i x gap_k (done_k: packet 0's finish there, gap_k: the slowest serialisation
-    so far), so only the last packet needs following hop by hop."""
-    done = 0.0  # packet 0's arrival at the next hop
-    gap = 0.0
-    arrive = 0.0  # the last packet's arrival at the next hop
-    for rate, delay in hops:
-        done += full_bits / rate
-        gap = max(gap, full_bits / rate)
-        free = done + (n - 2) * gap if n > 1 else 0.0  # when packet n - 2 is out
-        arrive = max(arrive, free) + last_bits / rate + delay
-        done += delay
-    return arrive
+    """When the last of `n` packets (one of first_bits, n - 2 of mid_bits, one of
+    last_bits; n == 1: last_bits alone), all ready at time 0, has crossed `hops`
+    store-and-forward. Tandem FIFO servers: the last packet's exit is every link delay
+    plus the costliest monotone path through the (packet, hop) grid, each cell costing
+    that packet's serialisation at that hop. Such a path takes the first packet over
+    hops 1..a, the middle ones from hop a to hop b (each of those hops once and the
+    rest of them at the slowest), the last packet over hops b..K: O(K^3), any n."""
+    delays = sum(d for _r, d in hops)
+    k = len(hops)
+    t0 = [first_bits / r for r, _d in hops]
+    tm = [mid_bits / r for r, _d in hops]
+    tl = [last_bits / r for r, _d in hops]
+    if n == 1:
+        return sum(tl) + delays
+    best = 0.0
+    for a in range(k):
+        head = sum(t0[:a + 1])
+        for b in range(a, k):
+            tail = sum(tl[b:])
+            if n == 2:
+                if b == a:
+                    best = max(best, head + tail)
+                continue
+            mids = sum(tm[a:b + 1]) + (n - 3) * max(tm[a:b + 1])
+            best = max(best, head + mids + tail)
+    return best + delays
 
 
 def with_slowdown(flows: Sequence[FlowResult], model: Fabric, dilation: Dilation,

@@ -49,7 +49,8 @@ class Nic:
         self.ctrl_tx_drops = 0
         self.tx_stalls = 0
         self.dilation = Dilation(params.dilation, params.timer_resolution_ns,
-                                 params.line_rate_bps, params.mtu + 78)
+                                 params.line_rate_bps,
+                                 params.mtu + wire.DATA_HEADER_BYTES + WIRE_OVERHEAD_BYTES)
         self.wire_line_rate = self.dilation.wire_line_rate_bps
         floor = self.dilation.floor_ns()
         self.dcqcn, self.clamped = scaled(params.dcqcn, self.dilation, floor)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from emu.core.units import Dilation as _Dilation
 from emu.core.wire import WIRE_OVERHEAD_BYTES
+from emu.roce.wire import DATA_HEADER_BYTES
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,8 @@ class Dilation(_Dilation):
 
     timer_resolution_ns: int = 0
     nominal_line_rate_bps: float | None = None
-    mtu_frame_bytes: int = 1024 + 58
+    # one full data frame on the wire: payload + headers + preamble, FCS and gap
+    mtu_frame_bytes: int = 1024 + DATA_HEADER_BYTES + WIRE_OVERHEAD_BYTES
 
     @property
     def wire_line_rate_bps(self) -> float | None:

@@ -69,8 +69,19 @@ HAS_RETH = frozenset({OP_WRITE_FIRST, OP_WRITE_ONLY, OP_WRITE_ONLY_IMM})
 HAS_IMM = frozenset({OP_SEND_LAST_IMM, OP_SEND_ONLY_IMM, OP_WRITE_LAST_IMM, OP_WRITE_ONLY_IMM})
 STARTS_MSG = frozenset(_FIRST | _ONLY)
 ENDS_MSG = frozenset(_LAST | _ONLY)
+# Header sizes, one definition for the packets built here and for everything that
+# estimates their wire time (ideal FCT, frame times, windows, the DCQCN timer floor).
+HEADER_BYTES = 54  # Ethernet 14 + IPv4 20 + UDP 8 + BTH 12
+ICRC_BYTES = 4
+RETH_BYTES = 16  # WRITE first/only: va, rkey, DMA length
+IMMDT_BYTES = 4  # ... with immediate, on the message's last/only packet
+AETH_BYTES = 4
+# A data frame's bytes beyond its payload, RETH/ImmDt and pad (58); an ACK frame (62).
+DATA_HEADER_BYTES = HEADER_BYTES + ICRC_BYTES
+ACK_BYTES = HEADER_BYTES + AETH_BYTES + ICRC_BYTES
 # Extension header bytes before the payload, per opcode.
-EXT_LEN = {op: (16 if op in HAS_RETH else 0) + (4 if op in HAS_IMM else 0) for op in DATA_OPCODES}
+EXT_LEN = {op: (RETH_BYTES if op in HAS_RETH else 0) + (IMMDT_BYTES if op in HAS_IMM else 0)
+           for op in DATA_OPCODES}
 
 # AETH syndromes: ACK with "no credit information" (end-to-end credits unused), and the
 # NAK codes we generate or understand.
@@ -82,7 +93,7 @@ ECN_NOT_ECT = 0
 ECN_ECT0 = 2
 ECN_CE = 3
 
-_HDR_LEN = 54  # Ethernet 14 + IPv4 20 + UDP 8 + BTH 12
+_HDR_LEN = HEADER_BYTES
 _ICRC_OFF = 14  # the ICRC covers bytes from the IP header on
 _PAD = (b"", b"\0", b"\0\0", b"\0\0\0")
 _pack_icrc = struct.Struct("<I").pack
@@ -100,7 +111,7 @@ IB_MTUS = (256, 512, 1024, 2048, 4096)  # the path MTUs InfiniBand defines
 def max_ip_bytes(path_mtu: int) -> int:
     """The largest IPv4 packet a QP with this path MTU sends (a full WRITE ONLY with
     immediate: RETH, ImmDt, padding, ICRC): what the interface MTU must hold."""
-    return _HDR_LEN - 14 + max(EXT_LEN.values()) + path_mtu + (-path_mtu) % 4 + 4
+    return _HDR_LEN - 14 + max(EXT_LEN.values()) + path_mtu + (-path_mtu) % 4 + ICRC_BYTES
 
 
 def mac_bytes(mac: str) -> bytes:

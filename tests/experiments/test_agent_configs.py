@@ -102,7 +102,7 @@ def test_a_run_chooses_the_ack_class() -> None:
 
 
 def test_path_queue_delay_counts_every_full_queue_on_the_path() -> None:
-    frame_s = (1024 + 78) * 8 / 20e6  # clos4 at 20 Mb/s: 64-packet queues
+    frame_s = (1024 + 82) * 8 / 20e6  # clos4 at 20 Mb/s: 64-packet queues
     same_leaf = path_queue_delay_s(FABRIC, "h1", "h2", 1024, priority_queues=1)
     cross = path_queue_delay_s(FABRIC, "h1", "h3", 1024, priority_queues=1)
     assert same_leaf == pytest.approx(2 * 64 * frame_s)  # leaf -> host, each way
@@ -140,11 +140,11 @@ def test_source_ports_spread_and_stable() -> None:
 
 def test_base_rtt_and_window_follow_the_path() -> None:
     """Hand calculation on clos4 at 20 Mb/s (5 ms per link): h1 -> h3 crosses four links
-    each way; out, one 1102-byte frame per link; back, one 84-byte ACK per link."""
+    each way; out, one 1106-byte frame per link; back, one 86-byte ACK per link."""
     rtt = base_rtt_s(FABRIC, "h1", "h3", 1024)
-    assert rtt == pytest.approx(8 * 5e-3 + 4 * 1102 * 8 / 20e6 + 4 * 84 * 8 / 20e6)
-    # 2 x BDP in 1102-byte frames (~ 2 x 92): a lone QP is never window-limited.
-    bdp = rtt * 20e6 / (1102 * 8)
+    assert rtt == pytest.approx(8 * 5e-3 + 4 * 1106 * 8 / 20e6 + 4 * 86 * 8 / 20e6)
+    # 2 x BDP in 1106-byte frames (~ 2 x 92): a lone QP is never window-limited.
+    bdp = rtt * 20e6 / (1106 * 8)
     assert window_pkts_for(FABRIC, "h1", "h3", AgentSettings()) == math.ceil(2 * bdp)
     assert window_pkts_for(FABRIC, "h1", "h3", AgentSettings(window_pkts=8)) == 8
 

@@ -152,7 +152,7 @@ def test_summary_shows_every_fidelity_signal_and_skips_bringup_lag(allreduce_run
     snaps[1].tm_lag_ms = 0.2
     s = build_summary(plan, RunRecords(rows, {h: 0.0 for h in rows}, snaps, 1.0), None)
     assert s.fidelity.tm_lag_max_ms == 0.2
-    assert s.fidelity.frame_time_ms == pytest.approx((1024 + 78) * 8 / 20e6 * 1e3)
+    assert s.fidelity.frame_time_ms == pytest.approx((1024 + 82) * 8 / 20e6 * 1e3)
     text = render_text(s)
     for needle in ("TM lag p90 0.2 ms", "sender pacing lag p99", "frame time 0.44 ms",
                    "busiest link utilisation", "refused sends 0", "kernel drops"):

@@ -143,7 +143,7 @@ def test_profiles_and_scaling():
         dcqcn.profile("nope")
     # D = 5000: 100 Gbps as 20 Mbps; durations x5000; bytes unchanged; floor clamps
     d = Dilation(5000, timer_resolution_ns=10_000_000, nominal_line_rate_bps=100e9,
-                 mtu_frame_bytes=1102)
+                 mtu_frame_bytes=1106)
     assert d.wire_line_rate_bps == pytest.approx(20e6)
     sp, clamped = dcqcn.scaled(dcqcn.profile("nvidia"), d, d.floor_ns())
     assert sp.time_reset_ns == 300_000 * 5000

@@ -1,0 +1,36 @@
+"""A lone flow's FCT slowdown is 1: the ideal counts the frames the emulator carries
+(emu.roce.wire's header sizes, the RETH and ImmDt of a WRITE with immediate, payload
+padding, emu.core.wire.WIRE_OVERHEAD_BYTES per frame)."""
+
+from __future__ import annotations
+
+import pytest
+
+from emu.experiments.agent_configs import ACK_FRAME_BYTES, FRAME_OVERHEAD_BYTES
+from emu.experiments.config import RunConfig
+from emu.experiments.plan import plan_run
+from emu.experiments.virtual import run_virtual
+from emu.experiments.workloads import WorkloadParams
+
+
+def test_frame_sizes_are_the_wire_ones() -> None:
+    """78 and 84 (20 B of preamble and gap, no FCS) were stale: a data frame is 58 B of
+    Ethernet, IPv4, UDP, BTH and ICRC around its payload plus 24 on the wire, an ACK
+    62 + 24."""
+    assert (FRAME_OVERHEAD_BYTES, ACK_FRAME_BYTES) == (82, 86)
+
+
+@pytest.mark.parametrize(("size", "mtu"), [(64 * 1024, 1024), (1, 1024), (1001, 1024),
+                                           (5000, 1024), (3000, 256)])
+def test_a_lone_flow_scores_1(size: int, mtu: int) -> None:
+    """A lone 64 KB flow on clos4 took 13961.12 ns against an ideal of 13933.60 (slowdown
+    1.0020): 78 B per frame and no RETH or ImmDt."""
+    wl = WorkloadParams("permutation", message_bytes=size, hosts=("h1", "h3"))
+    cfg = RunConfig(topo="clos4", cc="none", virtual=True, progress=False, start_delay_s=0.0,
+                    workload=wl, mtu_bytes=mtu)
+    s = run_virtual(plan_run(cfg), write=False)
+    assert len(s.flows) == 2
+    for f in s.flows:
+        assert f.slowdown == pytest.approx(1.0, abs=1e-6)
+    if size == 64 * 1024:
+        assert s.flows[0].ideal_fct_s == pytest.approx(13961.12e-9, abs=1e-14)
