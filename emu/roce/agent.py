@@ -30,7 +30,7 @@ import sys
 import zlib
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -70,8 +70,6 @@ class _FlowState:
     done_ns: int | None = None
     data: LazyPayload | None = None
     wr: WorkRequest | None = None
-    base: dict[str, int] = field(default_factory=dict)
-    end: dict[str, int] = field(default_factory=dict)
 
 
 def host_mac(clock: Clock, port: FramePort,
@@ -136,7 +134,6 @@ class Agent:
         # hashed) the blocks, which a digest now would make a first time in advance.
         fs.data = data
         fs.posted_ns = now
-        fs.base = self._qp_counters(fs.qp)
 
         def on_complete(_wr: WorkRequest) -> None:
             self._sent(fs)
@@ -146,7 +143,6 @@ class Agent:
 
     def _sent(self, fs: _FlowState) -> None:
         fs.done_ns = self.clock.now_ns()
-        fs.end = self._qp_counters(fs.qp)
         self._changed()
 
     def _receiver_for(self, qp: QueuePair) -> Callable[[Message], None]:
@@ -178,6 +174,18 @@ class Agent:
                 "repaths": rs.repaths, "cnps_sent": ps.cnps_sent,
                 "ecn_marked_rcvd": ps.ecn_marked_rcvd, "data_pkts_sent": rs.data_pkts_sent}
 
+    @staticmethod
+    def _flow_counters(fs: _FlowState) -> dict[str, int]:
+        """The flow's own counters, kept on its message: the QP's counter change between
+        its post and completion counted every flow the QP carried meanwhile (mix on
+        clos4: per-flow CNPs summed to 446 against 430 received)."""
+        wr = fs.wr
+        if wr is None:
+            return {}
+        sent = fs.qp.requester.first_sends(wr) + wr.retx_pkts
+        return {"retx_pkts": wr.retx_pkts, "timeouts": wr.timeouts, "cnps_rcvd": wr.cnps_rcvd,
+                "repaths": wr.repaths, "data_pkts_sent": sent}
+
     def _rate_samples(self, qp: QueuePair, t_from: int, t_to: int | None) -> list[list[float]]:
         rp = qp.rp
         if rp is None:
@@ -199,8 +207,7 @@ class Agent:
         now = self.clock.now_ns()
         for fid, fs in self.flows.items():
             f = fs.cfg
-            end = fs.end or self._qp_counters(fs.qp)
-            delta = {k: end[k] - fs.base.get(k, 0) for k in end} if fs.posted_ns is not None else {}
+            delta = self._flow_counters(fs)
             fct = None if fs.done_ns is None or fs.posted_ns is None else fs.done_ns - fs.posted_ns
             rec: dict[str, Any] = {
                 "type": "flow", "role": "sender", "flow": fid, "host": self.cfg.host.name,

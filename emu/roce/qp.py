@@ -70,6 +70,9 @@ class QueuePair:
     def on_cnp(self) -> None:
         self.cnps_rcvd += 1
         self.requester.stats.cnps_rcvd += 1
+        wr = self.requester.sending_wr()
+        if wr is not None:
+            wr.cnps_rcvd += 1
         self.plb.on_cnp()
         if self.rp is not None:
             self.rp.on_cnp()
@@ -84,4 +87,7 @@ class QueuePair:
         w.ip_id = old.ip_id
         self.wire = w
         self.requester.stats.repaths += 1
+        wr = self.requester.sending_wr()
+        if wr is not None:
+            wr.repaths += 1
         self.sport_history.append((self.nic.clock.now_ns(), new_port))

@@ -83,6 +83,14 @@ class Requester:
     def outstanding_wrs(self) -> int:
         return len(self._wrs) - self._head
 
+    def sending_wr(self) -> WorkRequest | None:
+        """The message whose packet was sent last (a CNP or re-path is counted to it)."""
+        return self._cur
+
+    def first_sends(self, wr: WorkRequest) -> int:
+        """How many of `wr`'s packets have been sent at least once."""
+        return min(wr.npkts, max(0, self.s.snd_max - wr.first_seq))
+
     # -- transmission ------------------------------------------------------------
     def has_work(self) -> bool:
         s = self.s
@@ -149,6 +157,7 @@ class Requester:
         st.data_bytes_sent += plen
         if seq < s.snd_max:
             st.retx_pkts += 1
+            wr.retx_pkts += 1
         else:
             s.snd_max = seq + 1
             if k == 0:
@@ -189,6 +198,9 @@ class Requester:
             self._rto_timer = self.clock.call_at(dl, self._on_rto)
             return
         self.stats.timeouts += 1
+        # to the message of the oldest unacknowledged packet (not via _wr_for: _cur
+        # stays the message being sent)
+        self._wrs[bisect_right(self._firsts, s.una, self._head) - 1].timeouts += 1
         self.rto_ns = min(self.rto_ns * 2, self.rto_max_ns)
         self.recovery.on_timeout(s)
         self._force_ackreq = True

@@ -37,6 +37,14 @@ class WorkRequest:
     completed_ns: int | None = None
     first_sent_ns: int | None = None
     on_complete: Callable[[WorkRequest], None] | None = None
+    # This message's share of its QP's counters (several messages of one QP overlap, so
+    # the QP's counter change while one was outstanding counts the others' too):
+    # resent packets of its PSN range, timeouts while its packet was the oldest
+    # unacknowledged, CNPs and PLB re-paths that came while its packets were being sent.
+    retx_pkts: int = 0
+    timeouts: int = 0
+    cnps_rcvd: int = 0
+    repaths: int = 0
 
     @property
     def length(self) -> int:
