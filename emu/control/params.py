@@ -110,8 +110,9 @@ class LbSettings:
 class EcnSettings:
     """RED-style ECN marking on an egress queue, thresholds in packets.
 
-    Marks never below kmin_pkts, always at or above kmax_pkts, with probability
-    pmax * (q - kmin) / (kmax - kmin) in between. enabled=False: never mark.
+    Marks never at or below kmin_pkts, always above kmax_pkts, with probability
+    pmax * (q - kmin) / (kmax - kmin) in between (pmax at kmax itself, as DCQCN's RED and
+    the DCQCN and HPCC authors' ns-3 switches mark). enabled=False: never mark.
     mark_at: where q is read. "dequeue" (the packets left behind the departing one, as
     the HPCC simulator and the DCQCN authors' ns-3 model mark: the signal carries no
     queueing delay) or "enqueue" (the packets an arrival finds, as switches that mark
@@ -137,11 +138,13 @@ class EcnSettings:
                              f"got {self.mark_at!r}")
 
     def validate_for(self, depth_pkts: int, where: str = "port") -> None:
-        """Kmax must fit in the queue, or 'always mark at Kmax' could never happen."""
-        if self.enabled and self.kmax_pkts > depth_pkts:
+        """Kmax must be a depth a packet can see, or the ramp could never reach pmax: a
+        queue of depth D holds at most D packets, so a packet finds (enqueue) or leaves
+        behind (dequeue) at most D - 1."""
+        if self.enabled and self.kmax_pkts >= depth_pkts:
             raise ParamError(
-                f"ECN kmax={self.kmax_pkts} exceeds the queue depth of {where} "
-                f"({depth_pkts} packets): need kmin < kmax <= depth")
+                f"ECN kmax={self.kmax_pkts} is not below the queue depth of {where} "
+                f"({depth_pkts} packets): need kmin < kmax < depth")
 
     @property
     def slope(self) -> int:
@@ -150,7 +153,7 @@ class EcnSettings:
 
     def mark_probability(self, q_pkts: int) -> float:
         """The probability the program implements at queue depth q (for tests/plots)."""
-        if q_pkts >= self.kmax_pkts:
+        if q_pkts > self.kmax_pkts:
             return 1.0
         if q_pkts <= self.kmin_pkts:
             return 0.0

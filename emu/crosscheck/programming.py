@@ -87,7 +87,8 @@ class Programming:
             for a, b in self.failed_links:
                 ctl.link_down(a, b)
             if self.ecn_always:
-                # Below the controller's checks (kmin < kmax): q >= 0 always marks.
+                # kmin == kmax, below the controller's checks (kmin < kmax): ecn.p4 then
+                # marks every ECT packet, also on the empty queues one at a time leaves.
                 for p in self.ports:
                     handle.modify_entry(TableEntry(
                         ECN_CONFIG, {"standard_metadata.egress_port": p}, SET_RED,

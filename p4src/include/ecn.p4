@@ -2,12 +2,16 @@
  * the controller says per port: at dequeue (deq_qdepth, the packets left behind the one
  * leaving, as the HPCC simulator and the DCQCN authors' simulator mark) or at enqueue
  * (enq_qdepth, the packets it found on arrival, as switches that mark on admission do):
- *   q <  Kmin        never
- *   Kmin <= q < Kmax with probability Pmax * (q - Kmin) / (Kmax - Kmin)
- *   q >= Kmax        always
- * Only ECT(0)/ECT(1) packets are set to CE. P4 has no division, so the controller
- * passes slope = round(Pmax * 2^24 / (Kmax - Kmin)) and the program compares
- * slope * (q - Kmin) with a uniform random number in [0, 2^24).
+ *   q <= Kmin        never
+ *   Kmin < q <= Kmax with probability Pmax * (q - Kmin) / (Kmax - Kmin): Pmax at Kmax
+ *   q >  Kmax        always
+ * as DCQCN's RED and the DCQCN and HPCC authors' ns-3 switches mark (Pmax at Kmax,
+ * 1 only above it). Only ECT(0)/ECT(1) packets are set to CE. P4 has no division, so
+ * the controller passes slope = round(Pmax * 2^24 / (Kmax - Kmin)) and the program
+ * compares slope * (q - Kmin) with a uniform random number in [0, 2^24).
+ * kmin == kmax, which the controller never installs (it needs kmin < kmax), marks every
+ * ECT packet whatever the queue: the crosscheck's --ecn-always (kmin = kmax = 0) needs
+ * marks while it sends one packet at a time, so every queue it sees is empty.
  * A port without an ecn_config entry never marks.
  */
 #ifndef FABRIC_ECN_P4
@@ -49,9 +53,10 @@ control EcnMarking(inout headers_t hdr,
                     q = (bit<32>) standard_metadata.deq_qdepth;
                 }
                 bool mark = false;
-                if (q >= meta.ecn_kmax) {
+                if (q > meta.ecn_kmax || meta.ecn_kmin == meta.ecn_kmax) {
                     mark = true;
                 } else if (q > meta.ecn_kmin) {
+                    /* q <= kmax here, so slope * (q - kmin) <= about Pmax * 2^24: no wrap */
                     bit<32> r;
                     random(r, 32w0, ECN_PROB_ONE - 1);
                     if (r < meta.ecn_slope * (q - meta.ecn_kmin)) {

@@ -82,8 +82,10 @@ def test_bad_requests_get_clear_errors(ctl):
         ctl.set_lb("fastest")
     with pytest.raises(ParamError, match="flowlet_timeout_us must be positive"):
         ctl.set_lb(flowlet_timeout_us=0)
-    with pytest.raises(ParamError, match="exceeds the queue depth"):
+    with pytest.raises(ParamError, match="not below the queue depth"):
         ctl.set_ecn(EcnSettings(kmin_pkts=10, kmax_pkts=100))
+    with pytest.raises(ParamError, match="not below the queue depth"):
+        ctl.set_ecn(EcnSettings(kmin_pkts=10, kmax_pkts=64))  # clos4: 64-packet queues
     with pytest.raises(ParamError, match="has no port 42"):
         ctl.set_ecn(EcnSettings(), switches="leaf1", ports=[42])
     with pytest.raises(UnknownLinkError):

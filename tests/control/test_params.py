@@ -39,9 +39,12 @@ def test_ecn_thresholds_validated():
     with pytest.raises(ParamError, match="pmax"):
         EcnSettings(pmax=1.5)
     s = EcnSettings(kmin_pkts=5, kmax_pkts=80)
-    with pytest.raises(ParamError, match="exceeds the queue depth of leaf1:3 \\(64 packets\\)"):
+    with pytest.raises(ParamError, match="not below the queue depth of leaf1:3 \\(64 packets\\)"):
         s.validate_for(64, "leaf1:3")
-    s.validate_for(80)
+    # a queue of 80 packets shows a packet at most 79: Kmax 80 (pmax) is out of reach
+    with pytest.raises(ParamError, match="need kmin < kmax < depth"):
+        s.validate_for(80)
+    s.validate_for(81)
     EcnSettings(kmin_pkts=5, kmax_pkts=80, enabled=False).validate_for(64)
 
 
@@ -51,7 +54,9 @@ def test_ecn_red_line():
     assert s.mark_probability(10) == 0.0
     assert s.mark_probability(9) == 0.0
     assert s.mark_probability(20) == pytest.approx(0.25, abs=1e-6)
-    assert s.mark_probability(30) == 1.0
+    # pmax at Kmax itself, 1 only above (DCQCN's RED, the HPCC/DCQCN ns-3 switches)
+    assert s.mark_probability(30) == pytest.approx(0.5, abs=1e-6)
+    assert s.mark_probability(31) == 1.0
     assert s.action_params() == {"kmin": 10, "kmax": 30, "slope": s.slope, "at_dequeue": 1}
     enq = EcnSettings(kmin_pkts=10, kmax_pkts=30, pmax=0.5, mark_at="enqueue")
     assert enq.action_params()["at_dequeue"] == 0

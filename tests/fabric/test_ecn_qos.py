@@ -69,17 +69,37 @@ def test_red_marking_on_queue_depth(mark_at, depth):
     for q in range(BURST):
         if q <= KMIN:
             assert marked[q] == 0, q
-        elif q >= KMAX:
+        elif q > KMAX:
             assert marked[q] == ect[q], q
-    # in between: the marked fraction follows the RED line, in bins of 5 depths
-    for lo in range(KMIN + 1, KMAX, 5):
-        qs = range(lo, min(lo + 5, KMAX))
+    # in between, Kmax included: the marked fraction follows the RED line, in bins of 5
+    for lo in range(KMIN + 1, KMAX + 1, 5):
+        qs = range(lo, min(lo + 5, KMAX + 1))
         n = sum(ect[q] for q in qs)
         frac = sum(marked[q] for q in qs) / n
         expect = sum(s.mark_probability(q) * ect[q] for q in qs) / n
         assert abs(frac - expect) < 0.06, (lo, frac, expect)
     marks = sim.controller.port_counters("leaf1")[2].ecn_marks
     assert marks == sum(marked)
+
+
+@pytest.mark.parametrize("mark_at,depth", [("enqueue", _enq_depth), ("dequeue", _deq_depth)])
+def test_kmax_itself_marks_with_pmax_and_only_deeper_queues_always(mark_at, depth):
+    """q == Kmax marked every ECT packet (the ramp was one packet short of Pmax): DCQCN's
+    RED and the DCQCN/HPCC authors' ns-3 switches mark Pmax at Kmax, 1 above it."""
+    s = EcnSettings(kmin_pkts=KMIN, kmax_pkts=KMAX, pmax=PMAX, mark_at=mark_at)
+    sim = SimFabric(load_topology("clos4"), ecn=s)
+    rounds = 200
+    marked = {KMAX: 0, KMAX + 1: 0}
+    for r in range(rounds):
+        _burst(sim, BURST, lambda i: ECN_ECT0, psn0=r * BURST)
+        sim.run_until_idle()
+        for p in received(sim, "h2"):
+            q = depth(p.psn - r * BURST)
+            if q in marked:
+                marked[q] += p.ecn == ECN_CE
+    # 200 draws of p = 0.5: sd 0.035, so 0.35..0.65 is over 4 sd (1.0 before the fix)
+    assert 0.35 <= marked[KMAX] / rounds <= 0.65, marked
+    assert marked[KMAX + 1] == rounds
 
 
 def test_no_ecn_config_means_no_marks():
