@@ -19,6 +19,8 @@ MAX_MEMBERS = 16
 """Members per next-hop group: fabric.p4 unrolls the adaptive choice over 16 candidates."""
 MAX_GROUPS = 1024
 FLOWLET_SLOTS = 4096
+SPRAY_SLOTS = 4096
+"""Entries of fabric.p4's spray_next register: flows sharing a slot share one rotation."""
 TE_FLOW_SLOTS = 4096
 """Entries of fabric.p4's te_flow table: the flows TE can pin on one switch."""
 PORT_SLOTS = 512

@@ -5,6 +5,7 @@
  *   MAX_GROUPS         next-hop group ids 0..MAX_GROUPS-1 (member counters are
  *                      indexed group_id * MAX_MEMBERS + member)
  *   FLOWLET_SLOTS      flowlet state entries, indexed by a hash of the 5-tuple
+ *   SPRAY_SLOTS        spray rotation entries, indexed by a seeded hash of the 5-tuple
  *   PORT_SLOTS         per-port counters/registers, indexed by the 9-bit port
  */
 #ifndef FABRIC_HEADERS_P4
@@ -14,6 +15,7 @@
 #define MAX_GROUPS 1024
 #define MEMBER_SLOTS 16384
 #define FLOWLET_SLOTS 4096
+#define SPRAY_SLOTS 4096
 #define PORT_SLOTS 512
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
@@ -161,8 +163,9 @@ struct metadata_t {
     bit<32> member_index;    /* the member actually used */
     bool    te_pinned;
 
-    /* Scratch for flowlet / adaptive. */
+    /* Scratch for flowlet / spray / adaptive. */
     bit<32> flowlet_slot;
+    bit<32> spray_slot;
     bit<32> now_us;
     bit<32> best_key;
     bit<32> cand_key;

@@ -54,7 +54,7 @@ control Routing(inout headers_t hdr,
     counter<bit<32>>(MEMBER_SLOTS, CounterType.packets_and_bytes) member_packets;
     register<bit<32>, bit<32>>(FLOWLET_SLOTS) flowlet_time_us;
     register<bit<32>, bit<32>>(FLOWLET_SLOTS) flowlet_member;   /* member + 1; 0 = none */
-    register<bit<32>, bit<32>>(MAX_GROUPS) spray_next;
+    register<bit<32>, bit<32>>(SPRAY_SLOTS) spray_next;       /* flow's next member + 1; 0 = none */
 
     action drop() {
         mark_to_drop(standard_metadata);
@@ -201,16 +201,21 @@ control Routing(inout headers_t hdr,
             ADAPTIVE_CANDIDATE(32w14, meta.member_port_14)
             ADAPTIVE_CANDIDATE(32w15, meta.member_port_15)
         } else if (meta.lb_mode == LB_SPRAY) {
-            /* Round robin per group. */
-            spray_next.read(meta.member_index, (bit<32>) meta.group_id);
-            if (meta.member_index >= (bit<32>) meta.member_count) {
-                meta.member_index = 0;
-            }
+            /* Round robin per flow: one counter per group let flows that arrive in turn
+             * phase-lock onto disjoint members (two flows alternating over 4 members took
+             * 2 each). The slot is the seeded hash (mixed above), so flows that share a
+             * slot, and hence a rotation, on one switch do not on the next. */
+            hash(meta.spray_slot, HashAlgorithm.identity, 32w0, { meta.cand_key[31:16] },
+                 (bit<32>) SPRAY_SLOTS);
+            spray_next.read(meta.cand_rank, meta.spray_slot);
+            if (meta.cand_rank != 0 && meta.cand_rank <= (bit<32>) meta.member_count) {
+                meta.member_index = meta.cand_rank - 1;
+            }   /* else a new flow, or its group shrank: start at the ecmp member */
             meta.cand_key = meta.member_index + 1;
             if (meta.cand_key >= (bit<32>) meta.member_count) {
                 meta.cand_key = 0;
             }
-            spray_next.write((bit<32>) meta.group_id, meta.cand_key);
+            spray_next.write(meta.spray_slot, meta.cand_key + 1);
         } else if (meta.lb_mode == LB_TE) {
             meta.te_pinned = false;
             te_flow.apply();

@@ -14,6 +14,7 @@ from p4.v1 import p4runtime_pb2
 from emu.control import EcnSettings, FabricController, LbMode, SouthboundError
 from emu.control import program as P
 from emu.control.p4rt import P4RuntimeSwitchHandle, encode
+from emu.control.params import SPRAY_SLOTS
 from emu.control.southbound import Lpm
 from emu.core import wire
 from emu.topo import load_topology
@@ -105,8 +106,10 @@ def test_every_name_the_controller_uses_is_in_the_p4info():
     for c in (P.PORT_RX, P.PORT_TX, P.PORT_DROPS, P.PORT_ECN_MARKS, P.MEMBER_PACKETS):
         assert c in counters, c
     assert counters[P.MEMBER_PACKETS].size == 16 * 1024
-    registers = {r.preamble.name for r in info.registers}
-    assert {P.FLOWLET_TIME, P.FLOWLET_MEMBER, P.SPRAY_NEXT} <= registers
+    registers = {r.preamble.name: r.size for r in info.registers}
+    assert {P.FLOWLET_TIME, P.FLOWLET_MEMBER, P.SPRAY_NEXT} <= set(registers)
+    # spray rotates per flow (a slot per 5-tuple hash), no longer per group (1024)
+    assert registers[P.SPRAY_NEXT] == SPRAY_SLOTS == p4_constants()["SPRAY_SLOTS"] == 4096
 
 
 def test_queue_registers_are_shared_top_level_instances():

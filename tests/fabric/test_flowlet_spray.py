@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
+
+import pytest
 
 from emu.control import LbSettings
 from emu.sim.fabric import SimFabric
@@ -53,3 +56,29 @@ def test_spray_rotates_consecutive_packets_over_all_members():
     assert Counter(seq) == {m: 3 for m in members}
     sim.run_until_idle()
     assert len(received(sim, "h3")) == 12
+
+
+# Flows from leaf1 to leaf2 (one group of 4 uplinks): (source, destination, UDP sport).
+FLOWS = [("h1", "h3", 50000), ("h2", "h4", 50000), ("h1", "h4", 50001), ("h2", "h3", 50001)]
+
+
+@pytest.mark.parametrize("n_flows", [2, 4])
+def test_spray_rotates_every_interleaved_flow_over_every_member(n_flows):
+    """Flows whose packets arrive in turn: with one rotation counter per group, 2 flows
+    took 2 of the 4 uplinks each (h1 {3, 5}, h2 {4, 6}) and 4 flows one each. Each flow
+    has its own rotation now, so 10 rounds give every flow every uplink 10 times."""
+    sim = SimFabric(load_topology("clos4"), lb=LbSettings(mode="spray"))
+    members = sim.controller.routes("leaf1").by_leaf["leaf2"]
+    assert len(members) == 4
+    flows = FLOWS[:n_flows]
+    used: dict[tuple[str, str, int], Counter[int]] = {f: Counter() for f in flows}
+    rounds = 10 * len(members)
+    for psn in range(rounds):
+        for f in flows:
+            src, dst, sport = f
+            send = functools.partial(sim.hosts[src].send_udp, dst, sport=sport, psn=psn)
+            used[f][member_taken(sim, send)] += 1
+    for f in flows:
+        assert used[f] == {m: 10 for m in members}, (f, dict(used[f]))
+    sim.run_until_idle()
+    assert len(received(sim, "h3")) + len(received(sim, "h4")) == rounds * n_flows
