@@ -72,13 +72,17 @@ control FabricIngress(inout headers_t hdr,
              * header checksum, or a TTL that would reach zero. */
             drop();
         } else {
+            /* The class first: adaptive routing compares the queues of the packet's own
+             * priority. */
+            traffic_class.apply();
             routing.apply(hdr, meta, standard_metadata);
             /* A route to CPU_PORT punts the packet to the controller as it came in. */
             if (standard_metadata.egress_spec != DROP_PORT
                     && standard_metadata.egress_spec != CPU_PORT) {
                 hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
                 port_neighbor.apply();
-                traffic_class.apply();
+            } else {
+                standard_metadata.priority = 0;  /* a punted packet: the default queue */
             }
         }
         if (standard_metadata.egress_spec == DROP_PORT) {
@@ -102,9 +106,11 @@ control FabricEgress(inout headers_t hdr,
             hdr.packet_in.ingress_port = standard_metadata.ingress_port;
             hdr.packet_in._pad = 0;
         }
-        port_qdepth.write((bit<32>) standard_metadata.egress_port,
+        port_qdepth.write(QDEPTH_INDEX(standard_metadata.egress_port,
+                                       standard_metadata.priority),
                           (bit<32>) standard_metadata.deq_qdepth);
-        port_qdepth_time_us.write((bit<32>) standard_metadata.egress_port,
+        port_qdepth_time_us.write(QDEPTH_INDEX(standard_metadata.egress_port,
+                                               standard_metadata.priority),
                                   (bit<32>) standard_metadata.egress_global_timestamp);
         ecn.apply(hdr, meta, standard_metadata);
         port_tx.count((bit<32>) standard_metadata.egress_port);

@@ -282,13 +282,15 @@ class FabricController:
             out.append(GroupCounters(gid, members, tuple(cells[i][0] for i in idx)))
         return out
 
-    def queue_readings(self, switch: str) -> dict[int, tuple[int, int]]:
-        """Port -> (last deq_qdepth seen by egress, its time in us): the adaptive inputs."""
+    def queue_readings(self, switch: str, priority: int = 0) -> dict[int, tuple[int, int]]:
+        """Port -> (last deq_qdepth of its `priority` queue seen by egress, its time in
+        us): the adaptive inputs of packets of that priority."""
         h = self.handles[self._check_switch(switch)]
-        ports = [p.number for p in self.fabric.switch(switch).ports]
-        depth = h.read_registers(P.PORT_QDEPTH, ports)
-        when = h.read_registers(P.PORT_QDEPTH_TIME, ports)
-        return {n: (depth[n], when[n]) for n in ports}
+        idx = {p.number: P.qdepth_index(p.number, priority)
+               for p in self.fabric.switch(switch).ports}
+        depth = h.read_registers(P.PORT_QDEPTH, list(idx.values()))
+        when = h.read_registers(P.PORT_QDEPTH_TIME, list(idx.values()))
+        return {n: (depth[i], when[i]) for n, i in idx.items()}
 
 
 assert MAX_MEMBERS == 16  # member counter index layout (group_id << 4) in fabric.p4

@@ -24,6 +24,8 @@ SPRAY_SLOTS = 4096
 TE_FLOW_SLOTS = 4096
 """Entries of fabric.p4's te_flow table: the flows TE can pin on one switch."""
 PORT_SLOTS = 512
+QDEPTH_SLOTS = PORT_SLOTS * 8
+"""Entries of fabric.p4's port_qdepth registers: one per port and priority."""
 ECN_PROB_ONE = 1 << 24
 """RED probabilities are compared with random numbers in [0, 2^24)."""
 U32_MAX = (1 << 32) - 1

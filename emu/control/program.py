@@ -39,7 +39,7 @@ PORT_DROPS = "FabricIngress.port_drops"  # packets
 PORT_TX = "FabricEgress.port_tx"
 PORT_ECN_MARKS = "FabricEgress.ecn.port_ecn_marks"  # packets
 MEMBER_PACKETS = "FabricIngress.routing.member_packets"  # index group_id * 8 + member
-PORT_QDEPTH = "port_qdepth"
+PORT_QDEPTH = "port_qdepth"  # index qdepth_index(port, priority)
 PORT_QDEPTH_TIME = "port_qdepth_time_us"
 FLOWLET_TIME = "FabricIngress.routing.flowlet_time_us"
 FLOWLET_MEMBER = "FabricIngress.routing.flowlet_member"
@@ -52,6 +52,11 @@ def mac_int(mac: str) -> int:
 
 def member_counter_index(group_id: int, member: int) -> int:
     return group_id * MAX_MEMBERS + member
+
+
+def qdepth_index(port: int, priority: int) -> int:
+    """fabric.p4's QDEPTH_INDEX: the queue reading of `priority`'s queue on `port`."""
+    return port << 3 | priority
 
 
 def routing_entries(routes: SwitchRoutes,

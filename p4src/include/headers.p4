@@ -7,6 +7,7 @@
  *   FLOWLET_SLOTS      flowlet state entries, indexed by a hash of the 5-tuple
  *   SPRAY_SLOTS        spray rotation entries, indexed by a seeded hash of the 5-tuple
  *   PORT_SLOTS         per-port counters/registers, indexed by the 9-bit port
+ *   QDEPTH_SLOTS       queue readings per port and priority: (port << 3) | priority
  */
 #ifndef FABRIC_HEADERS_P4
 #define FABRIC_HEADERS_P4
@@ -17,6 +18,7 @@
 #define FLOWLET_SLOTS 4096
 #define SPRAY_SLOTS 4096
 #define PORT_SLOTS 512
+#define QDEPTH_SLOTS 4096
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<8>  IP_PROTO_TCP = 6;

@@ -15,9 +15,13 @@
 #include "headers.p4"
 
 /* Egress queue readings, written by egress for every packet it sends and read by the
- * adaptive mode in ingress: packets left in the port's queue (deq_qdepth) and when. */
-register<bit<32>, bit<32>>(PORT_SLOTS) port_qdepth;
-register<bit<32>, bit<32>>(PORT_SLOTS) port_qdepth_time_us;
+ * adaptive mode in ingress: packets left in the packet's queue (deq_qdepth) and when,
+ * per port and priority (QDEPTH_INDEX). deq_qdepth counts the packet's own priority
+ * queue (BMv2 since 1.15.1), so one reading per port would flip between the data queue
+ * and the ACK/CNP queue with every departure; a packet compares its own class's queues. */
+#define QDEPTH_INDEX(PORT, PRIO) (((bit<32>) (PORT) << 3) | (bit<32>) (PRIO))
+register<bit<32>, bit<32>>(QDEPTH_SLOTS) port_qdepth;
+register<bit<32>, bit<32>>(QDEPTH_SLOTS) port_qdepth_time_us;
 
 /* Fibonacci hashing: the seed enters the CRC linearly (a CRC of seed ++ key is the CRC
  * of key xor a constant), so different seeds alone would pick correlated members on
@@ -30,8 +34,9 @@ register<bit<32>, bit<32>>(PORT_SLOTS) port_qdepth_time_us;
  * older than qdepth_max_age_us count as an empty queue. */
 #define ADAPTIVE_CANDIDATE(I, PORT) \
     if ((bit<32>) meta.member_count > I) { \
-        port_qdepth.read(meta.cand_depth, (bit<32>) PORT); \
-        port_qdepth_time_us.read(meta.cand_time, (bit<32>) PORT); \
+        port_qdepth.read(meta.cand_depth, QDEPTH_INDEX(PORT, standard_metadata.priority)); \
+        port_qdepth_time_us.read(meta.cand_time, \
+                                 QDEPTH_INDEX(PORT, standard_metadata.priority)); \
         if (meta.now_us - meta.cand_time > meta.qdepth_max_age_us) { \
             meta.cand_depth = 0; \
         } \

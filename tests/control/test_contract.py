@@ -14,7 +14,7 @@ from p4.v1 import p4runtime_pb2
 from emu.control import EcnSettings, FabricController, LbMode, SouthboundError
 from emu.control import program as P
 from emu.control.p4rt import P4RuntimeSwitchHandle, encode
-from emu.control.params import SPRAY_SLOTS
+from emu.control.params import QDEPTH_SLOTS, SPRAY_SLOTS
 from emu.control.southbound import Lpm
 from emu.core import wire
 from emu.topo import load_topology
@@ -110,6 +110,9 @@ def test_every_name_the_controller_uses_is_in_the_p4info():
     assert {P.FLOWLET_TIME, P.FLOWLET_MEMBER, P.SPRAY_NEXT} <= set(registers)
     # spray rotates per flow (a slot per 5-tuple hash), no longer per group (1024)
     assert registers[P.SPRAY_NEXT] == SPRAY_SLOTS == p4_constants()["SPRAY_SLOTS"] == 4096
+    # a queue reading per port and priority (deq_qdepth counts the packet's own queue)
+    assert registers[P.PORT_QDEPTH] == registers[P.PORT_QDEPTH_TIME] == QDEPTH_SLOTS \
+        == p4_constants()["QDEPTH_SLOTS"] == 512 * 8
 
 
 def test_queue_registers_are_shared_top_level_instances():

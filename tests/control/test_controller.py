@@ -176,12 +176,14 @@ def test_counters_and_registers_are_read_by_name(ctl):
     h.counters[(P.PORT_ECN_MARKS, 3)] = (4, 0)
     gid = next(iter(ctl.group_ids("leaf1").values()))
     h.counters[(P.MEMBER_PACKETS, P.member_counter_index(gid, 2))] = (7, 700)
-    h.registers[(P.PORT_QDEPTH, 3)] = 12
+    h.registers[(P.PORT_QDEPTH, P.qdepth_index(3, 0))] = 12
+    h.registers[(P.PORT_QDEPTH, P.qdepth_index(3, 1))] = 2
     pc = ctl.port_counters("leaf1")
     assert pc[1].rx_pkts == 10 and pc[1].rx_bytes == 1000 and pc[3].ecn_marks == 4
     (g,) = ctl.group_counters("leaf1")
     assert g.packets == (0, 0, 7, 0) and g.members == (3, 4, 5, 6)
     assert ctl.queue_readings("leaf1")[3] == (12, 0)
+    assert ctl.queue_readings("leaf1", priority=1)[3] == (2, 0)
 
 
 def test_controller_needs_a_handle_per_switch(clos4):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from emu.control import LbSettings
+from emu.control.params import QosSettings
 from emu.sim.fabric import SimFabric
 from emu.topo import clos_fabric
 
@@ -15,12 +16,12 @@ US = 1000
 MS = 1_000_000
 
 
-def _congested_sim() -> tuple[SimFabric, int]:
+def _congested_sim(qos: QosSettings | None = None) -> tuple[SimFabric, int]:
     """Leaf1 in ECMP; h1 sends 50 x 1000 B of one flow: its uplink's queue builds.
     Returns the sim (at ~4.2 ms, queue still deep) and the congested uplink port."""
     fabric = clos_fabric(leaves=2, spines=4, hosts_per_leaf=2, host_rate_bps=100_000_000,
                          uplink_rate_bps=20_000_000)
-    sim = SimFabric(fabric, lb=LbSettings(qdepth_max_age_us=1000))
+    sim = SimFabric(fabric, lb=LbSettings(qdepth_max_age_us=1000), qos=qos)
     before = member_packets(sim, "leaf1", "leaf2")
     for psn in range(50):
         sim.hosts["h1"].send_udp("h3", sport=50000, size=1000, psn=psn)
@@ -73,3 +74,44 @@ def test_a_stale_reading_ages_out():
     sim.run_for(3 * MS)
     used = _probe(sim, 40, 43000)
     assert used[hot] >= 4
+
+
+def test_a_high_priority_packet_leaving_a_deep_port_does_not_hide_its_data_queue():
+    """deq_qdepth counts the departing packet's own priority queue (as BMv2 since
+    1.15.1): a CNP leaving the hot uplink from the empty high-priority queue wrote 0 over
+    the port's one reading, and adaptive sent the next data flows into the deep queue.
+    The readings are per port and priority; a packet compares its own class's."""
+    sim, hot = _congested_sim(QosSettings.roce(2))
+    # Probe flows whose ECMP member is the hot uplink: among equal readings, adaptive
+    # breaks the tie towards the ECMP member.
+    probes = []
+    for sport in range(45000, 45100):
+        before = member_packets(sim, "leaf1", "leaf2")
+        sim.hosts["h2"].send_udp("h4", sport=sport, size=64)
+        sim.run_for(20 * US)
+        if hot in diff(member_packets(sim, "leaf1", "leaf2"), before):
+            probes.append(sport)
+    assert len(probes) >= 5
+    sim.controller.set_lb("adaptive", switches="leaf1")
+    used: Counter[int] = Counter()
+    for i, sport in enumerate(probes[:5]):
+        # A CNP (DSCP 48, the high queue) of h1's flow: its own class's queues are all
+        # empty, so adaptive sends it to its ECMP member, the hot uplink. Wait until it
+        # has left (behind the data packet in service), then probe at once, before the
+        # next data departure: the CNP's reading must not stand for the data queue.
+        sim.hosts["h1"].send_udp("h3", sport=50000, dscp=48, size=64, psn=100 + i)
+        t0 = sim.controller.queue_readings("leaf1", priority=1)[hot][1]
+        for _ in range(1000):
+            sim.run_for(1 * US)
+            if sim.controller.queue_readings("leaf1", priority=1)[hot][1] != t0:
+                break
+        else:
+            raise AssertionError("the CNP did not leave over the hot uplink")
+        before = member_packets(sim, "leaf1", "leaf2")
+        sim.hosts["h2"].send_udp("h4", sport=sport, size=64)
+        sim.run_for(20 * US)
+        used.update(diff(member_packets(sim, "leaf1", "leaf2"), before))
+        sim.run_for(400 * US)
+    assert sum(used.values()) == 5 and hot not in used
+    assert sim.controller.queue_readings("leaf1", priority=1)[hot][0] == 0
+    assert sim.controller.queue_readings("leaf1", priority=0)[hot][0] > 5
