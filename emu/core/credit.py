@@ -23,7 +23,7 @@ flags bit 0: "reply requested" (the sender is waiting for credit). See docs/cred
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -33,7 +33,7 @@ from .wire import mac_bytes
 __all__ = [
     "BLOCK_BYTES", "CREDIT_DST", "CREDIT_VERSION", "ETHERTYPE_CREDIT", "FLAG_REQUEST",
     "HALF", "MODULO", "CreditPort", "CreditSettings", "CreditUpdate", "blocks",
-    "check_buffer", "credit_frame", "fits", "min_buffer_bytes", "parse_credit",
+    "check_buffer", "check_link_buffers", "credit_frame", "fits", "min_buffer_bytes", "parse_credit",
 ]
 
 ETHERTYPE_CREDIT = 0x88B5  # IEEE 802 local experimental EtherType 1
@@ -71,6 +71,12 @@ def check_buffer(buffer_bytes: int, mtu: int, setting: str) -> None:
         raise ValueError(f"{setting} {buffer_bytes} bytes cannot hold two maximum frames "
                          f"of MTU {mtu} ({need} bytes in 64-byte blocks): raise it to at "
                          f"least {need}")
+
+
+def check_link_buffers(buffer_bytes: int, links: Mapping[int, tuple[float, int, int]]) -> None:
+    """check_buffer for a switch's ports: port -> (rate bps, delay ns, MTU) of its link."""
+    for port, (_rate, _delay, mtu) in sorted(links.items()):
+        check_buffer(buffer_bytes, mtu, f"port {port}: credit buffer_bytes")
 
 
 def fits(fccl: int, fctbs: int, nblocks: int) -> bool:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from emu.core import argtypes
-from emu.core.credit import check_buffer
+from emu.core.credit import check_link_buffers
 from emu.core.pfc import FlowControl
 from emu.core.wire import MAX_PORT
 
@@ -175,8 +175,7 @@ def _pfc_config(text: str | None) -> tuple[FlowControl | None,
                  for p, v in d.pop("links", {}).items()}
         fc = FlowControl.from_dict(d)
         if fc.mode == "credit":  # refused here, before the switch starts
-            for port, (_rate, _delay, mtu) in sorted(links.items()):
-                check_buffer(fc.credit.buffer_bytes, mtu, f"port {port}: credit buffer_bytes")
+            check_link_buffers(fc.credit.buffer_bytes, links)
         return fc, links
     except (OSError, ValueError, TypeError, IndexError, AttributeError, OverflowError,
             RecursionError) as exc:

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from emu.core.credit import CreditPort, check_buffer
+from emu.core.credit import CreditPort, check_link_buffers
 from emu.core.pfc import NUM_PRIORITIES, FlowControl
 
 from .lossless import LosslessControl
@@ -58,8 +58,7 @@ class SwitchCreditControl(LosslessControl):
                  links: Mapping[int, tuple[float, int, int]] | None = None,
                  no_credit_ports: Iterable[int] = ()) -> None:
         super().__init__(tm, settings, send_frame, src_mac=src_mac, links=links)
-        for port, (_rate, _delay, mtu) in self.links.items():
-            check_buffer(settings.credit.buffer_bytes, mtu, f"port {port}: credit buffer_bytes")
+        check_link_buffers(settings.credit.buffer_bytes, self.links)
         # Ports without a link peer (the CPU port): no credit, nothing announced there.
         self.no_credit = frozenset(no_credit_ports)
         self.credit = settings.credit
@@ -69,7 +68,7 @@ class SwitchCreditControl(LosslessControl):
         tm.attach_flow_control(self)
 
     def set_link(self, port: int, rate_bps: float, delay_ns: int, mtu: int) -> None:
-        check_buffer(self.credit.buffer_bytes, mtu, f"port {port}: credit buffer_bytes")
+        check_link_buffers(self.credit.buffer_bytes, {port: (rate_bps, delay_ns, mtu)})
         super().set_link(port, rate_bps, delay_ns, mtu)
 
     def port_state(self, port: int) -> CreditPort:
