@@ -42,7 +42,7 @@ MEMBER_PACKETS = "FabricIngress.routing.member_packets"  # index group_id * 8 + 
 PORT_QDEPTH = "port_qdepth"  # index qdepth_index(port, priority)
 PORT_QDEPTH_TIME = "port_qdepth_time_us"
 FLOWLET_TIME = "FabricIngress.routing.flowlet_time_us"
-FLOWLET_MEMBER = "FabricIngress.routing.flowlet_member"
+FLOWLET_PORT = "FabricIngress.routing.flowlet_port"
 SPRAY_NEXT = "FabricIngress.routing.spray_next"
 
 

@@ -30,6 +30,15 @@ register<bit<32>, bit<32>>(QDEPTH_SLOTS) port_qdepth_time_us;
     RAW = RAW * 32w0x9E3779B1; \
     hash(OUT, HashAlgorithm.identity, 32w0, { RAW[31:16] }, (bit<32>) COUNT)
 
+/* A live flowlet's port (stored + 1), looked up among the group's current members: a
+ * flowlet keeps its port while that port stays in the group, whatever the others do
+ * (a stored member index would move every flowlet behind a member that a link failure
+ * removed). */
+#define FLOWLET_MEMBER(I, PORT) \
+    if ((bit<32>) meta.member_count > I && (bit<32>) PORT + 1 == meta.cand_rank) { \
+        meta.cand_key = I; \
+    }
+
 /* One adaptive candidate: key = (queue depth, rotation rank: 4 bits), smaller wins; readings
  * older than qdepth_max_age_us count as an empty queue. */
 #define ADAPTIVE_CANDIDATE(I, PORT) \
@@ -58,7 +67,7 @@ control Routing(inout headers_t hdr,
 
     counter<bit<32>>(MEMBER_SLOTS, CounterType.packets_and_bytes) member_packets;
     register<bit<32>, bit<32>>(FLOWLET_SLOTS) flowlet_time_us;
-    register<bit<32>, bit<32>>(FLOWLET_SLOTS) flowlet_member;   /* member + 1; 0 = none */
+    register<bit<32>, bit<32>>(FLOWLET_SLOTS) flowlet_port;     /* egress port + 1; 0 = none */
     register<bit<32>, bit<32>>(SPRAY_SLOTS) spray_next;       /* flow's next member + 1; 0 = none */
 
     action drop() {
@@ -173,18 +182,36 @@ control Routing(inout headers_t hdr,
                    meta.l4_sport, meta.l4_dport },
                  (bit<32>) FLOWLET_SLOTS);
             flowlet_time_us.read(meta.cand_time, meta.flowlet_slot);
-            flowlet_member.read(meta.cand_rank, meta.flowlet_slot);
-            if (meta.cand_rank == 0 || meta.cand_rank > (bit<32>) meta.member_count
-                    || meta.now_us - meta.cand_time > meta.flowlet_timeout_us) {
-                /* A new flowlet: pick again, with the time in the hash. */
+            flowlet_port.read(meta.cand_rank, meta.flowlet_slot);
+            meta.cand_key = 32w0xFFFFFFFF;
+            if (meta.cand_rank != 0 && meta.now_us - meta.cand_time <= meta.flowlet_timeout_us) {
+                FLOWLET_MEMBER(32w0, meta.member_port_0)
+                FLOWLET_MEMBER(32w1, meta.member_port_1)
+                FLOWLET_MEMBER(32w2, meta.member_port_2)
+                FLOWLET_MEMBER(32w3, meta.member_port_3)
+                FLOWLET_MEMBER(32w4, meta.member_port_4)
+                FLOWLET_MEMBER(32w5, meta.member_port_5)
+                FLOWLET_MEMBER(32w6, meta.member_port_6)
+                FLOWLET_MEMBER(32w7, meta.member_port_7)
+                FLOWLET_MEMBER(32w8, meta.member_port_8)
+                FLOWLET_MEMBER(32w9, meta.member_port_9)
+                FLOWLET_MEMBER(32w10, meta.member_port_10)
+                FLOWLET_MEMBER(32w11, meta.member_port_11)
+                FLOWLET_MEMBER(32w12, meta.member_port_12)
+                FLOWLET_MEMBER(32w13, meta.member_port_13)
+                FLOWLET_MEMBER(32w14, meta.member_port_14)
+                FLOWLET_MEMBER(32w15, meta.member_port_15)
+            }
+            if (meta.cand_key == 32w0xFFFFFFFF) {
+                /* A new flowlet, or its port left the group: pick again, with the time
+                 * in the hash. */
                 hash(meta.cand_key, HashAlgorithm.crc32, 32w0,
                      { meta.lb_seed, hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
                        meta.l4_sport, meta.l4_dport, meta.now_us },
                      32w0xFFFFFFFF);
                 MIX_TO_INDEX(meta.cand_key, meta.member_index, meta.member_count);
-                flowlet_member.write(meta.flowlet_slot, meta.member_index + 1);
             } else {
-                meta.member_index = meta.cand_rank - 1;
+                meta.member_index = meta.cand_key;
             }
             flowlet_time_us.write(meta.flowlet_slot, meta.now_us);
         } else if (meta.lb_mode == LB_ADAPTIVE) {
@@ -264,6 +291,9 @@ control Routing(inout headers_t hdr,
             standard_metadata.egress_spec = meta.member_port_15;
         }
         member_packets.count(((bit<32>) meta.group_id << 4) + meta.member_index);
+        if (meta.lb_mode == LB_FLOWLET) {
+            flowlet_port.write(meta.flowlet_slot, (bit<32>) standard_metadata.egress_spec + 1);
+        }
     }
 }
 

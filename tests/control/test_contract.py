@@ -107,7 +107,7 @@ def test_every_name_the_controller_uses_is_in_the_p4info():
         assert c in counters, c
     assert counters[P.MEMBER_PACKETS].size == 16 * 1024
     registers = {r.preamble.name: r.size for r in info.registers}
-    assert {P.FLOWLET_TIME, P.FLOWLET_MEMBER, P.SPRAY_NEXT} <= set(registers)
+    assert {P.FLOWLET_TIME, P.FLOWLET_PORT, P.SPRAY_NEXT} <= set(registers)
     # spray rotates per flow (a slot per 5-tuple hash), no longer per group (1024)
     assert registers[P.SPRAY_NEXT] == SPRAY_SLOTS == p4_constants()["SPRAY_SLOTS"] == 4096
     # a queue reading per port and priority (deq_qdepth counts the packet's own queue)

@@ -82,3 +82,34 @@ def test_spray_rotates_every_interleaved_flow_over_every_member(n_flows):
         assert used[f] == {m: 10 for m in members}, (f, dict(used[f]))
     sim.run_until_idle()
     assert len(received(sim, "h3")) + len(received(sim, "h4")) == rounds * n_flows
+
+
+def test_flowlet_keeps_its_port_when_another_member_of_its_group_fails():
+    """A flowlet remembered the index of its member, so when a link failed and its group
+    lost a member, the live flowlets behind the removed one moved to another port mid-
+    flowlet (reordering them and colliding them). It remembers the port now: flowlets
+    on surviving links stay, those on the failed link pick again."""
+    sim = SimFabric(load_topology("clos4"), lb=LbSettings(mode="flowlet", flowlet_timeout_us=500))
+    members = list(sim.controller.routes("leaf1").by_leaf["leaf2"])
+    flows = [(src, dst, 50000 + k) for k in range(12) for src, dst in (("h1", "h3"), ("h2", "h4"))]
+
+    def send_round(psn: int) -> dict[tuple[str, str, int], int]:
+        taken = {}
+        for src, dst, sport in flows:
+            send = functools.partial(sim.hosts[src].send_udp, dst, sport=sport, psn=psn)
+            taken[(src, dst, sport)] = member_taken(sim, send, 5 * US)
+        return taken
+
+    first = send_round(0)
+    assert send_round(1) == first  # inside the timeout: the same port
+    failed = members[0]  # the first member: every other one's index shifts down
+    assert failed in first.values() and set(first.values()) - {failed}
+    sim.link_down("leaf1", port=failed)
+    assert failed not in sim.controller.routes("leaf1").by_leaf["leaf2"]
+    after = send_round(2)
+    for flow, port in first.items():
+        if port != failed:
+            assert after[flow] == port, flow
+        else:
+            assert after[flow] != failed, flow
+    assert send_round(3) == after

@@ -34,6 +34,10 @@ def failure_run(lb: str, fail: bool) -> tuple[Any, Any]:
                          fail_after_s=base["fail_after"], workload=wl))
 
 
+def _to_spine4(s: Any, leaf: str) -> int:
+    return sum(b for u in s.uplinks if u.switch == leaf for p, b in u.tx_bytes if p == 6)
+
+
 def measure(lb: str) -> dict[str, Any]:
     plan, ok = failure_run(lb, False)
     _plan, bad = failure_run(lb, True)
@@ -47,8 +51,14 @@ def measure(lb: str) -> dict[str, Any]:
         "delay_us": (plan.dilation.modelled_s(bad.traffic_s)
                      - plan.dilation.modelled_s(ok.traffic_s)) * 1e6,
         "timeouts": bad.hosts.timeouts - ok.hosts.timeouts,
-        "crossed": any(b > 0 for u in ok.uplinks if u.switch == "leaf4"
-                       for p, b in u.tx_bytes if p == 6),  # leaf4's port to spine4
+        # leaf4's port to spine4 sent: the link carried traffic upwards (the summary has
+        # no per-destination bytes to tell the downward direction, spine4 -> leaf4)
+        "crossed_up": any(b > 0 for u in ok.uplinks if u.switch == "leaf4"
+                          for p, b in u.tx_bytes if p == 6),
+        # bytes each leaf sent to spine4, without -> with the failure: flows to leaf4
+        # that crossed the link downwards left it
+        "to_spine4": {u.switch: (b, _to_spine4(bad, u.switch)) for u in ok.uplinks
+                      for p, b in u.tx_bytes if p == 6},
     }
     print(f"{lb}: {out}")
     return out
@@ -57,7 +67,7 @@ def measure(lb: str) -> dict[str, Any]:
 @pytest.mark.parametrize("lb", ["ecmp", "spray"])
 def test_link_failure_costs_packets_and_every_flow_completes(lb: str) -> None:
     m = measure(lb)
-    assert m["crossed"]  # the failed link carried traffic before the failure
+    assert m["crossed_up"]  # the failed link carried traffic before the failure
     assert m["lost_pkts"] > 0
     assert m["reroute_s"] == 0.0  # the controller reprograms at the failure (virtual)
     if lb == "ecmp":  # frames queued for the dead port are counted (regression: a
