@@ -77,20 +77,25 @@ class LbSettings:
     seed: None gives every switch its own seed (derived from its device id), which
     avoids hash polarization; an integer puts that same seed on every switch (the
     classic polarized setup). flowlet_timeout_us: idle gap that ends a flowlet.
-    qdepth_max_age_us: adaptive mode treats queue readings older than this as empty.
+    qdepth_max_age_us: adaptive mode treats queue readings older than this as empty;
+    None (the default): never. A reading is refreshed by every departure from its queue
+    and the last one of a drained queue reads 0, so a reading stays deep only while its
+    queue stops sending (PFC pause, a starved priority): the queue is deep then, and
+    aging its reading to empty sent new traffic into a paused port.
     """
 
     mode: LbMode = LbMode.ECMP
     seed: int | None = None
     flowlet_timeout_us: int = 500
-    qdepth_max_age_us: int = 1000
+    qdepth_max_age_us: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", LbMode.parse(self.mode))
         if self.seed is not None:
             _u32("seed", self.seed)
         _u32("flowlet_timeout_us", self.flowlet_timeout_us)
-        _u32("qdepth_max_age_us", self.qdepth_max_age_us)
+        if self.qdepth_max_age_us is not None:
+            _u32("qdepth_max_age_us", self.qdepth_max_age_us)
         if self.flowlet_timeout_us == 0:
             raise ParamError("flowlet_timeout_us must be positive")
 
@@ -106,7 +111,9 @@ class LbSettings:
             "mode": self.mode.code,
             "seed": self.seed_for(device_id),
             "flowlet_timeout_us": self.flowlet_timeout_us,
-            "qdepth_max_age_us": self.qdepth_max_age_us,
+            # now - time > 2^32 - 1 never holds in fabric.p4's 32-bit arithmetic
+            "qdepth_max_age_us": U32_MAX if self.qdepth_max_age_us is None
+            else self.qdepth_max_age_us,
         }
 
 

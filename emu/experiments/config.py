@@ -111,9 +111,9 @@ class RunConfig:
     # dilation): the idle gap that ends a flowlet (about one base RTT of clos4 at
     # 100 Gbps; longer than any queueing skew between its paths, so a new flowlet never
     # overtakes the last) and the age past which adaptive routing treats a queue
-    # reading as empty.
+    # reading as empty (None: never; emu.control.LbSettings says why).
     flowlet_timeout_us: float = 10.0
-    qdepth_max_age_us: float = 2.0
+    qdepth_max_age_us: float | None = None
     # fabric.p4's hash seed: None gives every switch its own (no polarization); an
     # integer puts that seed on every switch (hash polarization; experiments).
     lb_seed: int | None = None
@@ -166,7 +166,8 @@ class RunConfig:
             raise bad(f"target must be one of {', '.join(TARGETS)}, got {self.target!r}")
         for name in _POSITIVE + _NON_NEGATIVE:
             value = getattr(self, name)
-            if value is None and name in ("dilation", "sample_interval_s", "timeout_s"):
+            if value is None and name in ("dilation", "sample_interval_s", "timeout_s",
+                                          "qdepth_max_age_us"):
                 continue
             least = "> 0" if name in _POSITIVE else ">= 0"
             if not _finite(value) or not (value > 0 if name in _POSITIVE else value >= 0):

@@ -60,6 +60,7 @@ def effective_values(plan: RunPlan) -> JsonDict:
     cfg = plan.config
     d = plan.dilation
     frame = cfg.mtu_bytes + FRAME_OVERHEAD_BYTES
+    lb = plan.lb_settings()
     depths = sorted({p.depth_pkts for s in plan.fabric.switches for p in s.ports})
     hosts = sorted(plan.agents)
     out: JsonDict = {
@@ -77,8 +78,8 @@ def effective_values(plan: RunPlan) -> JsonDict:
                    "priority_queues": cfg.priority_queues},
         "lb": {"mode": cfg.lb.value, "flowlet_timeout_us_modelled": cfg.flowlet_timeout_us,
                "qdepth_max_age_us_modelled": cfg.qdepth_max_age_us,
-               **{f"{k}_wire": v for k, v in plan.lb_settings().action_params(0).items()
-                  if k.endswith("_us")}},
+               "flowlet_timeout_us_wire": lb.flowlet_timeout_us,
+               "qdepth_max_age_us_wire": lb.qdepth_max_age_us},
     }
     if hosts:
         out["dcqcn"] = _dcqcn(plan.agents[hosts[0]], cfg.dcqcn_profile)

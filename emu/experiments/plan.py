@@ -77,7 +77,8 @@ class RunPlan:
 
         return LbSettings(mode=cfg.lb, seed=cfg.lb_seed,
                           flowlet_timeout_us=wire_us(cfg.flowlet_timeout_us),
-                          qdepth_max_age_us=wire_us(cfg.qdepth_max_age_us))
+                          qdepth_max_age_us=None if cfg.qdepth_max_age_us is None
+                          else wire_us(cfg.qdepth_max_age_us))
 
     def ecn_settings(self) -> EcnSettings:
         """fabric.p4's RED/ECN marking for every port, from the run configuration."""

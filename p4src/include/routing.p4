@@ -85,7 +85,7 @@ control Routing(inout headers_t hdr,
 
     table lb_config {
         actions = { set_lb_config; }
-        default_action = set_lb_config(LB_ECMP, 0, 500, 1000);
+        default_action = set_lb_config(LB_ECMP, 0, 500, 32w0xFFFFFFFF);
     }
 
     action route_to_port(bit<9> port) {

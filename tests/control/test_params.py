@@ -30,7 +30,8 @@ def test_per_switch_seeds_differ_and_a_fixed_seed_is_shared():
     same = LbSettings(seed=7)
     assert {same.seed_for(d) for d in range(1, 10)} == {7}
     assert same.action_params(3) == {"mode": 0, "seed": 7, "flowlet_timeout_us": 500,
-                                     "qdepth_max_age_us": 1000}
+                                     "qdepth_max_age_us": 0xFFFFFFFF}  # never ages
+    assert LbSettings(qdepth_max_age_us=1000).action_params(3)["qdepth_max_age_us"] == 1000
 
 
 def test_ecn_thresholds_validated():

@@ -16,12 +16,13 @@ US = 1000
 MS = 1_000_000
 
 
-def _congested_sim(qos: QosSettings | None = None) -> tuple[SimFabric, int]:
+def _congested_sim(qos: QosSettings | None = None,
+                   lb: LbSettings | None = None) -> tuple[SimFabric, int]:
     """Leaf1 in ECMP; h1 sends 50 x 1000 B of one flow: its uplink's queue builds.
     Returns the sim (at ~4.2 ms, queue still deep) and the congested uplink port."""
     fabric = clos_fabric(leaves=2, spines=4, hosts_per_leaf=2, host_rate_bps=100_000_000,
                          uplink_rate_bps=20_000_000)
-    sim = SimFabric(fabric, lb=LbSettings(qdepth_max_age_us=1000), qos=qos)
+    sim = SimFabric(fabric, lb=lb or LbSettings(), qos=qos)
     before = member_packets(sim, "leaf1", "leaf2")
     for psn in range(50):
         sim.hosts["h1"].send_udp("h3", sport=50000, size=1000, psn=psn)
@@ -62,9 +63,22 @@ def test_adaptive_avoids_a_deep_queue_and_returns_when_it_drains():
     assert len(received(sim, "h4")) == 60
 
 
-def test_a_stale_reading_ages_out():
-    """A port whose transmitter stalls keeps its last (deep) reading forever; after
-    qdepth_max_age_us it counts as empty, so the port is not starved for good."""
+def test_a_stalled_port_stays_avoided_while_its_queue_stays_deep():
+    """A queue that stops sending (a PFC pause, a starved priority) keeps its last
+    reading, and it is deep: by default the port stays avoided however long the stall
+    lasts. Readings used to age to empty after qdepth_max_age_us (default 1 ms here, 2 us
+    modelled in runs), which sent new flows into a paused port."""
+    sim, hot = _congested_sim()
+    sim.controller.set_lb("adaptive", switches="leaf1")
+    sim.switches["leaf1"].set_queue_rate(hot, rate_pps=1)  # stall: no dequeue, no update
+    sim.run_for(10 * MS)
+    used = _probe(sim, 20, 44000)
+    assert sum(used.values()) == 20 and hot not in used
+    assert sim.controller.queue_readings("leaf1")[hot][0] > 10
+
+
+def test_a_stale_reading_ages_out_when_asked():
+    """qdepth_max_age_us, when given: a reading older than that counts as empty."""
     sim, hot = _congested_sim()
     sim.controller.set_lb("adaptive", switches="leaf1", qdepth_max_age_us=3000)
     sim.switches["leaf1"].set_queue_rate(hot, rate_pps=1)  # stall: no dequeue, no update
