@@ -116,10 +116,11 @@ def _fabric_args(f: argparse._ArgumentGroup) -> None:
                    help="outstanding packets per QP and the sr reorder window (default: "
                         "twice the QP's bandwidth-delay product, at least 32)")
     f.add_argument("--plb", action="store_true",
-                   help="PLB on every QP (Linux tcp_plb's rules): move to a new UDP source "
-                        "port (a new ECMP path) after 3 consecutive round trips with CNPs "
-                        "and nothing in flight, or 12 with packets in flight, and at once "
-                        "on a timeout (default: off)")
+                   help="PLB on every QP (Linux tcp_plb's rules; needs --cc dcqcn): move "
+                        "to a new UDP source port (a new ECMP path) after 3 consecutive "
+                        "round trips with half their packets marked (as CNPs tell) and "
+                        "nothing in flight, or 12 with packets in flight, and at once on a "
+                        "timeout (default: off)")
     _flow_control_args(f)
     f.add_argument("--no-link-delay", action="store_true",
                    help="every link's delay 0 (a target that cannot emulate delays here, "

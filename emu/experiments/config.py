@@ -192,6 +192,11 @@ class RunConfig:
         if not 1 <= self.plb_rounds <= 1000 or not 0 <= self.plb_idle_rounds <= 1000:
             raise bad(f"plb_rounds must be 1..1000 and plb_idle_rounds 0..1000, got "
                       f"{self.plb_rounds} and {self.plb_idle_rounds}")
+        if self.plb and self.cc == "none":
+            # PLB re-paths on the congestion CNPs report; without DCQCN no NP sends any,
+            # and the run would be ECMP plus re-paths at timeouts, labelled ecmp+plb
+            raise bad("plb needs cc dcqcn: PLB counts congested rounds from the CNPs the "
+                      "receivers send, and with cc none they send none")
         if self.lb_seed is not None and not 0 <= self.lb_seed <= 0xFFFF_FFFF:
             raise bad(f"lb_seed must be an integer in 0..{0xFFFF_FFFF}, got {self.lb_seed}")
         if self.ack_class not in ACK_CLASSES:

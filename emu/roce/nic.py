@@ -88,7 +88,10 @@ class Nic:
         np = NotificationPoint(dc.min_time_between_cnps_ns) if dc.enabled else None
         plb_p = self.params.plb
         # the suspension after a timeout is a modelled time, like every other timer
-        plb_p = replace(plb_p, suspend_after_timeout_ns=d.wire_ns(plb_p.suspend_after_timeout_ns))
+        # and a CNP stands for the marks of up to one CNP gap of the peer (its NP's,
+        # from the same DCQCN parameters; already on the wire clock)
+        plb_p = replace(plb_p, suspend_after_timeout_ns=d.wire_ns(plb_p.suspend_after_timeout_ns),
+                        cnp_gap_ns=plb_p.cnp_gap_ns or dc.min_time_between_cnps_ns)
         plb = Plb(plb_p, seed=p.qpn ^ p.path.udp_sport)
         rp = None
         if dc.enabled and line is not None:

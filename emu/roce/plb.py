@@ -11,10 +11,17 @@ A retransmission timeout re-paths at once (the path may be broken) and suspends 
 congestion re-paths for a random 1x to 2x of `suspend_after_timeout_ns`, so that they do
 not lead the QP back into the black hole it just left.
 
-RoCE's one change: the sender does not see which packets were marked, only the CNPs the
-receiver returns for them (at most one per `min_time_between_cnps_ns` on real NICs), so a
-round is congested when at least `congested_cnps` CNPs arrived in it, where Linux asks
-for half of the round's packets to carry CE.
+A round is congested when at least `cong_thresh` of its packets carried CE (Linux:
+tcp_plb_cong_thresh, 128 of 256). RoCE's one change: the sender does not see which
+packets were marked, only the CNPs the receiver returns for them, at most one per
+`cnp_gap_ns` (the notification point's min_time_between_cnps; the NIC sets it from its
+DCQCN parameters, the peer's being the same in a run). Without that gap a CNP is a
+marked packet, and the fraction is CNPs / packets ACKed in the round. With it, a CNP
+stands for the marks of up to one gap, and the fraction is at least CNPs x gap / the
+round's duration: each CNP covers the time until the next one could come (its gap),
+also past the round's end into the next. With a 50 us gap and 10 us rounds, counting
+CNPs alone would see one CNP in a round out of five, and never a run of congested
+rounds.
 """
 
 from __future__ import annotations
@@ -28,7 +35,10 @@ class PlbParams:
     enabled: bool = False
     congested_rounds: int = 12  # N: tcp_plb_rehash_rounds
     idle_congested_rounds: int = 3  # M: tcp_plb_idle_rehash_rounds (0: never when idle)
-    congested_cnps: int = 1
+    cong_thresh: float = 0.5  # tcp_plb_cong_thresh 128 / 256: the CE fraction of a round
+    # the peer's least time between CNPs; 0: the NIC puts its own DCQCN setting here
+    # (0 there too: one CNP per marked packet)
+    cnp_gap_ns: int = 0
     repath_on_timeout: bool = True
     # tcp_plb_suspend_rto_sec (60 s), modelled: the time a failed link takes to repair
     suspend_after_timeout_ns: int = 60_000_000_000
@@ -36,11 +46,13 @@ class PlbParams:
     sport_max: int = 65535
 
     def validate(self) -> None:
-        if self.congested_rounds < 1 or self.congested_cnps < 1:
-            raise ValueError("plb.congested_rounds and plb.congested_cnps must be >= 1")
-        if self.idle_congested_rounds < 0 or self.suspend_after_timeout_ns < 0:
-            raise ValueError("plb.idle_congested_rounds and plb.suspend_after_timeout_ns "
-                             "must be >= 0")
+        if self.congested_rounds < 1:
+            raise ValueError("plb.congested_rounds must be >= 1")
+        if not 0 < self.cong_thresh <= 1:
+            raise ValueError(f"plb.cong_thresh is a fraction in (0, 1], got {self.cong_thresh}")
+        if min(self.idle_congested_rounds, self.suspend_after_timeout_ns, self.cnp_gap_ns) < 0:
+            raise ValueError("plb.idle_congested_rounds, plb.suspend_after_timeout_ns and "
+                             "plb.cnp_gap_ns must be >= 0")
         if not 1 <= self.sport_min < self.sport_max <= 65535:
             raise ValueError("plb source port range must satisfy 1 <= min < max <= 65535")
 
@@ -51,14 +63,23 @@ class Plb:
         self.p = params
         self.rng = random.Random(seed)
         self.round_mark: int | None = None
+        self.round_una = 0  # the cumulative ACK and the time when the round began
+        self.round_start_ns = 0
         self.cnps_in_round = 0
+        self.covered_ns = 0  # of the round, by its CNPs' gaps (may run past its end)
+        self.cover_end_ns = 0
         self.congested_streak = 0
         self.rounds = 0
         self.repaths = 0
         self.suspended_until_ns: int | None = None  # after a timeout (clock time)
 
-    def on_cnp(self) -> None:
+    def on_cnp(self, now_ns: int) -> None:
         self.cnps_in_round += 1
+        gap = self.p.cnp_gap_ns
+        if gap:
+            start = max(now_ns, self.cover_end_ns)
+            self.cover_end_ns = now_ns + gap
+            self.covered_ns += max(0, self.cover_end_ns - start)
 
     def on_ack(self, una: int, snd_max: int, now_ns: int) -> bool:
         """Cumulative ACK moved to `una`; True if the QP must re-path now."""
@@ -66,14 +87,13 @@ class Plb:
             return False
         mark = self.round_mark
         if mark is None:
-            self.round_mark = snd_max
+            self._new_round(una, snd_max, now_ns)
             return False
         if una < mark:
             return False
         self.rounds += 1
-        congested = self.cnps_in_round >= self.p.congested_cnps
-        self.cnps_in_round = 0
-        self.round_mark = snd_max
+        congested = self._congested(una - self.round_una, now_ns)
+        self._new_round(una, snd_max, now_ns)
         if not congested:
             self.congested_streak = 0
             return False
@@ -88,6 +108,24 @@ class Plb:
             self.suspended_until_ns = None
         self.congested_streak = 0
         return True
+
+    def _new_round(self, una: int, snd_max: int, now_ns: int) -> None:
+        self.round_mark = snd_max
+        self.round_una = una
+        self.round_start_ns = now_ns
+        self.cnps_in_round = 0
+        self.covered_ns = max(0, self.cover_end_ns - now_ns)  # a CNP's gap runs on
+
+    def _congested(self, acked: int, now_ns: int) -> bool:
+        """At least cong_thresh of the round's `acked` packets marked, as the CNPs tell."""
+        if acked <= 0:
+            return False
+        fraction = self.cnps_in_round / acked
+        duration = now_ns - self.round_start_ns
+        if self.p.cnp_gap_ns and duration > 0:
+            covered = self.covered_ns - max(0, self.cover_end_ns - now_ns)
+            fraction = max(fraction, covered / duration)
+        return fraction >= self.p.cong_thresh
 
     def on_timeout(self, now_ns: int) -> bool:
         """A retransmission timeout; True if the QP must re-path now."""

@@ -73,7 +73,7 @@ class QueuePair:
         wr = self.requester.sending_wr()
         if wr is not None:
             wr.cnps_rcvd += 1
-        self.plb.on_cnp()
+        self.plb.on_cnp(self.nic.clock.now_ns())
         if self.rp is not None:
             self.rp.on_cnp()
 

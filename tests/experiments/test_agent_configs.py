@@ -181,3 +181,13 @@ def test_a_path_mtu_the_hosts_mtu_cannot_carry_is_refused() -> None:
     for bad in (255, 4097, 40964096):  # the hosts' NIC takes 256..4096
         with pytest.raises(RunConfigError, match=f"must be 256..4096, got {bad}"):
             RunConfig(mtu_bytes=bad).validate()
+
+
+def test_plb_without_dcqcn_is_refused() -> None:
+    """With cc none no receiver sends CNPs, so PLB never saw a congested round: the run
+    was ECMP plus re-paths at timeouts, labelled ecmp+plb."""
+    from emu.experiments.config import RunConfig, RunConfigError
+
+    with pytest.raises(RunConfigError, match="plb needs cc dcqcn"):
+        RunConfig(topo="clos4", plb=True, cc="none").validate()
+    RunConfig(topo="clos4", plb=True).validate()

@@ -81,7 +81,7 @@ def test_plb_repaths_after_consecutive_congested_rounds():
     clk, a, b, qa, qb, link = pair(
         rate_bps=10_000_000_000,
         nic_kw={"dcqcn": DcqcnParams(min_time_between_cnps_ns=0),
-                "plb": PlbParams(enabled=True, congested_rounds=2, congested_cnps=1,
+                "plb": PlbParams(enabled=True, congested_rounds=2,
                                  repath_on_timeout=False)},
         qp_kw={"max_outstanding_pkts": 16})
     _mark_all_ce(link)

@@ -15,21 +15,62 @@ S = 1_000_000_000
 
 
 def rounds(plb: Plb, n: int, *, in_flight: bool, congested: bool = True,
-           t0: int = 0) -> list[bool]:
-    """n rounds ending 1 us apart from t0 (ns), each with a CNP if congested; whether
-    on_ack said to re-path at each round's end."""
+           t0: int = 0, cnps: int | None = None, acked: int = 10,
+           round_ns: int = 1000) -> list[bool]:
+    """n rounds of `acked` packets ending `round_ns` apart from t0, each with `cnps` CNPs
+    (default: all its packets marked if congested, none if not); whether on_ack said to
+    re-path at each round's end."""
     if plb.round_mark is None:
-        plb.on_ack(0, 10, t0)  # the first ACK opens the first round (its mark: PSN 10)
+        plb.on_ack(0, 10, t0 - round_ns)  # the first ACK opens the first round (mark 10)
     out = []
     for _ in range(n):
         mark = plb.round_mark
         assert mark is not None
-        if congested:
-            plb.on_cnp()
-        # the cumulative ACK reaches the mark; in flight: 10 PSNs were sent beyond it
-        out.append(plb.on_ack(mark, mark + 10 if in_flight else mark, t0))
-        t0 += 1000
+        c = cnps if cnps is not None else acked if congested else 0
+        for k in range(c):  # spread over the round
+            plb.on_cnp(t0 - round_ns + k * round_ns // c)
+        # the cumulative ACK passes the mark; in flight: 10 PSNs were sent beyond it
+        una = max(mark, plb.round_una + acked)
+        out.append(plb.on_ack(una, una + 10 if in_flight else una, t0))
+        t0 += round_ns
     return out
+
+
+def test_a_round_is_congested_when_half_its_packets_are_marked() -> None:
+    """A round counted as congested after one CNP; Linux asks for tcp_plb_cong_thresh,
+    half of the round's packets, carrying CE: 1% marks never re-path, 60% do at N."""
+    plb = Plb(PlbParams(enabled=True), seed=1)
+    assert not any(rounds(plb, 48, in_flight=True, acked=100, cnps=1))
+    plb = Plb(PlbParams(enabled=True), seed=1)
+    said = rounds(plb, 24, in_flight=True, acked=100, cnps=60)
+    assert [i + 1 for i, x in enumerate(said) if x] == [12, 24]
+    half = Plb(PlbParams(enabled=True), seed=1)
+    assert not any(rounds(half, 12, in_flight=True, acked=100, cnps=49))
+    assert rounds(half, 12, in_flight=True, acked=100, cnps=50)[-1]
+
+
+def test_a_paced_cnp_stands_for_the_marks_of_its_gap() -> None:
+    """With one CNP per 50 us at most (the paper profile's NP) and rounds of 10 us, a
+    fully marked flow saw a CNP in one round out of five and never re-pathed; each CNP
+    now covers its gap, into the rounds after its own."""
+    plb = Plb(PlbParams(enabled=True, cnp_gap_ns=50_000), seed=1)
+    said = []
+    for r in range(48):
+        said += rounds(plb, 1, in_flight=True, acked=100, cnps=1 if r % 5 == 0 else 0,
+                       t0=(r + 1) * 10_000, round_ns=10_000)
+    assert [i + 1 for i, x in enumerate(said) if x] == [12, 24, 36, 48]
+    # marks for a fifth of the time: CNPs 50 us apart, each seen with a 10 us gap
+    plb = Plb(PlbParams(enabled=True, cnp_gap_ns=10_000), seed=1)
+    said = []
+    for r in range(48):
+        said += rounds(plb, 1, in_flight=True, acked=100, cnps=1 if r % 5 == 0 else 0,
+                       t0=(r + 1) * 10_000, round_ns=10_000)
+    assert not any(said)
+    plb = Plb(PlbParams(enabled=True, cnp_gap_ns=5_000), seed=1)
+    said = rounds(plb, 24, in_flight=True, acked=100, cnps=2, round_ns=10_000)
+    assert [i + 1 for i, x in enumerate(said) if x] == [12, 24]
+    assert not any(rounds(Plb(PlbParams(enabled=True, cnp_gap_ns=5_000), seed=1), 24,
+                          in_flight=True, acked=100, cnps=1, round_ns=20_000))
 
 
 def test_with_packets_in_flight_it_takes_n_12_congested_rounds() -> None:
