@@ -197,6 +197,12 @@ class RunConfig:
             # and the run would be ECMP plus re-paths at timeouts, labelled ecmp+plb
             raise bad("plb needs cc dcqcn: PLB counts congested rounds from the CNPs the "
                       "receivers send, and with cc none they send none")
+        if self.plb and self.lb is LbMode.TE:
+            # a re-path changes the UDP source port, which te_flow matches exactly: the
+            # flow would leave its pinned path for the ECMP hash, in a run labelled te
+            raise bad("plb and lb te exclude each other: TE pins each flow's 5-tuple, and "
+                      "a PLB re-path changes its UDP source port (the flow would fall back "
+                      "to ECMP)")
         if self.lb_seed is not None and not 0 <= self.lb_seed <= 0xFFFF_FFFF:
             raise bad(f"lb_seed must be an integer in 0..{0xFFFF_FFFF}, got {self.lb_seed}")
         if self.ack_class not in ACK_CLASSES:

@@ -111,8 +111,13 @@ class Collective:
 
 
 def bus_factor(kind: str, n: int) -> float:
-    """nccl-tests' busbw / algbw: 2(n-1)/n for all-reduce, (n-1)/n for all-to-all."""
-    return 2 * (n - 1) / n if kind == "allreduce" else (n - 1) / n
+    """nccl-tests' busbw / algbw: 2(n-1)/n for all-reduce, (n-1)/n for all-to-all
+    (ValueError for another kind: broadcast's would be 1, not (n-1)/n)."""
+    if kind == "allreduce":
+        return 2 * (n - 1) / n
+    if kind == "alltoall":
+        return (n - 1) / n
+    raise ValueError(f"no bus bandwidth factor for collective kind {kind!r}")
 
 
 @dataclass(frozen=True)
@@ -250,9 +255,13 @@ def _ring_allreduce(p: WorkloadParams, ranks: list[str], fid: str = "ar",
                     cname: str = "allreduce", series: str = "allreduce",
                     ) -> tuple[list[FlowSpec], list[Collective]]:
     """Ring all-reduce: 2(n-1) steps (reduce-scatter then all-gather); in each step every
-    rank sends one chunk (buffer/n) to its successor, once it has sent its previous
-    chunk and received its predecessor's. Flow ids start with `fid`, collective ids
-    with `cname`."""
+    rank sends one chunk (buffer/n) to its successor once it has received its
+    predecessor's chunk of the step before, as NCCL's ring forwards what it receives:
+    the rank's own previous send is not waited for (it shares the QP to the successor,
+    so the new chunk queues behind it); waiting for its ACK put a one-way trip per step
+    on the critical path. An iteration starts on a rank when its last send of the one
+    before completed and its last receive arrived. Flow ids start with `fid`,
+    collective ids with `cname`."""
     n = len(ranks)
     chunk = max(1, -(-p.message_bytes // n))
     steps = 2 * (n - 1)
@@ -265,8 +274,7 @@ def _ring_allreduce(p: WorkloadParams, ranks: list[str], fid: str = "ar",
             for i, r in enumerate(ranks):
                 prev_rank = ranks[(i - 1) % n]
                 if k > 0:
-                    after: tuple[str, ...] = (_ar_id(it, k - 1, r, fid),
-                                              _ar_id(it, k - 1, prev_rank, fid))
+                    after: tuple[str, ...] = (_ar_id(it, k - 1, prev_rank, fid),)
                 elif it > 0:
                     after = (_ar_id(it - 1, steps - 1, r, fid),
                              _ar_id(it - 1, steps - 1, prev_rank, fid))

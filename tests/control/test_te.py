@@ -67,3 +67,17 @@ def test_flow_errors(clos4):
     h3 = clos4.host("h3")
     (p,) = place_flows(clos4, [Flow("h1", str(h3.ip), sport=1)])
     assert p.key.dst_ip == int(h3.ip)
+
+
+def test_loads_are_weighed_by_link_rate():
+    """asym4: leaf1's uplink to spine4 runs at 50 Gb/s. Counted in bps, 8 flows of
+    40 Gb/s went 2 per spine, 80 Gb/s (160%) on the slow uplink; by utilisation the
+    slowest link is loaded at most 120%."""
+    asym = load_topology("asym4")
+    flows = [Flow(src, dst, sport=50000 + i, demand_bps=40e9)
+             for i in range(4) for src, dst in (("h1", "h3"), ("h2", "h4"))]
+    loads = link_loads(place_flows(asym, flows))
+    rate = {(lk.index, lk.a.node): lk.rate_bps for lk in asym.links}
+    rate.update({(lk.index, lk.b.node): lk.rate_bps for lk in asym.links})
+    worst = max(bps / rate[key] for key, bps in loads.items())
+    assert worst == pytest.approx(1.2)

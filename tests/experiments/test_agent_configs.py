@@ -191,3 +191,13 @@ def test_plb_without_dcqcn_is_refused() -> None:
     with pytest.raises(RunConfigError, match="plb needs cc dcqcn"):
         RunConfig(topo="clos4", plb=True, cc="none").validate()
     RunConfig(topo="clos4", plb=True).validate()
+
+
+def test_plb_with_te_is_refused() -> None:
+    """A PLB re-path changes the UDP source port that te_flow matches exactly: the flow
+    fell back to the ECMP hash in a run labelled te."""
+    from emu.control import LbMode
+    from emu.experiments.config import RunConfig, RunConfigError
+
+    with pytest.raises(RunConfigError, match="plb and lb te exclude each other"):
+        RunConfig(topo="clos4", plb=True, lb=LbMode.TE).validate()

@@ -11,6 +11,7 @@ from emu.experiments.workloads import (
     WorkloadError,
     WorkloadParams,
     build_workload,
+    bus_factor,
     permutation_pairs,
 )
 from emu.topo import load_topology
@@ -84,6 +85,9 @@ def test_ring_allreduce_steps_chunks_and_dependencies() -> None:
         for dep in f.after:  # own previous step, and the predecessor's (received here)
             d = by_id[dep]
             assert d.src == f.src or d.dst == f.src
+    # inside an iteration a step waits only for the chunk it forwards (NCCL's ring), not
+    # for the ACK of its own previous send: that put a one-way trip per step in the time
+    assert by_id["ar0-s1-h2"].after == ("ar0-s0-h1",)
     firsts = [f for f in w.flows if not f.after]
     assert len(firsts) == n and all(f.id.startswith("ar0-s0-") for f in firsts)
     # the second iteration waits for the last step of the first
@@ -104,6 +108,8 @@ def test_alltoall_everyone_to_everyone() -> None:
 def test_bus_factor_definitions() -> None:
     assert Collective("x", "allreduce", ("a", "b"), 1, ()).bus_factor == 1.0
     assert Collective("x", "alltoall", ("a", "b", "c", "d"), 1, ()).bus_factor == 0.75
+    with pytest.raises(ValueError, match="no bus bandwidth factor for collective kind"):
+        bus_factor("broadcast", 4)  # nccl-tests: 1, not the (n-1)/n once returned
 
 
 @pytest.mark.parametrize("params, match", [
