@@ -1,9 +1,9 @@
 """Load balancing on permutation and ring all-reduce (experiments/lb-collectives.yaml).
 
 Claims: spraying (with selective repeat) and adaptive routing beat ECMP's all-reduce
-busbw by a clear margin (here: at least 2x; measured on clos4 ECMP 2.4 GB/s, adaptive
-and spray 6.7) and spraying beats ECMP's permutation throughput by 2x or more; flowlet
-switching never reorders. The all-reduce ring alternates leaves (every hop crosses the
+busbw by a clear margin (here: at least 2x; measured 2026-12-06 on clos4: ECMP 21.6
+Gbit/s, adaptive 57.1, spray 66.9; fattree4: 20.7, 46.1, 47.3) and spraying beats
+ECMP's permutation throughput by 2x or more; flowlet switching never reorders. The all-reduce ring alternates leaves (every hop crosses the
 spines: the case where hashing collides); per-host throughput of a permutation is the
 message over its slowest flow's FCT (modelled).
 """
@@ -23,9 +23,6 @@ from .common import busbw_gbps, per_host_gbps, run, suite
 pytestmark = pytest.mark.timeout(1800)
 
 MARGIN = 2.0
-# fattree4's 16-rank ring moves 64 KB chunks: more of each step is latency, which no
-# load balancer shortens (measured: ECMP 16.0, spray 28.9, adaptive 28.5 Gb/s busbw).
-MARGIN_FATTREE_ALLREDUCE = 1.5
 
 
 def traffic(topo: str, kind: str) -> dict[str, Any]:
@@ -83,8 +80,9 @@ def test_every_mode(topo: str, kind: str) -> None:
         if lb == "flowlet":
             assert s.hosts.late_pkts == 0
     print(topo, kind, {k: round(v, 1) for k, v in bw.items()})
-    margin = MARGIN_FATTREE_ALLREDUCE if (topo, kind) == ("fattree4", "allreduce") else MARGIN
-    assert bw["spray"] >= margin * bw["ecmp"]
-    assert bw["te"] >= margin * bw["ecmp"]
+    # fattree4's all-reduce needed a 1.5x margin while each ring step also waited for
+    # the ACK of the rank's previous send (then ECMP 16.0, spray 28.9 Gbit/s)
+    assert bw["spray"] >= MARGIN * bw["ecmp"]
+    assert bw["te"] >= MARGIN * bw["ecmp"]
     if kind == "allreduce":
-        assert bw["adaptive"] >= margin * bw["ecmp"]
+        assert bw["adaptive"] >= MARGIN * bw["ecmp"]
