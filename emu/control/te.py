@@ -4,8 +4,9 @@ Largest demand first, each flow goes onto the path whose most loaded link (after
 adding the flow) is least loaded; ties go to the path with the least total load,
 then to the first path. Loads are per link direction and relative to the link's rate
 (offered bps / rate): counted in bps, a 50 Gb/s uplink took as many flows as its
-100 Gb/s siblings (asym4: 160% offered against 120% when placed by utilisation). The result pins every flow's
-5-tuple, on each switch of its path, to the group member that leads along the path.
+100 Gb/s siblings (asym4: 160% offered against 120% when placed by utilisation). The
+result pins every flow's 5-tuple, on each switch of its path, to the group member that
+leads along the path.
 """
 
 from __future__ import annotations

@@ -74,6 +74,8 @@ class Plb:
         self.suspended_until_ns: int | None = None  # after a timeout (clock time)
 
     def on_cnp(self, now_ns: int) -> None:
+        if not self.p.enabled:
+            return  # on_ack never asks; no coverage bookkeeping per CNP
         self.cnps_in_round += 1
         gap = self.p.cnp_gap_ns
         if gap:

@@ -3,9 +3,10 @@
 Claims: spraying (with selective repeat) and adaptive routing beat ECMP's all-reduce
 busbw by a clear margin (here: at least 2x; measured 2026-12-06 on clos4: ECMP 21.6
 Gbit/s, adaptive 57.1, spray 66.9; fattree4: 20.7, 46.1, 47.3) and spraying beats
-ECMP's permutation throughput by 2x or more; flowlet switching never reorders. The all-reduce ring alternates leaves (every hop crosses the
-spines: the case where hashing collides); per-host throughput of a permutation is the
-message over its slowest flow's FCT (modelled).
+ECMP's permutation throughput by 2x or more; flowlet switching never reorders. The
+all-reduce ring alternates leaves (every hop crosses the spines: the case where hashing
+collides); per-host throughput of a permutation is the message over its slowest flow's
+FCT (modelled).
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ def failure_run(lb: str, fail: bool) -> tuple[Any, Any]:
 
 
 def _to_spine4(s: Any, leaf: str) -> int:
+    """Bytes `leaf` sent on its port 6, its uplink to spine4."""
     return sum(b for u in s.uplinks if u.switch == leaf for p, b in u.tx_bytes if p == 6)
 
 
@@ -53,12 +54,11 @@ def measure(lb: str) -> dict[str, Any]:
         "timeouts": bad.hosts.timeouts - ok.hosts.timeouts,
         # leaf4's port to spine4 sent: the link carried traffic upwards (the summary has
         # no per-destination bytes to tell the downward direction, spine4 -> leaf4)
-        "crossed_up": any(b > 0 for u in ok.uplinks if u.switch == "leaf4"
-                          for p, b in u.tx_bytes if p == 6),
+        "crossed_up": _to_spine4(ok, "leaf4") > 0,
         # bytes each leaf sent to spine4, without -> with the failure: flows to leaf4
         # that crossed the link downwards left it
-        "to_spine4": {u.switch: (b, _to_spine4(bad, u.switch)) for u in ok.uplinks
-                      for p, b in u.tx_bytes if p == 6},
+        "to_spine4": {u.switch: (_to_spine4(ok, u.switch), _to_spine4(bad, u.switch))
+                      for u in ok.uplinks},
     }
     print(f"{lb}: {out}")
     return out
