@@ -9,6 +9,7 @@ agents' summary rows ("pfc": their HostMac's counters). Times are those of the w
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -154,6 +155,26 @@ def _prio(counts: Mapping[int, int]) -> str:
         or "-"
 
 
+def _pfc_rows(active: Sequence[Counters], max_rows: int) -> list[Counters]:
+    """The rows shown: the ports that sent most PAUSE frames (where back-pressure starts)
+    and the most paused ones (how far it spread), taken in turn, senders listed first.
+    Ranked by paused time alone, the senders, rarely paused themselves, fell off the
+    table; ranked by frames sent, the paused hosts did."""
+    def sent(p: Counters) -> int:
+        return sum(p["pause_tx"].values())
+
+    by_sent = sorted((p for p in active if sent(p)), key=lambda p: -sent(p))
+    by_paused = sorted((p for p in active if p["paused_ns"]), key=lambda p: -p["paused_ns"])
+    chosen: dict[int, Counters] = {}
+    for pair in itertools.zip_longest(by_sent, by_paused):
+        for p in pair:
+            if p is not None and len(chosen) < max_rows:
+                chosen.setdefault(id(p), p)
+    rest = [p for p in active if id(p) not in chosen]  # received PAUSE, never paused
+    rows = [*chosen.values(), *rest[:max_rows - len(chosen)]]
+    return sorted(rows, key=lambda p: (-sent(p), -p["paused_ns"]))
+
+
 def pfc_tables(pfc: Counters, max_rows: int = 16) -> list[Table | str]:
     """rich renderables for the run summary (ports that sent, received or were paused)."""
     from rich.table import Table
@@ -161,12 +182,11 @@ def pfc_tables(pfc: Counters, max_rows: int = 16) -> list[Table | str]:
     out: list[Table | str] = []
     active = [p for p in [*pfc["ports"], *pfc["hosts"]]
               if p["pause_tx"] or p["pause_rx"] or p["paused_ns"]]
-    active.sort(key=lambda p: -p["paused_ns"])
     t = Table(title=f"PFC: PAUSE frames per port and priority, paused time "
                     f"({len(active)} ports active; all in summary.json)", title_justify="left")
     for col in ("port", "PAUSE sent", "PAUSE received", "paused", "paused %"):
         t.add_column(col)
-    for p in active[:max_rows]:
+    for p in _pfc_rows(active, max_rows):
         t.add_row(f"{p['node']}:{p['port']}", _prio(p["pause_tx"]), _prio(p["pause_rx"]),
                   f"{p['paused_ns'] / 1e6:.2f} ms", f"{p['paused_pct']:.1f}")
     out.append(t)

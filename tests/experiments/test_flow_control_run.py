@@ -94,6 +94,19 @@ def test_virtual_incast_with_pfc_is_lossless_and_reports_pauses(tmp_path: Path) 
     assert saved["pfc"]["total"] == p["total"]
     text = (run_dir / "summary.txt").read_text()
     assert "PFC: PAUSE frames per port and priority" in text
+    # The table shows where back-pressure starts and how far it spread: the port that
+    # sent most PAUSE frames and the most paused one (ranked by paused time alone, the
+    # senders, never paused themselves, fell off its 16 rows).
+    table = text.split("PFC: PAUSE frames per port and priority")[1]
+    every = [*p["ports"], *p["hosts"]]
+    assert sum(1 for e in every if e["pause_tx"] or e["pause_rx"] or e["paused_ns"]) > 16
+    most_sent = max(sum(e["pause_tx"].values()) for e in every)
+    longest = max(e["paused_ns"] for e in every)
+    top = [e for e in every if sum(e["pause_tx"].values()) == most_sent or
+           e["paused_ns"] == longest]
+    assert len(top) >= 3
+    for e in top:
+        assert f"│ {e['node']}:{e['port']} " in table, e
     assert json.loads((run_dir / "config.json").read_text())["run"]["flow_control"] == "pfc"
 
 

@@ -54,8 +54,13 @@ def test_summary_and_results_folder(allreduce_run: Run, tmp_path: Path) -> None:
     text = render_text(s)
     for needle in ("OK: 112/112 flows verified", "allreduce0", "algbw GB/s", "busbw GB/s",
                    "ECN marks", "CNPs sent / received", "Busiest queues", "leaf1:3",
-                   "Uplink balance", "network-bound"):
+                   "Uplink balance", "network-bound", "FCT nominal"):
         assert needle in text, needle
+    # The flows table gives the modelled FCT beside the wire's (x dilation apart).
+    slowest = max(s.flows, key=lambda f: f.fct_s or 0)
+    assert slowest.fct_nominal_s is not None and slowest.fct_s is not None
+    row = next(ln for ln in text.splitlines() if ln.startswith(slowest.id + " "))
+    assert f" {fmt_s(slowest.fct_s)} " in row and f" {fmt_s(slowest.fct_nominal_s)} " in row
 
     files = write_results(run_dir, plan, rec, s)
     names = {p.relative_to(run_dir).as_posix() for p in files}
