@@ -19,6 +19,7 @@ from emu.core.flowmode import FlowControlMode
 from emu.core.pfc import FlowControl, WatchdogSettings
 
 from .config import RunConfig
+from .figures import fmt_s
 from .plan import CREDIT, RunPlan
 
 if TYPE_CHECKING:
@@ -175,8 +176,10 @@ def _pfc_rows(active: Sequence[Counters], max_rows: int) -> list[Counters]:
     return sorted(rows, key=lambda p: (-sent(p), -p["paused_ns"]))
 
 
-def pfc_tables(pfc: Counters, max_rows: int = 16) -> list[Table | str]:
-    """rich renderables for the run summary (ports that sent, received or were paused)."""
+def pfc_tables(pfc: Counters, dilation: float = 1.0, max_rows: int = 16
+               ) -> list[Table | str]:
+    """rich renderables for the run summary (ports that sent, received or were paused);
+    paused times in wire time and modelled (wire / dilation)."""
     from rich.table import Table
 
     out: list[Table | str] = []
@@ -184,11 +187,13 @@ def pfc_tables(pfc: Counters, max_rows: int = 16) -> list[Table | str]:
               if p["pause_tx"] or p["pause_rx"] or p["paused_ns"]]
     t = Table(title=f"PFC: PAUSE frames per port and priority, paused time "
                     f"({len(active)} ports active; all in summary.json)", title_justify="left")
-    for col in ("port", "PAUSE sent", "PAUSE received", "paused", "paused %"):
+    for col in ("port", "PAUSE sent", "PAUSE received", "paused", "paused nominal",
+                "paused %"):
         t.add_column(col)
     for p in _pfc_rows(active, max_rows):
         t.add_row(f"{p['node']}:{p['port']}", _prio(p["pause_tx"]), _prio(p["pause_rx"]),
-                  f"{p['paused_ns'] / 1e6:.2f} ms", f"{p['paused_pct']:.1f}")
+                  f"{p['paused_ns'] / 1e6:.2f} ms", fmt_s(p["paused_ns"] / 1e9 / dilation),
+                  f"{p['paused_pct']:.1f}")
     out.append(t)
     if pfc["watchdog"]:
         w = Table(title="PFC watchdog", title_justify="left")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .summary import fmt_bytes, fmt_rate
+from .figures import fmt_bytes, fmt_rate
 
 if TYPE_CHECKING:
     from rich.console import Console

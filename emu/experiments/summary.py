@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypedDict
 
 from .fct import SlowdownBucket
+from .figures import fmt_bytes, fmt_rate, fmt_s
 from .jsontypes import JsonDict, JsonValue
 from .metrics import (
     CollectiveResult,
@@ -103,34 +104,6 @@ def _finite(x: JsonValue) -> JsonValue:
 # --------------------------------------------------------------------------- formatting
 
 
-def fmt_bytes(n: float | None) -> str:
-    if n is None:
-        return "-"
-    for unit, k in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if abs(n) >= k:
-            return f"{n / k:.1f} {unit}"
-    return f"{n:.0f} B"
-
-
-def fmt_rate(bps: float | None) -> str:
-    if bps is None or not math.isfinite(bps):
-        return "-"
-    for unit, k in (("Tb/s", 1e12), ("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
-        if bps >= k:
-            return f"{bps / k:.2f} {unit}"
-    return f"{bps:.0f} b/s"
-
-
-def fmt_s(s: float | None) -> str:
-    if s is None:
-        return "-"
-    if s >= 1:
-        return f"{s:.2f} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.1f} ms"
-    return f"{s * 1e6:.1f} us"
-
-
 def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
     from rich.table import Table
 
@@ -149,9 +122,12 @@ def tables(s: RunSummary, max_flows: int = 16) -> list[Table | str]:
     head = (f"{r['topo']}  lb={r['lb']}{'+plb' if r.get('plb') else ''} cc={r['cc']} recovery={r['recovery']} "
             f"workload={r['workload']} target={r['target']}  dilation x{r['dilation']:g}")
     verdict = "OK" if s.ok else "INCOMPLETE"
+    traffic = s.traffic_s
+    modelled = "" if traffic is None or not r["dilation"] else \
+        f"{fmt_s(traffic / r['dilation'])} modelled; "
     out.append(f"[bold]{head}[/bold]\n{verdict}: {s.flows_verified()}/{len(s.flows)} flows "
-               f"verified, {fmt_bytes(s.bytes_delivered)} delivered in {fmt_s(s.traffic_s)} "
-               f"(agents ran {fmt_s(s.duration_s)})")
+               f"verified, {fmt_bytes(s.bytes_delivered)} delivered in {fmt_s(traffic)} "
+               f"({modelled}agents ran {fmt_s(s.duration_s)})")
 
     if s.collectives:
         rows = [[c.id, c.kind, str(c.ranks), fmt_bytes(c.size_bytes), fmt_s(c.time_s),
@@ -221,7 +197,7 @@ def tables(s: RunSummary, max_flows: int = 16) -> list[Table | str]:
     if s.pfc:
         from .pfc import pfc_tables
 
-        out.extend(pfc_tables(s.pfc))
+        out.extend(pfc_tables(s.pfc, r["dilation"]))
     return out
 
 

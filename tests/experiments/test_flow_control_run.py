@@ -12,6 +12,7 @@ import pytest
 
 from emu.core.flowmode import FlowControlMode
 from emu.experiments.config import RunConfig, RunConfigError
+from emu.experiments.figures import fmt_s
 from emu.experiments.plan import plan_run
 from emu.experiments.workloads import WorkloadParams
 
@@ -107,6 +108,10 @@ def test_virtual_incast_with_pfc_is_lossless_and_reports_pauses(tmp_path: Path) 
     assert len(top) >= 3
     for e in top:
         assert f"│ {e['node']}:{e['port']} " in table, e
+    row = next(ln for ln in table.splitlines()
+               if ln.startswith(f"│ {top[-1]['node']}:{top[-1]['port']} "))
+    nominal = fmt_s(top[-1]["paused_ns"] / 1e9 / s.run["dilation"])  # modelled paused time
+    assert f"│ {nominal} " in row and top[-1]["paused_ns"] == longest
     assert json.loads((run_dir / "config.json").read_text())["run"]["flow_control"] == "pfc"
 
 

@@ -61,6 +61,8 @@ def test_summary_and_results_folder(allreduce_run: Run, tmp_path: Path) -> None:
     assert slowest.fct_nominal_s is not None and slowest.fct_s is not None
     row = next(ln for ln in text.splitlines() if ln.startswith(slowest.id + " "))
     assert f" {fmt_s(slowest.fct_s)} " in row and f" {fmt_s(slowest.fct_nominal_s)} " in row
+    assert s.traffic_s is not None
+    assert f"({fmt_s(s.traffic_s / s.run['dilation'])} modelled; agents ran" in text
 
     files = write_results(run_dir, plan, rec, s)
     names = {p.relative_to(run_dir).as_posix() for p in files}
