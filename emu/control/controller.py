@@ -15,6 +15,7 @@ points at a group that is not there yet (make before break).
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -153,7 +154,24 @@ class FabricController:
             except NoPathError as exc:
                 log.warning("TE flow left to the group hash: %s", exc)
         self.te_placements = place_flows(self.fabric, placeable, self.failed)
-        return te_pins(self.fabric, self.te_placements, self._routes)
+        pins = te_pins(self.fabric, self.te_placements, self._routes)
+        if all(len(p) <= TE_FLOW_SLOTS for p in pins.values()):
+            return pins
+        # Only a failure gets here (place_te refuses too many pins before any write): the
+        # flows that moved may crowd one switch past its te_flow table, and the failure
+        # cannot be refused. The last placed (smallest demands) go back to the group
+        # hash, as flows without a path do, instead of a write failing half way.
+        kept: list[Placement] = []
+        held: Counter[str] = Counter()
+        for p in self.te_placements:
+            switches = {sw for sw, _port in p.hops}
+            if all(held[sw] < TE_FLOW_SLOTS for sw in switches):
+                kept.append(p)
+                held.update(switches)
+        log.warning("TE: %d flows left to the group hash: a switch's te_flow table holds %d "
+                    "pins", len(self.te_placements) - len(kept), TE_FLOW_SLOTS)
+        self.te_placements = kept
+        return te_pins(self.fabric, kept, self._routes)
 
     def _sync(self, name: str, wanted: Sequence[TableEntry]) -> None:
         handle = self.handles[name]

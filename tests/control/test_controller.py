@@ -145,6 +145,35 @@ def test_te_refuses_more_pins_than_the_te_flow_table_holds_before_any_write(ctl)
     assert len(_h(ctl, "leaf1").table(P.TE_FLOW)) == TE_FLOW_SLOTS
 
 
+def test_te_after_failures_never_pins_more_than_a_switch_holds(ctl, caplog, monkeypatch):
+    """place_te refuses too many pins before the run; a failure cannot be refused. With
+    te_flow tables of 100 (4096 in fabric.p4; smaller keeps the test quick), each leaf
+    sends 100 pinned flows, 50 per spine; once leaf1 and leaf3 each keep only spine4,
+    it carried all 200, and a switch past its table failed a write half way. The last
+    placed flows go back to the group hash instead."""
+    from emu.control import controller
+
+    monkeypatch.setattr(controller, "TE_FLOW_SLOTS", 100)
+    flows = [Flow(src, dst, sport=1 + i, demand_bps=1e6)
+             for src, dst in (("h1", "h3"), ("h2", "h4"), ("h5", "h7"), ("h6", "h8"))
+             for i in range(50)]
+    ctl.place_te(flows)
+    assert max(len(h.table(P.TE_FLOW)) for h in ctl.handles.values()) == 100
+    for leaf in ("leaf1", "leaf3"):
+        for spine in ("spine1", "spine2", "spine3"):
+            ctl.link_down(leaf, spine)
+            for name, h in ctl.handles.items():
+                assert len(h.table(P.TE_FLOW)) <= 100, (leaf, spine, name)
+    assert len(_h(ctl, "spine4").table(P.TE_FLOW)) == 100 == len(ctl.te_placements)
+    assert {sw for p in ctl.te_placements for sw, _port in p.hops
+            if sw.startswith("spine")} == {"spine4"}
+    assert "TE: 100 flows left to the group hash" in caplog.text
+    assert len(ctl.te_flows) == 200  # kept: repaired links place them all again
+    ctl.link_up("leaf1", "spine1")
+    ctl.link_up("leaf3", "spine1")
+    assert len(ctl.te_placements) == 200
+
+
 def test_te_installs_pins_on_every_switch_of_the_path(ctl):
     flows = [Flow("h1", "h3", sport=49152 + i, demand_bps=1e6) for i in range(4)]
     placed = ctl.place_te(flows)
