@@ -34,6 +34,7 @@ from .config import CcMode
 from .workloads import FlowSpec, Workload
 
 QPN_BASE = 0x100
+QPN_STRIDE = 1 << 22  # a host's QPs to one peer: QPN_BASE + peer index + qp x this (24 bits)
 SPORT_MIN = 49152
 
 
@@ -68,13 +69,17 @@ class AgentSettings:
     plb_idle_rounds: int = 3
 
 
-def qpn_for(peer_index: int) -> int:
-    return QPN_BASE + peer_index
+def qpn_for(peer_index: int, qp: int = 0) -> int:
+    """The QPN of a host's `qp`-th queue pair to the peer at `peer_index` (FlowSpec.qp)."""
+    if not 0 <= QPN_BASE + peer_index < QPN_STRIDE:
+        raise ValueError(f"host index {peer_index} does not fit the QPN plan")
+    return QPN_BASE + peer_index + qp * QPN_STRIDE
 
 
-def udp_sport(src: str, dst: str, seed: int = 0) -> int:
-    """A stable, well-spread source port per ordered host pair."""
-    return SPORT_MIN + zlib.crc32(f"{seed}:{src}->{dst}".encode()) % (65536 - SPORT_MIN)
+def udp_sport(src: str, dst: str, seed: int = 0, qp: int = 0) -> int:
+    """A stable, well-spread source port per ordered host pair and queue pair."""
+    key = f"{seed}:{src}->{dst}" + (f"/qp{qp}" if qp else "")
+    return SPORT_MIN + zlib.crc32(key.encode()) % (65536 - SPORT_MIN)
 
 
 # A data frame on the wire beyond its payload (82: Ethernet + IPv4 + UDP + BTH + ICRC,
@@ -175,10 +180,10 @@ def agent_configs(fabric: Fabric, workload: Workload, settings: AgentSettings,
                 raise ValueError(f"flow {f.id}: no host {name!r} in fabric {fabric.name}")
         if f.src == f.dst:
             raise ValueError(f"flow {f.id}: source and destination are both {f.src}")
-    peers: dict[str, set[str]] = {}
+    peers: dict[str, set[tuple[str, int]]] = {}  # host -> (peer, qp) of each queue pair
     for f in workload.flows:
-        peers.setdefault(f.src, set()).add(f.dst)
-        peers.setdefault(f.dst, set()).add(f.src)
+        peers.setdefault(f.src, set()).add((f.dst, f.qp))
+        peers.setdefault(f.dst, set()).add((f.src, f.qp))
     index = {h.name: i for i, h in enumerate(fabric.hosts)}
     sends: dict[str, list[FlowSpec]] = {}
     expects: dict[str, list[str]] = {}
@@ -191,24 +196,24 @@ def agent_configs(fabric: Fabric, workload: Workload, settings: AgentSettings,
 
 
 def _host_config(fabric: Fabric, sends: list[FlowSpec], expects: list[str],
-                 settings: AgentSettings, name: str, peers: set[str], seed: int,
+                 settings: AgentSettings, name: str, peers: set[tuple[str, int]], seed: int,
                  index: dict[str, int]) -> AgentConfig:
     dilation = Dilation(settings.dilation)
     h = fabric.host(name)
     qps = []
-    for peer in sorted(peers, key=index.__getitem__):
+    for peer, qp in sorted(peers, key=lambda pq: (pq[1], index[pq[0]])):
         p = fabric.host(peer)
         window = window_pkts_for(fabric, name, peer, settings)
         qps.append(QpConfig(
-            qpn=qpn_for(index[peer]), peer=peer, peer_ip=str(p.ip), peer_mac=p.mac,
-            peer_qpn=qpn_for(index[name]), udp_sport=udp_sport(name, peer, seed),
+            qpn=qpn_for(index[peer], qp), peer=peer, peer_ip=str(p.ip), peer_mac=p.mac,
+            peer_qpn=qpn_for(index[name], qp), udp_sport=udp_sport(name, peer, seed, qp),
             recovery=settings.recovery, reorder_window_pkts=window,
             max_outstanding_pkts=window,
             # The QP's RTO is nominal (the NIC multiplies it by the dilation): give the
             # nominal value that lands on the clock-time RTO.
             rto_ns=max(1, int(dilation.modelled_ns(
                 rto_wire_ms(fabric, name, peer, settings) * 1e6)))))
-    flows = [FlowConfig(id=f.id, qpn=qpn_for(index[f.dst]), size_bytes=f.size_bytes,
+    flows = [FlowConfig(id=f.id, qpn=qpn_for(index[f.dst], f.qp), size_bytes=f.size_bytes,
                         op="write", after=list(f.after),
                         start_us=_start_us(f, settings, dilation))
              for f in sends]

@@ -14,7 +14,7 @@ import math
 import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
 
 from emu.core.wire import MAX_MESSAGE_BYTES
@@ -89,6 +89,10 @@ class FlowSpec:
     # Modelled ns after the workload starts before the flow may start (Poisson arrivals);
     # the run puts it on the wire clock through its dilation.
     start_ns: float = 0.0
+    # Which of its host pair's queue pairs sends it: 0, the workload's; 1, background
+    # traffic beside a workload (another application's connection: the NIC serves it
+    # beside the workload's messages, not before or after them).
+    qp: int = 0
 
 
 @dataclass(frozen=True)
@@ -168,7 +172,10 @@ def build_workload(params: WorkloadParams, host_leaf: Mapping[str, str],
     if params.background_load > 0:
         if host_rate_bps is None:
             raise WorkloadError("background traffic needs the hosts' line rates")
-        flows = flows + _background(params, hosts, host_rate_bps)
+        background = _background(params, hosts, host_rate_bps)
+        if params.kind != "background":
+            background = [replace(f, qp=1) for f in background]
+        flows = flows + background
     return Workload(params, tuple(flows), tuple(colls))
 
 
