@@ -78,6 +78,12 @@ class WorkloadParams:
             raise WorkloadError("size_scale and background_us must be positive and finite")
 
 
+# FlowSpec.qp: the workload's QPs (every flow of a single-kind workload; mix's dp ring);
+# mix's tp and pp communicators (NCCL opens connections per communicator); background
+# traffic beside a workload (another application). Background alone is the workload.
+QP_WORKLOAD, QP_TP, QP_PP, QP_BACKGROUND = 0, 1, 2, 3
+
+
 @dataclass(frozen=True)
 class FlowSpec:
     id: str
@@ -89,9 +95,9 @@ class FlowSpec:
     # Modelled ns after the workload starts before the flow may start (Poisson arrivals);
     # the run puts it on the wire clock through its dilation.
     start_ns: float = 0.0
-    # Which of its host pair's queue pairs sends it: 0, the workload's; 1, background
-    # traffic beside a workload (another application's connection: the NIC serves it
-    # beside the workload's messages, not before or after them).
+    # Which of its host pair's queue pairs sends it (QP_*): each communicator and each
+    # application has its own connections, and the NIC serves their messages side by
+    # side; on one QP, RC would complete them in order, one waiting behind the other.
     qp: int = 0
 
 
@@ -174,7 +180,7 @@ def build_workload(params: WorkloadParams, host_leaf: Mapping[str, str],
             raise WorkloadError("background traffic needs the hosts' line rates")
         background = _background(params, hosts, host_rate_bps)
         if params.kind != "background":
-            background = [replace(f, qp=1) for f in background]
+            background = [replace(f, qp=QP_BACKGROUND) for f in background]
         flows = flows + background
     return Workload(params, tuple(flows), tuple(colls))
 
@@ -367,6 +373,8 @@ def _training(p: WorkloadParams, hosts: list[str],
         f, c = _ring_allreduce(p, [h for g in groups for h in g], "dp", "dp", "dp")
         flows += f
         colls += c
+    # mix: each parallelism is its own communicator, on QPs of its own.
+    own = p.kind == "mix"
     if p.kind in ("tp", "mix"):
         tp = [g for g in groups if len(g) >= 2]
         if not tp:
@@ -374,10 +382,11 @@ def _training(p: WorkloadParams, hosts: list[str],
         for g in tp:
             leaf = host_leaf[g[0]]
             f, c = _ring_allreduce(p, g, f"tp-{leaf}-", f"tp-{leaf}-", "tp")
-            flows += f
+            flows += [replace(x, qp=QP_TP) for x in f] if own else f
             colls += c
     if p.kind in ("pp", "mix"):
-        flows += _pipeline(p, groups)
+        f = _pipeline(p, groups)
+        flows += [replace(x, qp=QP_PP) for x in f] if own else f
     return flows, colls
 
 

@@ -38,11 +38,12 @@ def test_configs_load_and_qps_pair_up(kind: str, recovery: str) -> None:
     loaded = {h: AgentConfig.from_dict(json.loads(json.dumps(c.to_dict())))
               for h, c in cfgs.items()}
     assert loaded == cfgs
-    qps = {(h, q.peer): q for h, c in loaded.items() for q in c.qps}
-    for (h, peer), q in qps.items():
-        back = qps[(peer, h)]
-        assert q.peer_qpn == back.qpn and back.peer_qpn == q.qpn
-        assert q.peer_ip == str(FABRIC.host(peer).ip) and q.peer_mac == FABRIC.host(peer).mac
+    qps = {(h, q.qpn): q for h, c in loaded.items() for q in c.qps}
+    for (h, _qpn), q in qps.items():
+        back = qps[(q.peer, q.peer_qpn)]  # the peer's end answers this one
+        assert back.peer == h and back.peer_qpn == q.qpn
+        assert q.peer_ip == str(FABRIC.host(q.peer).ip)
+        assert q.peer_mac == FABRIC.host(q.peer).mac
         assert q.recovery == recovery
     sent = {f.id for c in loaded.values() for f in c.flows}
     expected = {fid for c in loaded.values() for fid in c.expect}
@@ -50,7 +51,7 @@ def test_configs_load_and_qps_pair_up(kind: str, recovery: str) -> None:
     for h, c in loaded.items():
         for f in c.flows:
             spec = next(x for x in w.flows if x.id == f.id)
-            assert spec.src == h and qps[(h, spec.dst)].qpn == f.qpn
+            assert spec.src == h and qps[(h, f.qpn)].peer == spec.dst
 
 
 def test_rates_dilation_cc_and_rto() -> None:

@@ -16,6 +16,9 @@ from emu.experiments.metrics import FlowResult
 from emu.experiments.plan import host_rates, plan_run
 from emu.experiments.sizedist import SizeDistError, load_size_dist, parse_size_dist
 from emu.experiments.workloads import (
+    QP_BACKGROUND,
+    QP_PP,
+    QP_TP,
     WORKLOAD_KINDS,
     WorkloadError,
     WorkloadParams,
@@ -128,7 +131,7 @@ def test_background_beside_a_workload_has_its_own_queue_pairs() -> None:
     from emu.experiments.agent_configs import AgentSettings, agent_configs
 
     w = build("allreduce", message_bytes=8000, background_load=0.2, size_dist="hadoop")
-    assert {f.qp for f in w.flows if f.id.startswith("bg")} == {1}
+    assert {f.qp for f in w.flows if f.id.startswith("bg")} == {QP_BACKGROUND}
     assert {f.qp for f in w.flows if not f.id.startswith("bg")} == {0}
     cfgs = agent_configs(FABRIC, w, AgentSettings())  # type: ignore[arg-type]
     for name, cfg in cfgs.items():
@@ -145,6 +148,20 @@ def test_background_beside_a_workload_has_its_own_queue_pairs() -> None:
             assert back.peer == name and back.peer_qpn == f.qpn
     alone = build("background", background_load=0.2, size_dist="hadoop")
     assert {f.qp for f in alone.flows} == {0}
+
+
+def test_mix_gives_each_parallelism_its_own_queue_pairs() -> None:
+    """NCCL connects each communicator on its own: in mix, the dp ring and the tp ring of
+    a leaf both send h1 -> h2, and on one QP a tp step waited behind a dp chunk."""
+    w = build("mix", message_bytes=8000)
+    by_qp = {kind: {f.qp for f in w.flows if f.id.startswith(kind)}
+             for kind in ("dp", "tp", "pp")}
+    assert by_qp == {"dp": {0}, "tp": {QP_TP}, "pp": {QP_PP}}
+    pairs = {kind: {(f.src, f.dst) for f in w.flows if f.id.startswith(kind)}
+             for kind in ("dp", "tp")}
+    assert pairs["dp"] & pairs["tp"]  # the case this is about
+    for kind in ("tp", "pp"):  # alone, a parallelism is the workload
+        assert {f.qp for f in build(kind, message_bytes=8000).flows} == {0}
 
 
 def test_a_background_message_does_not_hold_up_the_collective() -> None:
