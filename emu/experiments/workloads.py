@@ -98,7 +98,7 @@ class FlowSpec:
     # Which of its host pair's queue pairs sends it (QP_*): each communicator and each
     # application has its own connections, and the NIC serves their messages side by
     # side; on one QP, RC would complete them in order, one waiting behind the other.
-    qp: int = 0
+    qp: int = QP_WORKLOAD
 
 
 @dataclass(frozen=True)
