@@ -49,10 +49,9 @@ ecn_config with kmin = kmax = 0 on every port (every ECT packet is marked
 whatever the queue) to compare the marking path itself; --fail-link A:B tells
 the controller the link failed before any packet is sent (the groups avoid it).
 
-Documented target difference (TIME_IN_CHOICE): fabric.p4's flowlet mode hashes
-the ingress timestamp into a new flowlet's member, and the two sides' clocks
-differ (side A: a virtual clock; side B: microseconds since the process
-started). A flowlet difference is explained when both sides sent the packet to
+Documented target difference (RANDOM_CHOICE): fabric.p4's flowlet mode draws a
+new flowlet's member with random(), and the two sides' random sources differ
+(side A: the switch's seeded generator; side B: BMv2's own). A flowlet difference is explained when both sides sent the packet to
 a member of the same group (ports towards other switches) with identical bytes
 after the MAC rewrite of the egress port, and a counter's differences are
 explained when its total over all indices is the same on both sides.
@@ -93,15 +92,15 @@ from emu.core.wire import MAX_PORT
 from .model import (
     DEFAULT_PROGRAM,
     MIN_FRAME,
+    RANDOM_CHOICE,
     ROOT,
-    TIME_IN_CHOICE,
     Outputs,
     Packet,
     Report,
     compare_outputs,
     counter_totals_equal,
     explain_earlier_packets,
-    explain_time_in_choice,
+    explain_random_choice,
     generate_packets,
     read_packets,
 )
@@ -111,8 +110,8 @@ from .runtime_file import runtime_programming
 from .sides import compile_side_a, observed_keys, read_counters, run_in_process, run_process
 from .stf_setup import stf_programming
 
-__all__ = ["DEFAULT_PROGRAM", "MIN_FRAME", "ROOT", "TIME_IN_CHOICE", "Packet", "Programming", "Report",
-           "compare_outputs", "counter_totals_equal", "crosscheck", "explain_time_in_choice",
+__all__ = ["DEFAULT_PROGRAM", "MIN_FRAME", "RANDOM_CHOICE", "ROOT", "Packet", "Programming", "Report",
+           "compare_outputs", "counter_totals_equal", "crosscheck", "explain_random_choice",
            "fabric_programming", "generate_packets", "group_ports", "read_packets",
            "register", "runtime_programming", "stf_programming", "with_random_entries"]
 
@@ -133,7 +132,7 @@ def crosscheck(program: Path, include_dirs: Sequence[Path], setup: Programming,
     rep = Report(program=str(program), side_a="embedded (in-process)", side_b=against,
                  packets=len(packets), notes=list(setup.notes))
     names = ("embedded", against)
-    time_in_choice = setup.fabric is not None and setup.lb in TIME_IN_CHOICE
+    random_choice = setup.fabric is not None and setup.lb in RANDOM_CHOICE
     pipe = get_target(against).compile(program, build_dir, tuple(include_dirs))
     p4info = pipe.load_p4info()
     compiled = compile_side_a(program, include_dirs)
@@ -165,9 +164,9 @@ def crosscheck(program: Path, include_dirs: Sequence[Path], setup: Programming,
         found = compare_outputs(i, pkt, a, b, names)
         per_packet += [(d, pkt, a, b) for d in found]
         indices += [i] * len(found)
-    if time_in_choice:
-        ok, bad = explain_time_in_choice(per_packet, group_ports(setup))
-        rep.explained += [f"{d} [flowlet member from the ingress timestamp]" for d in ok]
+    if random_choice:
+        ok, bad = explain_random_choice(per_packet, group_ports(setup))
+        rep.explained += [f"{d} [flowlet member drawn at random]" for d in ok]
         rep.differences += bad
     elif per_packet and not (p4info.registers or p4info.meters or p4info.direct_meters):
         # No state a packet can read: a difference that goes away on fresh switches is
@@ -188,7 +187,7 @@ def crosscheck(program: Path, include_dirs: Sequence[Path], setup: Programming,
         if counters_a.get(key) != counters_b.get(key):
             text = (f"counter {key}: {names[0]} {counters_a.get(key)} vs "
                     f"{names[1]} {counters_b.get(key)}")
-            if time_in_choice and counter_totals_equal(key.rsplit("[", 1)[0], counters_a,
+            if random_choice and counter_totals_equal(key.rsplit("[", 1)[0], counters_a,
                                                        counters_b):
                 rep.explained.append(f"{text} [same total; flowlet spread]")
             else:

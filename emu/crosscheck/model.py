@@ -196,13 +196,13 @@ def generate_packets(n: int, ports: Sequence[int], seed: int,
 # ---------------------------------------------------------------------- driver
 
 
-# LB modes whose member choice hashes the ingress timestamp (see the module doc).
-TIME_IN_CHOICE = {"flowlet"}
+# LB modes whose member choice draws from the switch's random source (see the module doc).
+RANDOM_CHOICE = {"flowlet"}
 
 
-def explain_time_in_choice(diffs: list[tuple[str, Packet, Outputs, Outputs]],
+def explain_random_choice(diffs: list[tuple[str, Packet, Outputs, Outputs]],
                            members: set[int]) -> tuple[list[str], list[str]]:
-    """(explained, unexplained) of per-packet differences under TIME_IN_CHOICE: one frame
+    """(explained, unexplained) of per-packet differences under RANDOM_CHOICE: one frame
     out on each side, both on group members, identical past the Ethernet addresses."""
     explained: list[str] = []
     unexplained: list[str] = []

@@ -49,6 +49,9 @@ class AgentSettings:
     dcqcn_profile: str = DEFAULT_PROFILE
     mtu_bytes: int = 1024
     timer_resolution_ns: int = 200_000  # no real-clock timer shorter than the reactor honours
+    # Pacing catch-up after a late real-clock wakeup (emu.roce NicConfig.pacing_burst_ns;
+    # wire time); the NIC allows at least one MTU frame's time at the line rate.
+    pacing_burst_ns: int = 500_000
     # Max outstanding packets per QP (= reorder window with sr). None: twice the QP's
     # bandwidth-delay product in packets (at least MIN_WINDOW_PKTS), so a lone flow can
     # fill its path, as a RoCE NIC's window never limits a flow on its own fabric.
@@ -222,6 +225,7 @@ def _host_config(fabric: Fabric, sends: list[FlowSpec], expects: list[str],
     nic = NicConfig(line_rate_bps=dilation.modelled_rate_bps(float(link_rate)),
                     time_dilation=float(settings.dilation),
                     timer_resolution_ns=settings.timer_resolution_ns, mtu=settings.mtu_bytes,
+                    pacing_burst_ns=settings.pacing_burst_ns,
                     min_rto_ns=int(settings.rto_wire_ms * 1e6), ack_class=settings.ack_class,
                     host_link_delay_ns=fabric.link(h.link).delay_ns)
     dcqcn = dcqcn_params(settings.dcqcn_profile, nic.line_rate_bps,

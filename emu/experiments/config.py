@@ -130,7 +130,7 @@ class RunConfig:
     virtual: bool = False  # in-process virtual-time fabric instead of Mininet
     results_root: Path = Path("results")
     fail_link: tuple[str, str] | None = None  # fail this link mid-run (tests, experiments)
-    fail_after_s: float = 1.0  # after the first bytes reach a host (virtual: run time)
+    fail_after_s: float = 1.0  # after the first bytes reach a host (virtual: workload start)
     # False: every link's delay is 0 (for a target that cannot emulate delays here,
     # e.g. BMv2 on a kernel without netem); results then say so.
     link_delay: bool = True

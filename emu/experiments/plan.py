@@ -126,9 +126,12 @@ def agent_settings(cfg: RunConfig, dilation: Dilation) -> AgentSettings:
                          plb=cfg.plb, plb_rounds=cfg.plb_rounds,
                          plb_idle_rounds=cfg.plb_idle_rounds, priority_queues=cfg.priority_queues,
                          ack_class=cfg.ack_class,
-                         # A virtual clock honours any timer exactly.
+                         # A virtual clock honours any timer exactly and wakes no one
+                         # late: no floor, and no catch-up beyond one frame's worth.
                          timer_resolution_ns=0 if cfg.virtual else
-                         AgentSettings.timer_resolution_ns)
+                         AgentSettings.timer_resolution_ns,
+                         pacing_burst_ns=0 if cfg.virtual else
+                         AgentSettings.pacing_burst_ns)
 
 
 def _check_credit(cfg: RunConfig, model: Fabric) -> None:

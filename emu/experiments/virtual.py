@@ -120,9 +120,11 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
         a.start()
     limit = int(cfg.timeout() * 1e9)  # the workload's budget, in virtual time
     # The failure and the budget's end fall where they are asked for, not on the next
-    # tick (a tick is a sample interval, 5 ms by default).
+    # tick (a tick is a sample interval, 5 ms by default). The failure counts from the
+    # workload's start, after the start delay: counted from time 0, the default delay
+    # (0.3 s) put a 0.1 s failure before the first packet.
     failure = (None if cfg.fail_link is None else
-               (cfg.fail_link, max(0, round(cfg.fail_after_s * 1e9))))
+               (cfg.fail_link, max(0, round((cfg.start_delay_s + cfg.fail_after_s) * 1e9))))
     notes: list[str] = []
     events: list[tuple[float, str]] = []
     tick = 0

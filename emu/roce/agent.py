@@ -57,6 +57,13 @@ def lazy_flow_payload(flow_id: str, size: int) -> LazyPayload:
     return LazyPayload(b"emu-flow:" + flow_id.encode(), size)
 
 
+def _start_ns(start_us: float) -> int:
+    """A flow's start offset in whole ns, rounded: truncating start_us x 1000 lost a
+    nanosecond whenever the product fell just below the integer (as it does or not
+    depending on the start delay added to a Poisson arrival time)."""
+    return round(start_us * 1000)
+
+
 def flow_payload(flow_id: str, size: int) -> bytes:
     """The bytes a flow carries, materialised (for checks on small flows)."""
     return lazy_flow_payload(flow_id, size).tobytes()
@@ -111,7 +118,7 @@ class Agent:
         `start_us` after it and every reported time counts from it."""
         self.t0 = self.clock.now_ns() if at_ns is None else at_ns
         for fs in self.flows.values():
-            self.clock.call_at(self.t0 + int(fs.cfg.start_us * 1000), self._maybe_start_all)
+            self.clock.call_at(self.t0 + _start_ns(fs.cfg.start_us), self._maybe_start_all)
 
     def _dep_done(self, fid: str) -> bool:
         fs = self.flows.get(fid)
@@ -122,7 +129,7 @@ class Agent:
     def _maybe_start_all(self) -> None:
         now = self.clock.now_ns()
         for fs in self.flows.values():
-            if fs.posted_ns is not None or now < self.t0 + int(fs.cfg.start_us * 1000):
+            if fs.posted_ns is not None or now < self.t0 + _start_ns(fs.cfg.start_us):
                 continue
             if all(self._dep_done(d) for d in fs.cfg.after):
                 self._post(fs, now)

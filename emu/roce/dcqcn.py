@@ -18,7 +18,7 @@ alpha and decide decreases (`DcqcnParams.alpha_update`):
   free-running timers of the model.
 - "per_cnp" (the paper): each CNP decreases the rate with the current alpha and then
   sets alpha = (1-g) alpha + g; alpha decays, (1-g) alpha, once per full alpha period
-  without a CNP (a timer restarted at each CNP). A non-zero rate_reduce_period
+  without a CNP (a timer restarted at each CNP; none runs before the first CNP). A non-zero rate_reduce_period
   suppresses decreases closer than that to the last one, but never the alpha update.
 
 A decrease sets Rc = max(min_rate, Rc (1 - alpha 2^(10 - alpha_to_rate_shift)),
@@ -339,7 +339,11 @@ class ReactionPoint:
         self.rc = self.line
         self.rt = self.line
         self._alpha = params.alpha_init
-        self._alpha_t = clock.now_ns()  # per_cnp: start of the current alpha period
+        # per_cnp: start of the current alpha period, from the QP's first CNP on (the
+        # paper's simulator starts its alpha timer at a CNP: alpha holds its initial
+        # value until then). The QP's creation time made alpha decay while the run
+        # waited to start, so results depended on that wait.
+        self._alpha_t: int | None = None
         # per_period: time of the QP's first CNP (the origin of both period clocks), the
         # alpha period ends processed so far and whether the current one saw a CNP.
         self._t0: int | None = None
@@ -372,11 +376,14 @@ class ReactionPoint:
 
     def _decay(self, now: int) -> None:
         """per_cnp: one (1-g) step per full alpha period since the last CNP."""
+        t = self._alpha_t
+        if t is None:
+            return
         period = self.p.alpha_period_ns
-        k = (now - self._alpha_t) // period
+        k = (now - t) // period
         if k > 0:
             self._alpha *= (1.0 - self.p.g) ** k
-            self._alpha_t += k * period
+            self._alpha_t = t + k * period
 
     def _alpha_catch_up(self, now: int) -> None:
         """per_period: apply every alpha period end at or before now."""

@@ -34,7 +34,8 @@ class NicParams:
     plb: PlbParams = field(default_factory=PlbParams)
     tx_batch: int = 64  # frames per scheduler turn before yielding to the clock
     tx_retry_ns: int = 50_000  # wait after the port refused a frame
-    pacing_burst_ns: int = 0  # catch-up allowance for late timer wakeups (wire time)
+    pacing_burst_ns: int = 0  # catch-up allowance for late timer wakeups (wire time; the
+    # NIC allows at least one MTU frame at the line rate, Nic._burst_ns)
     wire_overhead_bytes: int = WIRE_OVERHEAD_BYTES
     min_rto_ns: int = 0  # floor of the (dilated) RTO in clock time
 
@@ -58,7 +59,12 @@ class Nic:
         self._tx_handle: TimerHandle | None = None
         self._tx_when: int | None = None
         self._stalled: bytes | None = None
-        self._line = Pacer(self.wire_line_rate, params.pacing_burst_ns, params.wire_overhead_bytes)
+        # Catch-up allowance of the pacers: the configured one (late real-clock wakeups,
+        # wire time) and at least one MTU frame at the line rate. That frame scales with
+        # the dilation, as the time a QP waits for others on the line does: a wire-time
+        # allowance alone capped that credit at a different modelled time at each D.
+        self._burst_ns = max(params.pacing_burst_ns, floor)
+        self._line = Pacer(self.wire_line_rate, self._burst_ns, params.wire_overhead_bytes)
         # How late transmit turns run against the time they were scheduled for (the paced
         # send time, or "now" for a kick): on a real clock, a host CPU that cannot keep the
         # pacing schedule shows here. Microseconds, quarter-octave buckets, plus the max.
@@ -83,7 +89,7 @@ class Nic:
         p.rto_max_ns = max(d.time_ns(p.rto_max_ns), RTO_BACKOFF_MAX * p.rto_ns)
         dc = self.dcqcn
         line = self.wire_line_rate
-        pacer = Pacer(line, self.params.pacing_burst_ns, self.params.wire_overhead_bytes)
+        pacer = Pacer(line, self._burst_ns, self.params.wire_overhead_bytes)
         # Congestion control off: no notification point either (no CNPs; marks counted).
         np = NotificationPoint(dc.min_time_between_cnps_ns) if dc.enabled else None
         plb_p = self.params.plb
@@ -146,6 +152,12 @@ class Nic:
     # -- transmit scheduler -----------------------------------------------------------
     def kick(self, qp: QueuePair) -> None:
         if not qp.queued:
+            # Active again after having nothing to send: no pacing credit for that time
+            # (Pacer.restart), for the QP and, if the NIC sent nothing either, the line.
+            now = self.clock.now_ns()
+            qp.pacer.restart(now)
+            if not self._active:
+                self._line.restart(now)
             qp.queued = True
             self._active.append(qp)
         self._schedule(self.clock.now_ns())

@@ -81,6 +81,15 @@ class Pacer:
             # a re-timed slot already past is due now, not credit for a catch-up burst
             self.next_ns = max(t, now_ns)
 
+    def restart(self, now_ns: int) -> None:
+        """The sender has something to send again after having nothing: its next slot is
+        now at the earliest. The catch-up allowance is for time spent waiting to send,
+        not for time with nothing to send: that credit was burst_ns of wire time, so a
+        slow-motion replay at another dilation sent other bursts, and a first packet got
+        it only when it came burst_ns or more after the clock's origin."""
+        if self.next_ns < now_ns:
+            self.next_ns = now_ns
+
     def on_send(self, nbytes: int, now_ns: int, late_ns: int = 0) -> None:
         """A packet sent at `now_ns` by a transmit turn `late_ns` behind its timer: the
         slot may start up to that lateness plus `burst_ns` back, so the frames a late

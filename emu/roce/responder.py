@@ -16,6 +16,8 @@ from emu.roce.reorder import ReorderBuffer
 from emu.roce.verbs import SEND, WRITE, Message, QpParams, QpSide
 from emu.roce.wire import PSN_HALF, PSN_MASK, Parsed
 
+NEVER_NS = -(1 << 60)  # no ACK yet (below any clock reading, an int that stays a machine word)
+
 
 class Responder:
     """The receive side: PSN checking, reorder buffer, reassembly, ACK/NAK, CNP."""
@@ -30,7 +32,11 @@ class Responder:
         self.window = p.reorder_window_pkts
         self.ack_every = p.ack_every_pkts
         self.ack_interval_ns = p.ack_interval_ns
-        self._last_ack_ns = 0
+        # Until the first packet arrives there is no ACK to count from: the first one
+        # starts the interval (as if the connection's setup had just been acknowledged).
+        # Time 0 did, so the first packet was ACKed at once or not depending on how long
+        # the run waited before its first send.
+        self._last_ack_ns = NEVER_NS
         self.deliver = p.deliver
         self.np = np  # None: congestion control off, so no CNPs (ECN marks still counted)
         self.buf = ReorderBuffer(max(1, p.reorder_window_pkts))
@@ -109,6 +115,8 @@ class Responder:
                     del starts[:k]
                     del self._ov_id[:k]
             self._unacked += 1
+            if self._last_ack_ns == NEVER_NS:
+                self._last_ack_ns = now
             if (p.ackreq or drained or self._unacked >= self.ack_every
                     or p.opcode in wire.ENDS_MSG or now - self._last_ack_ns >= self.ack_interval_ns):
                 self.send_ack()

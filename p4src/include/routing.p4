@@ -203,13 +203,10 @@ control Routing(inout headers_t hdr,
                 FLOWLET_MEMBER(32w15, meta.member_port_15)
             }
             if (meta.cand_key == 32w0xFFFFFFFF) {
-                /* A new flowlet, or its port left the group: pick again, with the time
-                 * in the hash. */
-                hash(meta.cand_key, HashAlgorithm.crc32, 32w0,
-                     { meta.lb_seed, hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
-                       meta.l4_sport, meta.l4_dport, meta.now_us },
-                     32w0xFFFFFFFF);
-                MIX_TO_INDEX(meta.cand_key, meta.member_index, meta.member_count);
+                /* A new flowlet, or its port left the group: a member drawn at random,
+                 * as LetFlow picks. (The timestamp hashed into the 5-tuple made the pick
+                 * depend on when the run started, not only on the traffic.) */
+                random(meta.member_index, 32w0, (bit<32>) meta.member_count - 1);
             } else {
                 meta.member_index = meta.cand_key;
             }

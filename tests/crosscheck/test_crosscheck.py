@@ -50,7 +50,7 @@ def test_byte_differences_name_the_field():
     assert "lengths 64 vs 60 B" in d[0]
 
 
-def test_time_in_choice_explains_only_member_port_choices():
+def test_random_choice_explains_only_member_port_choices():
     """The flowlet explanation covers a packet sent to another group member with the same
     bytes past the MAC addresses; anything else stays an unexplained difference."""
     frame = bytes(range(64))
@@ -60,7 +60,7 @@ def test_time_in_choice_explains_only_member_port_choices():
              ("to a host port", [(3, frame)], [(1, frame)], False),
              ("dropped on one side", [(3, frame)], [], False),
              ("bytes differ", [(3, frame)], [(4, frame[:30] + b"x" + frame[31:])], False)]
-    ok, bad = X.explain_time_in_choice([(t, pkt, a, b) for t, a, b, _ in cases], {3, 4, 5, 6})
+    ok, bad = X.explain_random_choice([(t, pkt, a, b) for t, a, b, _ in cases], {3, 4, 5, 6})
     assert ok == [t for t, *_, good in cases if good]
     assert bad == [t for t, *_, good in cases if not good]
     a = {"E.c[1]": (2, 100), "E.c[2]": (0, 0), "E.d[1]": (1,)}
@@ -300,9 +300,9 @@ def test_fabric_p4_every_lb_mode_with_ecn_and_a_failed_link(lb, tmp_path):
     assert rc.returncode == 0, rc.stdout + rc.stderr
     doc = json.loads(report.read_text())
     assert doc["differences"] == []
-    if lb in X.TIME_IN_CHOICE:
+    if lb in X.RANDOM_CHOICE:
         assert doc["explained"], "flowlet with random flows should pick differently"
-        assert all(e.endswith(("[flowlet member from the ingress timestamp]",
+        assert all(e.endswith(("[flowlet member drawn at random]",
                                "[same total; flowlet spread]")) for e in doc["explained"])
     else:
         assert doc["explained"] == []

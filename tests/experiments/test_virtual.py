@@ -128,11 +128,11 @@ def test_failed_link_is_routed_around() -> None:
     port = max(leaf1.tx_bytes, key=lambda pb: pb[1])[0]
     plan = plan_run(RunConfig(workload=wl))
     spine = plan.fabric.switch("leaf1").port(port).peer.node
-    # while leaf1's flows still run (they start after start_delay_s)
+    # while leaf1's flows still run (fail_after_s counts from the workload's start, which
+    # comes start_delay_s into the run)
     start = plan.config.start_delay_s
     leaf1_end = min(f.end_s for f in base.flows if f.src in ("h1", "h2"))
-    s = run(workload=wl, fail_link=("leaf1", spine),
-            fail_after_s=start + (leaf1_end - start) / 4)
+    s = run(workload=wl, fail_link=("leaf1", spine), fail_after_s=(leaf1_end - start) / 4)
     assert s.ok and s.flows_verified() == 8
     assert any("failed" in n for n in s.notes)
     assert [e for _t, e in s.events] == [f"link_down leaf1 {spine}", "rerouted"]
@@ -385,7 +385,8 @@ def test_a_virtual_runs_timeout_and_link_failure_fall_inside_a_sample_interval()
 
     wl = WorkloadParams("permutation", message_bytes=1 << 20)
     cfg = RunConfig(virtual=True, progress=False, timeout_s=0.0123, rate_bps=1_000_000,
-                    workload=wl, fail_link=("leaf1", "spine1"), fail_after_s=0.0011)
+                    workload=wl, fail_link=("leaf1", "spine1"), fail_after_s=0.0011,
+                    start_delay_s=0.0)
     assert cfg.sample_interval() == 0.005
     s = run_virtual(plan_run(cfg), write=False)
     assert s.duration_s == pytest.approx(0.0123, abs=1e-9)

@@ -46,6 +46,24 @@ def test_flowlet_keeps_the_path_inside_the_timeout_and_moves_after_idle_gaps():
     assert psns == sorted(psns) and len(psns) == 100 + 360
 
 
+def test_a_new_flowlets_member_does_not_depend_on_the_switch_clock():
+    """LetFlow draws a new flowlet's member at random: the same flowlets, sent after
+    different idle times since the switches started, take the same members. Hashing the
+    ingress timestamp made the pick depend on when a run started, not on its traffic."""
+    def members(idle_us: int) -> list[int]:
+        sim = SimFabric(load_topology("clos4"),
+                        lb=LbSettings(mode="flowlet", flowlet_timeout_us=500))
+        sim.run_for(idle_us * US)
+        h1 = sim.hosts["h1"]
+        # a new flowlet each time: 2 ms of silence between packets, timeout 500 us
+        return [member_taken(sim, lambda sport=sport: h1.send_udp("h3", sport=sport),
+                             2000 * US) for sport in range(50000, 50024)]
+
+    first = members(0)
+    assert len(set(first)) > 1
+    assert members(12_345) == first == members(777_001)
+
+
 def test_spray_rotates_consecutive_packets_over_all_members():
     sim = SimFabric(load_topology("clos4"), lb=LbSettings(mode="spray"))
     members = sim.controller.routes("leaf1").by_leaf["leaf2"]

