@@ -31,11 +31,11 @@ from emu.topo import Fabric, Port
 from emu.topo.paths import W, heaviest_path_ports
 
 from .config import CcMode
-from .workloads import QP_BACKGROUND, FlowSpec, Workload
+from .workloads import MAX_CHANNELS, QP_ROLES, FlowSpec, Workload
 
 QPN_BASE = 0x100
-QPN_STRIDE = 1 << 22  # a host's QPs to one peer: QPN_BASE + peer index + qp x this (24 bits)
-assert (QP_BACKGROUND + 1) * QPN_STRIDE <= 1 << 24
+QPN_STRIDE = 1 << 18  # a host's QPs to one peer: QPN_BASE + peer index + qp x this (24 bits)
+assert QP_ROLES * MAX_CHANNELS * QPN_STRIDE <= 1 << 24
 SPORT_MIN = 49152
 
 

@@ -166,6 +166,11 @@ def add_training_args(w: argparse._ActionsContainer) -> None:
     """Options of the training workloads and the background traffic (docs/workloads.md)."""
     w.add_argument("--microbatches", type=int, default=_WL.microbatches, metavar="N",
                    help="pp, mix: microbatches per iteration (default %(default)s)")
+    w.add_argument("--channels", type=int, default=_WL.channels, metavar="N",
+                   help="collectives (allreduce, alltoall, dp, tp, pp, mix): split each "
+                        "operation over N NCCL-like channels, each on queue pairs of its "
+                        "own (own UDP source port: N times the ECMP entropy) "
+                        "(default %(default)s)")
     w.add_argument("--background-load", type=float, default=_WL.background_load, metavar="F",
                    help="Poisson background flows at this fraction of each host's line "
                         "rate, beside the workload (workload background: alone) "
@@ -198,7 +203,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 
     wl = WorkloadParams(kind=args.workload, iterations=args.iterations,
                         incast_senders=args.incast_senders, seed=args.seed,
-                        microbatches=args.microbatches,
+                        microbatches=args.microbatches, channels=args.channels,
                         background_load=args.background_load, size_dist=args.size_dist,
                         size_scale=args.size_scale, background_us=args.background_us,
                         **({"message_bytes": args.size} if args.size else {}))

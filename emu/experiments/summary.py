@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 class _RunInfoOptional(TypedDict, total=False):
     interrupted: bool  # Ctrl-C during the workload: partial results
     plb: bool  # hosts re-path congested QPs (written when on)
+    channels: int  # collectives split over this many channels (written when > 1)
 
 
 class RunInfo(_RunInfoOptional):
@@ -104,6 +105,11 @@ def _finite(x: JsonValue) -> JsonValue:
 # --------------------------------------------------------------------------- formatting
 
 
+def _channels(r: RunInfo) -> str:
+    n = r.get("channels", 1)
+    return f" x{n} channels" if n > 1 else ""
+
+
 def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
     from rich.table import Table
 
@@ -120,7 +126,8 @@ def tables(s: RunSummary, max_flows: int = 16) -> list[Table | str]:
     out: list[Table | str] = []
     r = s.run
     head = (f"{r['topo']}  lb={r['lb']}{'+plb' if r.get('plb') else ''} cc={r['cc']} recovery={r['recovery']} "
-            f"workload={r['workload']} target={r['target']}  dilation x{r['dilation']:g}")
+            f"workload={r['workload']}{_channels(r)} target={r['target']}  "
+            f"dilation x{r['dilation']:g}")
     verdict = "OK" if s.ok else "INCOMPLETE"
     traffic = s.traffic_s
     modelled = "" if traffic is None or not r["dilation"] else \

@@ -24,6 +24,9 @@ MAX_BACKGROUND_FLOWS = 200_000
 # Flows of the pattern or collectives one plan may hold, all iterations together (checked
 # on one iteration before building them all: 10^8 iterations took all memory).
 MAX_PATTERN_FLOWS = 1_000_000
+# Channels a collective may be split over (NCCL's MAXCHANNELS is 32; 16 keeps every QP
+# of a host pair within the 24-bit QPN plan of emu.experiments.agent_configs).
+MAX_CHANNELS = 16
 
 WorkloadKind = Literal["allreduce", "permutation", "incast", "alltoall", "dp", "tp", "pp",
                        "mix", "background"]
@@ -56,6 +59,11 @@ class WorkloadParams:
     size_dist: str = "websearch"
     size_scale: float = 1.0
     background_us: float = 100.0
+    # NCCL channels: each collective (and each pipeline send) is split into this many
+    # equal parts, each moved by its own ring or send on queue pairs of its own (own
+    # QPN and UDP source port), as NCCL splits a buffer over its channels, each with
+    # its own connections: more 5-tuples for ECMP to hash (Meta's "QP scaling").
+    channels: int = 1
 
     def validate(self) -> None:
         if self.kind not in WORKLOAD_KINDS:
@@ -76,12 +84,29 @@ class WorkloadParams:
             raise WorkloadError("workload background needs background_load > 0")
         if not (0 < self.size_scale < math.inf and 0 < self.background_us < math.inf):
             raise WorkloadError("size_scale and background_us must be positive and finite")
+        if not 1 <= self.channels <= MAX_CHANNELS:
+            raise WorkloadError(f"channels must be 1..{MAX_CHANNELS}, got {self.channels}")
+        if self.channels > 1 and self.kind not in CHANNEL_KINDS:
+            raise WorkloadError(
+                f"channels split collectives ({', '.join(CHANNEL_KINDS)}); {self.kind} "
+                f"flows are whole messages, each measured on its own: give channels 1")
+
+
+# The kinds whose operations NCCL would split over channels.
+CHANNEL_KINDS: tuple[str, ...] = ("allreduce", "alltoall", "dp", "tp", "pp", "mix")
 
 
 # FlowSpec.qp: the workload's QPs (every flow of a single-kind workload; mix's dp ring);
 # mix's tp and pp communicators (NCCL opens connections per communicator); background
 # traffic beside a workload (another application). Background alone is the workload.
+# Channel k of a communicator uses its QP + k x QP_ROLES (channel_qp).
 QP_WORKLOAD, QP_TP, QP_PP, QP_BACKGROUND = 0, 1, 2, 3
+QP_ROLES = 4
+
+
+def channel_qp(qp: int, channel: int) -> int:
+    """FlowSpec.qp of `channel` of the communicator whose channel 0 uses `qp`."""
+    return qp + channel * QP_ROLES
 
 
 @dataclass(frozen=True)
@@ -169,12 +194,8 @@ def build_workload(params: WorkloadParams, host_leaf: Mapping[str, str],
         flows = _permutation(params, hosts, host_leaf)
     elif params.kind == "incast":
         flows = _incast(params, hosts)
-    elif params.kind == "allreduce":
-        flows, colls = _ring_allreduce(params, hosts)
-    elif params.kind == "alltoall":
-        flows, colls = _alltoall(params, hosts)
-    elif params.kind != "background":
-        flows, colls = _training(params, hosts, host_leaf)
+    elif params.kind in CHANNEL_KINDS:
+        flows, colls = _collectives(params, hosts, host_leaf)
     if params.background_load > 0:
         if host_rate_bps is None:
             raise WorkloadError("background traffic needs the hosts' line rates")
@@ -183,6 +204,35 @@ def build_workload(params: WorkloadParams, host_leaf: Mapping[str, str],
             background = [replace(f, qp=QP_BACKGROUND) for f in background]
         flows = flows + background
     return Workload(params, tuple(flows), tuple(colls))
+
+
+def _collectives(p: WorkloadParams, hosts: list[str], host_leaf: Mapping[str, str]
+                 ) -> tuple[list[FlowSpec], list[Collective]]:
+    """The collective kinds, over `p.channels` channels: the operations are built for
+    one channel's share of the buffer (rounded up), then repeated per channel with flow
+    ids suffixed `-c<k>`, dependencies within the channel and each channel on queue
+    pairs of its own; each collective keeps the whole buffer as its size."""
+    c = p.channels
+    share = p if c == 1 else replace(p, message_bytes=-(-p.message_bytes // c))
+    if p.kind == "allreduce":
+        flows, colls = _ring_allreduce(share, hosts)
+    elif p.kind == "alltoall":
+        flows, colls = _alltoall(share, hosts)
+    else:
+        flows, colls = _training(share, hosts, host_leaf)
+    if c == 1:
+        return flows, colls
+
+    def cid(fid: str, k: int) -> str:
+        return f"{fid}-c{k}"
+
+    split = [replace(f, id=cid(f.id, k), after=tuple(cid(a, k) for a in f.after),
+                     qp=channel_qp(f.qp, k))
+             for f in flows for k in range(c)]
+    whole = [replace(x, size_bytes=p.message_bytes,
+                     flow_ids=tuple(cid(i, k) for k in range(c) for i in x.flow_ids))
+             for x in colls]
+    return split, whole
 
 
 def permutation_pairs(hosts: Sequence[str], host_leaf: Mapping[str, str],
@@ -347,8 +397,9 @@ def flows_per_iteration(p: WorkloadParams, hosts: Sequence[str],
     tp = sum(ring(g) for g in groups if g >= 2) if p.kind in ("tp", "mix") else 0
     pp = (2 * min(groups) * p.microbatches * (len(groups) - 1)
           if p.kind in ("pp", "mix") and len(groups) >= 2 else 0)
-    return {"permutation": n, "incast": p.incast_senders or n - 1, "allreduce": ring(n),
-            "alltoall": n * (n - 1), "background": 0}.get(p.kind, dp + tp + pp)
+    one = {"permutation": n, "incast": p.incast_senders or n - 1, "allreduce": ring(n),
+           "alltoall": n * (n - 1), "background": 0}.get(p.kind, dp + tp + pp)
+    return one * p.channels
 
 
 def leaf_groups(hosts: Sequence[str], host_leaf: Mapping[str, str]) -> list[list[str]]:

@@ -33,8 +33,8 @@ CASES: dict[str, dict[str, Any]] = {
                                                    hosts=RING)),
     "paper profile incast": dict(
         dcqcn_profile="paper", workload=WorkloadParams("incast", message_bytes=128 * 1024)),
-    "mix, Poisson background": dict(
-        workload=WorkloadParams("mix", message_bytes=32 * 1024,
+    "mix, channels, Poisson background": dict(
+        workload=WorkloadParams("mix", message_bytes=32 * 1024, channels=2,
                                 background_load=0.3, size_scale=0.05)),
     "link failure": dict(
         fail_link=("leaf4", "spine4"), fail_after_s=0.05, recovery="sr",
