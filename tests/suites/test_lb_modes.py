@@ -1,8 +1,8 @@
 """Load balancing on permutation and ring all-reduce (experiments/lb-collectives.yaml).
 
 Claims: spraying (with selective repeat) and adaptive routing beat ECMP's all-reduce
-busbw by a clear margin (here: at least 2x; measured 2026-12-06 on clos4: ECMP 21.6
-Gbit/s, adaptive 57.1, spray 66.9; fattree4: 20.7, 46.1, 47.3) and spraying beats
+busbw by a clear margin (here: at least 2x; measured 2026-12-07 on clos4: ECMP 23.1
+Gbit/s, adaptive 66.7, spray 66.9; fattree4: 19.5, 46.1, 47.4) and spraying beats
 ECMP's permutation throughput by 2x or more; flowlet switching never reorders. The
 all-reduce ring alternates leaves (every hop crosses the spines: the case where hashing
 collides); per-host throughput of a permutation is the message over its slowest flow's

@@ -12,7 +12,8 @@ small flow (< 10 KB, latency-bound) stays near 1 in both.
 (The slowdown bound was 1.3x until ECN marked with Pmax at Kmax instead of always: the
 2:1 run's large flows then lost less rate (seed 1: mean slowdown 6.19 -> 4.41, FCT 199 ->
 156 us) while the overloaded 4:1 run's did not (5.81 -> 5.83), so seed 1's ratio is 1.32;
-seed 2's 1.08. Each mean covers a handful of flows.) Flows between hosts of
+seed 2's 1.08. Each mean covers a handful of flows: since a run no longer depends on its
+start delay, 2026-12-07, seed 1 gives 6.08 -> 5.45 (0.90) and seed 2 8.29 -> 8.77.) Flows between hosts of
 one leaf never reach an uplink, so they are left out of the means (with only a handful
 of large flows per run, one of them meeting a retransmission timeout on its host link
 could otherwise decide the ratio).

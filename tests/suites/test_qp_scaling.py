@@ -2,7 +2,7 @@
 over NCCL-like channels, each on queue pairs of its own.
 
 Claims: on clos4, 16 channels lift ECMP's busbw 2x or more and to within 10% of
-spraying's at the same channel count (measured 2026-12-07: 21.6 -> 86.8 Gbit/s, spray
+spraying's at the same channel count (measured 2026-12-07: 23.1 -> 86.9 Gbit/s, spray
 87.3); spraying gains from channels too (66.9 -> 87.3: one channel's chunk uses the link
 while another waits for its predecessor's), so ECMP is compared with spray at the same
 channel count; on fattree4 spraying still beats ECMP 2x at every channel count.
