@@ -51,10 +51,11 @@ the controller the link failed before any packet is sent (the groups avoid it).
 
 Documented target difference (RANDOM_CHOICE): fabric.p4's flowlet mode draws a
 new flowlet's member with random(), and the two sides' random sources differ
-(side A: the switch's seeded generator; side B: BMv2's own). A flowlet difference is explained when both sides sent the packet to
-a member of the same group (ports towards other switches) with identical bytes
-after the MAC rewrite of the egress port, and a counter's differences are
-explained when its total over all indices is the same on both sides.
+(side A: the switch's seeded generator; side B: BMv2's own). A flowlet
+difference is explained when both sides sent the packet to a member of the
+same group (ports towards other switches) with identical bytes after the MAC
+rewrite of the egress port, and a counter's differences are explained when its
+total over all indices is the same on both sides.
 
 Explained too, for a program without registers and meters (so no state a packet
 can read): a packet whose frames differ, but which gives the same frames on both
