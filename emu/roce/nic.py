@@ -151,16 +151,16 @@ class Nic:
 
     # -- transmit scheduler -----------------------------------------------------------
     def kick(self, qp: QueuePair) -> None:
+        now = self.clock.now_ns()
         if not qp.queued:
             # Active again after having nothing to send: no pacing credit for that time
             # (Pacer.restart), for the QP and, if the NIC sent nothing either, the line.
-            now = self.clock.now_ns()
             qp.pacer.restart(now)
             if not self._active:
                 self._line.restart(now)
             qp.queued = True
             self._active.append(qp)
-        self._schedule(self.clock.now_ns())
+        self._schedule(now)
 
     def _schedule(self, when: int) -> None:
         h = self._tx_handle
