@@ -129,9 +129,10 @@ def _fabric_args(f: argparse._ArgumentGroup) -> None:
                    help="fail the link between switches A and B during the workload (the "
                         "controller reroutes) (default: none)")
     f.add_argument("--fail-after", type=float, default=_RUN.fail_after_s, metavar="S",
-                   help="with --fail-link: fail it S seconds after traffic first reaches "
-                        "a host, at the first sample after it (virtual runs: S seconds "
-                        "after the workload starts, exactly) (default %(default)s)")
+                   help="with --fail-link: fail it S seconds of the wire clock (S / D "
+                        "modelled) after traffic first reaches a host, at the first sample "
+                        "after it (virtual runs: S seconds after the workload starts, "
+                        "exactly) (default %(default)s)")
 
 
 def _output_args(o: argparse._ArgumentGroup) -> None:

@@ -130,6 +130,11 @@ def agent_settings(cfg: RunConfig, dilation: Dilation) -> AgentSettings:
                          # late: no floor, and no catch-up beyond one frame's worth.
                          timer_resolution_ns=0 if cfg.virtual else
                          AgentSettings.timer_resolution_ns,
+                         # The RTO floor guards against late wire-clock timers; a virtual
+                         # run has none, and a wire-time floor is a modelled RTO that
+                         # changes with the dilation (100 ms: 1 ms modelled at D = 100,
+                         # 20 us at 5000). Its RTO is the path's alone, in modelled time.
+                         rto_wire_ms=0.0 if cfg.virtual else AgentSettings.rto_wire_ms,
                          pacing_burst_ns=0 if cfg.virtual else
                          AgentSettings.pacing_burst_ns)
 
