@@ -7,9 +7,10 @@ negotiation; each ordered pair gets its own UDP source port (ECMP entropy).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import zlib
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 
 from emu.core.units import Dilation
@@ -163,6 +164,27 @@ def rto_wire_ms(fabric: Fabric, src: str, dst: str, settings: AgentSettings) -> 
                                settings.ack_class)
     delay += base_rtt_s(fabric, src, dst, settings.mtu_bytes)
     return max(settings.rto_wire_ms, settings.rto_margin * delay * 1e3)
+
+
+def rto_floor_note(fabric: Fabric, agents: Mapping[str, AgentConfig],
+                   settings: AgentSettings) -> str | None:
+    """A warning when the wire-time RTO floor, not the path, sets queue pairs' timeouts:
+    at a small dilation 100 ms of wire time is more, modelled, than the path's RTO, and
+    a run that loses packets then waits longer for them than the modelled network."""
+    if settings.rto_wire_ms <= 0:
+        return None
+    pathwise = dataclasses.replace(settings, rto_wire_ms=0.0)
+    pairs = {(host, q.peer) for host, a in agents.items() for q in a.qps}
+    path_ms = {pair: rto_wire_ms(fabric, *pair, pathwise) for pair in pairs}
+    below = sorted(ms for ms in path_ms.values() if ms < settings.rto_wire_ms)
+    if not below:
+        return None
+    d = settings.dilation
+    return (f"RTO: the {settings.rto_wire_ms:g} ms wire-time floor (real-time timers can "
+            f"wake late) is {settings.rto_wire_ms * 1e3 / d:.3g} us modelled, above the "
+            f"path's RTO ({below[0] * 1e3 / d:.3g} us at the least) for {len(below)} of "
+            f"{len(path_ms)} host pairs: a lost packet waits longer than in the modelled "
+            f"network (a lower --rate, i.e. a higher dilation, or --virtual avoids it)")
 
 
 def _start_us(f: FlowSpec, settings: AgentSettings, dilation: Dilation) -> float:

@@ -255,6 +255,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         from emu.experiments.rates import rate_line
 
         print(rate_line(plan, cfg.rate_reason))
+        for note in plan.notes:
+            print(f"warning: {note}")
         print(f"workload {cfg.workload.kind}: {len(plan.workload.flows)} flows, "
               f"{plan.workload.total_bytes()} bytes, {len(plan.agents)} agents")
         for fl in plan.workload.flows[:20]:

@@ -6,6 +6,7 @@ Pure (no network, no processes): `emu run --dry-run` prints it and tests check i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from emu.core.credit import CreditSettings, check_buffer
@@ -16,7 +17,7 @@ from emu.roce.wire import IB_MTUS, max_ip_bytes
 from emu.topo import Fabric, Role, load_topology
 from emu.topo.paths import first_hop_ports
 
-from .agent_configs import AgentSettings, agent_configs
+from .agent_configs import AgentSettings, agent_configs, rto_floor_note
 from .config import RunConfig, RunConfigError, without_link_delay
 from .workloads import Workload, build_workload
 
@@ -38,6 +39,14 @@ class RunPlan:
     agents: dict[str, AgentConfig]  # host -> its agent's configuration
     model: Fabric
     dilation: Dilation
+
+    @cached_property
+    def notes(self) -> list[str]:
+        """Warnings for the user: the configuration's, and where this plan's wire-time
+        RTO floor, not the paths, sets the queue pairs' timeouts."""
+        rto = rto_floor_note(self.fabric, self.agents,
+                             agent_settings(self.config, self.dilation))
+        return [*self.config.notes(), *([rto] if rto else [])]
 
     def uplinks(self) -> dict[str, list[int]]:
         """Switch -> its up-facing ports (towards a higher layer)."""

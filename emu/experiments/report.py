@@ -89,7 +89,7 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
                       collectives=colls, hosts=hosts, fabric=fabric,
                       queues=M.queue_stats(queue_samples, top=5, weights=weights),
                       uplinks=M.uplink_balance(deltas, plan.uplinks()), fidelity=fid,
-                      bringup_s=dict(rec.bringup_s), notes=[*cfg.notes(), *rec.notes],
+                      bringup_s=dict(rec.bringup_s), notes=[*plan.notes, *rec.notes],
                       events=list(rec.events), fct_slowdown=slowdown_buckets(flows),
                       pfc=pfc_summary(pfc_series(rec), rec.rows_by_host, rec.duration_s))
 

@@ -513,7 +513,7 @@ def run_experiment(cfg: RunConfig, *, console: Console | None = None, plan: RunP
     """The whole run; raises RunError (one line) when it cannot run."""
     plan = plan or plan_run(cfg)
     say: Log = log or (lambda m: print(m, file=sys.stderr, flush=True))
-    for warning in cfg.notes():
+    for warning in plan.notes:
         say(f"emu run: warning: {warning}")
     if cfg.virtual:
         from .virtual import run_virtual

@@ -16,6 +16,8 @@ from emu.experiments.agent_configs import (
     udp_sport,
     window_pkts_for,
 )
+from emu.experiments.config import RunConfig
+from emu.experiments.plan import plan_run
 from emu.experiments.workloads import WORKLOAD_KINDS, WorkloadParams, build_workload
 from emu.roce.config import AgentConfig
 from emu.topo import load_topology
@@ -202,3 +204,17 @@ def test_plb_with_te_is_refused() -> None:
 
     with pytest.raises(RunConfigError, match="plb and lb te exclude each other"):
         RunConfig(topo="clos4", plb=True, lb=LbMode.TE).validate()
+
+
+def test_a_binding_rto_floor_is_a_warning() -> None:
+    """Real time keeps each RTO at 100 ms of wire time or more (timers wake late): at
+    D = 2000 that is 50 us modelled, above clos4's in-leaf paths' own RTO (31 us), so
+    their lost packets wait longer than in the modelled network; the run says so. At
+    the built-in 1 Mb/s (D = 100000) and in virtual time (no floor) it says nothing."""
+    fast = plan_run(RunConfig(topo="clos4", rate_bps=50_000_000))
+    (note,) = [n for n in fast.notes if n.startswith("RTO")]
+    assert "50 us modelled" in note and "31 us" in note and "8 of 16 host pairs" in note
+    assert not any(n.startswith("RTO") for n in
+                   plan_run(RunConfig(topo="clos4", rate_bps=1_000_000)).notes)
+    assert not any(n.startswith("RTO") for n in
+                   plan_run(RunConfig(topo="clos4", virtual=True, dilation=100.0)).notes)

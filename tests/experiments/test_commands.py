@@ -94,6 +94,13 @@ def test_dry_run_shows_the_plan(capsys: pytest.CaptureFixture[str]) -> None:
     assert "clos4: 8 switches, 8 hosts" in out and "8 flows, 8192 bytes, 8 agents" in out
 
 
+def test_dry_run_warns_of_what_bends_the_results(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "clos4", "--rate", "50000000", "--lb", "spray", "--dry-run"]) == 0
+    warnings = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("warning:")]
+    assert len(warnings) == 2
+    assert "go-back-N" in warnings[0] and "wire-time floor" in warnings[1]
+
+
 @pytest.mark.parametrize("argv", [["run", "clos4", "--size", "12Q"],
                                   # inf raised OverflowError through argparse (a traceback)
                                   ["run", "clos4", "--size", "inf"],
