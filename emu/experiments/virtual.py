@@ -124,7 +124,7 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
     # workload's start, after the start delay: counted from time 0, the default delay
     # (0.3 s) put a 0.1 s failure before the first packet.
     failure = (None if cfg.fail_link is None else
-               (cfg.fail_link, max(0, round((cfg.start_delay_s + cfg.fail_after_s) * 1e9))))
+               (cfg.fail_link, max(0, round((plan.start_delay_s + cfg.fail_after_s) * 1e9))))
     notes: list[str] = []
     events: list[tuple[float, str]] = []
     tick = 0
