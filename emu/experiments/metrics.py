@@ -19,6 +19,8 @@ from pathlib import Path
 
 from emu.core.units import Dilation
 from emu.core.wire import WIRE_OVERHEAD_BYTES
+from emu.p4.v1model.buffer import HEADROOM_OVERFLOW, WATCHDOG_DROP
+from emu.p4.v1model.credit import CREDIT_OVERRUN
 
 from .jsontypes import Row, count, num, number, sub
 from .workloads import Workload
@@ -307,6 +309,9 @@ class PortCount:
     queue_drops: int = 0  # traffic-manager tail drops (target statistics)
     kernel_drops: int = 0  # AF_PACKET receive-ring drops on the switch port
     link_drops: int = 0  # frames the switch could not put on the link (port down, send error)
+    # The lossless modes' own drops (FLOW_CONTROL_DROP_REASONS): a lossless packet lost
+    # in the switch's buffer accounting, not at a full queue.
+    flow_control_drops: int = 0
 
     def minus(self, other: PortCount) -> PortCount:
         return PortCount(*(max(0, a - b) for a, b in
@@ -318,10 +323,14 @@ class PortCount:
 
     @property
     def drops(self) -> int:
-        return self.pipeline_drops + self.queue_drops
+        """Every packet the switch lost: pipeline, full queue and flow control."""
+        return self.pipeline_drops + self.queue_drops + self.flow_control_drops
 
 
 FIELDS = tuple(f.name for f in fields(PortCount))
+# A PFC queue the watchdog flushed (action drop), a packet beyond XOFF + headroom, a
+# frame beyond the credit granted: switch drop reasons of the lossless modes.
+FLOW_CONTROL_DROP_REASONS = (WATCHDOG_DROP, HEADROOM_OVERFLOW, CREDIT_OVERRUN)
 
 
 def port_deltas(before: Mapping[PortKey, PortCount],

@@ -134,6 +134,7 @@ def point_metrics(s: RunSummary) -> PointMetrics:
         "queue_p99_pkts": q.p99_pkts if q else None, "queue_max_pkts": q.max_pkts if q else None,
         "queue_busiest": f"{q.switch}:{q.port}" if q else None,
         "drops": s.fabric.drops, "queue_drops": s.fabric.queue_drops,
+        "flow_control_drops": s.fabric.flow_control_drops,
         "ecn_marks": s.fabric.ecn_marks, "cnps": s.hosts.cnps_sent,
         "retx_pkts": s.hosts.retx_pkts, "timeouts": s.hosts.timeouts,
         "reordered_pkts": s.hosts.reordered_pkts(), "reorder_hwm_pkts": s.hosts.reorder_hwm_pkts,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 from .jsontypes import Row, count, num, sub
-from .metrics import PortCount, PortKey
+from .metrics import FLOW_CONTROL_DROP_REASONS, PortCount, PortKey
 from .pfc import Counters
 
 if TYPE_CHECKING:
@@ -72,6 +72,7 @@ def from_target_stats(switch: str, stats: Row, t_s: float
             rx_pkts=count(p, "rx_frames"), rx_bytes=count(p, "rx_bytes"),
             tx_pkts=count(p, "tx_frames"), tx_bytes=count(p, "tx_bytes"),
             queue_drops=count(d, "tail_drop") + count(d, "priority_out_of_range"),
+            flow_control_drops=sum(count(d, r) for r in FLOW_CONTROL_DROP_REASONS),
             kernel_drops=count(p, "kernel_drops"), link_drops=count(p, "tx_drops"))
         queued = num(sub(p, "queue"), "queued_pkts")
         if queued is not None:
@@ -250,6 +251,8 @@ class ChangeSampler:
             c = PortCount(tx_pkts=stats.tx_frames, tx_bytes=stats.tx_bytes,
                           queue_drops=d.get((port, "tail_drop"), 0)
                           + d.get((port, "priority_out_of_range"), 0),
+                          flow_control_drops=sum(d.get((port, r), 0)
+                                                 for r in FLOW_CONTROL_DROP_REASONS),
                           ecn_marks=int(c4.ecn_marks) if c4 is not None else 0,
                           pipeline_drops=int(c4.drops) if c4 is not None else 0,
                           rx_pkts=int(c4.rx_pkts) if c4 is not None else 0,

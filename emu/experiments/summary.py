@@ -179,6 +179,9 @@ def tables(s: RunSummary, max_flows: int = 16) -> list[Table | str]:
             else f"{h.cnps_sent} / {h.cnps_rcvd}"],
            ["queue tail drops", str(fab.queue_drops)],
            ["pipeline drops", str(fab.pipeline_drops)],
+           *([["flow-control drops (PFC watchdog, headroom; credit)",
+               str(fab.flow_control_drops)]] if s.pfc is not None or fab.flow_control_drops
+             else []),
            ["retransmitted packets / timeouts", f"{h.retx_pkts} / {h.timeouts}"],
            *([["PLB re-paths (new UDP source port)", str(h.repaths)]] if r.get("plb") else []),
            ["out-of-sequence / duplicates", f"{h.out_of_sequence} / {h.duplicates}"],

@@ -116,6 +116,29 @@ def test_virtual_incast_with_pfc_is_lossless_and_reports_pauses(tmp_path: Path) 
     assert json.loads((run_dir / "config.json").read_text())["run"]["flow_control"] == "pfc"
 
 
+def test_packets_the_pfc_watchdog_drops_are_drops_of_the_run() -> None:
+    """A storm-happy watchdog (drop after 10 us paused) flushes lossless queues. The
+    run's drop count, metrics.csv's `drops` and the Counters table said 0 (only the
+    PFC tables listed them): they counted queue and pipeline drops alone."""
+    from emu.experiments.points import point_metrics
+    from emu.experiments.summary import render_text
+    from emu.experiments.virtual import run_virtual
+
+    s = run_virtual(plan_run(RunConfig(virtual=True, cc="none", workload=INCAST,
+                                       flow_control=FlowControlMode.PFC,
+                                       pfc_watchdog="drop", pfc_watchdog_ms=0.01,
+                                       progress=False)), write=False)
+    assert s.ok and s.pfc is not None
+    lost = s.pfc["total"]["lossless_drops"]
+    assert lost > 0 and s.fabric.queue_drops == 0 and s.fabric.pipeline_drops == 0
+    assert s.fabric.drops == lost
+    assert s.fabric.flow_control_drops == lost
+    flat = point_metrics(s).flat
+    assert flat["drops"] == flat["flow_control_drops"] == lost
+    row = next(ln for ln in render_text(s, width=200).splitlines() if "flow-control drops" in ln)
+    assert row.rstrip().endswith(str(lost))
+
+
 def test_switch_daemon_takes_pfc_settings_on_its_command_line() -> None:
     from emu.switch.commands import build_parser, options_from_args
     from emu.targets.base import SwitchSpec
