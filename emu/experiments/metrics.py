@@ -323,7 +323,8 @@ class PortCount:
 
     @property
     def drops(self) -> int:
-        """Every packet the switch lost: pipeline, full queue and flow control."""
+        """What the switch lost in its pipeline and buffers: pipeline, full queue and
+        flow control (frames a port down refused are `link_drops`, apart)."""
         return self.pipeline_drops + self.queue_drops + self.flow_control_drops
 
 

@@ -182,6 +182,8 @@ def tables(s: RunSummary, max_flows: int = 16) -> list[Table | str]:
            *([["flow-control drops (PFC watchdog, headroom; credit)",
                str(fab.flow_control_drops)]] if s.pfc is not None or fab.flow_control_drops
              else []),
+           *([["link drops (sent to a port that was down)", str(fab.link_drops)]]
+             if fab.link_drops else []),
            ["retransmitted packets / timeouts", f"{h.retx_pkts} / {h.timeouts}"],
            *([["PLB re-paths (new UDP source port)", str(h.repaths)]] if r.get("plb") else []),
            ["out-of-sequence / duplicates", f"{h.out_of_sequence} / {h.duplicates}"],

@@ -139,6 +139,21 @@ def test_failed_link_is_routed_around() -> None:
     assert dataclasses.asdict(s.fabric) != dataclasses.asdict(base.fabric)
 
 
+def test_what_a_dead_port_refused_is_in_the_counters_table() -> None:
+    """Packets sent to the failed link's port were lost without a line in the summary
+    (only summary.json's fabric.link_drops had them)."""
+    from emu.experiments.summary import render_text
+
+    wl = WorkloadParams("permutation", message_bytes=256 * 1024, seed=3)
+    s = run(workload=wl, recovery="sr", fail_link=("leaf4", "spine4"), fail_after_s=0.05)
+    assert s.ok and s.fabric.link_drops > 0
+    text = render_text(s, width=200)
+    row = next(ln for ln in text.splitlines() if "sent to a port that was down" in ln)
+    assert row.rstrip().endswith(f" {s.fabric.link_drops}")
+    assert "flow-control drops" not in text  # a lossy run has no such row
+    assert "port that was down" not in render_text(run(workload=wl, recovery="sr"), width=200)
+
+
 def test_te_pins_the_permutation_on_distinct_uplinks() -> None:
     wl = WorkloadParams("permutation", message_bytes=64 * 1024)
     s = run(workload=wl, lb=LbMode.TE)
