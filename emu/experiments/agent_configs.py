@@ -63,6 +63,7 @@ class AgentSettings:
     # retransmissions with zero drops. Repeated timeouts back off exponentially (emu.roce).
     rto_wire_ms: float = 100.0
     rto_margin: float = 2.0
+    rto_us: float | None = None  # a fixed base RTO, modelled (RunConfig.rto_us)
     priority_queues: int = 1  # >1: CNPs (and ACKs with ack_class "cnp") ride a higher queue
     # ACK/NAK class (emu.roce NicConfig.ack_class): "qp" = the data class, as RC NICs do;
     # "cnp" = the CNP class, so ACKs too skip the data queues.
@@ -158,8 +159,11 @@ def path_queue_delay_s(fabric: Fabric, src: str, dst: str, mtu_bytes: int,
 
 
 def rto_wire_ms(fabric: Fabric, src: str, dst: str, settings: AgentSettings) -> float:
-    """The QP's retransmission timeout in clock time (see AgentSettings): the margin x
-    (the base round trip + the worst queueing on the path)."""
+    """The QP's retransmission timeout in clock time (see AgentSettings): the run's fixed
+    one (rto_us, modelled, x the dilation), else the margin x (the base round trip + the
+    worst queueing on the path); never below the floor, rto_wire_ms."""
+    if settings.rto_us is not None:
+        return max(settings.rto_wire_ms, settings.rto_us * settings.dilation / 1e3)
     delay = path_queue_delay_s(fabric, src, dst, settings.mtu_bytes, settings.priority_queues,
                                settings.ack_class)
     delay += base_rtt_s(fabric, src, dst, settings.mtu_bytes)
@@ -182,7 +186,7 @@ def rto_floor_note(fabric: Fabric, agents: Mapping[str, AgentConfig],
     d = settings.dilation
     return (f"RTO: the {settings.rto_wire_ms:g} ms wire-time floor (real-time timers can "
             f"wake late) is {settings.rto_wire_ms * 1e3 / d:.3g} us modelled, above the "
-            f"path's RTO ({below[0] * 1e3 / d:.3g} us at the least) for {len(below)} of "
+            f"QPs' own RTO ({below[0] * 1e3 / d:.3g} us at the least) for {len(below)} of "
             f"{len(path_ms)} host pairs: a lost packet waits longer than in the modelled "
             f"network (a lower --rate, i.e. a higher dilation, or --virtual avoids it)")
 

@@ -115,6 +115,11 @@ def _fabric_args(f: argparse._ArgumentGroup) -> None:
     f.add_argument("--window", type=int, default=None, metavar="PKTS",
                    help="outstanding packets per QP and the sr reorder window (default: "
                         "twice the QP's bandwidth-delay product, at least 32)")
+    f.add_argument("--rto", type=float, default=None, metavar="US",
+                   help="each QP's base retransmission timeout in modelled us, doubled on "
+                        "repeated timeouts (default: twice the QP's base round trip plus "
+                        "the worst queueing its path can hold; a ConnectX local ACK timeout "
+                        "is 4.096 us x 2^timeout)")
     f.add_argument("--plb", action="store_true",
                    help="PLB on every QP (Linux tcp_plb's rules; needs --cc dcqcn): move "
                         "to a new UDP source port (a new ECMP path) after 3 consecutive "
@@ -227,7 +232,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                      target=args.target, workload=wl, dilation=dilation,
                      dcqcn_profile=args.dcqcn_profile, priority_queues=args.priority_queues,
                      rate_bps=rate, rate_reason=reason,
-                     window_pkts=args.window, plb=args.plb, timeout_s=args.timeout,
+                     window_pkts=args.window, rto_us=args.rto, plb=args.plb,
+                     timeout_s=args.timeout,
                      pcap=args.pcap, lock_wait_s=args.lock_wait, cli=args.cli,
                      progress=not args.no_progress,
                      sample_interval_s=args.sample_interval,

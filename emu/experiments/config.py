@@ -43,10 +43,11 @@ VIRTUAL_SAMPLE_S = 0.005
 REAL_TIMEOUT_S = 120.0
 VIRTUAL_TIMEOUT_S = 600.0
 
-# Numeric settings checked alike (dilation, sample_interval_s and timeout_s may also be
-# None: the dilation derived from the rate, the mode's own interval and budget).
+# Numeric settings checked alike (dilation, sample_interval_s, timeout_s and rto_us may
+# also be None: the dilation derived from the rate, the mode's own interval and budget,
+# each path's own RTO).
 _POSITIVE = ("dilation", "sample_interval_s", "timeout_s", "pfc_watchdog_ms",
-             "flowlet_timeout_us")
+             "flowlet_timeout_us", "rto_us")
 _NON_NEGATIVE = ("agent_progress_s", "start_delay_s", "lock_wait_s", "fail_after_s",
                  "qdepth_max_age_us")
 _TIME_UNITS_NS = (("_s", 10**9), ("_ms", 10**6), ("_us", 10**3))
@@ -97,6 +98,10 @@ class RunConfig:
     # Outstanding packets per QP (and the sr reorder window); None: twice each QP's
     # bandwidth-delay product (emu.experiments.agent_configs.window_pkts_for).
     window_pkts: int | None = None
+    # Each QP's base retransmission timeout, modelled (None: twice the QP's base round
+    # trip plus the worst queueing its path can hold, agent_configs.rto_wire_ms). A
+    # ConnectX local ACK timeout is 4.096 us x 2^timeout (NCCL's default 20: 4.3 s).
+    rto_us: float | None = None
     mtu_bytes: int = 1024  # RoCE path MTU (payload per packet)
     # emu.roce.dcqcn profiles: hpcc (a CNP per marked packet, rates scaled to the link)
     # reacts within the queue's fill time here; nvidia rate-limits CNPs to one per 2 us
@@ -167,7 +172,7 @@ class RunConfig:
         for name in _POSITIVE + _NON_NEGATIVE:
             value = getattr(self, name)
             if value is None and name in ("dilation", "sample_interval_s", "timeout_s",
-                                          "qdepth_max_age_us"):
+                                          "qdepth_max_age_us", "rto_us"):
                 continue
             least = "> 0" if name in _POSITIVE else ">= 0"
             if not _finite(value) or not (value > 0 if name in _POSITIVE else value >= 0):

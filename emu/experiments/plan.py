@@ -50,7 +50,20 @@ class RunPlan:
         RTO floor, not the paths, sets the queue pairs' timeouts."""
         rto = rto_floor_note(self.fabric, self.agents,
                              agent_settings(self.config, self.dilation, self.start_delay_s))
-        return [*self.config.notes(), *([rto] if rto else [])]
+        return [*self.config.notes(), *([rto] if rto else []), *self._budget_note()]
+
+    def _budget_note(self) -> list[str]:
+        """A QP that times out waits its RTO, then twice it: a budget shorter than that
+        stops a lossy run before it can recover (a NIC-like --rto of milliseconds)."""
+        rto_s = max((q.rto_ns * self.dilation.factor / 1e9 for a in self.agents.values()
+                     for q in a.qps), default=0.0)
+        budget = self.config.timeout()
+        if 3 * rto_s <= budget:
+            return []
+        return [f"the workload's budget ({budget:g} s of wire time) is shorter than a "
+                f"retransmission timeout and its first doubling ({3 * rto_s:.3g} s: the "
+                f"RTO is {rto_s / self.dilation.factor * 1e6:.4g} us modelled): a lost "
+                f"packet may stop the run; raise --timeout"]
 
     def uplinks(self) -> dict[str, list[int]]:
         """Switch -> its up-facing ports (towards a higher layer)."""
@@ -149,6 +162,7 @@ def agent_settings(cfg: RunConfig, dilation: Dilation, start_delay: float) -> Ag
     return AgentSettings(cc=cfg.cc, recovery=cfg.recovery, dilation=dilation.factor,
                          dcqcn_profile=cfg.dcqcn_profile,
                          mtu_bytes=cfg.mtu_bytes, window_pkts=cfg.window_pkts,
+                         rto_us=cfg.rto_us,
                          start_delay_us=start_delay * 1e6, timeout_s=cfg.timeout(),
                          plb=cfg.plb, plb_rounds=cfg.plb_rounds,
                          plb_idle_rounds=cfg.plb_idle_rounds, priority_queues=cfg.priority_queues,
