@@ -87,4 +87,6 @@ def effective_values(plan: RunPlan) -> JsonDict:
                                       for q in a.qps})
         out["rto_wire_ns"] = sorted({int(q.rto_ns * d.factor) for a in plan.agents.values()
                                      for q in a.qps})
+        out["rto_us_modelled"] = sorted({q.rto_ns / 1e3 for a in plan.agents.values()
+                                         for q in a.qps})
     return out

@@ -223,6 +223,7 @@ def test_results_record_the_effective_values(tmp_path: Path) -> None:
     link = eff["links"][0]
     assert link["wire_delay_ns"] == link["modelled_delay_ns"] * 2000
     assert link["wire_rate_bps"] * 2000 == link["modelled_rate_bps"]
+    assert [round(us * 2000e3) for us in eff["rto_us_modelled"]] == eff["rto_wire_ns"]
 
 
 @pytest.mark.usefixtures("ctrl_c")
