@@ -41,13 +41,14 @@ class RunPlan:
     model: Fabric
     dilation: Dilation
     # After START, before the first flow (RunConfig.start_delay_s; in a virtual credit
-    # run at least the links' credit start-up, `start_delay_s`).
+    # run at least the links' credit start-up: effective_start_delay_s).
     start_delay_s: float = 0.0
 
     @cached_property
     def notes(self) -> list[str]:
-        """Warnings for the user: the configuration's, and where this plan's wire-time
-        RTO floor, not the paths, sets the queue pairs' timeouts."""
+        """Warnings for the user: the configuration's; where this plan's wire-time RTO
+        floor, not the QPs' own RTO, sets their timeouts; a budget too short to wait
+        out a timeout."""
         rto = rto_floor_note(self.fabric, self.agents,
                              agent_settings(self.config, self.dilation, self.start_delay_s))
         return [*self.config.notes(), *([rto] if rto else []), *self._budget_note()]
@@ -144,7 +145,7 @@ def host_rates(model: Fabric) -> dict[str, float]:
     return {h.name: rate[h.link] for h in model.hosts}
 
 
-def start_delay_s(cfg: RunConfig, fabric: Fabric) -> float:
+def effective_start_delay_s(cfg: RunConfig, fabric: Fabric) -> float:
     """The configured start delay; in a virtual credit run at least the links' start-up:
     a port may send nothing before its peer's first credit update, and each port's
     re-send timer runs once after its own. A real fabric, and a real-time run (its agents
@@ -233,7 +234,7 @@ def plan_run(cfg: RunConfig, model: Fabric | None = None) -> RunPlan:
     workload = build_workload(cfg.workload, {h.name: h.switch for h in fabric.hosts},
                               host_rates(model))
     try:
-        delay_s = start_delay_s(cfg, fabric)
+        delay_s = effective_start_delay_s(cfg, fabric)
         agents = agent_configs(fabric, workload, agent_settings(cfg, dilation, delay_s),
                                seed=cfg.workload.seed)
     except ConfigError as exc:  # what RunConfig's own checks did not foresee: one line
