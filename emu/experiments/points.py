@@ -25,6 +25,7 @@ from emu.topo import Fabric
 
 from .config import RunConfig
 from .metrics import FlowResult, percentile, series_bandwidths
+from .results import write_text_atomic
 from .summary import RunSummary
 
 if TYPE_CHECKING:
@@ -73,6 +74,25 @@ def read_outcome(d: Path) -> Outcome | None:
     if not isinstance(data, dict):
         return None
     return {str(k): "" if v is None else str(v) for k, v in data.items()}
+
+
+def read_metrics(d: Path) -> PointMetrics | None:
+    """A point folder's metrics.json (None: missing, unreadable or not a point's)."""
+    try:
+        doc = json.loads((d / METRICS).read_text())
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("metrics"), dict):
+        return None
+    return PointMetrics(dict(doc["metrics"]), dict(doc.get("slowdown_by_size") or {}),
+                        dict(doc.get("reorder_distance") or {}))
+
+
+def is_done(d: Path) -> bool:
+    """The point in folder `d` finished and its figures are there: point.json says
+    done and metrics.json reads (a truncated or damaged one is a point to run again,
+    not one to skip and leave out of the report)."""
+    return read_point(d).get("status") == "done" and read_metrics(d) is not None
 
 
 def bucket_of(size_bytes: int) -> str:
@@ -164,7 +184,9 @@ def write_metrics(out_dir: Path, point_id: str, varied: Mapping[str, str],
            "slowdown_by_size": m.slowdown_by_size, "reorder_distance": m.reorder_distance,
            "summary": deterministic_summary(summary.to_dict())}
     path = out_dir / METRICS
-    path.write_text(json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
+    # atomically: a point killed while writing must not leave half a file that reads
+    # as its figures
+    write_text_atomic(path, json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
     return path
 
 
@@ -207,7 +229,7 @@ def run_guarded(cfg: RunConfig, model: Fabric, out_dir: Path, point_id: str,
         outcome = {"status": "failed", "reason": f"{type(exc).__name__}: {exc}"}
     except KeyboardInterrupt:
         outcome = {"status": "failed", "reason": "interrupted"}
-    (out_dir / OUTCOME).write_text(json.dumps(outcome, sort_keys=True) + "\n")
+    write_text_atomic(out_dir / OUTCOME, json.dumps(outcome, sort_keys=True) + "\n")
     return outcome
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import statistics
 from collections.abc import Sequence
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .experiment import Experiment
-from .points import BUCKETS, METRICS, Scalar, read_point
+from .points import BUCKETS, METRICS, Scalar, read_metrics, read_point
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -48,25 +47,18 @@ class PointResult:
     reorder_distance: dict[str, int]
 
 
-def _read_metrics(path: Path) -> tuple[bool, dict[str, Scalar], dict[str, dict[str, float]],
-                                       dict[str, int]]:
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return False, {}, {}, {}
-    if not isinstance(doc, dict):
-        return False, {}, {}, {}
-    return (True, dict(doc.get("metrics") or {}), dict(doc.get("slowdown_by_size") or {}),
-            dict(doc.get("reorder_distance") or {}))
-
-
 def load_points(out: Path, exp: Experiment) -> list[PointResult]:
     res = []
     for p in exp.points:
         d = out / "points" / p.dir_name
         rec = read_point(d)
-        res.append(PointResult(p.id, p.configuration, p.seed, rec.get("status", "not run"),
-                               rec.get("reason", ""), p.options(), *_read_metrics(d / METRICS)))
+        status, reason = rec.get("status", "not run"), rec.get("reason", "")
+        m = read_metrics(d)
+        if status == "done" and m is None:  # counted done, it fell out of every table
+            status, reason = "not run", f"its {METRICS} is missing or unreadable: run again"
+        res.append(PointResult(p.id, p.configuration, p.seed, status, reason, p.options(),
+                               m is not None, *((m.flat, m.slowdown_by_size, m.reorder_distance)
+                                                if m is not None else ({}, {}, {}))))
     return res
 
 

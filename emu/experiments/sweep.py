@@ -3,7 +3,8 @@
 Points run as child processes on this machine (`--jobs N`) or as Ray tasks (`--ray
 ADDRESS`); either way each lands in results/experiments/<name>/points/<id>/ and a
 point that fails, crashes or times out is recorded as failed with its reason while the
-sweep goes on. A point whose point.json says done is not run again.
+sweep goes on. A point whose point.json says done, and whose metrics.json reads, is not
+run again.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from emu.targets.proc import pdeathsig_preexec
 from emu.topo import Fabric
 
 from .experiment import Experiment, Point
-from .points import POINT_FILE, Job, Outcome, read_outcome, read_point
+from .points import POINT_FILE, Job, Outcome, is_done, read_outcome
+from .results import write_text_atomic
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -134,8 +136,7 @@ class Sweep:
     def run(self, poll_s: float = 0.1) -> list[Finished]:
         self.pending = []
         for p in self.exp.points:
-            rec = read_point(self.out / "points" / p.dir_name)
-            if rec.get("status") == "done" and not self.force:
+            if is_done(self.out / "points" / p.dir_name) and not self.force:
                 self.skipped += 1
             else:
                 self.pending.append(p)
@@ -184,7 +185,7 @@ class Sweep:
         rec = {"id": point.id, "configuration": point.configuration, "seed": point.seed,
                "options": point.options(), "status": status, "reason": reason,
                "run_dir": outcome.get("run_dir", ""), "wall_s": round(wall_s, 3)}
-        (d / POINT_FILE).write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+        write_text_atomic(d / POINT_FILE, json.dumps(rec, indent=1, sort_keys=True) + "\n")
         self.finished.append(Finished(point, status, reason, wall_s))
 
     def eta_s(self) -> float | None:
@@ -270,11 +271,7 @@ def run_experiment_file(file: str | Path, *, results: Path = Path("results"),
               file=sys.stderr)
         return 1
     print(f"emu experiment: report in {report}")
-    return 1 if any(r.get("status") != "done" for r in _records(out, exp)) else 0
-
-
-def _records(out: Path, exp: Experiment) -> list[dict[str, str]]:
-    return [read_point(out / "points" / p.dir_name) for p in exp.points]
+    return 0 if all(is_done(out / "points" / p.dir_name) for p in exp.points) else 1
 
 
 def run_sweep(exp: Experiment, out: Path, *, jobs: int, ray: str | None = None,

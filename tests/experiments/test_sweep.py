@@ -4,6 +4,7 @@ failures and timeouts recorded, resume, the same bytes every time, the report.""
 from __future__ import annotations
 
 import contextlib
+import csv
 import dataclasses
 import ipaddress
 import json
@@ -82,6 +83,31 @@ def test_rerun_skips_points_done(small: tuple[Path, Path],
     assert main(["experiment", str(f), "--results", str(out.parents[1]), "--jobs", "2"]) == 0
     assert "4 points already done, not run again" in capsys.readouterr().out
     assert {p: p.stat().st_mtime_ns for p in (out / "points").glob("*/point.json")} == before
+
+
+def test_a_point_with_damaged_metrics_is_reported_and_run_again(
+        small: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A point whose metrics.json was cut short (a killed write, a full disk) counted as
+    done: the report left its configuration out of the tables without a word, and a
+    re-run skipped it for ever."""
+    import shutil
+
+    f, out = small
+    copy = tmp_path / "experiments" / "small"
+    shutil.copytree(out, copy)
+    damaged = copy / "points" / "lb=spray,seed=2" / "metrics.json"
+    damaged.write_text(damaged.read_text()[:100])
+    assert main(["experiment", str(f), "--results", str(tmp_path), "--report-only"]) == 1
+    report = (copy / "report.md").read_text()
+    assert "Points: 4, 3 done, 0 failed, 1 not run." in report
+    with (copy / "metrics.csv").open() as fh:
+        row = next(r for r in csv.DictReader(fh) if r["point"] == "lb=spray,seed=2")
+    assert row["status"] == "not run"
+    assert row["reason"] == "its metrics.json is missing or unreadable: run again"
+    capsys.readouterr()
+    assert main(["experiment", str(f), "--results", str(tmp_path), "--jobs", "1"]) == 0
+    assert "3 points already done, not run again" in capsys.readouterr().out
+    assert metrics_files(copy) == metrics_files(out)  # the same bytes as first written
 
 
 def test_same_file_and_seeds_give_byte_identical_metrics(small: tuple[Path, Path],
