@@ -136,6 +136,12 @@ def crosscheck(program: Path, include_dirs: Sequence[Path], setup: Programming,
     random_choice = setup.fabric is not None and setup.lb in RANDOM_CHOICE
     pipe = get_target(against).compile(program, build_dir, tuple(include_dirs))
     p4info = pipe.load_p4info()
+    # named as either side's read would (full name or alias), checked before anything
+    # runs: BMv2's CLI answered an unknown one with its own session dump
+    known = {n for r in p4info.registers for n in (r.preamble.name, r.preamble.alias)}
+    for name in registers:
+        if name not in known:
+            raise KeyError(f"no register named {name!r} in the switch's P4Info")
     compiled = compile_side_a(program, include_dirs)
     if random_entries is not None:
         observed = observed_keys(compiled, setup, packets)

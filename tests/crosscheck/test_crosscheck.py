@@ -253,6 +253,18 @@ def test_a_register_the_program_lacks_is_named_plainly(tmp_path):
 
 
 @needs_root
+@requires_bmv2
+def test_a_register_the_program_lacks_is_named_plainly_against_bmv2(tmp_path):
+    """Against BMv2 the answer was simple_switch_CLI's session output, after the run."""
+    rc = subprocess.run(
+        [X.sys.executable, "-m", "emu", "crosscheck", "--generate", "2", "--registers",
+         "flowlet_time_us,nosuch", "--build-dir", str(tmp_path / "build")],
+        capture_output=True, text=True, timeout=300, cwd=str(X.ROOT))
+    assert rc.returncode == 1, rc.stdout + rc.stderr
+    assert rc.stderr == "crosscheck: no register named 'nosuch' in the switch's P4Info\n"
+
+
+@needs_root
 def test_the_cli_takes_an_stf_file_for_entries_and_packets(tmp_path):
     """`--entries FILE.stf --packets FILE.stf`: the STF's set-up on both sides, its
     packets through them, and what the set-up left out said in a note."""
