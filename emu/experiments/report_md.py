@@ -56,9 +56,10 @@ def load_points(out: Path, exp: Experiment) -> list[PointResult]:
         m = read_metrics(d)
         if status == "done" and m is None:  # counted done, it fell out of every table
             status, reason = "not run", f"its {METRICS} is missing or unreadable: run again"
+        flat, by_size, reorder = ((m.flat, m.slowdown_by_size, m.reorder_distance)
+                                  if m is not None else ({}, {}, {}))
         res.append(PointResult(p.id, p.configuration, p.seed, status, reason, p.options(),
-                               m is not None, *((m.flat, m.slowdown_by_size, m.reorder_distance)
-                                                if m is not None else ({}, {}, {}))))
+                               m is not None, flat, by_size, reorder))
     return res
 
 
