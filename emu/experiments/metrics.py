@@ -13,7 +13,7 @@ import bisect
 import itertools
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from emu.core.units import Dilation
 from emu.core.wire import WIRE_OVERHEAD_BYTES
 from emu.p4.v1model.buffer import HEADROOM_OVERFLOW, WATCHDOG_DROP
 from emu.p4.v1model.credit import CREDIT_OVERRUN
+from emu.p4.v1model.traffic_manager import DropReason
 
 from .jsontypes import Row, count, num, number, sub
 from .workloads import Workload
@@ -309,7 +310,7 @@ class PortCount:
     queue_drops: int = 0  # traffic-manager tail drops (target statistics)
     kernel_drops: int = 0  # AF_PACKET receive-ring drops on the switch port
     link_drops: int = 0  # frames the switch could not put on the link (port down, send error)
-    # The lossless modes' own drops (FLOW_CONTROL_DROP_REASONS): a lossless packet lost
+    # The lossless modes' own drops (DROP_FIELDS): a lossless packet lost
     # in the switch's buffer accounting, not at a full queue.
     flow_control_drops: int = 0
 
@@ -329,9 +330,19 @@ class PortCount:
 
 
 FIELDS = tuple(f.name for f in fields(PortCount))
-# A PFC queue the watchdog flushed (action drop), a packet beyond XOFF + headroom, a
-# frame beyond the credit granted: switch drop reasons of the lossless modes.
-FLOW_CONTROL_DROP_REASONS = (WATCHDOG_DROP, HEADROOM_OVERFLOW, CREDIT_OVERRUN)
+# The switch drop reasons each PortCount drop field sums (pipeline_drops comes from
+# fabric.p4's own counter): a full queue or one the packet's priority has none of; a
+# PFC queue the watchdog flushed (action drop), a packet beyond XOFF + headroom, a
+# frame beyond the credit granted (the lossless modes).
+DROP_FIELDS: dict[str, tuple[str, ...]] = {
+    "queue_drops": (DropReason.TAIL_DROP, DropReason.PRIORITY_OUT_OF_RANGE),
+    "flow_control_drops": (WATCHDOG_DROP, HEADROOM_OVERFLOW, CREDIT_OVERRUN),
+}
+
+
+def drop_counts(reason_count: Callable[[str], int]) -> dict[str, int]:
+    """PortCount's drop fields of one port, from its count per switch drop reason."""
+    return {name: sum(reason_count(r) for r in reasons) for name, reasons in DROP_FIELDS.items()}
 
 
 def port_deltas(before: Mapping[PortKey, PortCount],

@@ -11,6 +11,7 @@ Two sources, merged into `PortCount`s:
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 from .jsontypes import Row, count, num, sub
-from .metrics import FLOW_CONTROL_DROP_REASONS, PortCount, PortKey
+from .metrics import PortCount, PortKey, drop_counts
 from .pfc import Counters
 
 if TYPE_CHECKING:
@@ -71,8 +72,7 @@ def from_target_stats(switch: str, stats: Row, t_s: float
         ports[(switch, port)] = PortCount(
             rx_pkts=count(p, "rx_frames"), rx_bytes=count(p, "rx_bytes"),
             tx_pkts=count(p, "tx_frames"), tx_bytes=count(p, "tx_bytes"),
-            queue_drops=count(d, "tail_drop") + count(d, "priority_out_of_range"),
-            flow_control_drops=sum(count(d, r) for r in FLOW_CONTROL_DROP_REASONS),
+            **drop_counts(functools.partial(count, d)),
             kernel_drops=count(p, "kernel_drops"), link_drops=count(p, "tx_drops"))
         queued = num(sub(p, "queue"), "queued_pkts")
         if queued is not None:
@@ -96,6 +96,11 @@ def merge_p4(ports: dict[PortKey, PortCount], p4: Mapping[PortKey, PortCounters]
                            tx_pkts=base.tx_pkts or int(c.tx_pkts),
                            tx_bytes=base.tx_bytes or int(c.tx_bytes))
     return out
+
+
+def _reason_count(drops: Mapping[tuple[int, str], int], port: int, reason: str) -> int:
+    """One port's count of one drop reason in a switch's drop snapshot."""
+    return drops.get((port, reason), 0)
 
 
 class FabricSampler:
@@ -249,10 +254,7 @@ class ChangeSampler:
                 d = drops_of[id(drops)] = drops.snapshot()
             c4 = p4.get(key)
             c = PortCount(tx_pkts=stats.tx_frames, tx_bytes=stats.tx_bytes,
-                          queue_drops=d.get((port, "tail_drop"), 0)
-                          + d.get((port, "priority_out_of_range"), 0),
-                          flow_control_drops=sum(d.get((port, r), 0)
-                                                 for r in FLOW_CONTROL_DROP_REASONS),
+                          **drop_counts(functools.partial(_reason_count, d, port)),
                           ecn_marks=int(c4.ecn_marks) if c4 is not None else 0,
                           pipeline_drops=int(c4.drops) if c4 is not None else 0,
                           rx_pkts=int(c4.rx_pkts) if c4 is not None else 0,
