@@ -195,7 +195,7 @@ def crosscheck(program: Path, include_dirs: Sequence[Path], setup: Programming,
             text = (f"counter {key}: {names[0]} {counters_a.get(key)} vs "
                     f"{names[1]} {counters_b.get(key)}")
             if random_choice and counter_totals_equal(key.rsplit("[", 1)[0], counters_a,
-                                                       counters_b):
+                                                      counters_b):
                 rep.explained.append(f"{text} [same total; flowlet spread]")
             else:
                 rep.differences.append(text)

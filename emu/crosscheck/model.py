@@ -201,7 +201,7 @@ RANDOM_CHOICE = {"flowlet"}
 
 
 def explain_random_choice(diffs: list[tuple[str, Packet, Outputs, Outputs]],
-                           members: set[int]) -> tuple[list[str], list[str]]:
+                          members: set[int]) -> tuple[list[str], list[str]]:
     """(explained, unexplained) of per-packet differences under RANDOM_CHOICE: one frame
     out on each side, both on group members, identical past the Ethernet addresses."""
     explained: list[str] = []
