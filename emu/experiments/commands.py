@@ -144,8 +144,8 @@ def _output_args(o: argparse._ArgumentGroup) -> None:
     o.add_argument("--results", default=str(_RUN.results_root), metavar="DIR",
                    help="write the run's folder under DIR (default %(default)s)")
     o.add_argument("--pcap", action="store_true",
-                   help="capture every switch port to pcap files in the results folder "
-                        "(default: off)")
+                   help="capture every switch port to pcap files in the results folder, "
+                        "stamped in modelled time (default: off)")
     o.add_argument("--timeout", type=float, default=None, metavar="S",
                    help=f"the workload's budget; agents still running after it are stopped "
                         f"and their partial results kept (default {REAL_TIMEOUT_S:g} s of "

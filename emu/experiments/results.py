@@ -8,7 +8,8 @@
     queues.csv         sampled egress queue depth per port
     summary.json       the RunSummary; summary.txt the tables as shown
     plots/*.png        flow_throughput, queue_depth, uplink_utilization
-    pcap/              per-port captures (on request), logs/ switch logs
+    pcap/              per-port captures (on request; stamps in modelled time, in
+                       nanoseconds), logs/ switch logs
 """
 
 from __future__ import annotations
@@ -56,6 +57,28 @@ def make_run_dir(root: Path, topo: str, lb: str, cc: str) -> Path:
         raise ResultsError(f"cannot make a run folder under {root}: "
                            f"{exc.strerror or exc}") from None
     raise ResultsError(f"cannot make a fresh run folder under {root}")
+
+
+def pcaps_to_modelled(pcap_dir: Path, origin_ns: int, dilation: float) -> list[str]:
+    """Rewrite a real run's captures (wall-clock stamps, from the switch daemons or BMv2)
+    into modelled time from `origin_ns` (the START instant): what they show is then the
+    modelled fabric's timing, as a virtual run's captures and every other figure are.
+    Problems (a file that cannot be read or rewritten) come back as notes; that file
+    stays as it was."""
+    from emu.switch.pcap import PcapFormatError, rescale_to_modelled
+
+    failed: list[str] = []
+    why = ""
+    for path in sorted(pcap_dir.glob("*.pcap")) if pcap_dir.is_dir() else []:
+        try:
+            rescale_to_modelled(str(path), origin_ns, dilation)
+        except (OSError, PcapFormatError) as exc:
+            failed.append(path.name)
+            why = str(exc.strerror or exc) if isinstance(exc, OSError) else str(exc)
+    if not failed:
+        return []
+    return [f"{len(failed)} capture(s) left in wall-clock time, not modelled "
+            f"({', '.join(failed[:3])}{', ...' if len(failed) > 3 else ''}): {why}"]
 
 
 def discard_unused_run_dir(run_dir: Path, setup_outputs: Iterable[str]) -> None:

@@ -42,7 +42,13 @@ from .report import (
     snapshots_bytes_to_hosts,
     write_and_show,
 )
-from .results import ResultsError, discard_unused_run_dir, make_run_dir, print_results_path
+from .results import (
+    ResultsError,
+    discard_unused_run_dir,
+    make_run_dir,
+    pcaps_to_modelled,
+    print_results_path,
+)
 from .sampler import FabricSampler, Snapshot
 from .summary import RunSummary
 
@@ -157,6 +163,9 @@ class Experiment:
         self.log = log
         self.runs = 0  # workloads run from the CLI (emu.experiments.cli_ext)
         self.t0 = time.monotonic()
+        # The captures' time origin (emu.experiments.results.pcaps_to_modelled): the START
+        # instant once it is sent, else this.
+        self.origin_wall_ns = time.time_ns()
         self.sampler = FabricSampler([s.name for s in plan.fabric.switches], self._target_stats,
                                      controller, t0=self.t0)
 
@@ -226,6 +235,7 @@ class Experiment:
                 return
             time.sleep(0.01)
         go = time.monotonic_ns()
+        self.origin_wall_ns = time.time_ns()
         for a in agents.values():
             stdin = a.popen.stdin
             if stdin is None:
@@ -533,6 +543,7 @@ def run_experiment(cfg: RunConfig, *, console: Console | None = None, plan: RunP
             msg = str(exc)
             raise RunError(msg if msg.startswith("emu") else f"emu run: {msg}") from exc
         raise
+    exp: Experiment | None = None
     try:
         # Said only now: an error before this point is the one line the user sees.
         say(f"emu run: {plan.fabric.name} ({plan.fabric.summary()}) fabric ready in "
@@ -559,6 +570,9 @@ def run_experiment(cfg: RunConfig, *, console: Console | None = None, plan: RunP
     rec.bringup_s = {**timings, **rec.bringup_s}
     if errors:
         rec.notes.append(f"teardown problems (run `make stop`): {'; '.join(errors)}")
+    if cfg.pcap and exp is not None:  # the switches have stopped: their files are whole
+        rec.notes.extend(pcaps_to_modelled(run_dir / "pcap", exp.origin_wall_ns,
+                                           plan.dilation.factor))
     summary = build_summary(plan, rec, run_dir)
     if cfg.cli:  # the CLI's workloads wrote their own results
         print_results_path(run_dir, summary)

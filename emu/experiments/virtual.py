@@ -51,7 +51,7 @@ class _Fabric:
             plan.fabric, lb=plan.lb_settings(),
             pcap_dir=run_dir / "pcap" if run_dir is not None and cfg.pcap else None,
             ecn=plan.ecn_settings(), qos=pfc.qos(cfg), flow_control=pfc.flow_control(plan),
-            seed=cfg.workload.seed, model=plan.model)
+            seed=cfg.workload.seed, model=plan.model, pcap_dilation=plan.dilation.factor)
         if cfg.lb is LbMode.TE:
             plan.pin_te(sim.controller)
         self.clock = sim.clock

@@ -81,8 +81,8 @@ class SimFabric:
                  ecn: EcnSettings | None = None, qos: QosSettings | None = None,
                  clock: VirtualClock | None = None, program: Any = None,
                  program_switches: bool = True, pcap_dir: Path | None = None,
-                 flow_control: Any = None, seed: int = 1, model: Fabric | None = None
-                 ) -> None:
+                 flow_control: Any = None, seed: int = 1, model: Fabric | None = None,
+                 pcap_dilation: float = 1.0) -> None:
         from emu.p4.api import P4Switch
 
         self.fabric = fabric
@@ -114,6 +114,7 @@ class SimFabric:
             self._ports[(link.a.node, link.a.port)] = ml.a
             self._ports[(link.b.node, link.b.port)] = ml.b
         self._pcaps: dict[tuple[str, int], tuple[Any, Any]] = {}
+        self._pcap_dilation = pcap_dilation
         if pcap_dir is not None:
             self._open_pcaps(Path(pcap_dir))
         for name, p4 in self.switches.items():
@@ -180,21 +181,25 @@ class SimFabric:
 
     def _open_pcaps(self, directory: Path) -> None:
         """`<iface>_in.pcap` / `<iface>_out.pcap` per switch port, as the switch daemon
-        (and BMv2's --pcap) writes them; stamps are virtual time since the start."""
+        (and BMv2's --pcap) writes them; stamps in nanoseconds of modelled time since the
+        start (the clock's time divided by `pcap_dilation`, the run's dilation), so what
+        a capture shows is the modelled fabric's timing, not the slowed wire's."""
         from emu.switch.pcap import PcapWriter, pcap_paths
 
         directory.mkdir(parents=True, exist_ok=True)
         for sw in self.fabric.switches:
             for port in sw.ports:
                 pin, pout = pcap_paths(str(directory), port.intf)
-                self._pcaps[(sw.name, port.number)] = (PcapWriter(pin, warn=False),
-                                                       PcapWriter(pout, warn=False))
+                self._pcaps[(sw.name, port.number)] = (
+                    PcapWriter(pin, warn=False, nanosecond=True),
+                    PcapWriter(pout, warn=False, nanosecond=True))
+
+    def _pcap_ns(self) -> int:
+        return round(self.clock.now_ns() / self._pcap_dilation)
 
     def _captured(self, writer: Any, then: Callable[[bytes], None]) -> Callable[[bytes], None]:
-        now = self.clock.now_ns
-
         def capture(frame: bytes) -> None:
-            writer.write(frame, now())
+            writer.write(frame, self._pcap_ns())
             then(frame)
 
         return capture
@@ -213,7 +218,7 @@ class SimFabric:
         if fp is not None:
             pcaps = self._pcaps.get((switch, port)) if self._pcaps else None
             if pcaps is not None:
-                pcaps[1].write(frame, self.clock.now_ns())
+                pcaps[1].write(frame, self._pcap_ns())
             fp.send(frame)
 
     def port(self, node: str, port: int) -> FramePort:

@@ -1,5 +1,10 @@
 """Per-port pcap files, as BMv2's --pcap DIR writes them: `<iface>_in.pcap` and
-`<iface>_out.pcap`, classic libpcap format, Ethernet link type, microsecond stamps."""
+`<iface>_out.pcap`, classic libpcap format, Ethernet link type, microsecond stamps (or
+nanosecond ones: the variant with magic 0xA1B23C4D, which tshark, libpcap and Scapy read).
+
+A run's captures are stamped in modelled time: a virtual run writes it directly, a real
+run's files (the switch daemon's or BMv2's, in wall-clock time) are rewritten by
+`rescale_to_modelled` once the switches have stopped."""
 
 from __future__ import annotations
 
@@ -8,13 +13,20 @@ import logging
 import os
 import struct
 import time
-from collections.abc import Iterable
-from typing import BinaryIO
+from collections.abc import Iterable, Iterator
+from typing import BinaryIO, NamedTuple
 
 log = logging.getLogger(__name__)
 
-_GLOBAL = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+MAGIC_US = 0xA1B2C3D4
+MAGIC_NS = 0xA1B23C4D
+LINKTYPE_ETHERNET = 1
 _rec = struct.Struct("<IIII").pack
+
+
+def _global_header(nanosecond: bool, snaplen: int, linktype: int = LINKTYPE_ETHERNET) -> bytes:
+    magic = MAGIC_NS if nanosecond else MAGIC_US
+    return struct.pack("<IHHiIII", magic, 2, 4, 0, 0, snaplen, linktype)
 
 
 class PcapWriter:
@@ -23,18 +35,21 @@ class PcapWriter:
     A capture is a by-product: a file that cannot be written (disk full, folder gone)
     ends that capture, logged once and kept in `error`, never the switch or the run
     that feeds it. What was written before stays readable (tshark reads up to the last
-    whole record)."""
+    whole record). Stamps are nanoseconds since the epoch (wall-clock time when the
+    caller gives none), stored as microseconds unless `nanosecond`."""
 
-    def __init__(self, path: str, snaplen: int = 65535, *, warn: bool = True) -> None:
+    def __init__(self, path: str, snaplen: int = 65535, *, warn: bool = True,
+                 nanosecond: bool = False) -> None:
         self.path = path
         self.snaplen = snaplen
         self.warn = warn  # off where the caller reports `error` itself (a run's notes)
+        self.nanosecond = nanosecond
         self.frames = 0
         self.error: str | None = None
         self._f: BinaryIO | None = None
         try:
             self._f = open(path, "wb", buffering=1 << 16)  # noqa: SIM115
-            self._f.write(_GLOBAL)
+            self._f.write(_global_header(nanosecond, snaplen))
             self._f.flush()
         except OSError as exc:
             self._stop(exc)
@@ -47,7 +62,7 @@ class PcapWriter:
         sec, ns = divmod(t, 1_000_000_000)
         data = frame[:self.snaplen]
         try:
-            f.write(_rec(sec, ns // 1000, len(data), len(frame)))
+            f.write(_rec(sec, ns if self.nanosecond else ns // 1000, len(data), len(frame)))
             f.write(data)
         except OSError as exc:
             self._stop(exc)
@@ -94,15 +109,87 @@ def pcap_paths(directory: str, iface: str) -> tuple[str, str]:
             os.path.join(directory, f"{iface}_out.pcap"))
 
 
+class PcapRecord(NamedTuple):
+    ts_ns: int  # since the epoch
+    data: bytes  # as captured (at most the snap length)
+    orig_len: int  # the frame's length on the wire
+
+
+class PcapFormatError(ValueError):
+    pass
+
+
+class PcapReader:
+    """A classic pcap file of either byte order and either stamp resolution (the
+    switch daemon's, BMv2's, tcpdump's): `nanosecond` says which its stamps are, and
+    iterating gives its records. A record cut short at the end (a capture stopped
+    mid-write) is left out, as tshark leaves it out."""
+
+    def __init__(self, path: str) -> None:
+        self._f = f = open(path, "rb")  # noqa: SIM115 (closed by close())
+        head = f.read(24)
+        for order in "<>":
+            if len(head) == 24 and struct.unpack_from(order + "I", head)[0] in (MAGIC_US,
+                                                                               MAGIC_NS):
+                break
+        else:
+            f.close()
+            raise PcapFormatError(f"{path}: not a classic pcap file")
+        magic, _major, _minor, _zone, _sigfigs, self.snaplen, self.linktype = \
+            struct.unpack(order + "IHHiIII", head)
+        self.nanosecond = magic == MAGIC_NS
+        self._rec = struct.Struct(order + "IIII")
+
+    def __iter__(self) -> Iterator[PcapRecord]:
+        f, unpack, scale = self._f, self._rec.unpack, 1 if self.nanosecond else 1000
+        while len(h := f.read(16)) == 16:
+            sec, frac, incl, orig = unpack(h)
+            data = f.read(incl)
+            if len(data) < incl:
+                return
+            yield PcapRecord(sec * 1_000_000_000 + frac * scale, data, orig)
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> PcapReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def read_pcap(path: str) -> list[bytes]:
-    """Frames of a pcap written by PcapWriter (for tests and tools)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    out = []
-    off = 24
-    while off + 16 <= len(data):
-        _s, _us, incl, _orig = struct.unpack_from("<IIII", data, off)
-        off += 16
-        out.append(data[off:off + incl])
-        off += incl
-    return out
+    """The frames of a pcap file (for tests and tools)."""
+    with PcapReader(path) as r:
+        return [rec.data for rec in r]
+
+
+def read_stamps(path: str) -> list[int]:
+    """The stamps of a pcap file's records, in nanoseconds since the epoch."""
+    with PcapReader(path) as r:
+        return [rec.ts_ns for rec in r]
+
+
+def rescale_to_modelled(path: str, origin_ns: int, dilation: float) -> None:
+    """Rewrite a capture stamped in wall-clock (wire) time into modelled time, with
+    nanosecond stamps: a frame `t` after `origin_ns` on the wire is stamped `t /
+    dilation` after it, as every other figure of a run is, so intervals and rates read
+    from the file are the modelled fabric's. A file already in nanoseconds is taken to be
+    rewritten already and left as it is; the new file replaces the old one whole."""
+    tmp = f"{path}.tmp"
+    with PcapReader(path) as reader:
+        if reader.nanosecond:
+            return
+        try:
+            with open(tmp, "wb") as out:
+                out.write(_global_header(True, reader.snaplen, reader.linktype))
+                for r in reader:
+                    t = origin_ns + round((r.ts_ns - origin_ns) / dilation)
+                    sec, ns = divmod(t, 1_000_000_000)
+                    out.write(_rec(sec, ns, len(r.data), r.orig_len))
+                    out.write(r.data)
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)

@@ -85,6 +85,26 @@ def test_spray_with_sr_spreads_one_flow_over_every_uplink(tmp_path: Path) -> Non
     assert len(per_uplink) == 4 and min(per_uplink) > 0.25 * mean, leaf1
 
 
+def test_real_run_captures_are_stamped_in_modelled_time(tmp_path: Path) -> None:
+    """The switch daemons stamp their pcaps by the wall clock of a fabric running D times
+    slower than the modelled one; the run rewrites them, once the switches have stopped,
+    into modelled nanoseconds, as a virtual run writes them: the message's frames then
+    span less than the flow's (modelled) completion time, not D times more."""
+    from emu.switch.pcap import PcapReader
+
+    one_flow = WorkloadParams("incast", message_bytes=256 * 1024, incast_senders=1,
+                              incast_target="h8")  # h1 (leaf1) -> h8 (leaf4)
+    s = run(tmp_path, workload=one_flow, pcap=True)
+    assert s.ok and len(s.flows) == 1 and s.run["dilation"] > 10, s.notes
+    with PcapReader(str(run_dir(tmp_path) / "pcap" / "leaf1-eth1_in.pcap")) as r:
+        assert r.nanosecond
+        data = [rec.ts_ns for rec in r if rec.data[36:38] == b"\x12\xb7"
+                and len(rec.data) > 1000]
+    assert len(data) >= 256
+    fct_ns = s.flows[0].fct_nominal_s * 1e9
+    assert 0 < data[-1] - data[0] < fct_ns, (data[-1] - data[0], fct_ns)
+
+
 def test_dcqcn_cuts_incast_tail_drops(tmp_path: Path) -> None:
     # Large enough that the steady state, not the first RTTs before any CNP, sets the
     # drop count: DCQCN only acts after the first marks come back.

@@ -62,9 +62,20 @@ def test_clos4_allreduce_on_bmv2_every_lb_mode(tmp_path: Path, lb: str) -> None:
 @pytest.mark.parametrize("workload", ["permutation", "incast", "alltoall"])
 def test_clos4_workloads_on_bmv2(tmp_path: Path, workload: str) -> None:
     extra = {"incast_senders": 3} if workload == "incast" else {}
-    s = run(tmp_path, workload=WorkloadParams(workload, message_bytes=32 * 1024, **extra))
+    s = run(tmp_path, workload=WorkloadParams(workload, message_bytes=32 * 1024, **extra),
+            pcap=workload == "permutation")
     assert s.ok, s.notes
     assert s.flows and s.flows_verified() == len(s.flows)
+    if workload == "permutation":
+        # BMv2's captures (libpcap, wall-clock microseconds) rewritten into modelled time
+        from emu.switch.pcap import PcapReader
+
+        (d,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+        with PcapReader(str(d / "pcap" / "leaf1-eth1_in.pcap")) as r:
+            assert r.nanosecond
+            stamps = [rec.ts_ns for rec in r if rec.data[36:38] == b"\x12\xb7"]
+        assert len(stamps) >= 32
+        assert stamps[-1] - stamps[0] < 2 * max(f.fct_nominal_s for f in s.flows) * 1e9
 
 
 def test_bmv2_and_embedded_choose_the_same_ecmp_uplinks(tmp_path: Path) -> None:

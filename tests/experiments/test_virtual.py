@@ -192,6 +192,39 @@ def test_virtual_pcap_writes_every_switch_port(tmp_path: Path) -> None:
         assert "RoCE" in text or "InfiniBand" in text or "RRoCE" in text, text
 
 
+def test_virtual_pcap_stamps_are_modelled_time(tmp_path: Path) -> None:
+    """The captures were stamped in the slowed wire's time, in microseconds: at the
+    virtual default dilation (5000) h1's back-to-back 1 KB frames were 443 us apart on a
+    100 Gbit/s link, and every interval or rate read from a pcap was the dilation off.
+    Stamps are now modelled nanoseconds: consecutive frames of the message reach leaf1
+    one modelled serialisation time apart."""
+    from emu.core.wire import WIRE_OVERHEAD_BYTES
+    from emu.experiments.virtual import run_virtual
+    from emu.switch.pcap import PcapReader
+
+    wl = WorkloadParams("incast", message_bytes=16 * 1024, incast_senders=1,
+                        incast_target="h8")
+    plan = plan_run(RunConfig(virtual=True, workload=wl, pcap=True, results_root=tmp_path,
+                              progress=False))
+    assert plan.dilation.factor > 100
+    s = run_virtual(plan, console=_Quiet())
+    assert s.ok
+    with PcapReader(str(Path(s.run["results_dir"]) / "pcap" / "leaf1-eth1_in.pcap")) as r:
+        assert r.nanosecond
+        data = [(rec.ts_ns, len(rec.data)) for rec in r
+                if rec.data[36:38] == b"\x12\xb7" and len(rec.data) > 1000]
+    assert len(data) == 16
+    rate = plan.model.links[plan.model.host("h1").link].rate_bps
+    gaps = [t1 - t0 for (t0, _), (t1, _) in zip(data, data[1:], strict=False)]
+    # DCQCN starts at line rate: each frame arrives its own serialisation time after the
+    # one before it (the sub-ns rounding of modelled stamps aside)
+    want = [(n + WIRE_OVERHEAD_BYTES) * 8e9 / rate for _t, n in data[1:]]
+    assert all(abs(g - w) <= 1.5 for g, w in zip(gaps, want, strict=True)), (gaps, want)
+    # the whole message, in modelled time, took less than its flow completion time
+    (flow,) = s.flows
+    assert data[-1][0] - data[0][0] < flow.fct_nominal_s * 1e9
+
+
 class _Quiet:
     def print(self, *_a: Any, **_k: Any) -> None:
         pass
