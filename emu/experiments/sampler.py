@@ -176,8 +176,8 @@ class ChangeSampler:
     """Samples of an in-process fabric (virtual runs) at a fixed tick, kept only where
     something changed, so their cost follows the traffic, not the virtual time.
 
-    Each tick reads every switch port's transmit counter and queue depth (attribute
-    reads). A port appears in a tick's Snapshot only when either moved; before a change
+    Each tick reads every switch port's frame counters and queue depth (attribute
+    reads). A port appears in a tick's Snapshot only when one moved; before a change
     that follows a quiet stretch, its unchanged values are repeated at the previous
     tick, so rates between consecutive points stay exact. A queue depth held for n ticks
     is one point plus, at the end of the stretch, one point of weight n - 1
@@ -197,6 +197,7 @@ class ChangeSampler:
         self._src = [ports[k] for k in self._keys]
         n = len(self._keys)
         self._tx = [-1] * n  # tx frames at the last point
+        self._rx = [-1] * n  # rx frames at the last point
         self._depth = [0] * n
         self._last_tick = [0] * n  # tick of the port's last point
         self._run_start = [0] * n  # tick the current queue depth was first seen
@@ -222,6 +223,7 @@ class ChangeSampler:
         for i, key in enumerate(self._keys):
             c = first.ports.get(key, PortCount())
             self._tx[i] = c.tx_pkts
+            self._rx[i] = c.rx_pkts
             self._counts[i] = c
         depth = {(sw, p): int(d) for _t, sw, p, d in first.queues}
         self._depth = [depth.get(k, 0) for k in self._keys]
@@ -229,10 +231,11 @@ class ChangeSampler:
     def tick(self, tick: int) -> None:
         """Read the fabric at `tick` (the clock is there); record what changed."""
         self.ticks_read += 1
-        txs, depths, src = self._tx, self._depth, self._src
+        txs, rxs, depths, src = self._tx, self._rx, self._depth, self._src
         changed = []
         for i, (stats, tm, _drops) in enumerate(src):
-            if stats.tx_frames != txs[i] or tm.occupancy(self._keys[i][1])[0] != depths[i]:
+            if (stats.tx_frames != txs[i] or stats.rx_frames != rxs[i]
+                    or tm.occupancy(self._keys[i][1])[0] != depths[i]):
                 changed.append(i)
         if not changed:
             return
@@ -253,16 +256,20 @@ class ChangeSampler:
             if d is None:
                 d = drops_of[id(drops)] = drops.snapshot()
             c4 = p4.get(key)
+            # Frames as the port's MAC counts them, both ways (PFC and credit frames
+            # included), as a real run's switch daemons report them: not fabric.p4's
+            # rx counter, which misses what flow control consumes and is read only
+            # every p4_every ticks.
             c = PortCount(tx_pkts=stats.tx_frames, tx_bytes=stats.tx_bytes,
+                          rx_pkts=stats.rx_frames, rx_bytes=stats.rx_bytes,
                           **drop_counts(functools.partial(_reason_count, d, port)),
                           ecn_marks=int(c4.ecn_marks) if c4 is not None else 0,
-                          pipeline_drops=int(c4.drops) if c4 is not None else 0,
-                          rx_pkts=int(c4.rx_pkts) if c4 is not None else 0,
-                          rx_bytes=int(c4.rx_bytes) if c4 is not None else 0)
+                          pipeline_drops=int(c4.drops) if c4 is not None else 0)
             snap.ports[key] = c
             self._counts[i] = c
             self._last_tick[i] = tick
             txs[i] = stats.tx_frames
+            rxs[i] = stats.rx_frames
             depth = tm.occupancy(port)[0]
             if depth != depths[i]:
                 self._close_run(i, tick - 1)

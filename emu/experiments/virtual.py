@@ -74,7 +74,8 @@ class _Fabric:
         for p in self.plan.fabric.switch(switch).ports:
             fp = self.sim.port(switch, p.number)
             pk, _by = sw.sw.tm.occupancy(p.number)
-            ports[str(p.number)] = {"rx_frames": 0, "rx_bytes": 0,
+            ports[str(p.number)] = {"rx_frames": fp.stats.rx_frames,
+                                    "rx_bytes": fp.stats.rx_bytes,
                                     "tx_frames": fp.stats.tx_frames,
                                     "tx_bytes": fp.stats.tx_bytes, "kernel_drops": 0,
                                     # frames the port could not put on its link (down)

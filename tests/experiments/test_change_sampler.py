@@ -34,11 +34,13 @@ def test_change_points_weighted_equal_every_tick_and_hold_before_changes():
     cs = ChangeSampler(ports, p4, TICK)
     every: list[tuple[float, str, int, float]] = []  # what reading every tick gives
     tx_every: dict[tuple[str, int], list[tuple[float, int]]] = {}
+    rx_every: dict[tuple[str, int], list[tuple[float, int]]] = {}
 
     def read_all(tick: int) -> None:
         for (sw, p), (stats, tm, _d) in ports.items():
             every.append((tick * TICK / 1e9, sw, p, float(tm.occupancy(p)[0])))
             tx_every.setdefault((sw, p), []).append((tick * TICK / 1e9, stats.tx_bytes))
+            rx_every.setdefault((sw, p), []).append((tick * TICK / 1e9, stats.rx_bytes))
 
     from emu.experiments.sampler import Snapshot
 
@@ -66,14 +68,17 @@ def test_change_points_weighted_equal_every_tick_and_hold_before_changes():
     assert len(got) < len(every) // 5  # on change: far fewer points
     assert sum(weights) == len(every)
     assert M.queue_stats(got, top=50, weights=weights) == M.queue_stats(every, top=50)
-    # Cumulative tx bytes: each port's points are a subset of the every-tick series that
-    # keeps every change and the value just before it, so rates between points are exact.
-    for key, full in tx_every.items():
-        pts = [(s.t_s, s.ports[key].tx_bytes) for s in snaps if key in s.ports]
-        assert set(pts) <= set(full)
-        for (t1, b1), (t2, b2) in zip(full, full[1:], strict=False):
-            if b2 != b1:
-                assert (t1, b1) in pts and (t2, b2) in pts
+    # Cumulative tx and rx bytes: each port's points are a subset of the every-tick series
+    # that keeps every change and the value just before it, so rates between points are
+    # exact. (rx came from fabric.p4's counter, read every 20 ticks with traffic: a
+    # port's points lagged what it had received.)
+    for field, series in (("tx_bytes", tx_every), ("rx_bytes", rx_every)):
+        for key, full in series.items():
+            pts = [(s.t_s, getattr(s.ports[key], field)) for s in snaps if key in s.ports]
+            assert set(pts) <= set(full), (field, key)
+            for (t1, b1), (t2, b2) in zip(full, full[1:], strict=False):
+                if b2 != b1:
+                    assert (t1, b1) in pts and (t2, b2) in pts, (field, key)
 
 
 def test_a_tick_the_run_ends_inside_is_stamped_with_the_runs_end():

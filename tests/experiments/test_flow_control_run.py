@@ -187,6 +187,35 @@ def test_virtual_incast_in_credit_mode_is_lossless_without_pause(tmp_path: Path)
     assert not s.pfc or s.pfc["total"]["pause_tx"] == 0
 
 
+@pytest.mark.parametrize("mode", [FlowControlMode.PFC, FlowControlMode.CREDIT])
+def test_port_counters_count_flow_control_frames_both_ways(tmp_path: Path,
+                                                            mode: FlowControlMode) -> None:
+    """A virtual run's port counters took tx from the link (PAUSE and credit frames
+    included) but rx from fabric.p4's counter (after flow control consumed them), so a
+    link's two ends disagreed: leaf1 sent 36 frames more than spine1 received. Both now
+    count every frame on the wire, as a real run's switch daemons do."""
+    import csv
+
+    from emu.experiments.virtual import run_virtual
+
+    plan = plan_run(RunConfig(virtual=True, flow_control=mode, workload=INCAST,
+                              results_root=tmp_path, progress=False))
+    s = run_virtual(plan, console=_Quiet())
+    assert s.ok
+    with (Path(s.run["results_dir"]) / "ports.csv").open() as fh:
+        by = {(r["switch"], int(r["port"])): r for r in csv.DictReader(fh)}
+    switches = {sw.name for sw in plan.fabric.switches}
+    links = [ln for ln in plan.fabric.links if {ln.a.node, ln.b.node} <= switches]
+    # (counters are deltas over the workload: a frame in flight when it started or ended,
+    # such as a credit announcement, counts at one end only)
+    for ln in links:
+        for a, b in ((ln.a, ln.b), (ln.b, ln.a)):
+            sent, got = by[(a.node, a.port)], by[(b.node, b.port)]
+            pkts = int(sent["tx_pkts"]) - int(got["rx_pkts"])
+            nbytes = int(sent["tx_bytes"]) - int(got["rx_bytes"])
+            assert abs(pkts) <= 2 and abs(nbytes) <= 2 * 64, (a, b, sent, got)
+
+
 def test_host_agent_reads_credit_settings() -> None:
     from emu.roce.credit import HostCreditParams, host_credit_params
 
