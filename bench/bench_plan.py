@@ -57,7 +57,7 @@ def main() -> int:
         # One second of every uplink at half its rate (heat maps beyond 64 switches).
         series = {(sw, p): [(0.0, 0), (1.0, 100_000_000 // 16)] for sw, ports in
                   uplinks.items() for p in ports}
-        fig = plots.uplink_figure(series, uplinks, {k: 1e8 for k in series}, 0.0, 1500)
+        fig = plots.uplink_figure(series, uplinks, {k: 1e8 for k in series}, None, 1500)
         assert fig is not None
         plots.save(fig, Path(tmp) / "uplinks.png")
         t4 = time.perf_counter()

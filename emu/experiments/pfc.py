@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from emu.roce.pfc import HostPfcParams
     from emu.sim.fabric import SimFabric
 
+    from .plots import TimeAxis
+
 __all__ = ["PfcSeries", "flow_control", "host_pfc_json", "paused_figure", "pfc_summary",
            "pfc_tables", "priority_queues", "qos"]
 
@@ -232,19 +234,21 @@ def paused_series(series: PfcSeries) -> dict[str, list[tuple[float, int]]]:
     return out
 
 
-def paused_figure(series: PfcSeries, t0: float = 0.0, top: int = 8,
+def paused_figure(series: PfcSeries, axis: TimeAxis | None = None, top: int = 8,
                   window_s: float | None = None) -> Figure | None:
     """Paused time per port over time: the fraction of each window the port's most
-    paused priority was paused, for the `top` most paused ports (None: none paused)."""
+    paused priority was paused, for the `top` most paused ports (None: none paused).
+    `window_s` is on the series' timeline (the wire's); x is `axis`'s modelled time."""
     per_port = paused_series(series)
     totals = {k: v[-1][1] for k, v in per_port.items() if v and v[-1][1] > 0}
     if not totals:
         return None
-    from .plots import TITLE_Y, new_figure
+    from .plots import TITLE_Y, TimeAxis, new_figure
 
     fig = new_figure((9, 4))
     ax = fig.subplots()
     times = sorted({t for t, _ in series})
+    axis = axis or TimeAxis.spanning(times[0], times[-1])
     span = times[-1] - times[0] if len(times) > 1 else 1.0
     win = window_s or max(span / 50, 1e-9)
     for key in sorted(totals, key=lambda k: -totals[k])[:top]:
@@ -258,10 +262,10 @@ def paused_figure(series: PfcSeries, t0: float = 0.0, top: int = 8,
             dt = pts[i][0] - pts[j][0]
             if dt <= 0:
                 continue
-            xs.append(pts[i][0] - t0)
+            xs.append(axis.x(pts[i][0]))
             ys.append(min(100.0, 100.0 * (pts[i][1] - pts[j][1]) / (dt * 1e9)))
         ax.plot(xs, ys, label=key, drawstyle="default")
-    ax.set_xlabel("time (s, wire)")
+    ax.set_xlabel(axis.label)
     ax.set_ylabel("paused (% of time)")
     ax.set_ylim(-2, 102)
     ax.set_title("PFC: paused time per port", y=TITLE_Y)

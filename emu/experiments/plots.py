@@ -1,15 +1,19 @@
 """PNG plots of a run: per-flow throughput, queue depth at the hottest ports, uplink
 utilization per switch. matplotlib with the Agg backend (no display needed).
 
-All three share one time origin, passed in as `t0` (the report uses the first flow's
-start), so a moment in one plot is the same moment in the others. Each `*_figure`
-function returns the figure (tests read its lines and legends); `plot_*` saves it.
+All of them show the modelled network: time and rates of the fabric the topology
+describes, not of the slowed wire a run plays it on (a run's records are on the wire's
+timeline; `TimeAxis` divides by the dilation). They share one `TimeAxis` (the report
+starts it at the first flow's start), so a moment in one plot is the same moment in the
+others. Each `*_figure` function returns the figure (tests read its lines and legends);
+`plot_*` saves it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,6 +46,44 @@ HEATMAP_BINS = 200
 TIME_JITTER = 0.1
 """The uncertainty of a utilisation window's length, as a fraction of it (see
 `utilization`): a few milliseconds on windows of about 100 ms."""
+
+
+@dataclass(frozen=True)
+class TimeAxis:
+    """The plots' x axis: modelled time since `t0`, a moment on the run's (wire)
+    timeline, in the unit that suits the run (s, ms or us). A time t on the timeline is
+    (t - t0) / dilation modelled seconds after t0."""
+
+    t0: float = 0.0
+    dilation: float = 1.0
+    unit: str = "s"
+
+    @classmethod
+    def spanning(cls, t0: float, t_end: float, dilation: float = 1.0) -> TimeAxis:
+        span = (t_end - t0) / dilation
+        unit = "s" if span >= 1.0 else "ms" if span >= 1e-3 else "us"
+        return cls(t0, dilation, unit)
+
+    @property
+    def per_second(self) -> float:
+        return {"s": 1.0, "ms": 1e3, "us": 1e6}[self.unit]
+
+    def x(self, t: float) -> float:
+        """The axis value of timeline time t."""
+        return (t - self.t0) / self.dilation * self.per_second
+
+    def length(self, dt: float) -> float:
+        """A timeline duration, in the axis' unit."""
+        return dt / self.dilation * self.per_second
+
+    @property
+    def label(self) -> str:
+        return f"modelled time since the first flow started ({self.unit})"
+
+
+def rate_unit(peak_bps: float) -> tuple[str, float]:
+    """A rate axis' unit and its size in bit/s: Gb/s from 1 Gb/s up, else Mb/s."""
+    return ("Gb/s", 1e9) if peak_bps >= 1e9 else ("Mb/s", 1e6)
 
 
 def new_figure(figsize: tuple[float, float], fitted: bool = True) -> Figure:
@@ -84,6 +126,19 @@ def time_origin(flows: Sequence[FlowResult], times: Sequence[float] = ()) -> flo
     return min(times) if times else 0.0
 
 
+def time_axis(flows: Sequence[FlowResult], times: Sequence[float] = (),
+              dilation: float = 1.0) -> TimeAxis:
+    """The axis from `time_origin` to the last flow end or sample."""
+    ends = [f.end_s for f in flows if f.end_s is not None] + list(times)
+    t0 = time_origin(flows, times)
+    return TimeAxis.spanning(t0, max(ends, default=t0), dilation)
+
+
+def _nominal_bps(f: FlowResult) -> float:
+    """A flow's average goodput in the modelled network."""
+    return f.goodput_nominal_bps or 0.0
+
+
 def _groups(flows: Sequence[FlowResult]) -> tuple[str, list[str]]:
     """How to colour many flows: by collective, else by source host, else not at all."""
     for what, keys in (("collective", [f.collective for f in flows]),
@@ -93,17 +148,21 @@ def _groups(flows: Sequence[FlowResult]) -> tuple[str, list[str]]:
     return "", ["" for _ in flows]
 
 
-def flow_figure(flows: Sequence[FlowResult], t0: float | None = None) -> Figure | None:
-    """Each flow's average goodput over its lifetime (a segment from start to end).
+def flow_figure(flows: Sequence[FlowResult], axis: TimeAxis | None = None) -> Figure | None:
+    """Each flow's average goodput over its lifetime (a segment from start to end), in
+    the modelled network's rates.
 
     Up to MAX_FLOWS_APART flows: one colour and legend entry each, with the DCQCN
-    sending rate (wire units) where the agent sampled it. More: every flow still drawn,
-    coloured by group, under a panel with their sum; a note on the figure says so."""
+    sending rate where the agent sampled it. More: every flow still drawn, coloured by
+    group, under a panel with their sum; a note on the figure says so."""
     shown = [f for f in flows if f.start_s is not None and f.end_s is not None]
     if not shown:
         return None
-    t0 = time_origin(shown) if t0 is None else t0
+    axis = axis or time_axis(shown)
     apart = len(shown) <= MAX_FLOWS_APART
+    peak = max([_nominal_bps(f) for f in shown]
+               + [r for f in shown if apart for _, r in f.rate_samples])
+    unit, size = rate_unit(peak)
     notes: list[str] = []
     if apart:
         fig = new_figure((10, 4.5))
@@ -112,13 +171,12 @@ def flow_figure(flows: Sequence[FlowResult], t0: float | None = None) -> Figure 
     else:
         fig = new_figure((10, 6.5))
         top, ax = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [1, 2]})
-        ts, total = _sum_of_flows(shown, t0)
-        top.step(ts, total, where="post", color="k", lw=1.5)
-        top.set_ylabel("Mb/s (wire)")
+        ts, total = _sum_of_flows(shown, axis)
+        top.step(ts, [x / size for x in total], where="post", color="k", lw=1.5)
+        top.set_ylabel(unit)
         top.set_title(f"All {len(shown)} flows: sum of their average goodputs", fontsize=10,
                       y=TITLE_Y)
         top.set_ylim(0, None)
-        top.grid(alpha=0.3)
         group_by, keys = _groups(shown)
         notes.append(f"{len(shown)} flows, more than {MAX_FLOWS_APART}: aggregated "
                      f"(each flow a thin line, {'coloured by ' + group_by if group_by else 'one colour'}; "
@@ -132,13 +190,13 @@ def flow_figure(flows: Sequence[FlowResult], t0: float | None = None) -> Figure 
         if key not in labelled:
             label = key or "each flow"
             labelled.add(key)
-        gp = (f.goodput_bps or 0) / 1e6
-        ax.plot([f.start_s - t0, f.end_s - t0], [gp, gp], color=colours[key],
+        gp = _nominal_bps(f) / size
+        ax.plot([axis.x(f.start_s), axis.x(f.end_s)], [gp, gp], color=colours[key],
                 lw=2 if apart else 1, alpha=1 if apart else 0.7, label=label)
-        if apart and len(f.rate_samples) > 1 and f.goodput_bps and f.goodput_nominal_bps:
-            scale = f.goodput_bps / f.goodput_nominal_bps  # nominal -> wire
-            ts = [t - t0 for t, _ in f.rate_samples] + [f.end_s - t0]
-            rs = [r * scale / 1e6 for _, r in f.rate_samples]
+        if apart and len(f.rate_samples) > 1:
+            # (time on the timeline, modelled bit/s) from the sender's DCQCN state
+            ts = [axis.x(t) for t, _ in f.rate_samples] + [axis.x(f.end_s)]
+            rs = [r / size for _, r in f.rate_samples]
             ax.step(ts, rs + rs[-1:], where="post", color=colours[key], lw=0.8, ls=":")
             rate_drawn = True
     if rate_drawn:  # one entry for every dotted line, and only if there is one
@@ -147,8 +205,8 @@ def flow_figure(flows: Sequence[FlowResult], t0: float | None = None) -> Figure 
     if missing:
         notes.append(f"{missing} flow{'s' if missing != 1 else ''} without a start and end "
                      "(not completed) not drawn")
-    ax.set_xlabel("time since the first flow started (s)")
-    ax.set_ylabel("Mb/s (wire)")
+    ax.set_xlabel(axis.label)
+    ax.set_ylabel(unit)
     ax.set_title("Per-flow average goodput" + (" and DCQCN sending rate" if rate_drawn else ""),
                  fontsize=10, y=TITLE_Y)
     ax.set_ylim(0, None)
@@ -161,13 +219,15 @@ def flow_figure(flows: Sequence[FlowResult], t0: float | None = None) -> Figure 
     return fig
 
 
-def _sum_of_flows(flows: Sequence[FlowResult], t0: float) -> tuple[list[float], list[float]]:
-    """Step function of the summed average goodput of the flows active at each time."""
+def _sum_of_flows(flows: Sequence[FlowResult], axis: TimeAxis
+                  ) -> tuple[list[float], list[float]]:
+    """Step function of the summed average goodput (modelled bit/s) of the flows active
+    at each time."""
     edges: list[tuple[float, float]] = []
     for f in flows:
         assert f.start_s is not None and f.end_s is not None
-        gp = (f.goodput_bps or 0) / 1e6
-        edges += [(f.start_s - t0, gp), (f.end_s - t0, -gp)]
+        gp = _nominal_bps(f)
+        edges += [(axis.x(f.start_s), gp), (axis.x(f.end_s), -gp)]
     ts: list[float] = []
     total: list[float] = []
     level = 0.0
@@ -181,22 +241,23 @@ def _sum_of_flows(flows: Sequence[FlowResult], t0: float) -> tuple[list[float], 
     return ts, total
 
 
-def plot_flows(flows: Sequence[FlowResult], path: Path, t0: float | None = None) -> Path | None:
-    fig = flow_figure(flows, t0)
+def plot_flows(flows: Sequence[FlowResult], path: Path, axis: TimeAxis | None = None
+               ) -> Path | None:
+    fig = flow_figure(flows, axis)
     return None if fig is None else save(fig, path)
 
 
 def queue_figure(samples: Sequence[tuple[float, str, int, float]],
-                 hottest: Sequence[QueueStats], t0: float | None = None) -> Figure | None:
+                 hottest: Sequence[QueueStats], axis: TimeAxis | None = None) -> Figure | None:
     if not hottest or not samples:
         return None
     fig = new_figure((10, 4))
     ax = fig.subplots()
-    t0 = min(s[0] for s in samples) if t0 is None else t0
+    axis = axis or TimeAxis.spanning(min(s[0] for s in samples), max(s[0] for s in samples))
     for q in hottest:
-        pts = [(t - t0, d) for t, sw, p, d in samples if sw == q.switch and p == q.port]
+        pts = [(axis.x(t), d) for t, sw, p, d in samples if sw == q.switch and p == q.port]
         ax.plot([t for t, _ in pts], [d for _, d in pts], lw=1, label=f"{q.switch}:{q.port}")
-    ax.set_xlabel("time since the first flow started (s)")
+    ax.set_xlabel(axis.label)
     ax.set_ylabel("queue depth (packets)")
     ax.set_title("Egress queue depth at the hottest ports", y=TITLE_Y)
     ax.legend(fontsize=8, title="port", title_fontsize=8, loc="upper left",
@@ -206,8 +267,8 @@ def queue_figure(samples: Sequence[tuple[float, str, int, float]],
 
 
 def plot_queues(samples: Sequence[tuple[float, str, int, float]], hottest: Sequence[QueueStats],
-                path: Path, t0: float | None = None) -> Path | None:
-    fig = queue_figure(samples, hottest, t0)
+                path: Path, axis: TimeAxis | None = None) -> Path | None:
+    fig = queue_figure(samples, hottest, axis)
     return None if fig is None else save(fig, path)
 
 
@@ -238,14 +299,16 @@ def utilization(series: Sequence[tuple[float, int]], rate_bps: float, min_window
 
 
 def uplink_figure(series: PortSeries, uplinks: Mapping[str, Sequence[int]],
-                  rates_bps: Mapping[PortKey, float], t0: float | None = None,
+                  rates_bps: Mapping[PortKey, float], axis: TimeAxis | None = None,
                   frame_bytes: int = 0) -> Figure | None:
     """A panel per switch of its uplinks' utilisation; beyond MAX_UPLINK_PANELS
-    switches, heat maps with a row per switch (`uplink_heatmap`)."""
+    switches, heat maps with a row per switch (`uplink_heatmap`). `rates_bps` are the
+    ports' rates on the run's timeline (the wire's), as `series` is."""
     switches = [s for s in uplinks if any(len(series.get((s, p), ())) > 1 for p in uplinks[s])]
     if not switches:
         return None
-    t0 = min(s[0][0] for s in series.values() if s) if t0 is None else t0
+    axis = axis or TimeAxis.spanning(min(s[0][0] for s in series.values() if s),
+                                     max(s[-1][0] for s in series.values() if s))
     windows: set[float] = set()
     curves: dict[PortKey, list[tuple[float, float]]] = {}
     for sw in switches:
@@ -256,16 +319,16 @@ def uplink_figure(series: PortSeries, uplinks: Mapping[str, Sequence[int]],
             curves[(sw, p)] = utilization(series.get((sw, p), ()), rate, window, frame_bytes)
     peak = max([1.0, *(x for c in curves.values() for _, x in c)])
     note = (f"averaged over windows of at least {UTIL_WINDOW_FRAMES} frames "
-            f"({max(windows) * 1e3:.0f} ms at the slowest uplink)"
+            f"({axis.length(max(windows)):.3g} {axis.unit} at the slowest uplink)"
             if frame_bytes and max(windows, default=0) > 0 else "")
     if len(switches) > MAX_UPLINK_PANELS:
         starts = {k: series[k][0][0] for k in curves if series.get(k)}
-        return uplink_heatmap(switches, uplinks, curves, starts, t0, peak, note)
-    return _uplink_panels(switches, uplinks, curves, t0, peak, note)
+        return uplink_heatmap(switches, uplinks, curves, starts, axis, peak, note)
+    return _uplink_panels(switches, uplinks, curves, axis, peak, note)
 
 
 def _uplink_panels(switches: Sequence[str], uplinks: Mapping[str, Sequence[int]],
-                   curves: Mapping[PortKey, Sequence[tuple[float, float]]], t0: float,
+                   curves: Mapping[PortKey, Sequence[tuple[float, float]]], axis: TimeAxis,
                    peak: float, note: str) -> Figure:
     n = len(switches)
     cols = min(4, n)
@@ -279,7 +342,7 @@ def _uplink_panels(switches: Sequence[str], uplinks: Mapping[str, Sequence[int]]
     for ax, sw in zip([a for row in axes for a in row], switches, strict=False):
         for p in uplinks[sw]:
             # Each value is the average over the window ending at its time: steps.
-            ax.step([t - t0 for t, _ in curves[(sw, p)]],
+            ax.step([axis.x(t) for t, _ in curves[(sw, p)]],
                     [x * 100 for _, x in curves[(sw, p)]], where="pre", lw=1,
                     label=f"port {p}")
         ax.axhline(100, color="0.5", lw=0.6, ls="--")
@@ -288,7 +351,7 @@ def _uplink_panels(switches: Sequence[str], uplinks: Mapping[str, Sequence[int]]
         ax.legend(fontsize=7, loc="upper left")
     for ax in [a for row in axes for a in row][n:]:
         ax.set_visible(False)
-    fig.supxlabel("time since the first flow started (s)")
+    fig.supxlabel(axis.label)
     fig.supylabel("uplink utilization (%)")
     if note:
         fig.suptitle(note, fontsize=9)
@@ -335,7 +398,7 @@ def uplink_grid(switches: Sequence[str], uplinks: Mapping[str, Sequence[int]],
 
 def uplink_heatmap(switches: Sequence[str], uplinks: Mapping[str, Sequence[int]],
                    curves: Mapping[PortKey, Sequence[tuple[float, float]]],
-                   starts: Mapping[PortKey, float], t0: float, peak: float,
+                   starts: Mapping[PortKey, float], axis: TimeAxis, peak: float,
                    note: str = "") -> Figure:
     """Two heat maps, a row per switch against time: its hottest uplink's utilisation,
     and the spread from its coolest (an ECMP collision: one uplink hot, the others idle)."""
@@ -347,7 +410,7 @@ def uplink_heatmap(switches: Sequence[str], uplinks: Mapping[str, Sequence[int]]
     fig = new_figure((13.0, min(1.8 + n * row_in, 40.0)), fitted=False)
     fig.set_layout_engine("constrained")  # two axes and their colour bars: cheap to fit
     axes = fig.subplots(1, 2, sharey=True)
-    extent = (edges[0] - t0, edges[-1] - t0, n - 0.5, -0.5)
+    extent = (axis.x(edges[0]), axis.x(edges[-1]), n - 0.5, -0.5)
     top = max(100.0, peak * 100)
     for ax, data, title, cmap in (
             (axes[0], hot, "hottest uplink (%)", "viridis"),
@@ -356,7 +419,7 @@ def uplink_heatmap(switches: Sequence[str], uplinks: Mapping[str, Sequence[int]]
                        vmin=0, vmax=top, interpolation="nearest")
         fig.colorbar(im, ax=ax, fraction=0.05, pad=0.01, aspect=60)
         ax.set_title(title, fontsize=9)
-        ax.set_xlabel("time since the first flow started (s)")
+        ax.set_xlabel(axis.label)
     # A label every ~9 points of height, in switch order (the topology's own).
     step = math.ceil(9 / (row_in * 72))
     axes[0].set_yticks(range(0, n, step), [switches[i] for i in range(0, n, step)],
@@ -368,7 +431,7 @@ def uplink_heatmap(switches: Sequence[str], uplinks: Mapping[str, Sequence[int]]
 
 
 def plot_uplinks(series: PortSeries, uplinks: Mapping[str, Sequence[int]],
-                 rates_bps: Mapping[PortKey, float], path: Path, t0: float | None = None,
+                 rates_bps: Mapping[PortKey, float], path: Path, axis: TimeAxis | None = None,
                  frame_bytes: int = 0) -> Path | None:
-    fig = uplink_figure(series, uplinks, rates_bps, t0, frame_bytes)
+    fig = uplink_figure(series, uplinks, rates_bps, axis, frame_bytes)
     return None if fig is None else save(fig, path)

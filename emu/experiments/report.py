@@ -222,20 +222,22 @@ def collector_paused() -> Iterator[None]:
 
 
 def run_figures(plan: RunPlan, rec: RunRecords, summary: RunSummary) -> dict[str, Figure]:
-    """The run's plots by file stem, all on one time origin (the first flow's start)."""
+    """The run's plots by file stem, in the modelled network's time and rates, all on one
+    time axis (from the first flow's start)."""
     qs = [q for s in rec.snapshots for q in s.queues]
-    t0 = plots.time_origin(summary.flows, [s.t_s for s in rec.snapshots])
+    axis = plots.time_axis(summary.flows, [s.t_s for s in rec.snapshots],
+                           plan.dilation.factor)
     figs = {
-        "flow_throughput": plots.flow_figure(summary.flows, t0),
-        "queue_depth": plots.queue_figure(qs, summary.queues, t0),
+        "flow_throughput": plots.flow_figure(summary.flows, axis),
+        "queue_depth": plots.queue_figure(qs, summary.queues, axis),
         "uplink_utilization": plots.uplink_figure(
-            port_series(rec.snapshots), plan.uplinks(), plan.port_rates(), t0,
+            port_series(rec.snapshots), plan.uplinks(), plan.port_rates(), axis,
             plan.config.mtu_bytes + FRAME_OVERHEAD_BYTES),
     }
     if summary.pfc:
         from .pfc import paused_figure
 
-        figs["pfc_paused"] = paused_figure(pfc_series(rec), t0)
+        figs["pfc_paused"] = paused_figure(pfc_series(rec), axis)
     return {name: fig for name, fig in figs.items() if fig is not None}
 
 

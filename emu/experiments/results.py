@@ -7,7 +7,9 @@
     port_samples.csv   cumulative counters per port, sampled over time
     queues.csv         sampled egress queue depth per port
     summary.json       the RunSummary; summary.txt the tables as shown
-    plots/*.png        flow_throughput, queue_depth, uplink_utilization
+    plots/*.png        flow_throughput, queue_depth, uplink_utilization (modelled time and
+                       rates; the CSV files and flows.jsonl keep the wire's, with
+                       *_nominal fields for the modelled)
     pcap/              per-port captures (on request; stamps in modelled time, in
                        nanoseconds), logs/ switch logs
 """

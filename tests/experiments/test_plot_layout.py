@@ -78,7 +78,7 @@ def _uplinks(n_switches: int, seconds: float, peak: float) -> tuple[Any, ...]:
                                   int(peak * rate / 8 * seconds * k / steps) // frame * frame)
                                  for k in range(steps + 1)]
     rates = {k: rate for k in series}
-    return series, uplinks, rates, 0.0, frame
+    return series, uplinks, rates, plots.TimeAxis.spanning(0.0, seconds), frame
 
 
 def test_a_k8_fat_tree_uplink_grid_keeps_every_label_inside_and_apart(tmp_path: Path) -> None:
@@ -117,15 +117,16 @@ def test_flow_and_queue_figures_keep_their_legends_and_labels_inside(tmp_path: P
     samples = [(t / 10, "leaf1", p, float(t * p)) for t in range(50) for p in (1, 2, 3)]
     hottest = [M.QueueStats(switch="leaf1", port=p, samples=50, p50_pkts=0.0, p90_pkts=0.0,
                             p99_pkts=0.0, max_pkts=150.0) for p in (1, 2, 3)]
-    assert_fits(plots.queue_figure(samples, hottest, 0.0), tmp_path / "queues.png")
+    assert_fits(plots.queue_figure(samples, hottest, plots.TimeAxis(0.0)),
+                tmp_path / "queues.png")
 
 
 def test_a_k16_fat_tree_uplinks_are_heat_maps_with_readable_switch_labels(
         tmp_path: Path) -> None:
     # k=16: 256 switches with uplinks. A panel each made a figure 4 m tall (14 s to draw);
     # beyond MAX_UPLINK_PANELS there is one row per switch in two heat maps.
-    series, uplinks, rates, t0, frame = _uplinks(256, 8.0, 0.95)
-    fig = plots.uplink_figure(series, uplinks, rates, t0, frame)
+    series, uplinks, rates, axis, frame = _uplinks(256, 8.0, 0.95)
+    fig = plots.uplink_figure(series, uplinks, rates, axis, frame)
     images = [ax for ax in fig.axes if ax.get_images()]
     assert len(images) == 2
     for ax in images:

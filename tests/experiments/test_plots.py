@@ -37,9 +37,10 @@ def test_every_flow_is_drawn_and_many_are_aggregated_with_a_note() -> None:
     note = fig._suptitle.get_text()
     assert "30 flows" in note and "aggregated" in note and "coloured by source host" in note
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["h1", "h2", "h3"]
-    # The summed panel: 30 flows of ~1 Mb/s, all active between 1.29 s and 2.0 s.
+    # The summed panel: 30 flows of 1 Gb/s (modelled), all active between 1.29 s and 2.0 s.
     (total,) = top.get_lines()
-    assert max(total.get_ydata()) == pytest.approx(30 + sum(range(30)) / 1e6, rel=1e-6)
+    assert max(total.get_ydata()) == pytest.approx(30.0, rel=1e-6)
+    assert top.get_ylabel() == "Gb/s"
 
 
 def test_few_flows_get_one_legend_entry_each_and_none_for_lines_not_drawn() -> None:
@@ -80,7 +81,7 @@ def test_utilisation_beyond_quantisation_is_shown_not_clipped() -> None:
     # 3 Mb/s through a 1 Mb/s port is a fault to see: the axis must reach it.
     series = [(k * 0.1, k * 37_500) for k in range(20)]
     fig = plots.uplink_figure({("leaf1", 3): series}, {"leaf1": [3]}, {("leaf1", 3): 1e6},
-                              t0=0.0, frame_bytes=1000)
+                              axis=plots.TimeAxis(0.0), frame_bytes=1000)
     ax = fig.axes[0]
     ys = [y for ln in ax.get_lines() for y in ln.get_ydata() if ln.get_label() == "port 3"]
     assert max(ys) == pytest.approx(300)
@@ -97,13 +98,44 @@ def test_all_plots_share_one_time_origin(allreduce_run: Run) -> None:
     summary = build_summary(plan, rec, None)
     figs = run_figures(plan, rec, summary)
     first_start = min(f.start_s for f in summary.flows if f.start_s is not None)
+    # (the run's timeline is the wire's: the plots show it in modelled time)
+    d = plan.dilation.factor
     flow_ax = figs["flow_throughput"].axes[-1]
+    unit = flow_ax.get_xlabel().rsplit("(", 1)[1].rstrip(")")
+    per_s = {"s": 1.0, "ms": 1e3, "us": 1e6}[unit]
     assert min(x for ln in flow_ax.get_lines() for x in ln.get_xdata()) == pytest.approx(0.0)
     queue_x = list(figs["queue_depth"].axes[0].get_lines()[0].get_xdata())
-    assert queue_x == pytest.approx([t - first_start for t in (1.0, 2.0, 3.0, 4.0, 5.0)])
+    assert queue_x == pytest.approx([(t - first_start) / d * per_s
+                                     for t in (1.0, 2.0, 3.0, 4.0, 5.0)])
     up_x = [x for ln in figs["uplink_utilization"].axes[0].get_lines()
             if ln.get_label().startswith("port") for x in ln.get_xdata()]
-    assert max(up_x) == pytest.approx(5.0 - first_start)
+    assert max(up_x) == pytest.approx((5.0 - first_start) / d * per_s)
+    for fig in figs.values():
+        labels = [ax.get_xlabel() for ax in fig.axes] + [fig.get_supxlabel()]
+        assert f"modelled time since the first flow started ({unit})" in labels
+
+
+def test_plots_show_the_modelled_network_not_the_slowed_wire() -> None:
+    """A virtual clos4 run (100 Gbit/s modelled, D = 5000) plotted its flows at 20 Mb/s
+    over 0.8 s: the wire's rates and times. Goodput and DCQCN rate are now modelled
+    Gb/s, time modelled microseconds."""
+    d = 5000.0
+    f = replace(_flow(0, 0.3, 0.3 + 0.1, rate_samples=((0.3, 100e9), (0.35, 50e9))),
+                goodput_bps=12.5e6, goodput_nominal_bps=62.5e9)
+    axis = plots.time_axis([f], dilation=d)
+    assert (axis.unit, axis.x(0.3), axis.x(0.4)) == ("us", 0.0, pytest.approx(20.0))
+    ax = plots.flow_figure([f], axis).axes[0]
+    assert ax.get_ylabel() == "Gb/s"
+    assert ax.get_xlabel() == "modelled time since the first flow started (us)"
+    (seg,) = _segments(ax)
+    assert list(seg.get_ydata()) == [62.5, 62.5]
+    assert list(seg.get_xdata()) == pytest.approx([0.0, 20.0])
+    (rate,) = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 2]
+    assert list(rate.get_ydata()) == [100.0, 50.0, 50.0]
+    assert list(rate.get_xdata()) == pytest.approx([0.0, 10.0, 20.0])
+    # a modelled run of a few seconds is shown in seconds, of a few ms in ms
+    assert plots.TimeAxis.spanning(0.0, 2.0 * d, d).unit == "s"
+    assert plots.TimeAxis.spanning(0.0, 0.002 * d, d).unit == "ms"
 
 
 def test_each_switch_is_timed_when_it_was_read() -> None:
