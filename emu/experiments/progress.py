@@ -25,7 +25,8 @@ class ProgressState:
     elapsed_s: float = 0.0
     bytes_total: int = 0  # the workload's bytes
     bytes_moved: int = 0  # delivered to hosts by their leaves (wire bytes, headers included)
-    rate_bps: float = 0.0  # host-bound throughput over the last interval
+    rate_bps: float = 0.0  # host-bound throughput over the last interval (wire)
+    dilation: float = 1.0  # the run's: the rate is shown as the modelled network's
     hosts_done: int = 0
     hosts: int = 0
     ecn_marks: int = 0
@@ -53,7 +54,7 @@ def render(s: ProgressState) -> Table:
     t.add_row(f"[bold]{s.phase}[/bold]", f"{s.elapsed_s:6.1f} s", f"[{bar}] {frac * 100:3.0f}%",
               f"hosts done {s.hosts_done}/{s.hosts}")
     t.add_row("moved", f"{fmt_bytes(s.bytes_moved)} of {fmt_bytes(s.bytes_total)}",
-              f"now {fmt_rate(s.rate_bps)}", f"hottest queue {s.hottest}")
+              f"now {fmt_rate(s.rate_bps * s.dilation)} modelled", f"hottest queue {s.hottest}")
     t.add_row("ECN marks", f"{s.ecn_marks} (hosts saw {s.ecn_marked_rcvd})",
               "CNPs " + ("-" if s.cnps is None else str(s.cnps)),
               f"drops {s.drops}  kernel {s.kernel_drops}")

@@ -260,7 +260,8 @@ class Experiment:
             t_p4 = t_launch
             cpu0 = time.process_time()  # the orchestrator's own CPU: sampling's cost
             state = ProgressState(phase="running", hosts=len(agents),
-                                  bytes_total=plan.workload.total_bytes())
+                                  bytes_total=plan.workload.total_bytes(),
+                                  dilation=plan.dilation.factor)
             deadline = t_launch + cfg.timeout() + 10.0  # agents stop themselves at timeout_s
             failed_link = False
             t_traffic: float | None = None

@@ -183,11 +183,14 @@ def test_progress_view_renders_without_terminal() -> None:
     from rich.console import Console
 
     state = ProgressState(phase="running", elapsed_s=3.2, bytes_total=1000, bytes_moved=500,
-                          hosts=8, hosts_done=2, ecn_marks=12, drops=3, hottest="leaf1:3 9 pkts")
+                          hosts=8, hosts_done=2, ecn_marks=12, drops=3, hottest="leaf1:3 9 pkts",
+                          rate_bps=2e6, dilation=50_000)
     con = Console(width=120, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
     con.print(render(state))
     out = con.export_text()
     assert "50%" in out and "hosts done 2/8" in out and "ECN marks" in out and "leaf1:3" in out
+    # 2 Mb/s on a wire slowed 50,000 times: the modelled network moves 100 Gb/s
+    assert "now 100.00 Gb/s modelled" in out
     with LiveView(False) as view:  # disabled: a no-op
         view.update(state)
 
