@@ -18,7 +18,7 @@ from emu.core.wire import WIRE_OVERHEAD_BYTES
 from . import metrics as M
 from . import plots, results
 from .agent_configs import FRAME_OVERHEAD_BYTES, base_rtt_s
-from .fct import median_slowdown, slowdown_buckets, with_slowdown
+from .fct import beat_ideal_note, median_slowdown, slowdown_buckets, with_slowdown
 from .jsontypes import JsonDict, Row
 from .pfc import PfcSeries
 from .plan import RunPlan
@@ -89,7 +89,8 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
                       collectives=colls, hosts=hosts, fabric=fabric,
                       queues=M.queue_stats(queue_samples, top=5, weights=weights),
                       uplinks=M.uplink_balance(deltas, plan.uplinks()), fidelity=fid,
-                      bringup_s=dict(rec.bringup_s), notes=[*plan.notes, *rec.notes],
+                      bringup_s=dict(rec.bringup_s),
+                      notes=[*plan.notes, *rec.notes, *beat_ideal_note(flows)],
                       events=list(rec.events), fct_slowdown=slowdown_buckets(flows),
                       pfc=pfc_summary(pfc_series(rec), rec.rows_by_host, rec.duration_s))
 
