@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 from .jsontypes import Row, count, num, sub
-from .metrics import PortCount, PortKey, drop_counts
+from .metrics import DROP_FIELDS, PortCount, PortKey, drop_counts, drop_counts_by_port
 from .pfc import Counters
 
 if TYPE_CHECKING:
@@ -98,9 +98,7 @@ def merge_p4(ports: dict[PortKey, PortCount], p4: Mapping[PortKey, PortCounters]
     return out
 
 
-def _reason_count(drops: Mapping[tuple[int, str], int], port: int, reason: str) -> int:
-    """One port's count of one drop reason in a switch's drop snapshot."""
-    return drops.get((port, reason), 0)
+_NO_DROPS = dict.fromkeys(DROP_FIELDS, 0)
 
 
 class FabricSampler:
@@ -245,7 +243,7 @@ class ChangeSampler:
         p4 = self.p4._p4
         snap = self._snap(tick)
         t = snap.t_s
-        drops_of: dict[int, dict[tuple[int, str], int]] = {}
+        drops_of: dict[int, dict[int, dict[str, int]]] = {}
         for i in changed:
             key = self._keys[i]
             sw, port = key
@@ -253,8 +251,8 @@ class ChangeSampler:
             if self._last_tick[i] < tick - 1:  # the end of a quiet stretch: hold the values
                 self._snap(tick - 1).ports[key] = self._counts[i]
             d = drops_of.get(id(drops))
-            if d is None:
-                d = drops_of[id(drops)] = drops.snapshot()
+            if d is None:  # once per switch and tick
+                d = drops_of[id(drops)] = drop_counts_by_port(drops.snapshot())
             c4 = p4.get(key)
             # Frames as the port's MAC counts them, both ways (PFC and credit frames
             # included), as a real run's switch daemons report them: not fabric.p4's
@@ -262,7 +260,7 @@ class ChangeSampler:
             # every p4_every ticks.
             c = PortCount(tx_pkts=stats.tx_frames, tx_bytes=stats.tx_bytes,
                           rx_pkts=stats.rx_frames, rx_bytes=stats.rx_bytes,
-                          **drop_counts(functools.partial(_reason_count, d, port)),
+                          **d.get(port, _NO_DROPS),
                           ecn_marks=int(c4.ecn_marks) if c4 is not None else 0,
                           pipeline_drops=int(c4.drops) if c4 is not None else 0)
             snap.ports[key] = c
