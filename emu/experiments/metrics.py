@@ -340,26 +340,9 @@ DROP_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
-_FIELD_OF_REASON = {r: name for name, reasons in DROP_FIELDS.items() for r in reasons}
-
-
 def drop_counts(reason_count: Callable[[str], int]) -> dict[str, int]:
     """PortCount's drop fields of one port, from its count per switch drop reason."""
     return {name: sum(reason_count(r) for r in reasons) for name, reasons in DROP_FIELDS.items()}
-
-
-def drop_counts_by_port(by_reason: Mapping[tuple[int, str], int]) -> dict[int, dict[str, int]]:
-    """`drop_counts` of every port of a switch at once, from its counts per (port,
-    reason): one pass over what the switch dropped (ports without a drop absent)."""
-    out: dict[int, dict[str, int]] = {}
-    for (port, reason), n in by_reason.items():
-        name = _FIELD_OF_REASON.get(reason)
-        if name is not None:
-            counts = out.get(port)
-            if counts is None:
-                counts = out[port] = dict.fromkeys(DROP_FIELDS, 0)
-            counts[name] += n
-    return out
 
 
 def port_deltas(before: Mapping[PortKey, PortCount],

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 from .jsontypes import Row, count, num, sub
-from .metrics import DROP_FIELDS, PortCount, PortKey, drop_counts, drop_counts_by_port
+from .metrics import DROP_FIELDS, PortCount, PortKey, drop_counts
 from .pfc import Counters
 
 if TYPE_CHECKING:
@@ -99,6 +99,21 @@ def merge_p4(ports: dict[PortKey, PortCount], p4: Mapping[PortKey, PortCounters]
 
 
 _NO_DROPS = dict.fromkeys(DROP_FIELDS, 0)
+_FIELD_OF_REASON = {r: name for name, reasons in DROP_FIELDS.items() for r in reasons}
+
+
+def drop_counts_by_port(by_reason: Mapping[tuple[int, str], int]) -> dict[int, dict[str, int]]:
+    """`drop_counts` of every port of a switch at once, from its counts per (port,
+    reason): one pass over what the switch dropped (ports without a drop absent)."""
+    out: dict[int, dict[str, int]] = {}
+    for (port, reason), n in by_reason.items():
+        name = _FIELD_OF_REASON.get(reason)
+        if name is not None:
+            counts = out.get(port)
+            if counts is None:
+                counts = out[port] = dict.fromkeys(DROP_FIELDS, 0)
+            counts[name] += n
+    return out
 
 
 class FabricSampler:
