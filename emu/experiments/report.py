@@ -165,10 +165,11 @@ def write_results(run_dir: Path, plan: RunPlan, rec: RunRecords, summary: RunSum
                              "uplink": p.number in ups.get(s.name, [])}
         for s in plan.fabric.switches for p in s.ports}
     written.append(results.write_ports(run_dir / "ports.csv", M.port_deltas(first, last), info))
+    d = plan.dilation.factor
     written.append(results.write_port_samples(run_dir / "port_samples.csv",
-                                              [(s.t_s, s.ports) for s in rec.snapshots]))
+                                              [(s.t_s, s.ports) for s in rec.snapshots], d))
     qs = [q for s in rec.snapshots for q in s.queues]
-    written.append(results.write_queue_samples(run_dir / "queues.csv", qs))
+    written.append(results.write_queue_samples(run_dir / "queues.csv", qs, d))
     written.append(results.write_json(run_dir / "summary.json", summary.to_dict()))
     (run_dir / "summary.txt").write_text(render_text(summary))
     written.append(run_dir / "summary.txt")

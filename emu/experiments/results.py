@@ -4,8 +4,9 @@
     agents/<h>.json    each host agent's configuration; agents/<h>.jsonl its raw results
     flows.jsonl        one line per flow (FlowResult)
     ports.csv          per switch port: counter deltas over the workload
-    port_samples.csv   cumulative counters per port, sampled over time
-    queues.csv         sampled egress queue depth per port
+    port_samples.csv   cumulative counters per port, sampled over time (t_s on the wire's
+                       timeline, t_nominal_us in modelled time)
+    queues.csv         sampled egress queue depth per port (times as port_samples.csv)
     summary.json       the RunSummary; summary.txt the tables as shown
     plots/*.png        flow_throughput, queue_depth, uplink_utilization (modelled time and
                        rates; the CSV files and flows.jsonl keep the wire's, with
@@ -134,22 +135,29 @@ def write_ports(path: Path, deltas: Mapping[PortKey, PortCount],
 
 
 def write_port_samples(path: Path,
-                       samples: Iterable[tuple[float, Mapping[PortKey, PortCount]]]) -> Path:
+                       samples: Iterable[tuple[float, Mapping[PortKey, PortCount]]],
+                       dilation: float = 1.0) -> Path:
+    """Cumulative counters per port over time: `t_s` on the run's (wire) timeline and
+    `t_nominal_us` the same moment in the modelled network (t_s / dilation), last so
+    that columns read by position keep their place."""
     with path.open("w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["t_s", "switch", "port", *FIELDS])
+        w.writerow(["t_s", "switch", "port", *FIELDS, "t_nominal_us"])
         for t, ports in samples:
+            nominal = f"{t / dilation * 1e6:.3f}"
             for (sw, port), c in sorted(ports.items()):
-                w.writerow([f"{t:.3f}", sw, port, *c.as_tuple()])
+                w.writerow([f"{t:.3f}", sw, port, *c.as_tuple(), nominal])
     return path
 
 
-def write_queue_samples(path: Path, samples: Iterable[tuple[float, str, int, float]]) -> Path:
+def write_queue_samples(path: Path, samples: Iterable[tuple[float, str, int, float]],
+                        dilation: float = 1.0) -> Path:
+    """Queue depth samples; times as in `write_port_samples`."""
     with path.open("w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["t_s", "switch", "port", "depth_pkts"])
+        w.writerow(["t_s", "switch", "port", "depth_pkts", "t_nominal_us"])
         for t, sw, port, depth in samples:
-            w.writerow([f"{t:.3f}", sw, port, f"{depth:g}"])
+            w.writerow([f"{t:.3f}", sw, port, f"{depth:g}", f"{t / dilation * 1e6:.3f}"])
     return path
 
 

@@ -83,6 +83,13 @@ def test_summary_and_results_folder(allreduce_run: Run, tmp_path: Path) -> None:
         ports = list(csv.DictReader(fh))
     assert {r["uplink"] for r in ports if r["switch"] == "leaf1"} == {"True"}
     assert read_queue_samples(run_dir / "queues.csv")[-1] == (1.0, "leaf1", 3, 30.0)
+    # each sample's moment in the modelled network beside the wire's (the plots' axis)
+    d = plan.dilation.factor
+    for name in ("queues.csv", "port_samples.csv"):
+        with (run_dir / name).open() as fh:
+            rows = list(csv.DictReader(fh))
+        assert rows and all(float(r["t_nominal_us"]) == pytest.approx(
+            float(r["t_s"]) / d * 1e6, abs=1e-3) for r in rows), name
 
 
 def test_plotting_pauses_the_cycle_collector_and_restores_it(allreduce_run: Run,
