@@ -177,6 +177,7 @@ def flow_figure(flows: Sequence[FlowResult], axis: TimeAxis | None = None) -> Fi
         top.set_title(f"All {len(shown)} flows: sum of their average goodputs", fontsize=10,
                       y=TITLE_Y)
         top.set_ylim(0, None)
+        top.grid(alpha=0.3)
         group_by, keys = _groups(shown)
         notes.append(f"{len(shown)} flows, more than {MAX_FLOWS_APART}: aggregated "
                      f"(each flow a thin line, {'coloured by ' + group_by if group_by else 'one colour'}; "

@@ -175,12 +175,10 @@ def rescale_to_modelled(path: str, origin_ns: int, dilation: float) -> None:
     """Rewrite a capture stamped in wall-clock (wire) time into modelled time, with
     nanosecond stamps: a frame `t` after `origin_ns` on the wire is stamped `t /
     dilation` after it, as every other figure of a run is, so intervals and rates read
-    from the file are the modelled fabric's. A file already in nanoseconds is taken to be
-    rewritten already and left as it is; the new file replaces the old one whole."""
+    from the file are the modelled fabric's; the new file, in nanoseconds, replaces the
+    old one (of either resolution) whole. Run it once per capture."""
     tmp = f"{path}.tmp"
     with PcapReader(path) as reader:
-        if reader.nanosecond:
-            return
         try:
             with open(tmp, "wb") as out:
                 out.write(_global_header(True, reader.snaplen, reader.linktype))

@@ -127,11 +127,13 @@ def test_rescale_to_modelled_divides_time_since_the_origin(tmp_path: Path) -> No
     assert read_pcap(str(tmp_path / "p.pcap")) == [FRAME + bytes([i]) for i in range(5)]
     with PcapReader(str(tmp_path / "p.pcap")) as r:
         assert r.nanosecond and r.snaplen == 262144
-    # a file in nanoseconds is already modelled: a second pass changes nothing
-    before = (tmp_path / "p.pcap").read_bytes()
-    rescale_to_modelled(str(tmp_path / "p.pcap"), origin, d)
-    assert (tmp_path / "p.pcap").read_bytes() == before
-    assert [p.name for p in tmp_path.iterdir()] == ["p.pcap"]
+    assert [p.name for p in tmp_path.iterdir()] == ["p.pcap"]  # no temporary file left
+    # a switch that stamps in wall-clock nanoseconds, big-endian: rescaled the same
+    _classic_pcap(tmp_path / "n.pcap", [(t, FRAME) for t in wire], order=">",
+                  nanosecond=True)
+    rescale_to_modelled(str(tmp_path / "n.pcap"), origin, d)
+    assert read_stamps(str(tmp_path / "n.pcap")) == [
+        origin - 3_000, origin, origin + 84, origin + 168, origin + 2_000_001]
     if shutil.which("tshark"):
         out = subprocess.run(["tshark", "-r", str(tmp_path / "p.pcap"), "-T", "fields",
                               "-e", "frame.time_relative"], capture_output=True, text=True,
