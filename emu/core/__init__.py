@@ -9,7 +9,8 @@ Beside them, what every layer above needs from one place: `units` (time dilation
 run record and lock that `emu stop` works from), `reaper` (removes what the record lists
 once its runner is killed), `cachedir` (files kept between runs),
 `accel` (the mypyc build of the per-packet modules, used when it matches the sources),
-`argtypes` (option types that refuse NaN and out-of-range values in one line).
+`argtypes` (option types that refuse NaN and out-of-range values in one line),
+`fdlimit` (the open-file limit raised for runs that hold many files).
 
 Imports: nothing else of emu. Layer 1 (bottom) of the package layers that
 pyproject.toml's import-linter contracts enforce; nothing above it.

@@ -15,6 +15,7 @@ from emu.control.params import LbMode
 from emu.core.signals import interrupt_name, stop_requests, unwinding_on_termination
 
 from . import pfc
+from .config import RunConfigError
 from .jsontypes import JsonDict
 from .plan import RunPlan
 from .report import RunRecords, build_summary, write_and_show
@@ -37,6 +38,21 @@ def _agents(plan: RunPlan, sim: SimFabric, flow: pfc.VirtualPfc) -> dict[str, Ag
             for h, c in plan.agents.items()}
 
 
+def _check_open_files(plan: RunPlan) -> None:
+    """Refuse, before anything runs, captures this process cannot hold open: two files a
+    switch port for the whole run (without room, the run lost captures, then failed to
+    import a module halfway)."""
+    from emu.core.fdlimit import HEADROOM, ensure_open_files
+
+    ports = sum(len(s.ports) for s in plan.fabric.switches)
+    allowed = ensure_open_files(2 * ports + HEADROOM)
+    if allowed < 2 * ports + HEADROOM:
+        raise RunConfigError(
+            f"pcap: capturing {ports} switch ports holds {2 * ports} files open beside "
+            f"about {HEADROOM} of the run's own, and this process may open {allowed} "
+            "(its hard limit, ulimit -Hn): raise the limit or run without --pcap")
+
+
 class _Fabric:
     """The SimFabric of one run with its agents and samplers, set up before the workload."""
 
@@ -45,6 +61,8 @@ class _Fabric:
 
         cfg = plan.config
         self.plan = plan
+        if run_dir is not None and cfg.pcap:
+            _check_open_files(plan)
         # Virtual time between sample ticks (samples kept where something changed).
         self.tick_ns = max(1, round(cfg.sample_interval() * 1e9))
         self.sim = sim = SimFabric(

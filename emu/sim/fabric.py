@@ -184,9 +184,12 @@ class SimFabric:
         (and BMv2's --pcap) writes them; stamps in nanoseconds of modelled time since the
         start (the clock's time divided by `pcap_dilation`, the run's dilation), so what
         a capture shows is the modelled fabric's timing, not the slowed wire's."""
+        from emu.core.fdlimit import HEADROOM, ensure_open_files
         from emu.switch.pcap import PcapWriter, pcap_paths
 
         directory.mkdir(parents=True, exist_ok=True)
+        # two files per port, open for the whole run, and room for everything else
+        ensure_open_files(2 * sum(len(sw.ports) for sw in self.fabric.switches) + HEADROOM)
         for sw in self.fabric.switches:
             for port in sw.ports:
                 pin, pout = pcap_paths(str(directory), port.intf)
