@@ -5,6 +5,7 @@ Pure (no network, no processes): `emu run --dry-run` prints it and tests check i
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -18,7 +19,7 @@ from emu.roce.wire import IB_MTUS, max_ip_bytes
 from emu.topo import Fabric, Role, load_topology
 from emu.topo.paths import first_hop_ports
 
-from .agent_configs import AgentSettings, agent_configs, rto_floor_note
+from .agent_configs import AgentSettings, agent_configs, base_rtt_s, rto_floor_note
 from .config import RunConfig, RunConfigError, without_link_delay
 from .workloads import Workload, build_workload
 
@@ -65,6 +66,16 @@ class RunPlan:
                 f"retransmission timeout and its first doubling ({3 * rto_s:.3g} s: the "
                 f"RTO is {rto_s / self.dilation.factor * 1e6:.4g} us modelled): a lost "
                 f"packet may stop the run; raise --timeout"]
+
+    def ping_timeout_s(self) -> int:
+        """How long the reachability check waits for each ping's reply (ping -W, whole
+        seconds): twice the longest base round trip between two hosts on the wire, at
+        least 2 s. Link delays are dilated: fattree4 at 0.5 Mb/s has 1.2 s of them one
+        way across pods, and a fixed 2 s failed half its host pairs."""
+        hosts = [h.name for h in self.fabric.hosts]
+        rtt = max((base_rtt_s(self.fabric, a, b, self.config.mtu_bytes)
+                   for a in hosts for b in hosts if a != b), default=0.0)
+        return max(2, math.ceil(2 * rtt))
 
     def uplinks(self) -> dict[str, list[int]]:
         """Switch -> its up-facing ports (towards a higher layer)."""

@@ -506,7 +506,7 @@ def bring_up(plan: RunPlan, run_dir: Path, log: Log
             plan.pin_te(ctl)
         timings["program_s"] = time.monotonic() - t1
         t2 = time.monotonic()
-        failed = net.check_reachability(timeout_s=2, attempts=3)
+        failed = net.check_reachability(timeout_s=plan.ping_timeout_s(), attempts=3)
         timings["reachability_s"] = time.monotonic() - t2
         if failed:
             pairs = len(plan.fabric.hosts) * (len(plan.fabric.hosts) - 1)

@@ -37,7 +37,8 @@ def run(tmp_path: Path, **kw: Any) -> RunSummary:
     # rather than fail (CI runs one at a time, so this never waits there).
     # These tests assume lossy Ethernet (tail drops): pinned, whatever the default.
     kw.setdefault("flow_control", FlowControlMode.NONE)
-    cfg = RunConfig(topo="clos4", workload=wl, results_root=tmp_path, progress=False,
+    kw.setdefault("topo", "clos4")
+    cfg = RunConfig(workload=wl, results_root=tmp_path, progress=False,
                     timeout_s=kw.pop("timeout_s", 180.0), lock_wait_s=600.0, **kw)
     return run_experiment(cfg, console=_Quiet())
 
@@ -103,6 +104,27 @@ def test_real_run_captures_are_stamped_in_modelled_time(tmp_path: Path) -> None:
     assert len(data) >= 256
     fct_ns = s.flows[0].fct_nominal_s * 1e9
     assert 0 < data[-1] - data[0] < fct_ns, (data[-1] - data[0], fct_ns)
+
+
+def test_ping_timeout_covers_the_longest_round_trip_on_the_wire() -> None:
+    """The reachability check waited a fixed 2 s for each reply; fattree4 at its built-in
+    0.5 Mb/s (dilation 200,000) has 1.2 s of link delay one way across pods, so `emu run
+    fattree4` stopped with about half its host pairs "unreachable"."""
+    from emu.experiments.agent_configs import base_rtt_s
+    from emu.experiments.plan import plan_run
+
+    plan = plan_run(RunConfig(topo="fattree4", rate_bps=500_000))
+    f = plan.fabric
+    rtt = max(base_rtt_s(f, a.name, b.name, 1024) for a in f.hosts for b in f.hosts if a != b)
+    assert rtt > 2.4  # 12 links of 200 ms, and each frame's serialisation
+    assert plan.ping_timeout_s() >= 2 * rtt
+    assert plan_run(RunConfig(topo="clos4", rate_bps=10_000_000)).ping_timeout_s() == 2
+
+
+def test_fattree4_comes_up_and_runs_at_its_built_in_rate(tmp_path: Path) -> None:
+    s = run(tmp_path, topo="fattree4", rate_bps=500_000,
+            workload=WorkloadParams("permutation", message_bytes=16 * 1024))
+    assert s.ok and s.flows_verified() == 16
 
 
 def test_dcqcn_cuts_incast_tail_drops(tmp_path: Path) -> None:
