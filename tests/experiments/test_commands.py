@@ -269,6 +269,27 @@ def test_calibration_suggests_the_last_faithful_rate() -> None:
     assert suggest([pt(20, 0.9), pt(5, 0.9), pt(10, 0.2)]) == 5
 
 
+def test_calibration_judges_link_use_against_the_exact_run() -> None:
+    """fattree4's 128 KB permutation keeps its busiest link 16% busy even in virtual time
+    (collisions, losses, retransmission timeouts): held to 60%, every rate was "too
+    slow", and the advice was to try "lower rates (--rates 1Mbps,2Mbps)" after 0.5 and 1."""
+    from emu.experiments.calibrate import no_faithful_rate
+
+    def pt(rate: int, eff: float, reference: float) -> CalibrationPoint:
+        return CalibrationPoint(rate, True, False, eff, 0.3, 300.0, 0, None, None, (),
+                                reference)
+
+    low = [pt(500_000, 0.16, 0.16), pt(1_000_000, 0.73, 0.16), pt(2_000_000, 0.11, 0.16)]
+    assert [p.faithful for p in low] == [True, True, False]
+    assert suggest(low) == 1_000_000
+    assert low[2].verdict() == ("too fast: links idle (busiest 0.11 < 0.13, the exact "
+                                "run's 0.16)")
+    # where the exact run keeps links busy, the bar stays at 60%
+    assert not pt(1_000_000, 0.55, 0.95).faithful and pt(1_000_000, 0.6, 0.95).faithful
+    assert no_faithful_rate([pt(500_000, 0.01, 0.9), pt(1_000_000, 0.01, 0.9)]) == (
+        "no rate tried was faithful: try rates below 0.5 Mb/s (--rates 0.125Mbps,0.25Mbps)")
+
+
 def test_a_calibration_that_cannot_be_saved_is_one_line(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
