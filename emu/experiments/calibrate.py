@@ -129,6 +129,8 @@ def calibrate(topo: str, rates_bps: tuple[int, ...], size_bytes: int, target: st
                         timeout_s=60.0,
                         results_root=results_root)
         if reference is None:
+            print(f"calibrate: {topo}, the same permutation in virtual time ...",
+                  file=sys.stderr, flush=True)
             reference = reference_efficiency(cfg)
         print(f"calibrate: {topo} at {rate / 1e6:g} Mb/s ...", file=sys.stderr, flush=True)
         # Quiet: the per-run summaries are left out, calibration prints its own table.
