@@ -120,18 +120,18 @@ def calibrate(topo: str, rates_bps: tuple[int, ...], size_bytes: int, target: st
     from .run import run_experiment
     from .workloads import WorkloadParams
 
+    def point_config(rate: int) -> RunConfig:
+        return RunConfig(topo=topo, lb=LbMode.ECMP, cc="none", recovery="gbn", target=target,
+                         workload=WorkloadParams(kind="permutation", message_bytes=size_bytes),
+                         rate_bps=rate, rate_reason="calibration point", progress=False,
+                         timeout_s=60.0, results_root=results_root)
+
+    print(f"calibrate: {topo}, the same permutation in virtual time ...", file=sys.stderr,
+          flush=True)
+    reference = reference_efficiency(point_config(rates_bps[0]))
     points: list[CalibrationPoint] = []
-    reference: float | None = None
     for rate in rates_bps:
-        cfg = RunConfig(topo=topo, lb=LbMode.ECMP, cc="none", recovery="gbn", target=target,
-                        workload=WorkloadParams(kind="permutation", message_bytes=size_bytes),
-                        rate_bps=rate, rate_reason="calibration point", progress=False,
-                        timeout_s=60.0,
-                        results_root=results_root)
-        if reference is None:
-            print(f"calibrate: {topo}, the same permutation in virtual time ...",
-                  file=sys.stderr, flush=True)
-            reference = reference_efficiency(cfg)
+        cfg = point_config(rate)
         print(f"calibrate: {topo} at {rate / 1e6:g} Mb/s ...", file=sys.stderr, flush=True)
         # Quiet: the per-run summaries are left out, calibration prints its own table.
         try:

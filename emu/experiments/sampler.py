@@ -99,21 +99,16 @@ def merge_p4(ports: dict[PortKey, PortCount], p4: Mapping[PortKey, PortCounters]
 
 
 _NO_DROPS = dict.fromkeys(DROP_FIELDS, 0)
-_FIELD_OF_REASON = {r: name for name, reasons in DROP_FIELDS.items() for r in reasons}
 
 
 def drop_counts_by_port(by_reason: Mapping[tuple[int, str], int]) -> dict[int, dict[str, int]]:
     """`drop_counts` of every port of a switch at once, from its counts per (port,
-    reason): one pass over what the switch dropped (ports without a drop absent)."""
-    out: dict[int, dict[str, int]] = {}
+    reason), grouped by port in one pass (ports without a drop absent)."""
+    per_port: dict[int, dict[str, int]] = {}
     for (port, reason), n in by_reason.items():
-        name = _FIELD_OF_REASON.get(reason)
-        if name is not None:
-            counts = out.get(port)
-            if counts is None:
-                counts = out[port] = dict.fromkeys(DROP_FIELDS, 0)
-            counts[name] += n
-    return out
+        per_port.setdefault(port, {})[reason] = n
+    return {port: drop_counts(functools.partial(count, reasons))
+            for port, reasons in per_port.items()}
 
 
 class FabricSampler:
