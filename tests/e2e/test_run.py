@@ -127,6 +127,21 @@ def test_fattree4_comes_up_and_runs_at_its_built_in_rate(tmp_path: Path) -> None
     assert s.ok and s.flows_verified() == 16
 
 
+# The other shipped fabrics CI did not bring up in real time: one leaf (incast4, whose
+# workload is its 4:1 incast), parallel links and a jumbo host (leafspine2), an uplink
+# slower and longer than its peers (asym4), oversubscribed leaves (oversub2, oversub4).
+# Each must come up at its built-in rate, pass the reachability check and deliver its
+# flows byte for byte.
+@pytest.mark.parametrize("topo, kind, flows", [
+    ("incast4", "incast", 4), ("leafspine2", "permutation", 4), ("asym4", "permutation", 4),
+    ("oversub2", "permutation", 8), ("oversub4", "permutation", 8)])
+def test_every_shipped_fabric_runs_in_real_time(tmp_path: Path, topo: str, kind: str,
+                                                flows: int) -> None:
+    s = run(tmp_path, topo=topo, workload=WorkloadParams(kind, message_bytes=16 * 1024))
+    assert s.ok and len(s.flows) == flows and s.flows_verified() == flows
+    assert s.bytes_delivered == flows * 16 * 1024
+
+
 def test_dcqcn_cuts_incast_tail_drops(tmp_path: Path) -> None:
     # Large enough that the steady state, not the first RTTs before any CNP, sets the
     # drop count: DCQCN only acts after the first marks come back.
