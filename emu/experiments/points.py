@@ -140,6 +140,9 @@ def point_metrics(s: RunSummary) -> PointMetrics:
     one = bws[0] if len(bws) == 1 else None
     jains = [u.jain for u in s.uplinks]
     q = s.queues[0] if s.queues else None
+    # No port ever held a packet: the depth was sampled and was 0 throughout (None only
+    # when nothing was sampled), so means over seeds count this run too.
+    idle = 0.0 if s.queue_samples else None
     allslow = [x for _, x in slow]
     traffic = s.traffic_s
     flat: dict[str, Scalar] = {
@@ -150,8 +153,8 @@ def point_metrics(s: RunSummary) -> PointMetrics:
         "algbw_GBps": one.algbw_nominal_Bps / 1e9 if one else None,
         "busbw_GBps": one.busbw_nominal_Bps / 1e9 if one else None,
         "jain_uplinks": _mean(jains), "jain_uplinks_min": min(jains) if jains else None,
-        "queue_p50_pkts": q.p50_pkts if q else None, "queue_p90_pkts": q.p90_pkts if q else None,
-        "queue_p99_pkts": q.p99_pkts if q else None, "queue_max_pkts": q.max_pkts if q else None,
+        "queue_p50_pkts": q.p50_pkts if q else idle, "queue_p90_pkts": q.p90_pkts if q else idle,
+        "queue_p99_pkts": q.p99_pkts if q else idle, "queue_max_pkts": q.max_pkts if q else idle,
         "queue_busiest": f"{q.switch}:{q.port}" if q else None,
         "drops": s.fabric.drops, "queue_drops": s.fabric.queue_drops,
         "flow_control_drops": s.fabric.flow_control_drops,

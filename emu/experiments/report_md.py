@@ -133,7 +133,10 @@ def _bars(ax: Axes, groups: Sequence[str], series: dict[str, list[tuple[float, f
         xs = [g + (i - (n - 1) / 2) * width for g in range(len(groups))]
         ys = [v[0] if v else 0.0 for v in vals]
         es = [v[1] if v else 0.0 for v in vals]
-        ax.bar(xs, ys, width, yerr=es, capsize=3, label=label)
+        # Every plotted metric is >= 0 (depths, counts, slowdowns, Jain): a bar stays
+        # above 0 on its lower side (mean 25 +- 36 packets of queue, not down to -11).
+        ax.bar(xs, ys, width, yerr=[[min(e, y) for e, y in zip(es, ys, strict=True)], es],
+               capsize=3, label=label)
     ax.set_xticks(range(len(groups)), groups)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -278,8 +281,16 @@ def _table_cell(values: Sequence[Scalar], fmt: str) -> str:
     ms = mean_sd(xs)
     if ms is None:
         return "-"
-    cell = fmt.format(ms[0]) + (f" ± {fmt.format(ms[1])}" if len(xs) > 1 else "")
+    cell = _number(fmt, ms[0]) + (f" ± {_number(fmt, ms[1])}" if len(xs) > 1 else "")
     return cell + (f" (n={len(xs)})" if len(xs) < len(values) else "")
+
+
+def _number(fmt: str, x: float) -> str:
+    """`x` in the column's format; a count's mean or spread below 10 that is not whole
+    keeps one decimal (drops 0 and 1 over two seeds: 0.5 ± 0.7, not "0 ± 1")."""
+    if fmt == "{:.0f}" and abs(x) < 10 and x != round(x):
+        return f"{x:.1f}"
+    return fmt.format(x)
 
 
 def write_report(out: Path, exp: Experiment) -> Path:

@@ -59,7 +59,7 @@ class RunSummary:
     collectives: list[CollectiveResult]
     hosts: HostTotals
     fabric: PortCount  # summed over every switch port
-    queues: list[QueueStats]
+    queues: list[QueueStats]  # the busiest ports that ever held a packet
     uplinks: list[UplinkBalance]
     fidelity: Fidelity
     bringup_s: dict[str, float] = field(default_factory=dict)
@@ -67,6 +67,7 @@ class RunSummary:
     events: list[tuple[float, str]] = field(default_factory=list)  # (t_s, what) e.g. failures
     fct_slowdown: list[SlowdownBucket] = field(default_factory=list)  # per flow-size bucket
     pfc: Counters | None = None  # flow-control figures (emu.experiments.pfc)
+    queue_samples: int = 0  # depth samples taken: with `queues` empty, every one was 0
 
     @property
     def traffic_s(self) -> float | None:

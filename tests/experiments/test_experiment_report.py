@@ -45,3 +45,51 @@ def test_a_configuration_whose_points_all_failed_keeps_its_row() -> None:
                        True, {"slowdown_p99": 1.0}, {}, {})]
     text = report_text(_Exp(), pts, [])
     assert "| lb=spray | 0 (1 failed) | - |" in text and "| lb=ecmp | 1 | 2.00 |" in text
+
+
+def test_a_count_whose_mean_is_not_whole_keeps_a_decimal() -> None:
+    """Drops 0 and 1 over two seeds read "0 ± 1" (0.5 rounded half to even): a mean of
+    0 beside a configuration that did drop."""
+    pts = [_point(1, "done", {"drops": 0, "cnps": 180}), _point(2, "done", {"drops": 1, "cnps": 0})]
+    assert "| lb=ecmp | 2 | 0.5 ± 0.7 | 90 ± 127 |" in report_text(_Exp(), pts, [])
+
+
+def test_a_run_whose_queues_stayed_empty_has_queue_depth_0() -> None:
+    """No switch port ever held a packet (one flow at line rate): the busiest-queue
+    metrics were None, as if the run had not sampled queues, so a configuration's
+    queue p99 was the mean of its other seeds alone, marked (n=1)."""
+    from emu.experiments.config import RunConfig
+    from emu.experiments.plan import plan_run
+    from emu.experiments.points import point_metrics
+    from emu.experiments.virtual import run_virtual
+    from emu.experiments.workloads import WorkloadParams
+
+    wl = WorkloadParams("incast", message_bytes=64 * 1024, incast_senders=1)
+    s = run_virtual(plan_run(RunConfig(virtual=True, progress=False, workload=wl)), write=False)
+    assert s.ok and s.queues == [] and s.queue_samples > 0
+    flat = point_metrics(s).flat
+    assert [flat[f"queue_{k}_pkts"] for k in ("p50", "p90", "p99", "max")] == [0.0] * 4
+    assert flat["queue_busiest"] is None
+    pts = [_point(1, "done", {"queue_p99_pkts": flat["queue_p99_pkts"]}),
+           _point(2, "done", {"queue_p99_pkts": 50.0})]
+    assert "| lb=ecmp | 2 | 25 ± 35 |" in report_text(_Exp(), pts, [])
+
+
+def test_error_bars_of_a_metric_stop_at_0() -> None:
+    """A queue p99 of 50 and 0 packets over two seeds (25 +- 35) drew its error bar down
+    to -10 packets: no metric the report plots can be negative."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from emu.experiments.report_md import _bars
+
+    fig, ax = plt.subplots()
+    assert _bars(ax, ["p99", "max"], {"lb=flowlet": [(25.0, 35.4), (30.0, 42.4)],
+                                      "lb=ecmp": [(51.0, 0.5), None]}, "packets", "queue")
+    lows = [seg[:, 1].min() for coll in ax.collections for seg in coll.get_segments()]
+    assert lows and min(lows) == 0.0
+    highs = [seg[:, 1].max() for coll in ax.collections for seg in coll.get_segments()]
+    assert max(highs) == 30.0 + 42.4
+    plt.close(fig)
