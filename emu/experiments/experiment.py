@@ -222,8 +222,9 @@ def options() -> dict[str, Option]:
 
 
 def _point_id(varied: Sequence[tuple[str, object]]) -> str:
-    """`lb=spray,cc=none,seed=2`: a set axis shows its options, not its name."""
-    return ",".join(_show(x) if isinstance(x, Mapping) else f"{k}={_show(x)}"
+    """`lb=spray,cc=none,seed=2`: a set axis shows its options, not its name; its empty
+    mapping (the base as it is) shows as `AXIS=base`."""
+    return ",".join((_show(x) or f"{k}=base") if isinstance(x, Mapping) else f"{k}={_show(x)}"
                     for k, x in varied)
 
 

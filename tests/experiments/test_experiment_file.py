@@ -63,6 +63,25 @@ def test_grid_is_the_product_with_set_axes_and_seed_count(tmp_path: Path) -> Non
     assert "/" not in p.dir_name
 
 
+def test_a_set_axis_empty_mapping_is_named_base(tmp_path: Path) -> None:
+    """experiments/link-failure.yaml's `failure: [{fail_link: ...}, {}]`: the run
+    without a failure was `lb=ecmp,,seed=3` (folder too) and `lb=ecmp,` in the report."""
+    exp = load("""
+        base: {topology: clos4, workload: permutation, size: 8K}
+        grid:
+          lb: [ecmp]
+          failure:
+            - {fail_link: "leaf4:spine4"}
+            - {}
+        seeds: [3]
+        """, tmp_path)
+    assert [p.id for p in exp.points] == ["lb=ecmp,fail_link=leaf4:spine4,seed=3",
+                                          "lb=ecmp,failure=base,seed=3"]
+    assert exp.points[1].configuration == "lb=ecmp,failure=base"
+    assert exp.points[1].dir_name == "lb=ecmp,failure=base,seed=3"
+    assert exp.points[1].options() == {"lb": "ecmp", "seed": "3"}
+
+
 def test_every_runconfig_and_workload_field_is_an_option(tmp_path: Path) -> None:
     opts = options()
     # fields later layers add (flow control, load) need no change here
