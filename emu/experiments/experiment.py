@@ -229,6 +229,8 @@ def _point_id(varied: Sequence[tuple[str, object]]) -> str:
 
 
 def _show(v: object) -> str:
+    if v is None:  # as the file spells it (lb_seed: null), not Python's None
+        return "null"
     if isinstance(v, enum.Enum):
         return str(v.value)
     if isinstance(v, tuple):

@@ -82,6 +82,15 @@ def test_a_set_axis_empty_mapping_is_named_base(tmp_path: Path) -> None:
     assert exp.points[1].options() == {"lb": "ecmp", "seed": "3"}
 
 
+def test_a_null_value_is_shown_as_the_file_spells_it() -> None:
+    """ecmp-polarization's `lb_seed: null` (per-switch seeds) read `lb_seed=None`."""
+    exp = load_experiment(REPO / "experiments" / "ecmp-polarization.yaml")
+    ids = [p.id for p in exp.points]
+    assert "lb_seed=null,seed=1" in ids and not any("None" in i for i in ids)
+    p = next(p for p in exp.points if p.id == "lb_seed=null,seed=1")
+    assert p.config.lb_seed is None and p.options()["lb_seed"] == "null"
+
+
 def test_every_runconfig_and_workload_field_is_an_option(tmp_path: Path) -> None:
     opts = options()
     # fields later layers add (flow control, load) need no change here
