@@ -84,7 +84,11 @@ def read_metrics(d: Path) -> PointMetrics | None:
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("metrics"), dict):
         return None
-    return PointMetrics(dict(doc["metrics"]), dict(doc.get("slowdown_by_size") or {}),
+    flat = dict(doc["metrics"])
+    if "cpu_bound" not in flat:  # written before the column: its summary's verdict
+        fid = doc.get("summary", {}).get("fidelity") if isinstance(doc.get("summary"), dict) else None
+        flat["cpu_bound"] = fid.get("cpu_bound") if isinstance(fid, dict) else None
+    return PointMetrics(flat, dict(doc.get("slowdown_by_size") or {}),
                         dict(doc.get("reorder_distance") or {}))
 
 
@@ -161,6 +165,8 @@ def point_metrics(s: RunSummary) -> PointMetrics:
         "ecn_marks": s.fabric.ecn_marks, "cnps": s.hosts.cnps_sent,
         "retx_pkts": s.hosts.retx_pkts, "timeouts": s.hosts.timeouts,
         "reordered_pkts": s.hosts.reordered_pkts(), "reorder_hwm_pkts": s.hosts.reorder_hwm_pkts,
+        # a real-time run whose figures the host CPU shaped (summary.txt says why)
+        "cpu_bound": s.fidelity.cpu_bound,
     }
     for bw in bws:
         flat[f"algbw_GBps[{bw.name}]"] = bw.algbw_nominal_Bps / 1e9

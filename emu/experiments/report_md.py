@@ -240,19 +240,23 @@ def report_text(exp: Experiment, points: Sequence[PointResult],
               "points are left out (seeds: completed (failed)); (n=k): only k of them have "
               "that metric. Slowdown = FCT / ideal FCT on an "
               "empty fabric (the flow alone, store-and-forward on the fastest path, modelled).", ""]
+    bound = cpu_bound_points(points)
+    if bound:
+        lines += [fidelity_warning(bound, done), ""]
     # Columns no point has (algbw without collectives, ...) would only say "-".
     table = [t for t in TABLE if any(mean_sd([p.metrics.get(t[0]) for p in ps])
                                      for ps in configs.values())]
     table += _series_columns(configs)
-    head = ["configuration", "seeds", *[h for _, h, _ in table]]
+    head = ["configuration", "seeds", *(["CPU-bound"] if bound else []), *[h for _, h, _ in table]]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     nfailed = failed_by_configuration(points)
     for c in dict.fromkeys(p.configuration for p in points
                            if p.configuration in configs or p.configuration in nfailed):
         ps = configs.get(c, [])
         seeds = str(len(ps)) + (f" ({nfailed[c]} failed)" if c in nfailed else "")
-        cells = [c, seeds, *(_table_cell([p.metrics.get(key) for p in ps], fmt)
-                             for key, _h, fmt in table)]
+        cpu = [f"{sum(p in bound for p in ps)}/{len(ps)}"] if bound else []
+        cells = [c, seeds, *cpu, *(_table_cell([p.metrics.get(key) for p in ps], fmt)
+                                   for key, _h, fmt in table)]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     if failed:
@@ -262,6 +266,22 @@ def report_text(exp: Experiment, points: Sequence[PointResult],
     for img in images:
         lines += [f"![{Path(img).stem}]({img})", ""]
     return "\n".join(lines)
+
+
+def cpu_bound_points(points: Sequence[PointResult]) -> list[PointResult]:
+    """The completed points whose (real-time) run judged itself CPU-bound."""
+    return [p for p in points if p.status == "done" and p.metrics.get("cpu_bound") is True]
+
+
+def fidelity_warning(bound: Sequence[PointResult], done: int) -> str:
+    """What the report says above its table when some points ran CPU-bound: their
+    figures are this machine's as much as the modelled network's."""
+    ids = [f"`{p.id}`" for p in bound]
+    shown = ", ".join(ids[:6]) + (f" and {len(ids) - 6} more" if len(ids) > 6 else "")
+    return (f"**Fidelity: {len(bound)} of {done} completed points ran CPU-bound** ({shown}): "
+            "the host CPU, not only the modelled network, shaped their figures (each "
+            "point's summary.txt says which bound its run broke). Lower the link rate "
+            "(`rate`; `emu calibrate` suggests one) or run in virtual time (no `--real`).")
 
 
 def _series_columns(configs: dict[str, list[PointResult]]) -> list[tuple[str, str, str]]:
@@ -293,7 +313,9 @@ def _number(fmt: str, x: float) -> str:
     return fmt.format(x)
 
 
-def write_report(out: Path, exp: Experiment) -> Path:
+def write_report(out: Path, exp: Experiment) -> tuple[Path, list[PointResult]]:
+    """metrics.csv, the plots and report.md under `out`; report.md's path and the points
+    that ran CPU-bound."""
     import logging
 
     from .plots import save
@@ -312,4 +334,4 @@ def write_report(out: Path, exp: Experiment) -> Path:
         logging.getLogger(__name__).warning("experiment plots: %s", exc)
     path = out / "report.md"
     path.write_text(report_text(exp, points, images))
-    return path
+    return path, cpu_bound_points(points)

@@ -265,11 +265,15 @@ def run_experiment_file(file: str | Path, *, results: Path = Path("results"),
         if rc is not None:
             return rc
     try:
-        report = write_report(out, exp)
+        report, bound = write_report(out, exp)
     except OSError as exc:
         print(f"emu experiment: cannot write the report under {out}: {exc.strerror or exc}",
               file=sys.stderr)
         return 1
+    if bound:
+        print(f"emu experiment: {len(bound)} point(s) ran CPU-bound: their figures reflect "
+              "this machine's CPU, not only the modelled network (report.md, each point's "
+              "summary.txt)", file=sys.stderr)
     print(f"emu experiment: report in {report}")
     return 0 if all(is_done(out / "points" / p.dir_name) for p in exp.points) else 1
 

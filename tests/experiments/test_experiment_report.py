@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from emu.experiments.report_md import PointResult, by_configuration, report_text
 
 
@@ -68,6 +70,7 @@ def test_a_run_whose_queues_stayed_empty_has_queue_depth_0() -> None:
     s = run_virtual(plan_run(RunConfig(virtual=True, progress=False, workload=wl)), write=False)
     assert s.ok and s.queues == [] and s.queue_samples > 0
     flat = point_metrics(s).flat
+    assert flat["cpu_bound"] is False  # virtual time: exact
     assert [flat[f"queue_{k}_pkts"] for k in ("p50", "p90", "p99", "max")] == [0.0] * 4
     assert flat["queue_busiest"] is None
     pts = [_point(1, "done", {"queue_p99_pkts": flat["queue_p99_pkts"]}),
@@ -93,3 +96,31 @@ def test_error_bars_of_a_metric_stop_at_0() -> None:
     highs = [seg[:, 1].max() for coll in ax.collections for seg in coll.get_segments()]
     assert max(highs) == 30.0 + 42.4
     plt.close(fig)
+
+
+def test_points_that_ran_cpu_bound_are_flagged_above_and_in_the_table() -> None:
+    """`emu experiment --real` on this 2-core machine: every point of lb-modes was
+    CPU-BOUND in its summary.txt, and report.md showed their slowdowns (1.56 for spray,
+    1.00 in virtual time) without a word about it."""
+    bound = _point(1, "done", {"slowdown_p99": 1.6, "cpu_bound": True})
+    fine = _point(2, "done", {"slowdown_p99": 1.0, "cpu_bound": False})
+    text = report_text(_Exp(), [bound, fine], [])
+    assert "**Fidelity: 1 of 2 completed points ran CPU-bound** (`lb=ecmp,seed=1`)" in text
+    assert "| configuration | seeds | CPU-bound | slowdown p99 |" in text
+    assert "| lb=ecmp | 2 | 1/2 | 1.30 ± 0.42 |" in text
+    # virtual-time points never are: no warning, no column
+    clean = report_text(_Exp(), [fine, _point(3, "done", {"slowdown_p99": 1.0,
+                                                         "cpu_bound": False})], [])
+    assert "CPU-bound" not in clean and "Fidelity" not in clean
+
+
+def test_a_point_written_before_the_cpu_bound_column_takes_its_summary_verdict(
+        tmp_path: Path) -> None:
+    import json
+
+    from emu.experiments.points import read_metrics
+
+    (tmp_path / "metrics.json").write_text(json.dumps({
+        "metrics": {"slowdown_p99": 1.6}, "summary": {"fidelity": {"cpu_bound": True}}}))
+    m = read_metrics(tmp_path)
+    assert m is not None and m.flat["cpu_bound"] is True
