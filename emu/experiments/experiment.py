@@ -460,8 +460,21 @@ def _points(exp: Experiment, axes: Sequence[tuple[str, list[tuple[object, dict[s
             pid = _point_id(v)
             cfg = _build(values, opts, seed, virtual=not real, progress=False,
                          results_root=results_root)
-            out.append(Point(pid, v, cfg))
+            out.append(Point(pid, v, _real_time_rate(cfg) if real else cfg))
     return out
+
+
+def _real_time_rate(cfg: RunConfig) -> RunConfig:
+    """A real-time point that gives neither `rate` nor `dilation` runs at the rate `emu
+    run` would give it (this machine's calibrated rate for its topology, else the
+    built-in one), not the library's default wire rate, which a small machine's CPU
+    cannot keep up with."""
+    if cfg.rate_bps is not None or cfg.dilation is not None:
+        return cfg
+    from .rates import choose_rate
+
+    choice = choose_rate(cfg.topo, cfg.target, None)
+    return dataclasses.replace(cfg, rate_bps=choice.rate_bps, rate_reason=choice.reason)
 
 
 def _check_points(r: _Reader, doc: YMap, points: Sequence[Point], whole: bool) -> None:

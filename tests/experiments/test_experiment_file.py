@@ -91,6 +91,35 @@ def test_a_null_value_is_shown_as_the_file_spells_it() -> None:
     assert p.config.lb_seed is None and p.options()["lb_seed"] == "null"
 
 
+def test_real_time_points_run_at_the_rate_emu_run_would_choose(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`emu experiment --real` ran clos4's points at the library's default wire rate
+    (20 Mb/s, dilation 5000), where this 2-core machine is CPU-bound, while `emu run
+    clos4` takes the calibrated or built-in rate (1 Mb/s): every lb-modes point was
+    flagged CPU-bound."""
+    from emu.experiments.rates import BUILTIN_RATES_BPS, save_calibration
+
+    cal = tmp_path / "calibration.json"
+    monkeypatch.setenv("EMU_CALIBRATION", str(cal))
+    f = tmp_path / "exp.yaml"
+    f.write_text(textwrap.dedent("""
+        base: {topology: clos4, workload: permutation, size: 8K}
+        grid:
+          pace:
+            - {}
+            - {rate: 5Mbps}
+            - {dilation: 2000}
+        """))
+    built_in, given, dilated = [p.config for p in load_experiment(f, real=True).points]
+    assert (built_in.rate_bps, built_in.dilation) == (BUILTIN_RATES_BPS["clos4"], None)
+    assert "built-in default for clos4" in built_in.rate_reason
+    assert given.rate_bps == 5_000_000 and (dilated.rate_bps, dilated.dilation) == (None, 2000)
+    save_calibration(cal, "clos4", "embedded", 3_000_000, [])
+    assert load_experiment(f, real=True).points[0].config.rate_bps == 3_000_000
+    # virtual time keeps the library's rate: no CPU to respect
+    assert load_experiment(f).points[0].config.rate_bps is None
+
+
 def test_every_runconfig_and_workload_field_is_an_option(tmp_path: Path) -> None:
     opts = options()
     # fields later layers add (flow control, load) need no change here
