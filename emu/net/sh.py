@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+import tempfile
 from collections.abc import Iterable, Sequence
 
 from .errors import NetError
@@ -20,8 +21,15 @@ def script(commands: Iterable[Sequence[str]]) -> str:
 
 
 def run_script(text: str, what: str) -> None:
-    """Run a script in the current (root) namespace; NetError with its stderr on failure."""
-    r = subprocess.run(["sh", "-c", text], capture_output=True, text=True)
+    """Run a script in the current (root) namespace; NetError with its stderr on failure.
+
+    The script goes to sh as a file: a large fabric's batch (fattree8: 512 switch
+    interfaces) is past the kernel's 128 KiB limit on one argument of `sh -c`."""
+    with tempfile.NamedTemporaryFile("w", prefix="emu-", suffix=".sh") as f:
+        f.write(text)
+        f.flush()
+        r = subprocess.run(["sh", f.name], capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL)
     if r.returncode != 0:
         raise NetError(f"{what}: {last_line(r.stderr) or f'exit {r.returncode}'}")
 

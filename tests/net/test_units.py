@@ -11,7 +11,7 @@ import pytest
 from emu.net.addresses import PortAllocator, unix_address
 from emu.net.errors import NetError
 from emu.net.links import htb_commands, link_ends
-from emu.net.sh import script
+from emu.net.sh import run_script, script
 from emu.net.switch_node import queue_configs
 from emu.topo import load_topology
 
@@ -75,3 +75,18 @@ def test_script_stops_at_the_first_failure_and_names_it() -> None:
     r = subprocess.run(["sh", "-c", text], capture_output=True, text=True)
     assert r.returncode == 1 and r.stdout == ""
     assert r.stderr.strip() == "failed: false 'x y'"
+
+
+def test_a_batch_past_the_kernel_argument_limit_runs(tmp_path: Path) -> None:
+    """`make run TOPO=fattree8` stopped with "OSError: [Errno 7] Argument list too long:
+    'sh'": its switch-interface batch (512 interfaces) went to `sh -c` as one argument,
+    past the kernel's 128 KiB per argument."""
+    out = tmp_path / "out"
+    cmds = [["true", f"switch-interface-{i:05d}-" + "x" * 40] for i in range(4000)]
+    cmds.append(["touch", str(out)])
+    text = script(cmds)
+    assert len(text.encode()) > 128 * 1024
+    run_script(text, "switch interfaces")
+    assert out.exists()
+    with pytest.raises(NetError, match="big batch: failed: false"):
+        run_script(script([*cmds, ["false"]]), "big batch")
