@@ -117,8 +117,8 @@ def _fabric_args(f: argparse._ArgumentGroup) -> None:
                         "twice the QP's bandwidth-delay product, at least 32)")
     f.add_argument("--rto", type=float, default=None, metavar="US",
                    help="each QP's base retransmission timeout in modelled us, doubled on "
-                        "repeated timeouts (default: twice the QP's base round trip plus "
-                        "the worst queueing its path can hold; a ConnectX local ACK timeout "
+                        "repeated timeouts (default: twice the sum of the QP's base round trip "
+                        "and the worst queueing its path can hold; a ConnectX local ACK timeout "
                         "is 4.096 us x 2^timeout)")
     f.add_argument("--plb", action="store_true",
                    help="PLB on every QP (Linux tcp_plb's rules; needs --cc dcqcn): move "

@@ -98,8 +98,8 @@ class RunConfig:
     # Outstanding packets per QP (and the sr reorder window); None: twice each QP's
     # bandwidth-delay product (emu.experiments.agent_configs.window_pkts_for).
     window_pkts: int | None = None
-    # Each QP's base retransmission timeout, modelled (None: twice the QP's base round
-    # trip plus the worst queueing its path can hold, agent_configs.rto_wire_ms). A
+    # Each QP's base retransmission timeout, modelled (None: twice the sum of the QP's
+    # base round trip and the worst queueing its path can hold, agent_configs.rto_wire_ms). A
     # ConnectX local ACK timeout is 4.096 us x 2^timeout (NCCL's default 20: 4.3 s).
     rto_us: float | None = None
     mtu_bytes: int = 1024  # RoCE path MTU (payload per packet)

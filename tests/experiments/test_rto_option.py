@@ -1,5 +1,5 @@
 """`--rto US` / `rto_us`: each QP's base retransmission timeout, modelled, instead of the
-one computed from its path (twice the base round trip plus the worst queueing). A RoCE
+one computed from its path (twice the sum of the base round trip and the worst queueing). A RoCE
 NIC's local ACK timeout is milliseconds to seconds (4.096 us x 2^timeout), 1000 times
 the path's: a lossy run's tail is then the NIC's timeout, which researchers must be
 able to set."""
