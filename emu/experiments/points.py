@@ -86,7 +86,8 @@ def read_metrics(d: Path) -> PointMetrics | None:
         return None
     flat = dict(doc["metrics"])
     if "cpu_bound" not in flat:  # written before the column: its summary's verdict
-        fid = doc.get("summary", {}).get("fidelity") if isinstance(doc.get("summary"), dict) else None
+        summary = doc.get("summary")
+        fid = summary.get("fidelity") if isinstance(summary, dict) else None
         flat["cpu_bound"] = fid.get("cpu_bound") if isinstance(fid, dict) else None
     return PointMetrics(flat, dict(doc.get("slowdown_by_size") or {}),
                         dict(doc.get("reorder_distance") or {}))

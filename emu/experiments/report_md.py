@@ -254,7 +254,7 @@ def report_text(exp: Experiment, points: Sequence[PointResult],
                            if p.configuration in configs or p.configuration in nfailed):
         ps = configs.get(c, [])
         seeds = str(len(ps)) + (f" ({nfailed[c]} failed)" if c in nfailed else "")
-        cpu = [f"{sum(p in bound for p in ps)}/{len(ps)}"] if bound else []
+        cpu = [f"{sum(map(_cpu_bound, ps))}/{len(ps)}"] if bound else []
         cells = [c, seeds, *cpu, *(_table_cell([p.metrics.get(key) for p in ps], fmt)
                                    for key, _h, fmt in table)]
         lines.append("| " + " | ".join(cells) + " |")
@@ -268,9 +268,13 @@ def report_text(exp: Experiment, points: Sequence[PointResult],
     return "\n".join(lines)
 
 
+def _cpu_bound(p: PointResult) -> bool:
+    """A completed point whose (real-time) run judged itself CPU-bound."""
+    return p.status == "done" and p.metrics.get("cpu_bound") is True
+
+
 def cpu_bound_points(points: Sequence[PointResult]) -> list[PointResult]:
-    """The completed points whose (real-time) run judged itself CPU-bound."""
-    return [p for p in points if p.status == "done" and p.metrics.get("cpu_bound") is True]
+    return [p for p in points if _cpu_bound(p)]
 
 
 def fidelity_warning(bound: Sequence[PointResult], done: int) -> str:
