@@ -292,12 +292,16 @@ class PauseState:
     which priority p must not start a frame. `on_resume(prio_mask)` is called when a
     zero-quanta frame ends a pause early, so the transmitter can restart at once.
     `enabled`: bit mask of the priorities PFC is enabled for on this port; a PFC frame
-    pauses only those (the others are counted in `rx` and go on sending). An 802.3x
-    PAUSE is not per priority and stops every one (`global_pause`).
+    pauses only those (the others are counted and go on sending). Per priority, `rx`
+    counts the frames that pause it (non-zero quanta) and `rx_resume` those that resume
+    it (zero quanta), as the sender counts its PAUSE and resume frames apart; the two
+    together are a MAC's per-priority PFC RX counter. An 802.3x PAUSE is not per
+    priority and stops every one (`global_pause`).
     """
 
-    __slots__ = ("until", "since", "acc_ns", "rx", "rx_global", "malformed", "global_pause",
-                 "rate_bps", "now", "on_resume", "on_pause", "ignore", "enabled")
+    __slots__ = ("until", "since", "acc_ns", "rx", "rx_resume", "rx_global", "malformed",
+                 "global_pause", "rate_bps", "now", "on_resume", "on_pause", "ignore",
+                 "enabled")
 
     def __init__(self, now: Callable[[], int], rate_bps: float,
                  global_pause: str = "honour", enabled: int = 0xFF) -> None:
@@ -308,7 +312,8 @@ class PauseState:
         self.until = [0] * NUM_PRIORITIES
         self.since = [0] * NUM_PRIORITIES
         self.acc_ns = [0] * NUM_PRIORITIES
-        self.rx = [0] * NUM_PRIORITIES  # PAUSE frames received enabling that class
+        self.rx = [0] * NUM_PRIORITIES  # frames received pausing that class (quanta > 0)
+        self.rx_resume = [0] * NUM_PRIORITIES  # frames received resuming it (quanta 0)
         self.rx_global = 0
         self.malformed: dict[str, int] = {}
         self.ignore = 0  # bit mask of priorities whose PAUSE is ignored (watchdog forward)
@@ -339,14 +344,17 @@ class PauseState:
         for p in range(NUM_PRIORITIES):
             if not vector >> p & 1:
                 continue  # the time of a class not enabled is ignored
-            self.rx[p] += 1
+            q = quanta[p]
+            if q:
+                self.rx[p] += 1
+            else:
+                self.rx_resume[p] += 1
             if not honour >> p & 1:
                 continue  # PFC is not enabled for p here: the frame does not stop it
             if self.on_pause is not None:
                 self.on_pause(p, now)
             if self.ignore >> p & 1:
                 continue
-            q = quanta[p]
             until = self.until[p]
             if q == 0:
                 if until > now:
@@ -383,7 +391,8 @@ class PauseState:
 
     def counters(self) -> dict[str, object]:
         now = self.now()
-        return {"pause_rx": list(self.rx), "pause_rx_global": self.rx_global,
+        return {"pause_rx": list(self.rx), "resume_rx": list(self.rx_resume),
+                "pause_rx_global": self.rx_global,
                 "paused_ns": [self.paused_ns(p) for p in range(NUM_PRIORITIES)],
                 "paused_now": [self.until[p] > now for p in range(NUM_PRIORITIES)],
                 "malformed": dict(self.malformed)}

@@ -100,16 +100,31 @@ def _paused_ns(counters: Counters) -> int:
     return max((int(x) for x in counters.get("paused_ns") or [0]), default=0)
 
 
+_FRAME_COUNTS = ("pause_tx", "resume_tx", "pause_rx", "resume_rx")
+
+
+def _port_row(node: str, port: int, e: Counters, span_ns: float) -> Counters:
+    """One port's figures: PAUSE (non-zero quanta) and resume frames sent and received
+    per priority, counted alike at both ends of a link, and its paused time."""
+    ns = _paused_ns(e)
+    return {"node": node, "port": port,
+            **{k: _nonzero(e.get(k, [])) for k in _FRAME_COUNTS},
+            "paused_ns": ns, "paused_pct": 100.0 * ns / span_ns,
+            "malformed": dict(e.get("malformed") or {})}
+
+
 def pfc_summary(series: PfcSeries, rows_by_host: Mapping[str, Sequence[Mapping[str, Any]]],
-                duration_s: float) -> Counters | None:
+                span_s: float) -> Counters | None:
     """The run's PFC figures from the last switch counters and the agents' rows; None
-    when nothing had flow control."""
+    when nothing had flow control. `paused_pct` is of `span_s`, the traffic window
+    (first flow start to last arrival): the agents' start-up and exit, which differ
+    between real and virtual time, would dilute it."""
     last = series[-1][1] if series else {}
     hosts = {h: r["pfc"] for h, rows in rows_by_host.items() for r in rows
              if r.get("type") == "summary" and r.get("pfc")}
     if not last and not hosts:
         return None
-    span_ns = max(1.0, duration_s * 1e9)
+    span_ns = max(1.0, span_s * 1e9)
     ports: list[Counters] = []
     watchdog: list[Counters] = []
     drops: list[Counters] = []
@@ -117,13 +132,7 @@ def pfc_summary(series: PfcSeries, rows_by_host: Mapping[str, Sequence[Mapping[s
     for sw in sorted(last):
         c = last[sw]
         for port, e in sorted(c.get("ports", {}).items(), key=lambda kv: int(kv[0])):
-            ns = _paused_ns(e)
-            ports.append({"node": sw, "port": int(port),
-                          "pause_tx": _nonzero(e.get("pause_tx", [])),
-                          "pause_rx": _nonzero(e.get("pause_rx", [])),
-                          "resume_tx": _nonzero(e.get("resume_tx", [])),
-                          "paused_ns": ns, "paused_pct": 100.0 * ns / span_ns,
-                          "malformed": dict(e.get("malformed") or {})})
+            ports.append(_port_row(sw, int(port), e, span_ns))
         for key, w in sorted(c.get("watchdog", {}).items()):
             port, prio = key.split(":")
             watchdog.append({"node": sw, "port": int(port), "priority": int(prio),
@@ -135,17 +144,9 @@ def pfc_summary(series: PfcSeries, rows_by_host: Mapping[str, Sequence[Mapping[s
                           "reason": reason, "count": n})
         for port, h in sorted((c.get("headroom") or {}).items(), key=lambda kv: int(kv[0])):
             headroom.append({"node": sw, "port": int(port), **h})
-    host_rows = []
-    for h in sorted(hosts):
-        e = hosts[h]
-        ns = _paused_ns(e)
-        host_rows.append({"node": h, "port": 0, "pause_tx": _nonzero(e.get("pause_tx", [])),
-                          "pause_rx": _nonzero(e.get("pause_rx", [])),
-                          "resume_tx": _nonzero(e.get("resume_tx", [])),
-                          "paused_ns": ns, "paused_pct": 100.0 * ns / span_ns,
-                          "malformed": dict(e.get("malformed") or {})})
-    total = {"pause_tx": sum(sum(p["pause_tx"].values()) for p in [*ports, *host_rows]),
-             "pause_rx": sum(sum(p["pause_rx"].values()) for p in [*ports, *host_rows]),
+    host_rows = [_port_row(h, 0, hosts[h], span_ns) for h in sorted(hosts)]
+    total = {**{k: sum(sum(p[k].values()) for p in [*ports, *host_rows])
+                for k in _FRAME_COUNTS},
              "watchdog_detected": sum(w["detected"] for w in watchdog),
              "lossless_drops": sum(d["count"] for d in drops
                                    if d["priority"] == LOSSLESS_PRIORITY)}

@@ -92,7 +92,8 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
                       bringup_s=dict(rec.bringup_s),
                       notes=[*plan.notes, *rec.notes, *beat_ideal_note(flows)],
                       events=list(rec.events), fct_slowdown=slowdown_buckets(flows),
-                      pfc=pfc_summary(pfc_series(rec), rec.rows_by_host, rec.duration_s),
+                      pfc=pfc_summary(pfc_series(rec), rec.rows_by_host,
+                                      M.traffic_window_s(flows) or rec.duration_s),
                       queue_samples=len(queue_samples))
 
 

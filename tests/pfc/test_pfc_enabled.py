@@ -99,3 +99,14 @@ def test_pause_quanta_are_timed_at_the_ports_rate_not_the_modelled_links():
     tm.enqueue(OUT, object(), 1000, 3)
     clock.run_until_idle()
     assert out == [512_000]
+
+
+def test_pause_state_counts_pause_and_resume_frames_apart() -> None:
+    """A zero-quanta frame resumes a class: counted as such, not as a PAUSE, so a link's
+    receive counts match what its sender counts as PAUSE and resume frames."""
+    st = PauseState(lambda: 0, 1e9, enabled=0b1000)
+    st.on_frame(pfc_frame(SRC, {3: 10, 5: 0}))
+    st.on_frame(pfc_frame(SRC, {3: 0}))
+    c = st.counters()
+    assert c["pause_rx"][3] == 1 and c["resume_rx"][3] == 1
+    assert c["pause_rx"][5] == 0 and c["resume_rx"][5] == 1
