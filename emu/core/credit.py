@@ -169,7 +169,7 @@ class CreditPort:
     __slots__ = ("clock", "send", "src", "cfg", "lossless", "rate_bps", "on_credit",
                  "fctbs", "fccl", "abr", "used", "budget", "adv", "blocked", "_timer",
                  "tx_updates", "rx_updates", "requests_rx", "malformed", "overrun",
-                 "blocked_events")
+                 "blocked_events", "blocked_since", "blocked_ns")
 
     def __init__(self, clock: Clock, send: Callable[[bytes], object], src_mac: bytes | str,
                  settings: CreditSettings, lossless: frozenset[int], rate_bps: float,
@@ -198,6 +198,10 @@ class CreditPort:
         self.malformed: dict[str, int] = {}
         self.overrun = [0] * n
         self.blocked_events = [0] * n
+        # Time each priority waited for credit: since when (while blocked) and the sum
+        # of the waits that ended, the credit counterpart of a PFC port's paused time.
+        self.blocked_since = [0] * n
+        self.blocked_ns = [0] * n
 
     # --- sender -------------------------------------------------------------------------
     def can_send(self, prio: int, nbytes: int) -> bool:
@@ -206,6 +210,7 @@ class CreditPort:
         if not self.blocked[prio]:
             self.blocked[prio] = True
             self.blocked_events[prio] += 1
+            self.blocked_since[prio] = self.clock.now_ns()
             self._arm()  # ask for credit at the next tick
         return False
 
@@ -268,6 +273,11 @@ class CreditPort:
         if p not in self.lossless:
             self.malformed["not_lossless"] = self.malformed.get("not_lossless", 0) + 1
             return
+        # The peer's first update: it has just come up, maybe after our own announce
+        # went out to nobody (a host's agent starts after its leaf's daemon); reply, as
+        # a link coming up exchanges credit both ways, or its first frame would wait
+        # for its re-send timer and our answer.
+        first = self.rx_updates[p] == 0
         self.rx_updates[p] += 1
         # Everything the peer sent before this frame has arrived (the link is FIFO):
         # what it counts and we did not was lost, and frees its credit.
@@ -277,11 +287,14 @@ class CreditPort:
         if u.flags & FLAG_REQUEST:
             self.requests_rx[p] += 1
             self.update(p)
+        elif first:
+            self.update(p)
         elif self.adv[p] < 0 or (self.limit(p) - self.adv[p]) & _MASK >= \
                 self.cfg.update_blocks:
             self.update(p)
         if old != u.fccl and self.blocked[p]:
             self.blocked[p] = False
+            self.blocked_ns[p] += self.clock.now_ns() - self.blocked_since[p]
             if self.on_credit is not None:
                 self.on_credit(p)
 
@@ -304,9 +317,16 @@ class CreditPort:
         # waits: a lost last update is then harmless until the peer wants credit, and
         # a peer waiting for credit asks for it.
 
+    def waited_ns(self, prio: int) -> int:
+        """How long `prio` has waited for credit so far, a wait still running included."""
+        running = self.clock.now_ns() - self.blocked_since[prio] if self.blocked[prio] else 0
+        return self.blocked_ns[prio] + running
+
     def counters(self) -> dict[str, object]:
         return {"updates_tx": list(self.tx_updates), "updates_rx": list(self.rx_updates),
                 "requests_rx": list(self.requests_rx), "fctbs": list(self.fctbs),
                 "fccl": list(self.fccl), "abr": list(self.abr),
                 "used_blocks": list(self.used), "overrun": list(self.overrun),
-                "blocked": list(self.blocked_events), "malformed": dict(self.malformed)}
+                "blocked": list(self.blocked_events),
+                "blocked_ns": [self.waited_ns(p) for p in range(NUM_PRIORITIES)],
+                "malformed": dict(self.malformed)}

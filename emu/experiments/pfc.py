@@ -113,6 +113,20 @@ def _port_row(node: str, port: int, e: Counters, span_ns: float) -> Counters:
             "malformed": dict(e.get("malformed") or {})}
 
 
+def class_drops(switch: str, c: Counters) -> list[Counters]:
+    """A switch's flow-control drops ("port:priority:reason" -> packets) as rows."""
+    out = []
+    for key, n in sorted(c.get("drops", {}).items()):
+        port, prio, reason = key.split(":", 2)
+        out.append({"node": switch, "port": int(port), "priority": int(prio),
+                    "reason": reason, "count": n})
+    return out
+
+
+def lossless_drops(drops: Sequence[Counters]) -> int:
+    return sum(d["count"] for d in drops if d["priority"] == LOSSLESS_PRIORITY)
+
+
 def pfc_summary(series: PfcSeries, rows_by_host: Mapping[str, Sequence[Mapping[str, Any]]],
                 span_s: float) -> Counters | None:
     """The run's PFC figures from the last switch counters and the agents' rows; None
@@ -138,18 +152,14 @@ def pfc_summary(series: PfcSeries, rows_by_host: Mapping[str, Sequence[Mapping[s
             watchdog.append({"node": sw, "port": int(port), "priority": int(prio),
                              "detected": w["detected"], "restored": w["restored"],
                              "dropped": w["dropped"]})
-        for key, n in sorted(c.get("drops", {}).items()):
-            port, prio, reason = key.split(":", 2)
-            drops.append({"node": sw, "port": int(port), "priority": int(prio),
-                          "reason": reason, "count": n})
+        drops.extend(class_drops(sw, c))
         for port, h in sorted((c.get("headroom") or {}).items(), key=lambda kv: int(kv[0])):
             headroom.append({"node": sw, "port": int(port), **h})
     host_rows = [_port_row(h, 0, hosts[h], span_ns) for h in sorted(hosts)]
     total = {**{k: sum(sum(p[k].values()) for p in [*ports, *host_rows])
                 for k in _FRAME_COUNTS},
              "watchdog_detected": sum(w["detected"] for w in watchdog),
-             "lossless_drops": sum(d["count"] for d in drops
-                                   if d["priority"] == LOSSLESS_PRIORITY)}
+             "lossless_drops": lossless_drops(drops)}
     return {"ports": ports, "hosts": host_rows, "watchdog": watchdog, "drops": drops,
             "headroom": headroom, "total": total}
 
@@ -207,19 +217,25 @@ def pfc_tables(pfc: Counters, dilation: float = 1.0, max_rows: int = 16
                       str(e["restored"]), str(e["dropped"]))
         out.append(w)
     if pfc["drops"]:
-        d = Table(title="Drops per class (port, priority, reason)", title_justify="left")
-        for col in ("port", "priority", "reason", "packets"):
-            d.add_column(col)
-        for e in pfc["drops"][:max_rows]:
-            d.add_row(f"{e['node']}:{e['port']}", str(e["priority"]), e["reason"],
-                      str(e["count"]))
-        out.append(d)
+        out.append(drops_table(pfc["drops"], max_rows))
     short = [h for h in pfc["headroom"] if not h.get("ok", True)]
     if short:
         out.append("PFC headroom below what the link needs (lossless drops possible): " +
                    ", ".join(f"{h['node']}:{h['port']} {h['configured']} < {h['needed']} B"
                              for h in short))
     return out
+
+
+def drops_table(drops: Sequence[Counters], max_rows: int) -> Table:
+    from rich.table import Table
+
+    d = Table(title="Drops per class (port, priority, reason)", title_justify="left")
+    for col in ("port", "priority", "reason", "packets"):
+        d.add_column(col)
+    for e in drops[:max_rows]:
+        d.add_row(f"{e['node']}:{e['port']}", str(e["priority"]), e["reason"],
+                  str(e["count"]))
+    return d
 
 
 # ---------------------------------------------------------------------------- plot
@@ -288,7 +304,7 @@ class VirtualPfc:
         self.sample()  # before any traffic
 
     def host_params(self, host: str) -> HostPfcParams | None:
-        return self.sim.host_mac(host).params if self.on else None
+        return self.sim.host_mac_params(host) if self.on else None
 
     def sample(self) -> None:
         if self.on:
@@ -297,10 +313,13 @@ class VirtualPfc:
 
 def switch_counters(sim: SimFabric) -> dict[str, Counters]:
     """An in-process fabric's (emu.sim.SimFabric) switch counters, as the daemon's
-    admin `stats` -> "pfc" gives them."""
+    admin `stats` -> "pfc" (or "credit") gives them."""
     out: dict[str, Counters] = {}
     for name, sw in sim.switches.items():
         fc = sw.flow_control
-        if fc is not None and fc.cfg.mode == "pfc":  # credit mode has no PAUSE figures
-            out[name] = {**fc.counters(), "headroom": fc.headroom_report()}
+        if fc is None:
+            continue
+        out[name] = fc.counters()  # credit mode's say "mode": "credit"
+        if fc.cfg.mode == "pfc":
+            out[name]["headroom"] = fc.headroom_report()
     return out

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
+from emu.core.flowmode import FlowControlMode
 from emu.core.wire import WIRE_OVERHEAD_BYTES
 
 from . import metrics as M
@@ -83,8 +84,14 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
     if cfg.workload.channels > 1:
         run["channels"] = cfg.workload.channels
     ok = bool(flows) and all(f.verified for f in flows)
+    from .credit_report import credit_summary
     from .pfc import pfc_summary
 
+    # Flow-control figures: a port's paused (waited) % is of the traffic window.
+    window_s = M.traffic_window_s(flows) or rec.duration_s
+    fc = (credit_summary if cfg.flow_control is FlowControlMode.CREDIT else pfc_summary)(
+        pfc_series(rec), rec.rows_by_host, window_s)
+    credit = cfg.flow_control is FlowControlMode.CREDIT
     return RunSummary(run=run, ok=ok, duration_s=rec.duration_s, flows=flows,
                       collectives=colls, hosts=hosts, fabric=fabric,
                       queues=M.queue_stats(queue_samples, top=5, weights=weights),
@@ -92,8 +99,7 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
                       bringup_s=dict(rec.bringup_s),
                       notes=[*plan.notes, *rec.notes, *beat_ideal_note(flows)],
                       events=list(rec.events), fct_slowdown=slowdown_buckets(flows),
-                      pfc=pfc_summary(pfc_series(rec), rec.rows_by_host,
-                                      M.traffic_window_s(flows) or rec.duration_s),
+                      pfc=None if credit else fc, credit=fc if credit else None,
                       queue_samples=len(queue_samples))
 
 

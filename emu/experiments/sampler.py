@@ -54,7 +54,8 @@ class Snapshot:
     # Per entry of `queues`, how many sample ticks it stands for (None: one each): a
     # depth held unchanged is one weighted point (ChangeSampler).
     queue_weights: list[int] | None = None
-    pfc: dict[str, Counters] = field(default_factory=dict)  # switch -> admin stats "pfc"
+    # switch -> admin stats "pfc" (or "credit": their "mode" says so)
+    pfc: dict[str, Counters] = field(default_factory=dict)
 
 
 def from_target_stats(switch: str, stats: Row, t_s: float
@@ -171,7 +172,7 @@ class FabricSampler:
                 queues.extend(q)
                 if lg is not None:
                     lag = max(lag or 0.0, lg)
-                counters = st.get("pfc")
+                counters = st.get("pfc") or st.get("credit")
                 if isinstance(counters, dict) and counters:
                     pfc[sw] = counters
         self.target_s += time.monotonic() - t0

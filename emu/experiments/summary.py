@@ -66,7 +66,8 @@ class RunSummary:
     notes: list[str] = field(default_factory=list)
     events: list[tuple[float, str]] = field(default_factory=list)  # (t_s, what) e.g. failures
     fct_slowdown: list[SlowdownBucket] = field(default_factory=list)  # per flow-size bucket
-    pfc: Counters | None = None  # flow-control figures (emu.experiments.pfc)
+    pfc: Counters | None = None  # PFC figures (emu.experiments.pfc)
+    credit: Counters | None = None  # link-level credit figures (emu.experiments.credit_report)
     queue_samples: int = 0  # depth samples taken: with `queues` empty, every one was 0
 
     @property
@@ -181,7 +182,8 @@ def tables(s: RunSummary, max_flows: int = 16) -> list[Table | str]:
            ["queue tail drops", str(fab.queue_drops)],
            ["pipeline drops", str(fab.pipeline_drops)],
            *([["flow-control drops (PFC watchdog, headroom; credit)",
-               str(fab.flow_control_drops)]] if s.pfc is not None or fab.flow_control_drops
+               str(fab.flow_control_drops)]]
+             if s.pfc is not None or s.credit is not None or fab.flow_control_drops
              else []),
            *([["link drops (sent to a port that was down)", str(fab.link_drops)]]
              if fab.link_drops else []),
@@ -211,6 +213,10 @@ def tables(s: RunSummary, max_flows: int = 16) -> list[Table | str]:
         from .pfc import pfc_tables
 
         out.extend(pfc_tables(s.pfc, r["dilation"]))
+    if s.credit:
+        from .credit_report import credit_tables
+
+        out.extend(credit_tables(s.credit, r["dilation"]))
     return out
 
 

@@ -158,26 +158,33 @@ class SimFabric:
         fabric's DSCP -> priority map and lossless priorities; give it to a Nic/Agent.
         Keyword arguments go to HostPfcParams (e.g. the slow-receiver buffer). In
         credit mode it is an emu.roce.credit.HostCreditMac (HostCreditParams)."""
-        from emu.roce.pfc import HostMac, HostPfcParams
+        from emu.roce.credit import HostCreditMac, HostCreditParams
+        from emu.roce.pfc import HostMac
+
+        h = self.fabric.host(host)
+        params = self.host_mac_params(host, **kw)
+        port = self._ports[(h.name, h.port)]
+        if isinstance(params, HostCreditParams):
+            return HostCreditMac(self.clock, port, params)
+        return HostMac(self.clock, port, params)
+
+    def host_mac_params(self, host: str, **kw: Any) -> Any:
+        """The parameters `host_mac` gives its MAC, without making one (a credit MAC
+        announces its credit on the link as it is made)."""
+        from emu.roce.credit import HostCreditParams
+        from emu.roce.pfc import HostPfcParams
 
         h = self.fabric.host(host)
         fc = self.flow_control
-        lossless = fc.lossless if fc is not None else frozenset()
+        rate = self.fabric.links[h.link].rate_bps
+        dscp = dict(self.qos.dscp_priority)
         if fc is not None and fc.mode == "credit":
-            return self._host_credit_mac(h, fc, **kw)
-        params = HostPfcParams(mac=h.mac, rate_bps=self.fabric.links[h.link].rate_bps,
-                               dscp_priority=dict(self.qos.dscp_priority),
-                               lossless=lossless, **kw)
-        return HostMac(self.clock, self._ports[(h.name, h.port)], params)
-
-    def _host_credit_mac(self, h: Any, fc: Any, **kw: Any) -> Any:
-        from emu.roce.credit import HostCreditMac, HostCreditParams
-
-        params = HostCreditParams(mac=h.mac, rate_bps=self.fabric.links[h.link].rate_bps,
-                                  dscp_priority=dict(self.qos.dscp_priority),
-                                  lossless=fc.lossless, credit=fc.credit,
-                                  **{"mtu": h.mtu, **kw})
-        return HostCreditMac(self.clock, self._ports[(h.name, h.port)], params)
+            return HostCreditParams(mac=h.mac, rate_bps=rate, dscp_priority=dscp,
+                                    lossless=fc.lossless, credit=fc.credit,
+                                    **{"mtu": h.mtu, **kw})
+        lossless = fc.lossless if fc is not None else frozenset()
+        return HostPfcParams(mac=h.mac, rate_bps=rate, dscp_priority=dscp,
+                             lossless=lossless, **kw)
 
     def _open_pcaps(self, directory: Path) -> None:
         """`<iface>_in.pcap` / `<iface>_out.pcap` per switch port, as the switch daemon

@@ -247,3 +247,58 @@ def test_a_lost_update_is_sent_again_by_the_periodic_refresh():
     assert len(r.b_port.dropped) == 1
     assert after[0] == (lost[0], 0)  # the next update: the same limit again
     assert r.got == list(range(20)) and r.violations == 0 and r.rx.rx_overrun == 0
+
+
+def test_a_port_counts_how_long_it_waited_for_credit() -> None:
+    """The credit counterpart of PFC's paused time: from the frame that found too little
+    credit to the update that granted more, a wait still running included."""
+    from emu.core.credit import CreditPort, credit_frame
+
+    clock = VirtualClock()
+    port = CreditPort(clock, lambda f: True, "02:00:00:00:00:01", CreditSettings(),
+                      frozenset({3}), RATE)
+    peer = "02:00:00:00:00:02"
+    clock.advance(500)
+    assert not port.can_send(3, SIZE)  # nothing granted before the peer's first update
+    clock.advance(1_000)
+    assert port.counters()["blocked_ns"][3] == 1_000  # still waiting
+    port.on_frame(credit_frame(peer, 3, 0, blocks(SIZE)))
+    clock.advance(7_000)
+    c = port.counters()
+    assert c["blocked_ns"][3] == 1_000 and c["blocked"][3] == 1
+    assert port.can_send(3, SIZE)
+    assert sum(c["blocked_ns"]) == 1_000  # the other priorities never waited
+
+
+def test_a_port_that_comes_up_late_gets_credit_without_waiting_for_a_timer() -> None:
+    """A host's agent starts after its leaf's daemon announced credit to nobody: the
+    leaf answers the host's first update at once, so the host's first frame goes out a
+    round trip after it came up, not after its re-send timer and a request (7.3 us
+    modelled on a real-time clos4 run)."""
+    from emu.core.credit import CreditPort
+
+    clock = VirtualClock()
+    delay = 1_000
+    ends: dict[str, CreditPort] = {}
+    up = {"leaf": True, "host": False}
+
+    def wire(to: str) -> Callable[[bytes], bool]:
+        def send(frame: bytes) -> bool:
+            if up[to]:
+                clock.call_later(delay, lambda: ends[to].on_frame(frame))
+            return True
+        return send
+
+    ends["leaf"] = CreditPort(clock, wire("host"), "02:00:00:00:00:01", CreditSettings(),
+                              frozenset({3}), RATE)
+    ends["leaf"].announce()  # to nobody: the host is not up
+    clock.run_until_idle()
+    clock.advance(1_000_000)
+    up["host"] = True
+    host = ends["host"] = CreditPort(clock, wire("leaf"), "02:00:00:00:00:02",
+                                     CreditSettings(), frozenset({3}), RATE)
+    host.announce()
+    t0 = clock.now_ns()
+    clock.advance(2 * delay)
+    assert host.can_send(3, SIZE) and clock.now_ns() - t0 == 2 * delay
+    assert host.period_ns() > 2 * delay  # the timer would have come later

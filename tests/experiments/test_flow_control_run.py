@@ -257,3 +257,47 @@ def test_pause_and_resume_frames_agree_at_both_ends_of_every_link() -> None:
     assert paused
     for e in paused:
         assert e["paused_pct"] == pytest.approx(100 * e["paused_ns"] / window_ns)
+
+
+def test_a_credit_run_reports_credit_waits_and_updates_agreeing_across_links(
+        tmp_path: Path) -> None:
+    """`--flow-control credit` reported no flow-control figures at all (the PFC run's
+    PAUSE table had no credit counterpart). Now: per port the updates sent and received
+    (one end's sent are the other's received: a virtual run built a throw-away host MAC
+    for its settings, which announced credit to the leaf once more than the host's own
+    counted) and how long a lossless queue waited for credit, as % of the traffic
+    window."""
+    from emu.experiments.virtual import run_virtual
+
+    plan = plan_run(RunConfig(virtual=True, flow_control=FlowControlMode.CREDIT,
+                              workload=WorkloadParams("incast", message_bytes=64 * 1024),
+                              results_root=tmp_path, progress=False))
+    s = run_virtual(plan, console=_Quiet())
+    c = s.credit
+    assert s.ok and s.pfc is None and c is not None
+    assert c["total"]["lossless_drops"] == 0 and c["total"]["overrun"] == 0
+    rows = {(e["node"], e["port"]): e for e in [*c["ports"], *c["hosts"]]}
+    assert len(c["hosts"]) == 8
+
+    def count(end: Any, key: str) -> int:
+        e = rows.get((end.node, end.port))
+        return sum(e[key].values()) if e else 0
+
+    for link in plan.fabric.links:
+        for x, y in ((link.a, link.b), (link.b, link.a)):
+            assert count(x, "updates_tx") == count(y, "updates_rx") > 0, (x, y)
+    waited = [e for e in rows.values() if e["waited_ns"]]
+    assert waited and all(e["waits"] for e in waited)
+    window_ns = s.traffic_s * 1e9
+    for e in waited:
+        assert 0 < e["waited_pct"] < 100
+        assert e["waited_pct"] == pytest.approx(100 * e["waited_ns"] / window_ns)
+    run_dir = Path(s.run["results_dir"])
+    assert json.loads((run_dir / "summary.json").read_text())["credit"]["total"] == c["total"]
+    text = (run_dir / "summary.txt").read_text()
+    longest = max(waited, key=lambda e: e["waited_ns"])
+    table = text.split("Credit: ports that waited for credit")[1]
+    row = next(ln for ln in table.splitlines()
+               if ln.startswith(f"│ {longest['node']}:{longest['port']} "))
+    assert f"│ {fmt_s(longest['waited_ns'] / 1e9 / s.run['dilation'])} " in row
+    assert "flow-control drops" in text
