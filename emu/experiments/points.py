@@ -128,6 +128,19 @@ class PointMetrics:
     reorder_distance: dict[str, int]
 
 
+def _flow_control(s: RunSummary) -> dict[str, Scalar]:
+    """PAUSE frames sent and the most paused port's share of the traffic window (PFC
+    runs), the longest wait for credit as such a share (credit runs); None without."""
+    pfc, credit = s.pfc, s.credit
+    pfc_ports = [*pfc["ports"], *pfc["hosts"]] if pfc else []
+    credit_ports = [*credit["ports"], *credit["hosts"]] if credit else []
+    return {"pause_frames": pfc["total"]["pause_tx"] if pfc else None,
+            "paused_max_pct": max((p["paused_pct"] for p in pfc_ports), default=0.0)
+            if pfc else None,
+            "credit_waited_max_pct": max((p["waited_pct"] for p in credit_ports), default=0.0)
+            if credit else None}
+
+
 def point_metrics(s: RunSummary) -> PointMetrics:
     """The metrics of one run, from its summary."""
     dil = float(s.run.get("dilation") or 1.0)
@@ -168,6 +181,7 @@ def point_metrics(s: RunSummary) -> PointMetrics:
         "reordered_pkts": s.hosts.reordered_pkts(), "reorder_hwm_pkts": s.hosts.reorder_hwm_pkts,
         # a real-time run whose figures the host CPU shaped (summary.txt says why)
         "cpu_bound": s.fidelity.cpu_bound,
+        **_flow_control(s),
     }
     for bw in bws:
         flat[f"algbw_GBps[{bw.name}]"] = bw.algbw_nominal_Bps / 1e9

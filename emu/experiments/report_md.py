@@ -30,7 +30,9 @@ TABLE: tuple[tuple[str, str, str], ...] = (
     ("jain_uplinks", "Jain uplinks", "{:.2f}"), ("queue_p99_pkts", "queue p99", "{:.0f}"),
     ("queue_max_pkts", "queue max", "{:.0f}"), ("drops", "drops", "{:.0f}"),
     ("cnps", "CNPs", "{:.0f}"), ("retx_pkts", "retx", "{:.0f}"),
-    ("reordered_pkts", "reordered", "{:.0f}"))
+    ("reordered_pkts", "reordered", "{:.0f}"), ("pause_frames", "PAUSE frames", "{:.0f}"),
+    ("paused_max_pct", "paused max %", "{:.1f}"),
+    ("credit_waited_max_pct", "credit wait max %", "{:.1f}"))
 
 
 @dataclass

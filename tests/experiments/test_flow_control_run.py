@@ -257,6 +257,13 @@ def test_pause_and_resume_frames_agree_at_both_ends_of_every_link() -> None:
     assert paused
     for e in paused:
         assert e["paused_pct"] == pytest.approx(100 * e["paused_ns"] / window_ns)
+    # an experiment's metrics (metrics.csv, report.md) carry both
+    from emu.experiments.points import point_metrics
+
+    flat = point_metrics(s).flat
+    assert flat["pause_frames"] == p["total"]["pause_tx"]
+    assert flat["paused_max_pct"] == max(e["paused_pct"] for e in paused)
+    assert flat["credit_waited_max_pct"] is None
 
 
 def test_a_credit_run_reports_credit_waits_and_updates_agreeing_across_links(
@@ -292,6 +299,11 @@ def test_a_credit_run_reports_credit_waits_and_updates_agreeing_across_links(
     for e in waited:
         assert 0 < e["waited_pct"] < 100
         assert e["waited_pct"] == pytest.approx(100 * e["waited_ns"] / window_ns)
+    from emu.experiments.points import point_metrics
+
+    flat = point_metrics(s).flat
+    assert flat["credit_waited_max_pct"] == max(e["waited_pct"] for e in waited)
+    assert flat["pause_frames"] is None and flat["paused_max_pct"] is None
     run_dir = Path(s.run["results_dir"])
     assert json.loads((run_dir / "summary.json").read_text())["credit"]["total"] == c["total"]
     text = (run_dir / "summary.txt").read_text()
