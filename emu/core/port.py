@@ -12,6 +12,7 @@ import errno
 import fcntl
 import functools
 import logging
+import random
 import socket
 import struct
 from abc import ABC, abstractmethod
@@ -378,7 +379,13 @@ class _MemPort(FramePort):
         d.busy_until_ns = end
         if depth is not None:
             d.in_flight.append(end)
-        self._schedule_at(end + link.delay_ns, _partial(d.arrive, frame))
+        at = end + link.delay_ns
+        if link.jitter_ns:
+            at += link.rng.randint(0, link.jitter_ns)
+            if at < d.last_arrival_ns:
+                at = d.last_arrival_ns
+            d.last_arrival_ns = at
+        self._schedule_at(at, _partial(d.arrive, frame))
         st.tx_frames += 1
         st.tx_bytes += n
         return True
@@ -393,6 +400,7 @@ class _Direction:
         self.arrive = self._arrive  # bound once, not per frame sent
         self.dst: _MemPort | None = None
         self.busy_until_ns = 0
+        self.last_arrival_ns = 0  # with jitter: no frame overtakes the one ahead
         # End-of-serialisation times of frames not yet fully sent, for the backlog.
         self.in_flight: collections.deque[int] = collections.deque()
 
@@ -409,18 +417,26 @@ class MemLink:
     Each direction serialises frames at `rate_bps` (None: infinitely fast), then
     delays them by `delay_ns`; with `queue_depth_pkts` set, a frame that finds
     that many frames waiting to be serialised is tail-dropped.
+
+    `jitter_ns`: each frame arrives up to that much later again, drawn uniformly from
+    `rng` (never before the frame ahead of it: the link stays FIFO). Real NICs and
+    switches have such timing noise; a model without any keeps periodic senders in
+    lockstep, so which of them a full queue drops repeats (phase effects).
     """
 
     def __init__(self, clock: Clock, *, rate_bps: int | None = None, delay_ns: int = 0,
                  queue_depth_pkts: int | None = None, overhead_bytes: int = 0,
-                 names: tuple[str, str] = ("a", "b")) -> None:
+                 names: tuple[str, str] = ("a", "b"), jitter_ns: int = 0,
+                 rng: random.Random | None = None) -> None:
         if rate_bps is not None and rate_bps <= 0:
             raise ValueError("rate_bps must be positive")
-        if delay_ns < 0:
-            raise ValueError("delay_ns must not be negative")
+        if delay_ns < 0 or jitter_ns < 0:
+            raise ValueError("delay_ns and jitter_ns must not be negative")
         self.clock = clock
         self.rate_bps = rate_bps
         self.delay_ns = delay_ns
+        self.jitter_ns = jitter_ns
+        self.rng = rng if rng is not None else random.Random(0)
         self.queue_depth_pkts = queue_depth_pkts
         self.overhead_bytes = overhead_bytes  # e.g. 24 for preamble+FCS+IFG accounting
         self.up = True

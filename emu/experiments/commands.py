@@ -130,6 +130,11 @@ def _fabric_args(f: argparse._ArgumentGroup) -> None:
     f.add_argument("--no-link-delay", action="store_true",
                    help="every link's delay 0 (a target that cannot emulate delays here, "
                         "e.g. BMv2 without netem) (default: off, the topology's delays)")
+    f.add_argument("--jitter", type=float, default=0.0, metavar="NS",
+                   help="virtual runs: each frame reaches the end of its link up to NS "
+                        "modelled ns later (uniform, in order), the timing noise of real "
+                        "hardware; without it senders at one rate stay in lockstep and a "
+                        "full queue drops the same ones (default 0)")
     f.add_argument("--fail-link", type=argtypes.link, default=None, metavar="A:B",
                    help="fail the link between switches A and B during the workload (the "
                         "controller reroutes) (default: none)")
@@ -239,7 +244,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                      sample_interval_s=args.sample_interval,
                      virtual=args.virtual, results_root=Path(args.results),
                      fail_link=args.fail_link, fail_after_s=args.fail_after,
-                     link_delay=not args.no_link_delay,
+                     link_delay=not args.no_link_delay, link_jitter_ns=args.jitter,
                      flow_control=FlowControlMode(args.flow_control),
                      pfc_watchdog=args.pfc_watchdog, pfc_watchdog_ms=args.pfc_watchdog_ms)
 

@@ -49,8 +49,8 @@ VIRTUAL_TIMEOUT_S = 600.0
 _POSITIVE = ("dilation", "sample_interval_s", "timeout_s", "pfc_watchdog_ms",
              "flowlet_timeout_us", "rto_us")
 _NON_NEGATIVE = ("agent_progress_s", "start_delay_s", "lock_wait_s", "fail_after_s",
-                 "qdepth_max_age_us")
-_TIME_UNITS_NS = (("_s", 10**9), ("_ms", 10**6), ("_us", 10**3))
+                 "qdepth_max_age_us", "link_jitter_ns")
+_TIME_UNITS_NS = (("_s", 10**9), ("_ms", 10**6), ("_us", 10**3), ("_ns", 1))
 # The longest time a run's option may give: 10^9 s, in nanoseconds still within the
 # 64-bit integers of the compiled clock (and what `emu incast` gives as "no timeout").
 MAX_RUN_TIME_NS = 10**18
@@ -139,6 +139,11 @@ class RunConfig:
     # False: every link's delay is 0 (for a target that cannot emulate delays here,
     # e.g. BMv2 on a kernel without netem); results then say so.
     link_delay: bool = True
+    # Virtual runs: each frame reaches the far end of its link up to this much later
+    # (modelled ns, uniform, FIFO kept; emu.core.MemLink), the timing noise of real NICs
+    # and switches. 0: none, so senders at one rate stay in lockstep and a full queue
+    # drops the same ones over and over (phase effects). A real-time run has its CPU's.
+    link_jitter_ns: float = 0.0
     # Link-level flow control (emu.core.flowmode): none keeps lossy Ethernet; pfc makes
     # the data class lossless (QosSettings.lossless, 8 priority queues). The watchdog
     # acts on a queue paused for `pfc_watchdog_ms` (modelled; restoration the same).
@@ -224,6 +229,9 @@ class RunConfig:
             raise bad(f"virtual time runs the embedded target in this process; target "
                       f"{self.target} needs a real-time run (emu run without --virtual, "
                       f"emu experiment --real)")
+        if self.link_jitter_ns and not self.virtual:
+            raise bad("link_jitter_ns (--jitter) is for virtual runs: a real-time run has "
+                      "its own timing noise, the CPU's (drop --jitter or add --virtual)")
         if self.virtual and self.cli:
             raise bad("the CLI (--cli) opens Mininet's prompt on a real-time fabric; virtual "
                       "time has no Mininet (drop --virtual or --cli)")

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from rich.console import Console
 
+    from .config import RunConfig
+
 log = logging.getLogger(__name__)
 
 
@@ -97,10 +99,25 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
                       queues=M.queue_stats(queue_samples, top=5, weights=weights),
                       uplinks=M.uplink_balance(deltas, plan.uplinks()), fidelity=fid,
                       bringup_s=dict(rec.bringup_s),
-                      notes=[*plan.notes, *rec.notes, *beat_ideal_note(flows)],
+                      notes=[*plan.notes, *rec.notes, *beat_ideal_note(flows),
+                             *lockstep_note(cfg, fabric.queue_drops)],
                       events=list(rec.events), fct_slowdown=slowdown_buckets(flows),
                       pfc=None if credit else fc, credit=fc if credit else None,
                       queue_samples=len(queue_samples))
+
+
+def lockstep_note(cfg: RunConfig, queue_drops: int) -> list[str]:
+    """A virtual run without timing jitter whose queues dropped: which packets a full
+    queue drops follows from the exact order of arrivals, and senders at one rate keep
+    it from one packet to the next (phase effects); a few ns of jitter can change which
+    flows lose and their completion times a lot (docs/experiments.md)."""
+    if not cfg.virtual or cfg.link_jitter_ns or not queue_drops:
+        return []
+    return [f"{queue_drops} packets tail-dropped in virtual time without timing jitter: "
+            "which ones a full queue drops follows from the exact order of arrivals, "
+            "which senders at one rate keep in lockstep (phase effects); a little jitter "
+            "can change which flows lose and when they finish: compare with --jitter 10 "
+            "(ns, modelled) over several seeds (docs/experiments.md)"]
 
 
 def pfc_series(rec: RunRecords) -> PfcSeries:

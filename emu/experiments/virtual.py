@@ -69,7 +69,8 @@ class _Fabric:
             plan.fabric, lb=plan.lb_settings(),
             pcap_dir=run_dir / "pcap" if run_dir is not None and cfg.pcap else None,
             ecn=plan.ecn_settings(), qos=pfc.qos(cfg), flow_control=pfc.flow_control(plan),
-            seed=cfg.workload.seed, model=plan.model, pcap_dilation=plan.dilation.factor)
+            seed=cfg.workload.seed, model=plan.model, pcap_dilation=plan.dilation.factor,
+            link_jitter_ns=round(plan.dilation.wire_ns(cfg.link_jitter_ns)))
         if cfg.lb is LbMode.TE:
             plan.pin_te(sim.controller)
         self.clock = sim.clock

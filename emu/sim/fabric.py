@@ -15,6 +15,7 @@ tells the controller, as the emulator's CLI does.
 from __future__ import annotations
 
 import functools
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,7 +83,7 @@ class SimFabric:
                  clock: VirtualClock | None = None, program: Any = None,
                  program_switches: bool = True, pcap_dir: Path | None = None,
                  flow_control: Any = None, seed: int = 1, model: Fabric | None = None,
-                 pcap_dilation: float = 1.0) -> None:
+                 pcap_dilation: float = 1.0, link_jitter_ns: int = 0) -> None:
         from emu.p4.api import P4Switch
 
         self.fabric = fabric
@@ -108,8 +109,13 @@ class SimFabric:
         self.links: dict[int, MemLink] = {}
         self._ports: dict[tuple[str, int], FramePort] = {}
         for link in fabric.links:
+            # Each link draws its jitter from its own generator, seeded by the run's
+            # seed and the link: the same frames get the same delays, whatever order
+            # the other links' events run in.
             ml = MemLink(self.clock, rate_bps=link.rate_bps, delay_ns=link.delay_ns,
-                         overhead_bytes=WIRE_OVERHEAD_BYTES, names=(link.a.intf, link.b.intf))
+                         overhead_bytes=WIRE_OVERHEAD_BYTES, names=(link.a.intf, link.b.intf),
+                         jitter_ns=link_jitter_ns,
+                         rng=random.Random(f"link-jitter:{seed}:{link.index}"))
             self.links[link.index] = ml
             self._ports[(link.a.node, link.a.port)] = ml.a
             self._ports[(link.b.node, link.b.port)] = ml.b

@@ -129,3 +129,38 @@ def test_delayed_port_with_a_rate_serialises_like_a_memlink() -> None:
 
     # 1000 wire bytes at 8 Mb/s: 1 ms; 64 bytes: 64 us
     assert arrivals("delayed") == arrivals("memlink") == [1_005_000, 1_069_000, 2_069_000]
+
+
+def test_jitter_delays_each_frame_within_its_bound_and_keeps_the_order() -> None:
+    import random
+
+    def arrivals(seed: int) -> list[int]:
+        clock = VirtualClock()
+        link = MemLink(clock, rate_bps=8_000_000_000, delay_ns=1_000, jitter_ns=500,
+                       rng=random.Random(seed))
+        got = _collect(link.b, clock)
+        for i in range(200):
+            link.a.send(bytes([i % 256]) * 100)  # 100 ns each, back to back
+        clock.run_until_idle()
+        assert [f[0] for _, f in got] == [i % 256 for i in range(200)]  # FIFO
+        return [t for t, _ in got]
+
+    times = arrivals(1)
+    earliest = [(i + 1) * 100 + 1_000 for i in range(200)]
+    late = [t - e for t, e in zip(times, earliest, strict=True)]
+    assert all(t >= e for t, e in zip(times, earliest, strict=True))
+    assert times == sorted(times)
+    # at most the jitter late, except where the frame ahead arrived later still
+    assert all(d <= 500 or times[i] == times[i - 1] for i, d in enumerate(late))
+    assert len(set(late)) > 50  # drawn, not one fixed delay
+    assert arrivals(1) == times and arrivals(2) != times  # seeded
+
+
+def test_no_jitter_is_the_exact_timing() -> None:
+    clock = VirtualClock()
+    link = MemLink(clock, rate_bps=8_000_000, delay_ns=20_000, jitter_ns=0)
+    got = _collect(link.b, clock)
+    for i in range(3):
+        link.a.send(bytes([i]) * 1000)
+    clock.run_until_idle()
+    assert [t for t, _ in got] == [1_020_000, 2_020_000, 3_020_000]
