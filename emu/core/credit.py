@@ -327,6 +327,6 @@ class CreditPort:
                 "requests_rx": list(self.requests_rx), "fctbs": list(self.fctbs),
                 "fccl": list(self.fccl), "abr": list(self.abr),
                 "used_blocks": list(self.used), "overrun": list(self.overrun),
-                "blocked": list(self.blocked_events),
+                "blocked": list(self.blocked_events), "blocked_now": list(self.blocked),
                 "blocked_ns": [self.waited_ns(p) for p in range(NUM_PRIORITIES)],
                 "malformed": dict(self.malformed)}

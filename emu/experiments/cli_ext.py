@@ -9,6 +9,8 @@
                                with SIZE bytes and N iterations; prints its summary
     pfc [SWITCH ...]           per-port PFC state: pausing the peer (XOFF), paused by it,
                                lossless ingress bytes, PAUSE sent/received, watchdog
+    credit [SWITCH ...]        per-port credit state (--flow-control credit): blocks in
+                               use, waiting for credit now, waits and time waited, updates
 
 plus everything Mininet's CLI has (nodes, net, links, pingall, `h1 ping h2`, ...).
 Command bodies are plain functions of (experiment, argument words) returning text, so
@@ -49,6 +51,7 @@ USAGE = {
     "restore": "restore A B",
     "workload": "workload KIND [SIZE] [ITERATIONS]  (SIZE as emu run --size: 4096, 64K, 1M)",
     "pfc": "pfc [SWITCH ...]",
+    "credit": "credit [SWITCH ...]",
 }
 
 
@@ -75,7 +78,8 @@ class CliSession(Protocol):
 
     def run_workload(self, plan: RunPlan, *, tag: str = "") -> RunRecords: ...
 
-    def pfc_counters(self, switch: str) -> Counters | None: ...
+    def pfc_counters(self, switch: str) -> Counters | None:
+        """The switch's flow-control counters, PFC's or credit's ("mode": "credit")."""
 
 
 class CommandError(ValueError):
@@ -230,6 +234,9 @@ def show_pfc(exp: CliSession, args: list[str]) -> str:
         if not c:
             out.append(f"{sw}: flow control off (emu run --flow-control pfc)")
             continue
+        if c.get("mode") == "credit":
+            out.append(f"{sw}: link-level credit, not PFC (the `credit` command)")
+            continue
         out.append(f"{sw}:")
         out.append(f"  {'port':>4}  {'pausing peer':<12}  {'paused by peer':<14}  "
                    f"{'ingress B':>9}  {'PAUSE tx/rx':>11}  {'paused ms':>9}  watchdog")
@@ -247,6 +254,30 @@ def show_pfc(exp: CliSession, args: list[str]) -> str:
     return "\n".join(out)
 
 
+def show_credit(exp: CliSession, args: list[str]) -> str:
+    """`credit [switch ...]`: per port, the lossless priorities waiting for credit now,
+    the blocks the peer holds in this port's buffer, how often and how long its queues
+    waited for credit, and the updates sent/received."""
+    out: list[str] = []
+    for sw in _switches(exp, args):
+        c = exp.pfc_counters(sw)
+        if not c or c.get("mode") != "credit":
+            mode = "PFC (the `pfc` command)" if c else "off"
+            out.append(f"{sw}: credit flow control {mode}; emu run --flow-control credit")
+            continue
+        out.append(f"{sw}:")
+        out.append(f"  {'port':>4}  {'waiting now':<11}  {'blocks used':>11}  {'waits':>6}  "
+                   f"{'waited ms':>9}  {'updates tx/rx':>13}")
+        for port, e in sorted(c.get("ports", {}).items(), key=lambda kv: int(kv[0])):
+            now = [p for p, on in enumerate(e.get("blocked_now", [])) if on]
+            out.append(
+                f"  {port!s:>4}  {_prios(now):<11}  {sum(e.get('used_blocks', [])):>11}  "
+                f"{sum(e.get('blocked', [])):>6}  "
+                f"{max(e.get('blocked_ns') or [0]) / 1e6:>9.2f}  "
+                f"{sum(e.get('updates_tx', [])):>6}/{sum(e.get('updates_rx', [])):<6}")
+    return "\n".join(out)
+
+
 def _prios(prios: list[int]) -> str:
     return " ".join(f"p{p}" for p in sorted(prios)) or "-"
 
@@ -259,6 +290,7 @@ COMMANDS: dict[str, Callable[[CliSession, list[str]], str]] = {
     "restore": restore_link,
     "workload": run_workload,
     "pfc": show_pfc,
+    "credit": show_credit,
 }
 
 

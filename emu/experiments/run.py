@@ -179,9 +179,10 @@ class Experiment:
         return result
 
     def pfc_counters(self, switch: str) -> Counters | None:
-        """The switch's flow-control state and counters (admin `stats` -> "pfc")."""
+        """The switch's flow-control state and counters (admin `stats` -> "pfc", or
+        "credit" in credit mode, whose counters say "mode": "credit")."""
         stats = self._target_stats(switch)
-        counters = None if stats is None else stats.get("pfc")
+        counters = None if stats is None else stats.get("pfc") or stats.get("credit")
         return counters if isinstance(counters, dict) else None
 
     # -- agents ---------------------------------------------------------------------

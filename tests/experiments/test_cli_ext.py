@@ -136,6 +136,36 @@ def test_pfc_command_shows_each_ports_state() -> None:
         cli_ext.show_pfc(exp, ["nope"])
 
 
+def test_credit_command_shows_a_port_waiting_for_credit() -> None:
+    """`credit`: in credit mode `pfc` said "flow control off"; now `pfc` points at
+    `credit`, which shows a leaf port holding a lossless packet for a host that never
+    granted credit (a plain port: no credit MAC), from the switches' own counters."""
+    from emu.control import QosSettings
+    from emu.core.pfc import FlowControl
+    from emu.experiments.pfc import switch_counters
+    from emu.sim.fabric import SimFabric
+
+    exp = FakeExperiment()
+    sim = SimFabric(exp.fabric, qos=QosSettings.lossless(8),
+                    flow_control=FlowControl(mode="credit", lossless={3}))
+    exp.pfc_counters = lambda sw: switch_counters(sim).get(sw)  # type: ignore[attr-defined]
+    h1, h2 = exp.fabric.host("h1"), exp.fabric.host("h2")
+    sim.run_for(1_000_000)
+    sim.hosts[h2.name].send_udp(h1.name, 50000, dscp=26, size=1000)
+    sim.run_for(1_000_000)
+    assert cli_ext.show_pfc(exp, ["leaf1"]) == \
+        "leaf1: link-level credit, not PFC (the `credit` command)"
+    lines = cli_ext.show_credit(exp, ["leaf1"]).splitlines()
+    assert lines[0] == "leaf1:" and "waiting now" in lines[1]
+    (row,) = [ln for ln in lines[2:] if ln.split()[0] == str(h1.switch_port)]
+    cells = row.split()
+    assert cells[1] == "p3" and int(cells[3]) >= 1 and float(cells[4]) > 0
+    off = FakeExperiment()
+    off.pfc_counters = lambda sw: None  # type: ignore[attr-defined]
+    assert cli_ext.show_credit(off, ["spine1"]) == \
+        "spine1: credit flow control off; emu run --flow-control credit"
+
+
 def test_a_workload_whose_results_cannot_be_written_still_shows_its_summary(
         tmp_path: Path) -> None:
     """The `workload` command on a full disk said only `OSError: ...`: what the workload
