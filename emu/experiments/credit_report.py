@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .figures import fmt_s
-from .pfc import Counters, PfcSeries, class_drops, drops_table, lossless_drops
+from .pfc import Counters, PfcSeries, class_drops, drops_table, final_counters, lossless_drops
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -42,10 +42,7 @@ def credit_summary(series: PfcSeries, rows_by_host: Mapping[str, Sequence[Mappin
                    span_s: float) -> Counters | None:
     """The run's credit figures from the last switch counters and the agents' rows; None
     when no switch or host ran credits. `waited_pct` is of `span_s`, the traffic window."""
-    last = {sw: c for sw, c in (series[-1][1] if series else {}).items()
-            if c.get("mode") == "credit"}
-    hosts = {h: r["credit"] for h, rows in rows_by_host.items() for r in rows
-             if r.get("type") == "summary" and r.get("credit")}
+    last, hosts = final_counters(series, rows_by_host, "credit")
     if not last and not hosts:
         return None
     span_ns = max(1.0, span_s * 1e9)

@@ -127,15 +127,24 @@ def lossless_drops(drops: Sequence[Counters]) -> int:
     return sum(d["count"] for d in drops if d["priority"] == LOSSLESS_PRIORITY)
 
 
+def final_counters(series: PfcSeries, rows_by_host: Mapping[str, Sequence[Mapping[str, Any]]],
+                   mode: str) -> tuple[dict[str, Counters], dict[str, Counters]]:
+    """The switches' last flow-control counters of `mode` ("pfc", "credit") and each
+    host MAC's, from its agent's summary row."""
+    last = {sw: c for sw, c in (series[-1][1] if series else {}).items()
+            if c.get("mode", "pfc") == mode}
+    hosts = {h: r[mode] for h, rows in rows_by_host.items() for r in rows
+             if r.get("type") == "summary" and r.get(mode)}
+    return last, hosts
+
+
 def pfc_summary(series: PfcSeries, rows_by_host: Mapping[str, Sequence[Mapping[str, Any]]],
                 span_s: float) -> Counters | None:
     """The run's PFC figures from the last switch counters and the agents' rows; None
     when nothing had flow control. `paused_pct` is of `span_s`, the traffic window
     (first flow start to last arrival): the agents' start-up and exit, which differ
     between real and virtual time, would dilute it."""
-    last = series[-1][1] if series else {}
-    hosts = {h: r["pfc"] for h, rows in rows_by_host.items() for r in rows
-             if r.get("type") == "summary" and r.get("pfc")}
+    last, hosts = final_counters(series, rows_by_host, "pfc")
     if not last and not hosts:
         return None
     span_ns = max(1.0, span_s * 1e9)
