@@ -91,9 +91,9 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
 
     # Flow-control figures: a port's paused (waited) % is of the traffic window.
     window_s = M.traffic_window_s(flows) or rec.duration_s
-    fc = (credit_summary if cfg.flow_control is FlowControlMode.CREDIT else pfc_summary)(
-        pfc_series(rec), rec.rows_by_host, window_s)
     credit = cfg.flow_control is FlowControlMode.CREDIT
+    fc = (credit_summary if credit else pfc_summary)(pfc_series(rec), rec.rows_by_host,
+                                                     window_s)
     return RunSummary(run=run, ok=ok, duration_s=rec.duration_s, flows=flows,
                       collectives=colls, hosts=hosts, fabric=fabric,
                       queues=M.queue_stats(queue_samples, top=5, weights=weights),
