@@ -181,6 +181,9 @@ def point_metrics(s: RunSummary) -> PointMetrics:
         "reordered_pkts": s.hosts.reordered_pkts(), "reorder_hwm_pkts": s.hosts.reorder_hwm_pkts,
         # a real-time run whose figures the host CPU shaped (summary.txt says why)
         "cpu_bound": s.fidelity.cpu_bound,
+        # a virtual run that tail-dropped without timing jitter (report.md says why)
+        "lockstep": s.fidelity.virtual and not s.run.get("link_jitter_ns")
+        and s.fabric.queue_drops > 0,
         **_flow_control(s),
     }
     for bw in bws:

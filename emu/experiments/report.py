@@ -83,6 +83,8 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
         run["interrupted"] = True
     if cfg.plb:
         run["plb"] = True
+    if cfg.link_jitter_ns:
+        run["link_jitter_ns"] = cfg.link_jitter_ns
     if cfg.workload.channels > 1:
         run["channels"] = cfg.workload.channels
     ok = bool(flows) and all(f.verified for f in flows)

@@ -245,6 +245,9 @@ def report_text(exp: Experiment, points: Sequence[PointResult],
     bound = cpu_bound_points(points)
     if bound:
         lines += [fidelity_warning(bound, done), ""]
+    lockstep = [p for p in points if p.status == "done" and p.metrics.get("lockstep") is True]
+    if lockstep:
+        lines += [lockstep_warning(lockstep, done), ""]
     # Columns no point has (algbw without collectives, ...) would only say "-".
     table = [t for t in TABLE if any(mean_sd([p.metrics.get(t[0]) for p in ps])
                                      for ps in configs.values())]
@@ -277,6 +280,18 @@ def _cpu_bound(p: PointResult) -> bool:
 
 def cpu_bound_points(points: Sequence[PointResult]) -> list[PointResult]:
     return [p for p in points if _cpu_bound(p)]
+
+
+def lockstep_warning(points: Sequence[PointResult], done: int) -> str:
+    """What the report says when virtual points tail-dropped without timing jitter:
+    which packets their full queues dropped is the model's lockstep as much as the
+    fabric's (docs/experiments.md, "Timing jitter and phase effects")."""
+    return (f"**Timing: {len(points)} of {done} completed points tail-dropped in virtual "
+            "time without timing jitter**: senders at one rate reach a full queue in the "
+            "same order packet after packet, so the same ones lose (phase effects), and "
+            "drops, resends and FCTs can differ a lot from a fabric with any timing "
+            "noise. Compare with a grid axis `link_jitter_ns: [0, 10]` over several "
+            "seeds.")
 
 
 def fidelity_warning(bound: Sequence[PointResult], done: int) -> str:

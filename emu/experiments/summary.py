@@ -32,6 +32,7 @@ class _RunInfoOptional(TypedDict, total=False):
     interrupted: bool  # Ctrl-C during the workload: partial results
     plb: bool  # hosts re-path congested QPs (written when on)
     channels: int  # collectives split over this many channels (written when > 1)
+    link_jitter_ns: float  # virtual runs' per-frame timing jitter, modelled (when > 0)
 
 
 class RunInfo(_RunInfoOptional):
@@ -107,6 +108,11 @@ def _finite(x: JsonValue) -> JsonValue:
 # --------------------------------------------------------------------------- formatting
 
 
+def _jitter(r: RunInfo) -> str:
+    j = r.get("link_jitter_ns", 0.0)
+    return f"  jitter {j:g} ns" if j else ""
+
+
 def _channels(r: RunInfo) -> str:
     n = r.get("channels", 1)
     return f" x{n} channels" if n > 1 else ""
@@ -129,7 +135,7 @@ def tables(s: RunSummary, max_flows: int = 16) -> list[Table | str]:
     r = s.run
     head = (f"{r['topo']}  lb={r['lb']}{'+plb' if r.get('plb') else ''} cc={r['cc']} recovery={r['recovery']} "
             f"workload={r['workload']}{_channels(r)} target={r['target']}  "
-            f"dilation x{r['dilation']:g}")
+            f"dilation x{r['dilation']:g}{_jitter(r)}")
     verdict = "OK" if s.ok else "INCOMPLETE"
     traffic = s.traffic_s
     modelled = "" if traffic is None or not r["dilation"] else \

@@ -64,3 +64,30 @@ def test_jitter_is_for_virtual_runs_only(capsys: pytest.CaptureFixture[str]) -> 
     assert main(["run", "clos4", "--jitter", "10", "--dry-run"]) == 1
     assert "is for virtual runs" in capsys.readouterr().err
     assert main(["run", "clos4", "--virtual", "--jitter", "10", "--dry-run"]) == 0
+
+
+def test_an_experiment_report_warns_of_points_in_lockstep() -> None:
+    """A virtual point that tail-dropped without jitter is marked in metrics.csv
+    (`lockstep`) and the report says how many there are above its table; with jitter
+    the metric is False and the run's heading names the jitter."""
+    from emu.experiments.points import point_metrics
+    from emu.experiments.report_md import PointResult, report_text
+    from emu.experiments.summary import render_text
+
+    exact, jittered = incast(1, 0.0), incast(1, 10.0)
+    assert point_metrics(exact).flat["lockstep"] is True
+    assert point_metrics(jittered).flat["lockstep"] is False
+    assert "jitter 10 ns" in render_text(jittered).splitlines()[0]
+
+    class Exp:
+        name, description, base, axes, seeds = "x", "", {}, ["link_jitter_ns"], [1]
+
+    def point(jitter: float, s: RunSummary) -> PointResult:
+        return PointResult(f"link_jitter_ns={jitter:g},seed=1", f"link_jitter_ns={jitter:g}",
+                           1, "done", "", {"link_jitter_ns": f"{jitter:g}"}, True,
+                           point_metrics(s).flat, {}, {})
+
+    text = report_text(Exp(), [point(0, exact), point(10, jittered)], [])  # type: ignore[arg-type]
+    assert "**Timing: 1 of 2 completed points tail-dropped in virtual time without " \
+        "timing jitter**" in text
+    assert "Timing:" not in report_text(Exp(), [point(10, jittered)], [])  # type: ignore[arg-type]
