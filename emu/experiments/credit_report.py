@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .figures import fmt_s
-from .pfc import Counters, PfcSeries, class_drops, drops_table, final_counters, lossless_drops
+from .pfc import Counters, PfcSeries, drops_table, final_counters, lossless_drops, port_rows
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -45,15 +45,7 @@ def credit_summary(series: PfcSeries, rows_by_host: Mapping[str, Sequence[Mappin
     last, hosts = final_counters(series, rows_by_host, "credit")
     if not last and not hosts:
         return None
-    span_ns = max(1.0, span_s * 1e9)
-    ports: list[Counters] = []
-    drops: list[Counters] = []
-    for sw in sorted(last):
-        c = last[sw]
-        for port, e in sorted(c.get("ports", {}).items(), key=lambda kv: int(kv[0])):
-            ports.append(_port_row(sw, int(port), e, span_ns))
-        drops.extend(class_drops(sw, c))
-    host_rows = [_port_row(h, 0, hosts[h], span_ns) for h in sorted(hosts)]
+    ports, host_rows, drops = port_rows(last, hosts, _port_row, max(1.0, span_s * 1e9))
     every = [*ports, *host_rows]
     total = {"updates_tx": sum(sum(p["updates_tx"].values()) for p in every),
              "updates_rx": sum(sum(p["updates_rx"].values()) for p in every),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from emu.control import QosSettings
@@ -138,6 +138,22 @@ def final_counters(series: PfcSeries, rows_by_host: Mapping[str, Sequence[Mappin
     return last, hosts
 
 
+PortRow = Callable[[str, int, Counters, float], Counters]
+
+
+def port_rows(last: Mapping[str, Counters], hosts: Mapping[str, Counters], row: PortRow,
+              span_ns: float) -> tuple[list[Counters], list[Counters], list[Counters]]:
+    """Every switch port's and host MAC's row (`row(node, port, counters, span_ns)`),
+    and the switches' drops per class."""
+    ports: list[Counters] = []
+    drops: list[Counters] = []
+    for sw in sorted(last):
+        for port, e in sorted(last[sw].get("ports", {}).items(), key=lambda kv: int(kv[0])):
+            ports.append(row(sw, int(port), e, span_ns))
+        drops.extend(class_drops(sw, last[sw]))
+    return ports, [row(h, 0, hosts[h], span_ns) for h in sorted(hosts)], drops
+
+
 def pfc_summary(series: PfcSeries, rows_by_host: Mapping[str, Sequence[Mapping[str, Any]]],
                 span_s: float) -> Counters | None:
     """The run's PFC figures from the last switch counters and the agents' rows; None
@@ -148,23 +164,18 @@ def pfc_summary(series: PfcSeries, rows_by_host: Mapping[str, Sequence[Mapping[s
     if not last and not hosts:
         return None
     span_ns = max(1.0, span_s * 1e9)
-    ports: list[Counters] = []
+    ports, host_rows, drops = port_rows(last, hosts, _port_row, span_ns)
     watchdog: list[Counters] = []
-    drops: list[Counters] = []
     headroom: list[Counters] = []
     for sw in sorted(last):
         c = last[sw]
-        for port, e in sorted(c.get("ports", {}).items(), key=lambda kv: int(kv[0])):
-            ports.append(_port_row(sw, int(port), e, span_ns))
         for key, w in sorted(c.get("watchdog", {}).items()):
             port, prio = key.split(":")
             watchdog.append({"node": sw, "port": int(port), "priority": int(prio),
                              "detected": w["detected"], "restored": w["restored"],
                              "dropped": w["dropped"]})
-        drops.extend(class_drops(sw, c))
         for port, h in sorted((c.get("headroom") or {}).items(), key=lambda kv: int(kv[0])):
             headroom.append({"node": sw, "port": int(port), **h})
-    host_rows = [_port_row(h, 0, hosts[h], span_ns) for h in sorted(hosts)]
     total = {**{k: sum(sum(p[k].values()) for p in [*ports, *host_rows])
                 for k in _FRAME_COUNTS},
              "watchdog_detected": sum(w["detected"] for w in watchdog),
