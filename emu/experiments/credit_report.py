@@ -14,7 +14,16 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .figures import fmt_s
-from .pfc import Counters, PfcSeries, drops_table, final_counters, lossless_drops, port_rows
+from .pfc import (
+    Counters,
+    PfcSeries,
+    drops_table,
+    final_counters,
+    lossless_drops,
+    per_priority,
+    port_rows,
+    priority_text,
+)
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -22,16 +31,12 @@ if TYPE_CHECKING:
 __all__ = ["credit_summary", "credit_tables"]
 
 
-def _per_prio(counts: Sequence[int] | None) -> dict[int, int]:
-    return {p: int(n) for p, n in enumerate(counts or []) if n}
-
-
 def _port_row(node: str, port: int, e: Counters, span_ns: float) -> Counters:
     waited = max((int(x) for x in e.get("blocked_ns") or [0]), default=0)
     return {"node": node, "port": port,
-            "updates_tx": _per_prio(e.get("updates_tx")),
-            "updates_rx": _per_prio(e.get("updates_rx")),
-            "waits": _per_prio(e.get("blocked")),
+            "updates_tx": per_priority(e.get("updates_tx")),
+            "updates_rx": per_priority(e.get("updates_rx")),
+            "waits": per_priority(e.get("blocked")),
             "waited_ns": waited, "waited_pct": 100.0 * waited / span_ns,
             "overrun": sum(e.get("overrun") or []),
             "malformed": dict(e.get("malformed") or {}),
@@ -55,11 +60,6 @@ def credit_summary(series: PfcSeries, rows_by_host: Mapping[str, Sequence[Mappin
     return {"ports": ports, "hosts": host_rows, "drops": drops, "total": total}
 
 
-def _prio(counts: Mapping[int, int]) -> str:
-    return " ".join(f"p{p}:{n}" for p, n in sorted(counts.items(), key=lambda kv: int(kv[0]))) \
-        or "-"
-
-
 def credit_tables(credit: Counters, dilation: float = 1.0, max_rows: int = 16
                   ) -> list[Table | str]:
     """rich renderables for the run summary: the ports that waited for credit, longest
@@ -81,10 +81,10 @@ def credit_tables(credit: Counters, dilation: float = 1.0, max_rows: int = 16
                     "updates sent", "updates received"):
             t.add_column(col)
         for p in waited[:max_rows]:
-            t.add_row(f"{p['node']}:{p['port']}", _prio(p["waits"]),
+            t.add_row(f"{p['node']}:{p['port']}", priority_text(p["waits"]),
                       f"{p['waited_ns'] / 1e6:.2f} ms",
                       fmt_s(p["waited_ns"] / 1e9 / dilation), f"{p['waited_pct']:.1f}",
-                      _prio(p["updates_tx"]), _prio(p["updates_rx"]))
+                      priority_text(p["updates_tx"]), priority_text(p["updates_rx"]))
         out.append(t)
     overrun = [p for p in every if p["overrun"]]
     if overrun:

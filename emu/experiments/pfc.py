@@ -46,6 +46,13 @@ Counters = dict[str, Any]
 PfcSeries = list[tuple[float, dict[str, Counters]]]
 
 
+def flow_control_stats(stats: Mapping[str, Any]) -> Counters | None:
+    """A switch's flow-control counters from its admin `stats`: under "pfc", or under
+    "credit" in credit mode (whose counters say "mode": "credit"); None without."""
+    counters = stats.get("pfc") or stats.get("credit")
+    return counters if isinstance(counters, dict) and counters else None
+
+
 def priority_queues(cfg: RunConfig) -> int:
     return PFC_QUEUES if cfg.flow_control.lossless else cfg.priority_queues
 
@@ -91,8 +98,9 @@ def host_pfc_json(cfg: RunConfig) -> Counters | None:
 # --------------------------------------------------------------------------- summary
 
 
-def _nonzero(counts: Sequence[int]) -> dict[int, int]:
-    return {p: int(n) for p, n in enumerate(counts) if n}
+def per_priority(counts: Sequence[int] | None) -> dict[int, int]:
+    """A per-priority counter list as {priority: count}, the non-zero ones."""
+    return {p: int(n) for p, n in enumerate(counts or []) if n}
 
 
 def _paused_ns(counters: Counters) -> int:
@@ -108,7 +116,7 @@ def _port_row(node: str, port: int, e: Counters, span_ns: float) -> Counters:
     per priority, counted alike at both ends of a link, and its paused time."""
     ns = _paused_ns(e)
     return {"node": node, "port": port,
-            **{k: _nonzero(e.get(k, [])) for k in _FRAME_COUNTS},
+            **{k: per_priority(e.get(k)) for k in _FRAME_COUNTS},
             "paused_ns": ns, "paused_pct": 100.0 * ns / span_ns,
             "malformed": dict(e.get("malformed") or {})}
 
@@ -184,7 +192,8 @@ def pfc_summary(series: PfcSeries, rows_by_host: Mapping[str, Sequence[Mapping[s
             "headroom": headroom, "total": total}
 
 
-def _prio(counts: Mapping[int, int]) -> str:
+def priority_text(counts: Mapping[int, int]) -> str:
+    """{3: 2, 7: 1} as "p3:2 p7:1" ("-" when empty)."""
     return " ".join(f"p{p}:{n}" for p, n in sorted(counts.items(), key=lambda kv: int(kv[0]))) \
         or "-"
 
@@ -224,7 +233,8 @@ def pfc_tables(pfc: Counters, dilation: float = 1.0, max_rows: int = 16
                 "paused %"):
         t.add_column(col)
     for p in _pfc_rows(active, max_rows):
-        t.add_row(f"{p['node']}:{p['port']}", _prio(p["pause_tx"]), _prio(p["pause_rx"]),
+        t.add_row(f"{p['node']}:{p['port']}", priority_text(p["pause_tx"]),
+                  priority_text(p["pause_rx"]),
                   f"{p['paused_ns'] / 1e6:.2f} ms", fmt_s(p["paused_ns"] / 1e9 / dilation),
                   f"{p['paused_pct']:.1f}")
     out.append(t)

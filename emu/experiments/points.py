@@ -182,8 +182,7 @@ def point_metrics(s: RunSummary) -> PointMetrics:
         # a real-time run whose figures the host CPU shaped (summary.txt says why)
         "cpu_bound": s.fidelity.cpu_bound,
         # a virtual run that tail-dropped without timing jitter (report.md says why)
-        "lockstep": s.fidelity.virtual and not s.run.get("link_jitter_ns")
-        and s.fabric.queue_drops > 0,
+        "lockstep": s.in_lockstep,
         **_flow_control(s),
     }
     for bw in bws:

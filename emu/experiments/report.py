@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from rich.console import Console
 
-    from .config import RunConfig
-
 log = logging.getLogger(__name__)
 
 
@@ -96,27 +94,26 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
     credit = cfg.flow_control is FlowControlMode.CREDIT
     fc = (credit_summary if credit else pfc_summary)(pfc_series(rec), rec.rows_by_host,
                                                      window_s)
-    return RunSummary(run=run, ok=ok, duration_s=rec.duration_s, flows=flows,
-                      collectives=colls, hosts=hosts, fabric=fabric,
-                      queues=M.queue_stats(queue_samples, top=5, weights=weights),
-                      uplinks=M.uplink_balance(deltas, plan.uplinks()), fidelity=fid,
-                      bringup_s=dict(rec.bringup_s),
-                      notes=[*plan.notes, *rec.notes, *beat_ideal_note(flows),
-                             *lockstep_note(cfg, fabric.queue_drops)],
-                      events=list(rec.events), fct_slowdown=slowdown_buckets(flows),
-                      pfc=None if credit else fc, credit=fc if credit else None,
-                      queue_samples=len(queue_samples))
+    summary = RunSummary(run=run, ok=ok, duration_s=rec.duration_s, flows=flows,
+                         collectives=colls, hosts=hosts, fabric=fabric,
+                         queues=M.queue_stats(queue_samples, top=5, weights=weights),
+                         uplinks=M.uplink_balance(deltas, plan.uplinks()), fidelity=fid,
+                         bringup_s=dict(rec.bringup_s),
+                         notes=[*plan.notes, *rec.notes, *beat_ideal_note(flows)],
+                         events=list(rec.events), fct_slowdown=slowdown_buckets(flows),
+                         pfc=None if credit else fc, credit=fc if credit else None,
+                         queue_samples=len(queue_samples))
+    summary.notes.extend(lockstep_note(summary))
+    return summary
 
 
-def lockstep_note(cfg: RunConfig, queue_drops: int) -> list[str]:
-    """A virtual run without timing jitter whose queues dropped: which packets a full
-    queue drops follows from the exact order of arrivals, and senders at one rate keep
-    it from one packet to the next (phase effects); a few ns of jitter can change which
-    flows lose and their completion times a lot (docs/experiments.md)."""
-    if not cfg.virtual or cfg.link_jitter_ns or not queue_drops:
+def lockstep_note(s: RunSummary) -> list[str]:
+    """The user's note on a run in lockstep (RunSummary.in_lockstep): a few ns of jitter
+    can change which flows lose and their completion times a lot."""
+    if not s.in_lockstep:
         return []
-    return [f"{queue_drops} packets tail-dropped in virtual time without timing jitter: "
-            "which ones a full queue drops follows from the exact order of arrivals, "
+    return [f"{s.fabric.queue_drops} packets tail-dropped in virtual time without timing "
+            "jitter: which ones a full queue drops follows from the exact order of arrivals, "
             "which senders at one rate keep in lockstep (phase effects); a little jitter "
             "can change which flows lose and when they finish: compare with --jitter 10 "
             "(ns, modelled) over several seeds (docs/experiments.md)"]

@@ -182,8 +182,7 @@ class Experiment:
         """The switch's flow-control state and counters (admin `stats` -> "pfc", or
         "credit" in credit mode, whose counters say "mode": "credit")."""
         stats = self._target_stats(switch)
-        counters = None if stats is None else stats.get("pfc") or stats.get("credit")
-        return counters if isinstance(counters, dict) else None
+        return None if stats is None else pfc.flow_control_stats(stats)
 
     # -- agents ---------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from .jsontypes import Row, count, num, sub
 from .metrics import DROP_FIELDS, PortCount, PortKey, drop_counts
-from .pfc import Counters
+from .pfc import Counters, flow_control_stats
 
 if TYPE_CHECKING:
     from emu.control import FabricController
@@ -172,8 +172,8 @@ class FabricSampler:
                 queues.extend(q)
                 if lg is not None:
                     lag = max(lag or 0.0, lg)
-                counters = st.get("pfc") or st.get("credit")
-                if isinstance(counters, dict) and counters:
+                counters = flow_control_stats(st)
+                if counters is not None:
                     pfc[sw] = counters
         self.target_s += time.monotonic() - t0
         if with_p4 or not self._p4:

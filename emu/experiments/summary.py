@@ -77,6 +77,14 @@ class RunSummary:
         return traffic_window_s(self.flows)
 
     @property
+    def in_lockstep(self) -> bool:
+        """A virtual run without timing jitter whose queues tail-dropped: which packets a
+        full queue drops follows from the exact order of arrivals, which senders at one
+        rate keep from one packet to the next (phase effects; docs/experiments.md)."""
+        return (self.fidelity.virtual and not self.run.get("link_jitter_ns")
+                and self.fabric.queue_drops > 0)
+
+    @property
     def bytes_delivered(self) -> int:
         return sum(f.size_bytes for f in self.flows if f.delivered)
 
