@@ -5,7 +5,6 @@ each port's credit figures. Counts only, never timings (a loaded 2-core machine)
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -13,13 +12,11 @@ from emu.core.flowmode import FlowControlMode
 from emu.experiments.config import RunConfig
 from emu.experiments.workloads import WorkloadParams
 
+from ..quiet import QuietConsole
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900),
               pytest.mark.usefixtures("e2e_ready", "no_leftovers")]
 
-
-class _Quiet:
-    def print(self, *_a: Any, **_k: Any) -> None:
-        pass
 
 
 def test_credit_incast_is_lossless_and_reports_credit(tmp_path: Path) -> None:
@@ -28,7 +25,7 @@ def test_credit_incast_is_lossless_and_reports_credit(tmp_path: Path) -> None:
     cfg = RunConfig(topo="clos4", workload=WorkloadParams("incast", message_bytes=64 * 1024),
                     flow_control=FlowControlMode.CREDIT, results_root=tmp_path,
                     progress=False, timeout_s=300.0, lock_wait_s=600.0)
-    s = run_experiment(cfg, console=_Quiet())
+    s = run_experiment(cfg, console=QuietConsole())
     assert s.ok and s.flows_verified() == 7
     assert s.fabric.queue_drops == 0 and s.pfc is None
     c = s.credit

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -37,13 +36,11 @@ from emu.experiments.incast import IncastSpec, jain, plan_incast
 from emu.experiments.plan import plan_run
 from emu.experiments.summary import RunSummary
 
+from ..quiet import QuietConsole
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900),
               pytest.mark.usefixtures("e2e_ready", "no_leftovers")]
 
-
-class _Quiet:
-    def print(self, *_a: Any, **_k: Any) -> None:
-        pass
 
 
 def figures(s: RunSummary, link_bps: float) -> dict[str, float]:
@@ -78,7 +75,7 @@ def test_realtime_incast_agrees_with_virtual_time(tmp_path: Path, dilation: floa
                               timeout_s=300.0, lock_wait_s=600.0)
     virtual = run_virtual(plan_run(cfg, virt_plan.model), write=False)
     real_cfg = dataclasses.replace(cfg, virtual=False)
-    real = run_experiment(real_cfg, plan=plan_run(real_cfg, virt_plan.model), console=_Quiet())
+    real = run_experiment(real_cfg, plan=plan_run(real_cfg, virt_plan.model), console=QuietConsole())
     assert virtual.ok and real.ok
     v, r = figures(virtual, spec.link_rate_bps), figures(real, spec.link_rate_bps)
     print(f"dilation {dilation:g}: virtual {v}, real time {r}")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -14,13 +13,11 @@ from emu.core.flowmode import FlowControlMode
 from emu.experiments.config import RunConfig
 from emu.experiments.workloads import WorkloadParams
 
+from ..quiet import QuietConsole
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900),
               pytest.mark.usefixtures("e2e_ready", "no_leftovers")]
 
-
-class _Quiet:
-    def print(self, *_a: Any, **_k: Any) -> None:
-        pass
 
 
 def test_lossless_incast_pauses_instead_of_dropping(tmp_path: Path) -> None:
@@ -31,7 +28,7 @@ def test_lossless_incast_pauses_instead_of_dropping(tmp_path: Path) -> None:
     wl = WorkloadParams("incast", message_bytes=512 * 1024)
     cfg = RunConfig(topo="clos4", workload=wl, cc="none", flow_control=FlowControlMode.PFC,
                     results_root=tmp_path, progress=False, timeout_s=300.0, lock_wait_s=600.0)
-    s = run_experiment(cfg, console=_Quiet())
+    s = run_experiment(cfg, console=QuietConsole())
     assert s.ok and s.flows_verified() == 7
     assert s.fabric.queue_drops == 0  # no tail drop: the lossless class paused instead
     p = s.pfc

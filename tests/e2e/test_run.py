@@ -23,6 +23,7 @@ from emu.experiments.config import RunConfig
 from emu.experiments.summary import RunSummary
 from emu.experiments.workloads import WorkloadParams
 
+from ..quiet import QuietConsole
 from .conftest import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900),
@@ -40,12 +41,8 @@ def run(tmp_path: Path, **kw: Any) -> RunSummary:
     kw.setdefault("topo", "clos4")
     cfg = RunConfig(workload=wl, results_root=tmp_path, progress=False,
                     timeout_s=kw.pop("timeout_s", 180.0), lock_wait_s=600.0, **kw)
-    return run_experiment(cfg, console=_Quiet())
+    return run_experiment(cfg, console=QuietConsole())
 
-
-class _Quiet:
-    def print(self, *_a: Any, **_k: Any) -> None:
-        pass
 
 
 def run_dir(tmp_path: Path) -> Path:

@@ -19,16 +19,13 @@ from emu.experiments.summary import RunSummary
 from emu.experiments.workloads import WorkloadParams
 from emu.targets.bmv2 import netem_problem
 
+from ..quiet import QuietConsole
 from ..targets.params import requires_bmv2
 from .conftest import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900), requires_bmv2,
               pytest.mark.usefixtures("e2e_ready", "no_leftovers")]
 
-
-class _Quiet:
-    def print(self, *_a: Any, **_k: Any) -> None:
-        pass
 
 
 def run(tmp_path: Path, target: str = "bmv2", **kw: Any) -> RunSummary:
@@ -37,7 +34,7 @@ def run(tmp_path: Path, target: str = "bmv2", **kw: Any) -> RunSummary:
     cfg = RunConfig(topo="clos4", target=target, results_root=tmp_path, progress=False,
                     timeout_s=kw.pop("timeout_s", 240.0),
                     link_delay=target != "bmv2" or netem_problem() is None, **kw)
-    return run_experiment(cfg, console=_Quiet())
+    return run_experiment(cfg, console=QuietConsole())
 
 
 def data_uplinks(s: RunSummary) -> dict[str, set[int]]:

@@ -16,6 +16,8 @@ from emu.experiments.figures import fmt_s
 from emu.experiments.plan import plan_run
 from emu.experiments.workloads import WorkloadParams
 
+from ..quiet import QuietConsole
+
 pytestmark = pytest.mark.timeout(300)
 
 INCAST = WorkloadParams("incast", message_bytes=128 * 1024, incast_senders=7)
@@ -63,10 +65,6 @@ def test_switch_and_host_settings_follow_the_run() -> None:
     assert pfc.flow_control(off) is None and pfc.host_pfc_json(off.config) is None
 
 
-class _Quiet:
-    def print(self, *a: Any, **k: Any) -> None:
-        pass
-
 
 def test_virtual_incast_with_pfc_is_lossless_and_reports_pauses(tmp_path: Path) -> None:
     from emu.experiments.virtual import run_virtual
@@ -77,7 +75,7 @@ def test_virtual_incast_with_pfc_is_lossless_and_reports_pauses(tmp_path: Path) 
     s = run_virtual(plan_run(RunConfig(virtual=True, cc="none", workload=INCAST,
                                        flow_control=FlowControlMode.PFC,
                                        results_root=tmp_path, progress=False)),
-                    console=_Quiet())
+                    console=QuietConsole())
     assert s.ok and s.fabric.queue_drops == 0 and s.fabric.drops == 0
     assert sum(f.retx_pkts for f in s.flows) == 0
     p = s.pfc
@@ -200,7 +198,7 @@ def test_port_counters_count_flow_control_frames_both_ways(tmp_path: Path,
 
     plan = plan_run(RunConfig(virtual=True, flow_control=mode, workload=INCAST,
                               results_root=tmp_path, progress=False))
-    s = run_virtual(plan, console=_Quiet())
+    s = run_virtual(plan, console=QuietConsole())
     assert s.ok
     with (Path(s.run["results_dir"]) / "ports.csv").open() as fh:
         by = {(r["switch"], int(r["port"])): r for r in csv.DictReader(fh)}
@@ -279,7 +277,7 @@ def test_a_credit_run_reports_credit_waits_and_updates_agreeing_across_links(
     plan = plan_run(RunConfig(virtual=True, flow_control=FlowControlMode.CREDIT,
                               workload=WorkloadParams("incast", message_bytes=64 * 1024),
                               results_root=tmp_path, progress=False))
-    s = run_virtual(plan, console=_Quiet())
+    s = run_virtual(plan, console=QuietConsole())
     c = s.credit
     assert s.ok and s.pfc is None and c is not None
     assert c["total"]["lossless_drops"] == 0 and c["total"]["overrun"] == 0

@@ -18,6 +18,8 @@ from emu.experiments.plan import plan_run
 from emu.experiments.summary import RunSummary
 from emu.experiments.workloads import WorkloadParams
 
+from ..quiet import QuietConsole
+
 pytestmark = pytest.mark.timeout(300)
 
 
@@ -172,7 +174,7 @@ def test_virtual_pcap_writes_every_switch_port(tmp_path: Path) -> None:
     wl = WorkloadParams("permutation", message_bytes=16 * 1024)
     plan = plan_run(RunConfig(virtual=True, workload=wl, pcap=True, results_root=tmp_path,
                               progress=False))
-    s = run_virtual(plan, console=_Quiet())
+    s = run_virtual(plan, console=QuietConsole())
     assert s.ok
     pcap = Path(s.run["results_dir"]) / "pcap"
     names = {p.name for p in pcap.iterdir()}
@@ -207,7 +209,7 @@ def test_virtual_pcap_stamps_are_modelled_time(tmp_path: Path) -> None:
     plan = plan_run(RunConfig(virtual=True, workload=wl, pcap=True, results_root=tmp_path,
                               progress=False))
     assert plan.dilation.factor > 100
-    s = run_virtual(plan, console=_Quiet())
+    s = run_virtual(plan, console=QuietConsole())
     assert s.ok
     with PcapReader(str(Path(s.run["results_dir"]) / "pcap" / "leaf1-eth1_in.pcap")) as r:
         assert r.nanosecond
@@ -225,11 +227,6 @@ def test_virtual_pcap_stamps_are_modelled_time(tmp_path: Path) -> None:
     assert data[-1][0] - data[0][0] < flow.fct_nominal_s * 1e9
 
 
-class _Quiet:
-    def print(self, *_a: Any, **_k: Any) -> None:
-        pass
-
-
 def test_results_record_the_effective_values(tmp_path: Path) -> None:
     """#13: config.json records DCQCN/ECN/queue values as modelled and on the wire, the
     clamped ones and why, the seed, the dilation and the project version."""
@@ -240,7 +237,7 @@ def test_results_record_the_effective_values(tmp_path: Path) -> None:
     wl = WorkloadParams("permutation", message_bytes=8 * 1024, seed=7)
     plan = plan_run(RunConfig(virtual=True, workload=wl, results_root=tmp_path,
                               progress=False, dilation=2000))
-    s = run_virtual(plan, console=_Quiet())
+    s = run_virtual(plan, console=QuietConsole())
     eff = json.loads((Path(s.run["results_dir"]) / "config.json").read_text())["effective"]
     assert eff["seed"] == 7 and eff["dilation"] == 2000 and eff["version"]
     dc = eff["dcqcn"]
