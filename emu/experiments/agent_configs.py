@@ -64,6 +64,7 @@ class AgentSettings:
     rto_wire_ms: float = 100.0
     rto_margin: float = 2.0
     rto_us: float | None = None  # a fixed base RTO, modelled (RunConfig.rto_us)
+    retry_cnt: int | None = 7  # IBTA retry_cnt (RunConfig.retry_cnt)
     priority_queues: int = 1  # >1: CNPs (and ACKs with ack_class "cnp") ride a higher queue
     # ACK/NAK class (emu.roce NicConfig.ack_class): "qp" = the data class, as RC NICs do;
     # "cnp" = the CNP class, so ACKs too skip the data queues.
@@ -238,7 +239,7 @@ def _host_config(fabric: Fabric, sends: list[FlowSpec], expects: list[str],
             qpn=qpn_for(index[peer], qp), peer=peer, peer_ip=str(p.ip), peer_mac=p.mac,
             peer_qpn=qpn_for(index[name], qp), udp_sport=udp_sport(name, peer, seed, qp),
             recovery=settings.recovery, reorder_window_pkts=window,
-            max_outstanding_pkts=window,
+            max_outstanding_pkts=window, retry_cnt=settings.retry_cnt,
             # The QP's RTO is nominal (the NIC multiplies it by the dilation): give the
             # nominal value that lands on the clock-time RTO.
             rto_ns=max(1, int(dilation.modelled_ns(

@@ -39,3 +39,12 @@ def rates(text: str) -> tuple[int, ...]:
     if not out:
         raise argparse.ArgumentTypeError(f"expected comma-separated rates, got {text!r}")
     return out
+
+
+def retry_cnt(text: str) -> int | None:
+    """'0'..'7' -> the IBTA retry count; 'inf' -> None (retry until the budget ends)."""
+    if text.strip().lower() in ("inf", "none", "unlimited"):
+        return None
+    if text.strip().isdigit() and 0 <= int(text) <= 7:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected 0..7 (IBTA retry_cnt) or 'inf', got {text!r}")

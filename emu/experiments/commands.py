@@ -120,6 +120,11 @@ def _fabric_args(f: argparse._ArgumentGroup) -> None:
                         "repeated timeouts (default: twice the sum of the QP's base round trip "
                         "and the worst queueing its path can hold; a ConnectX local ACK timeout "
                         "is 4.096 us x 2^timeout)")
+    f.add_argument("--retry-cnt", type=argtypes.retry_cnt, default=_RUN.retry_cnt, metavar="N",
+                   help="each QP's transport retry count (IBTA retry_cnt, 0..7): after N "
+                        "timeouts in a row without progress the next one moves the QP to "
+                        "the error state and its messages fail, as a RoCE NIC's do; 'inf' "
+                        "retries until the run's budget ends (default %(default)s, NCCL's)")
     f.add_argument("--plb", action="store_true",
                    help="PLB on every QP (Linux tcp_plb's rules; needs --cc dcqcn): move "
                         "to a new UDP source port (a new ECMP path) after 3 consecutive "
@@ -237,7 +242,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                      target=args.target, workload=wl, dilation=dilation,
                      dcqcn_profile=args.dcqcn_profile, priority_queues=args.priority_queues,
                      rate_bps=rate, rate_reason=reason,
-                     window_pkts=args.window, rto_us=args.rto, plb=args.plb,
+                     window_pkts=args.window, rto_us=args.rto, retry_cnt=args.retry_cnt,
+                     plb=args.plb,
                      timeout_s=args.timeout,
                      pcap=args.pcap, lock_wait_s=args.lock_wait, cli=args.cli,
                      progress=not args.no_progress,

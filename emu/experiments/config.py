@@ -102,6 +102,10 @@ class RunConfig:
     # base round trip and the worst queueing its path can hold, agent_configs.rto_wire_ms). A
     # ConnectX local ACK timeout is 4.096 us x 2^timeout (NCCL's default 20: 4.3 s).
     rto_us: float | None = None
+    # IBTA retry_cnt of every QP: timeouts in a row it retransmits after before it goes
+    # to the error state and its messages fail (NCCL_IB_RETRY_CNT's default, 7); None:
+    # retry until the run's budget ends (no NIC does).
+    retry_cnt: int | None = 7
     mtu_bytes: int = 1024  # RoCE path MTU (payload per packet)
     # emu.roce.dcqcn profiles: hpcc (a CNP per marked packet, rates scaled to the link)
     # reacts within the queue's fill time here; nvidia rate-limits CNPs to one per 2 us
@@ -199,6 +203,9 @@ class RunConfig:
             # past it the hosts' configuration was refused with a traceback
             raise bad(f"window_pkts must be 1..{MAX_OUTSTANDING_PKTS} (packets in flight: "
                       f"under a quarter of the 24-bit PSN space), got {self.window_pkts}")
+        if self.retry_cnt is not None and not 0 <= self.retry_cnt <= 7:
+            raise bad(f"retry_cnt must be 0..7 (IBTA's 3 bits) or null (retry until the "
+                      f"budget ends), got {self.retry_cnt}")
         if not 1 <= self.plb_rounds <= 1000 or not 0 <= self.plb_idle_rounds <= 1000:
             raise bad(f"plb_rounds must be 1..1000 and plb_idle_rounds 0..1000, got "
                       f"{self.plb_rounds} and {self.plb_idle_rounds}")

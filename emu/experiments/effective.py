@@ -89,4 +89,5 @@ def effective_values(plan: RunPlan) -> JsonDict:
                                      for q in a.qps})
         out["rto_us_modelled"] = sorted({q.rto_ns / 1e3 for a in plan.agents.values()
                                          for q in a.qps})
+        out["retry_cnt"] = cfg.retry_cnt
     return out

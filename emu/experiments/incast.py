@@ -33,6 +33,7 @@ from emu.topo.addressing import MAX_HOSTS_PER_LEAF
 from . import argtypes
 from .agent_configs import FRAME_OVERHEAD_BYTES, base_rtt_s
 from .config import CcMode, RunConfig
+from .failures import share_failures
 from .jsontypes import count, sub
 from .plan import RunPlan, plan_run
 from .workloads import WorkloadParams
@@ -248,7 +249,10 @@ def run_incast(spec: IncastSpec) -> IncastRecord:
     clock.call_later(sample_wire, sample)
     limit = d.wire_ns(spec.max_modelled_ns)
     step = max(sample_wire, d.wire_ns(100_000))
-    while not all(a.done() for a in agents.values()) and clock.now_ns() < limit:
+    while clock.now_ns() < limit:
+        share_failures(plan.workload, agents)
+        if all(a.done() for a in agents.values()):
+            break
         clock.advance(step)
     clock.advance(d.wire_ns(10 * rec.base_rtt_ns))  # the last ACKs
     _collect(rec, plan, agents, sim, senders, d)

@@ -79,6 +79,9 @@ class FlowResult:
     fct_nominal_s: float | None = None
     ideal_fct_s: float | None = None
     slowdown: float | None = None
+    # How the sender's message ended (emu.roce.agent: "success", "retry_exc_err", ...;
+    # emu.experiments.failures adds "dependency_failed"); None: never ended.
+    status: str | None = None
 
 
 def _rows(rows: Iterable[Row], kind: str, role: str | None = None) -> list[Row]:
@@ -134,7 +137,8 @@ def flow_results(workload: Workload, rows_by_host: Mapping[str, Sequence[Row]],
             goodput_nominal_bps=num(s, "goodput_nominal_bps"),
             retx_pkts=count(s, "retx_pkts"), timeouts=count(s, "timeouts"),
             cnps_rcvd=count(s, "cnps_rcvd"), ecn_marked_rcvd=count(r, "ecn_marked_rcvd"),
-            repaths=count(s, "repaths"), rate_samples=_rate_samples(s, so)))
+            repaths=count(s, "repaths"), rate_samples=_rate_samples(s, so),
+            status=str(s["status"]) if s.get("status") else None))
     return out
 
 

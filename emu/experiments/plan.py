@@ -174,7 +174,7 @@ def agent_settings(cfg: RunConfig, dilation: Dilation, start_delay: float) -> Ag
     return AgentSettings(cc=cfg.cc, recovery=cfg.recovery, dilation=dilation.factor,
                          dcqcn_profile=cfg.dcqcn_profile,
                          mtu_bytes=cfg.mtu_bytes, window_pkts=cfg.window_pkts,
-                         rto_us=cfg.rto_us,
+                         rto_us=cfg.rto_us, retry_cnt=cfg.retry_cnt,
                          start_delay_us=start_delay * 1e6, timeout_s=cfg.timeout(),
                          plb=cfg.plb, plb_rounds=cfg.plb_rounds,
                          plb_idle_rounds=cfg.plb_idle_rounds, priority_queues=cfg.priority_queues,

@@ -19,6 +19,7 @@ from emu.core.wire import WIRE_OVERHEAD_BYTES
 from . import metrics as M
 from . import plots, results
 from .agent_configs import FRAME_OVERHEAD_BYTES, base_rtt_s
+from .failures import failure_note, with_failures
 from .fct import beat_ideal_note, median_slowdown, slowdown_buckets, with_slowdown
 from .jsontypes import JsonDict, Row
 from .pfc import PfcSeries
@@ -52,8 +53,9 @@ class RunRecords:
 
 def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSummary:
     cfg = plan.config
-    flows = with_slowdown(M.flow_results(plan.workload, rec.rows_by_host, rec.offsets_s),
-                          plan.model, plan.dilation, cfg.mtu_bytes)
+    flows = with_slowdown(with_failures(plan.workload, M.flow_results(
+        plan.workload, rec.rows_by_host, rec.offsets_s)), plan.model, plan.dilation,
+        cfg.mtu_bytes)
     colls = M.collective_results(plan.workload, flows, plan.dilation)
     hosts = M.host_totals(rec.rows_by_host)
     first = rec.snapshots[0].ports if rec.snapshots else {}
@@ -99,7 +101,8 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
                          queues=M.queue_stats(queue_samples, top=5, weights=weights),
                          uplinks=M.uplink_balance(deltas, plan.uplinks()), fidelity=fid,
                          bringup_s=dict(rec.bringup_s),
-                         notes=[*plan.notes, *rec.notes, *beat_ideal_note(flows)],
+                         notes=[*plan.notes, *rec.notes, *beat_ideal_note(flows),
+                                *failure_note(flows, cfg.retry_cnt)],
                          events=list(rec.events), fct_slowdown=slowdown_buckets(flows),
                          pfc=None if credit else fc, credit=fc if credit else None,
                          queue_samples=len(queue_samples))

@@ -31,6 +31,7 @@ from emu.roce.agent import START
 
 from . import pfc
 from .config import RunConfig, RunConfigError
+from .failures import waiting_on_lost
 from .jsontypes import Row, count, num
 from .pfc import Counters
 from .plan import RunPlan, plan_run
@@ -104,6 +105,7 @@ class AgentProc:
     sent_rows: list[Row] | None = None
     write_error: str | None = None
     _reader: threading.Thread | None = None
+    stopping: bool = False  # sent SIGTERM: it waited only on flows that failed
 
     def start_reader(self, t0: float) -> None:
         def read() -> None:
@@ -306,6 +308,11 @@ class Experiment:
                         view.update(state)
                     if all(a.finished() for a in agents.values()):
                         break
+                    for host in waiting_on_lost(plan.workload, {h: a.progress for h, a in
+                                                agents.items()}, [h for h, a in agents.items()
+                                                if not a.finished() and not a.stopping]):
+                        agents[host].stopping = True  # waits only on flows that failed
+                        agents[host].popen.send_signal(signal.SIGTERM)
                     if time.monotonic() > deadline:
                         notes.append(f"agents still running after {cfg.timeout():g} s: stopped")
                         for a in agents.values():

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypedDict
 
+from .failures import FAILURES
 from .fct import SlowdownBucket
 from .figures import fmt_bytes, fmt_rate, fmt_s
 from .jsontypes import JsonDict, JsonValue
@@ -144,7 +145,8 @@ def tables(s: RunSummary, max_flows: int = 16) -> list[Table | str]:
     head = (f"{r['topo']}  lb={r['lb']}{'+plb' if r.get('plb') else ''} cc={r['cc']} recovery={r['recovery']} "
             f"workload={r['workload']}{_channels(r)} target={r['target']}  "
             f"dilation x{r['dilation']:g}{_jitter(r)}")
-    verdict = "OK" if s.ok else "INCOMPLETE"
+    failed = sum(f.status in FAILURES for f in s.flows)
+    verdict = "OK" if s.ok else f"FAILED ({failed} flows)" if failed else "INCOMPLETE"
     traffic = s.traffic_s
     modelled = "" if traffic is None or not r["dilation"] else \
         f"{fmt_s(traffic / r['dilation'])} modelled; "
@@ -163,12 +165,14 @@ def tables(s: RunSummary, max_flows: int = 16) -> list[Table | str]:
                            "algbw GB/s", "busbw GB/s"], rows))
 
     flows = s.flows
-    shown = sorted(flows, key=lambda f: (f.fct_s is None, -(f.fct_s or 0)))[:max_flows]
+    shown = sorted(flows, key=lambda f: (f.status not in FAILURES, f.fct_s is None,
+                                         -(f.fct_s or 0)))[:max_flows]
     # The modelled network's figures beside the wire's: at dilation 5000 a 100 us FCT
     # is 500 ms on the wire, and a reader must not take one for the other.
     rows = [[f.id, f"{f.src}->{f.dst}", fmt_bytes(f.size_bytes), fmt_s(f.fct_s),
              fmt_s(f.fct_nominal_s), fmt_rate(f.goodput_nominal_bps), str(f.retx_pkts),
-             str(f.cnps_rcvd), "yes" if f.verified else "NO"] for f in shown]
+             str(f.cnps_rcvd), "yes" if f.verified else
+             f"NO: {FAILURES[f.status]}" if f.status in FAILURES else "NO"] for f in shown]
     title = "Flows (nominal = modelled: wire time / dilation" + \
         ("" if len(flows) <= max_flows else
          f"; the {max_flows} slowest of {len(flows)}, all in flows.jsonl") + ")"

@@ -8,6 +8,7 @@ result lines, and everything built from them, are those of a Mininet run.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ from emu.core.signals import interrupt_name, stop_requests, unwinding_on_termina
 
 from . import pfc
 from .config import RunConfigError
+from .failures import share_failures
 from .jsontypes import JsonDict
 from .plan import RunPlan
 from .report import RunRecords, build_summary, write_and_show
@@ -122,6 +124,11 @@ def _fail_link(sim: SimFabric, link: tuple[str, str], t_s: float, notes: list[st
     events.append((t_s, "rerouted"))
 
 
+def _finished(plan: RunPlan, agents: Mapping[str, Agent]) -> bool:
+    share_failures(plan.workload, agents)
+    return all(a.done() for a in agents.values())
+
+
 def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = True
                 ) -> RunSummary:
     cfg = plan.config
@@ -152,7 +159,7 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
     # way through a switch); a second one cuts in at once.
     with stop_requests() as stop:
         try:
-            while (not stop.requested and not all(a.done() for a in agents.values())
+            while (not stop.requested and not _finished(plan, agents)
                    and clock.now_ns() < limit):
                 # Nothing changes before the next timer: go to the tick that holds it (the
                 # ticks skipped would have read exactly what the last one did).

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
 
@@ -166,6 +166,19 @@ class Workload:
 
     def total_bytes(self) -> int:
         return sum(f.size_bytes for f in self.flows)
+
+    def lost_flows(self, failed: Iterable[str]) -> set[str]:
+        """`failed` (flows that can no longer arrive: their QP went to the error state)
+        and every flow that waits on one of them, directly or through others."""
+        lost = set(failed)
+        grew = bool(lost)
+        while grew:
+            grew = False
+            for f in self.flows:
+                if f.id not in lost and any(d in lost for d in f.after):
+                    lost.add(f.id)
+                    grew = True
+        return lost
 
 
 def build_workload(params: WorkloadParams, host_leaf: Mapping[str, str],

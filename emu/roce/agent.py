@@ -10,9 +10,15 @@ Protocol with an orchestrator:
 - results are JSON lines (one per flow, then one `summary` line) on --results or stdout;
   where --results cannot be written (disk full), they come on stdout as one line
   `{"type": "results", "rows": [...], "error": "..."}` instead, so nothing measured is lost;
+- a flow whose QP runs out of transport retries fails (its row's `status`), and so do the
+  local flows waiting on it; the agent then waits on nothing that cannot come, and its
+  progress lines list the flows that failed (`failed`) and, with nothing of its own in
+  flight, what it still waits on (`open`), for the orchestrator to stop it if those
+  failed elsewhere (docs/failures.md);
 - exit status 0 when all local flows completed and all `expect`ed flows arrived, 2 when
-  stopped early (SIGTERM/SIGINT or timeout_s: partial results are still written),
-  1 on configuration errors. The status file then holds `done`, `partial` or `error`.
+  stopped early (SIGTERM/SIGINT or timeout_s: partial results are still written) or
+  when a flow failed, 1 on configuration errors. The status file then holds `done`,
+  `partial` or `error`.
 
 Flows are identified on the wire by the immediate data of their last packet:
 imm = CRC-32 of the flow id, so receivers need no out-of-band knowledge of the order.
@@ -77,6 +83,10 @@ class _FlowState:
     done_ns: int | None = None
     data: LazyPayload | None = None
     wr: WorkRequest | None = None
+    # How it ended: its completion's status (WorkRequest.status: "success",
+    # "retry_exc_err", "wr_flush_err"), or "dependency_failed" (a flow it waits on can
+    # no longer arrive, so it never starts); None while it may still go.
+    status: str | None = None
 
 
 def host_mac(clock: Clock, port: FramePort,
@@ -109,6 +119,9 @@ class Agent:
         # Deliveries per flow id: exactly one each, else the flow fails verification.
         self.deliveries: Counter[str] = Counter()
         self.unexpected: list[dict[str, Any]] = []
+        # Flows from other hosts that will never arrive (their sender's QP failed, or
+        # they wait on one that did): the orchestrator tells (mark_lost).
+        self.lost: set[str] = set()
         self.t0 = 0
         self.on_change: Callable[[], None] | None = None
 
@@ -126,13 +139,26 @@ class Agent:
             return True
         return fid in self.received
 
+    def _dep_lost(self, fid: str) -> bool:
+        fs = self.flows.get(fid)
+        if fs is not None and fs.status not in (None, "success"):
+            return True
+        return fid in self.lost
+
     def _maybe_start_all(self) -> None:
         now = self.clock.now_ns()
-        for fs in self.flows.values():
-            if fs.posted_ns is not None or now < self.t0 + _start_ns(fs.cfg.start_us):
-                continue
-            if all(self._dep_done(d) for d in fs.cfg.after):
-                self._post(fs, now)
+        ended = True
+        while ended:  # a flow that can never start ends the ones waiting on it
+            ended = False
+            for fs in self.flows.values():
+                if fs.posted_ns is not None or fs.status is not None:
+                    continue
+                if any(self._dep_lost(d) for d in fs.cfg.after):
+                    fs.status = "dependency_failed"
+                    ended = True
+                elif (now >= self.t0 + _start_ns(fs.cfg.start_us)
+                      and all(self._dep_done(d) for d in fs.cfg.after)):
+                    self._post(fs, now)
 
     def _post(self, fs: _FlowState, now: int) -> None:
         f = fs.cfg
@@ -142,14 +168,19 @@ class Agent:
         fs.data = data
         fs.posted_ns = now
 
-        def on_complete(_wr: WorkRequest) -> None:
-            self._sent(fs)
+        def on_complete(wr: WorkRequest) -> None:
+            if wr.status == "success":
+                self._sent(fs)
+            else:  # the QP went to the error state
+                fs.status = wr.status
+                self._changed()
 
         fs.wr = fs.qp.post_send(data, f.op, imm=flow_imm(f.id), va=f.va, rkey=f.rkey,
                                 on_complete=on_complete)
 
     def _sent(self, fs: _FlowState) -> None:
         fs.done_ns = self.clock.now_ns()
+        fs.status = "success"
         self._changed()
 
     def _receiver_for(self, qp: QueuePair) -> Callable[[Message], None]:
@@ -170,8 +201,34 @@ class Agent:
             self.on_change()
 
     def done(self) -> bool:
+        """Nothing left to wait for: every local flow ended (well or not) and every
+        expected flow arrived or will never arrive."""
+        return (all(fs.status is not None for fs in self.flows.values())
+                and all(fid in self.received or fid in self.lost for fid in self.cfg.expect))
+
+    def ok(self) -> bool:
+        """Every local flow completed and every expected flow arrived."""
         return (all(fs.done_ns is not None for fs in self.flows.values())
                 and all(fid in self.received for fid in self.cfg.expect))
+
+    def failed_flows(self) -> list[str]:
+        """Local flows that ended without being delivered (their QP failed, or a flow
+        they wait on did)."""
+        return [fid for fid, fs in self.flows.items() if fs.status not in (None, "success")]
+
+    def open_flows(self) -> list[str]:
+        """What this host still waits on: local flows not ended, expected flows not in."""
+        return ([fid for fid, fs in self.flows.items() if fs.status is None]
+                + [fid for fid in self.cfg.expect
+                   if fid not in self.received and fid not in self.lost])
+
+    def mark_lost(self, fids: set[str]) -> None:
+        """Flows that will never arrive (failed at their sender, or waiting on one that
+        did): expected ones stop being waited for, local ones waiting on them end."""
+        new = (fids - self.lost) - self.flows.keys()
+        if new:
+            self.lost |= new
+            self._changed()
 
     # -- results -----------------------------------------------------------------------
     @staticmethod
@@ -219,7 +276,8 @@ class Agent:
             rec: dict[str, Any] = {
                 "type": "flow", "role": "sender", "flow": fid, "host": self.cfg.host.name,
                 "peer": self.peers.get(f.qpn), "qpn": f.qpn, "op": f.op, "size_bytes": f.size_bytes,
-                "completed": fs.done_ns is not None, "start_ns": None if fs.posted_ns is None
+                "completed": fs.done_ns is not None, "status": fs.status,
+                "start_ns": None if fs.posted_ns is None
                 else fs.posted_ns - self.t0,
                 "complete_ns": None if fs.done_ns is None else fs.done_ns - self.t0,
                 "fct_ns": fct, "fct_nominal_ns": None if fct is None else d.modelled_ns(fct),
@@ -233,7 +291,8 @@ class Agent:
         for fid in self.cfg.expect:
             got = self.received.get(fid)
             rec = {"type": "flow", "role": "receiver", "flow": fid, "host": self.cfg.host.name,
-                   "completed": got is not None, "deliveries": self.deliveries[fid]}
+                   "completed": got is not None, "deliveries": self.deliveries[fid],
+                   "lost": fid in self.lost}
             if got is not None:
                 qp, msg = got
                 rec.update({"qpn": qp.qpn, "peer": self.peers.get(qp.qpn), "op": msg.op,
@@ -255,7 +314,15 @@ class Agent:
         return {"type": "progress", "host": self.cfg.host.name,
                 "t_ns": self.clock.now_ns() - self.t0, **c,
                 "flows_done": sum(fs.done_ns is not None for fs in self.flows.values()),
-                "received": len(self.received), "tx_lag_max_us": self.nic.tx_lag_max_ns / 1000}
+                "received": len(self.received), "tx_lag_max_us": self.nic.tx_lag_max_ns / 1000,
+                "failed": self.failed_flows(), **self._waiting()}
+
+    def _waiting(self) -> dict[str, list[str]]:
+        """With nothing of its own in flight, what the host still waits on: the
+        orchestrator stops a host that waits only on flows that failed elsewhere."""
+        if any(fs.posted_ns is not None and fs.status is None for fs in self.flows.values()):
+            return {}
+        return {"open": self.open_flows()}
 
     def summary(self) -> dict[str, Any]:
         qps = {}
@@ -268,7 +335,7 @@ class Agent:
                 "np_suppressed": None if qp.responder.np is None else qp.responder.np.suppressed,
             }
         st = self.nic.port.stats
-        return {"type": "summary", "host": self.cfg.host.name, "done": self.done(),
+        return {"type": "summary", "host": self.cfg.host.name, "done": self.ok(),
                 "elapsed_ns": self.clock.now_ns() - self.t0, "nic_drops": dict(self.nic.drops),
                 "ctrl_tx_drops": self.nic.ctrl_tx_drops, "tx_stalls": self.nic.tx_stalls,
                 "tx_lag": self.nic.tx_lag_stats(),
@@ -453,7 +520,7 @@ def run(iface: str, config: str, results: str | None = None, status_file: str | 
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-        ok = agent.done()
+        ok = agent.ok()
         deliver_results(agent.results(), results)
         port.close()
         clock.close()

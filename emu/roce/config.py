@@ -329,6 +329,8 @@ def validate(cfg: AgentConfig) -> None:
         _check_times(q, w)
         _check(q.max_outstanding_pkts >= 1 and q.ack_every_pkts >= 1, w,
                "max_outstanding_pkts and ack_every_pkts must be >= 1")
+        _check(q.retry_cnt is None or 0 <= q.retry_cnt <= 7, f"{w}.retry_cnt",
+               f"must be 0..7 (IBTA's 3 bits) or null (retry forever), got {q.retry_cnt!r}")
         _check(q.max_outstanding_pkts <= MAX_OUTSTANDING_PKTS, w,
                f"max_outstanding_pkts must be at most {MAX_OUTSTANDING_PKTS} (< 2^22)")
         if q.recovery == "sr":

@@ -89,6 +89,10 @@ class RequesterStats:
     cnps_rcvd: int = 0
     repaths: int = 0
     msgs_completed: int = 0
+    # The retry count (QpParams.retry_cnt) ran out: the QP went to the error state
+    # (mlx5's req_transport_retries_exceeded), and its messages failed or were flushed.
+    transport_retries_exceeded: int = 0
+    msgs_failed: int = 0
 
 
 @dataclass

@@ -126,6 +126,9 @@ class Nic:
         if qp is None:
             self.drops["unknown_qpn"] += 1
             return
+        if qp.requester.error_ns is not None:  # a QP in the error state takes nothing in
+            self.drops["qp_error"] += 1
+            return
         op = p.opcode
         if op < 0x11:
             if op in wire.DATA_OPCODES:

@@ -52,6 +52,9 @@ class GoBackN:
     def pop_retx(self, req: RequesterState) -> int | None:
         return None
 
+    def abandon(self) -> None:
+        return None
+
     def pending(self) -> bool:
         return False
 
@@ -119,6 +122,10 @@ class SelectiveRepeat:
 
     def pending(self) -> bool:
         return bool(self.retx)
+
+    def abandon(self) -> None:
+        """The QP is in the error state: nothing is resent."""
+        self.retx.clear()
 
 
 class RequesterState:

@@ -48,6 +48,9 @@ class Requester:
         self.rto_base_ns = p.rto_ns
         self.rto_ns = p.rto_ns
         self.rto_max_ns = p.rto_max_ns
+        self.retry_cnt = p.retry_cnt
+        self.retries_left = p.retry_cnt
+        self.error_ns: int | None = None  # when the QP went to the error state
         self.s = rec.RequesterState()
         self.recovery = rec.make(p.recovery, p.sr_dupthresh)
         self.stats = RequesterStats()
@@ -75,6 +78,10 @@ class Requester:
         wr = WorkRequest(self._next_wr_id, op, mv, imm, va, rkey, self.tail, npkts,
                          _OPS[(op == WRITE, imm is not None)], self.clock.now_ns(),
                          on_complete=on_complete)
+        if self.error_ns is not None:
+            # Posted to a QP in the error state: completes at once, flushed (verbs).
+            self._end(wr, "wr_flush_err", wr.posted_ns)
+            return wr
         self.tail += npkts
         self._wrs.append(wr)
         self._firsts.append(wr.first_seq)
@@ -198,6 +205,12 @@ class Requester:
             self._rto_timer = self.clock.call_at(dl, self._on_rto)
             return
         self.stats.timeouts += 1
+        left = self.retries_left
+        if left is not None:
+            if left == 0:
+                self._error(now)
+                return
+            self.retries_left = left - 1
         # to the message of the oldest unacknowledged packet (not via _wr_for: _cur
         # stays the message being sent)
         self._wrs[bisect_right(self._firsts, s.una, self._head) - 1].timeouts += 1
@@ -208,6 +221,30 @@ class Requester:
             self.qp.repath()
         self._arm_rto(now)
         self.qp.kick()
+
+    def _error(self, now: int) -> None:
+        """Transport retries exhausted: the QP goes to the error state. Its oldest
+        message completes with retry_exc_err, every later one is flushed, and it sends
+        nothing more (no window, nothing queued for retransmission)."""
+        self.error_ns = now
+        self.stats.transport_retries_exceeded += 1
+        self.window = 0
+        self.recovery.abandon()
+        self._rto_deadline = None
+        wrs = self._wrs
+        for i in range(self._head, len(wrs)):
+            self._end(wrs[i], "retry_exc_err" if i == self._head else "wr_flush_err", now)
+        self._head = len(wrs)
+
+    def _end(self, wr: WorkRequest, status: str, now: int) -> None:
+        wr.status = status
+        wr.error_ns = now
+        self.stats.msgs_failed += 1
+        cb = wr.on_complete
+        if cb is not None:
+            # Never inside post() or a timer's own bookkeeping: from the clock, as a
+            # completion queue would be polled.
+            self.clock.call_soon(lambda: cb(wr))
 
     # -- ACK / NAK processing --------------------------------------------------------
     def on_ack(self, p: Parsed, frame: bytes) -> None:
@@ -262,6 +299,7 @@ class Requester:
             s.nxt = new_una
         now = self.clock.now_ns()
         self.rto_ns = self.rto_base_ns
+        self.retries_left = self.retry_cnt
         if new_una < s.snd_max:
             self._arm_rto(now)
         else:
@@ -272,6 +310,7 @@ class Requester:
         while h < len(wrs) and wrs[h].first_seq + wrs[h].npkts <= new_una:
             wr = wrs[h]
             wr.completed_ns = now
+            wr.status = "success"
             h += 1
             self.stats.msgs_completed += 1
             if wr.on_complete is not None:

@@ -36,7 +36,13 @@ class WorkRequest:
     posted_ns: int
     completed_ns: int | None = None
     first_sent_ns: int | None = None
+    # Called once the message ends, well or not: `status` then says how.
     on_complete: Callable[[WorkRequest], None] | None = None
+    # ibv_wc_status, as a completion reports it: None while outstanding, "success",
+    # "retry_exc_err" (the QP ran out of transport retries on this message) or
+    # "wr_flush_err" (a later message of that QP, flushed by its error state).
+    status: str | None = None
+    error_ns: int | None = None
     # This message's share of its QP's counters (several messages of one QP overlap, so
     # the QP's counter change while one was outstanding counts the others' too):
     # resent packets of its PSN range, timeouts while its packet was the oldest
@@ -83,6 +89,10 @@ class QpTransport:
     ack_interval_ns: int = 16_000  # ACK an in-order packet arriving this long after the last ACK
     sr_dupthresh: int = 8
     rto_ns: int = 4_000_000
+    # IBTA retry_cnt (0..7): timeouts in a row, without an ACK moving the oldest
+    # unacknowledged PSN, that the QP retransmits after; the next one moves it to the
+    # error state. None: retry forever (no NIC does; a research knob).
+    retry_cnt: int | None = 7
 
     def transport(self) -> dict[str, Any]:
         """These settings alone, to build the other side's object from."""

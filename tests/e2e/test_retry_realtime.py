@@ -1,0 +1,42 @@
+"""Transport retries exhausted on real Mininet: a link whose failure leaves no path
+fails the QPs across it (IBTA retry_cnt); the orchestrator then stops the agents that
+wait only on flows that failed, and the run ends long before its budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from emu.experiments.config import RunConfig
+from emu.experiments.workloads import WorkloadParams
+
+from ..experiments.test_retry_exhaustion import LINE
+from ..quiet import QuietConsole
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900),
+              pytest.mark.usefixtures("e2e_ready", "no_leftovers")]
+
+
+
+def test_failed_qps_end_a_real_time_run(tmp_path: Path) -> None:
+    from emu.experiments.run import run_experiment
+
+    topo = tmp_path / "line2.yaml"
+    topo.write_text(LINE)
+    cfg = RunConfig(topo=str(topo), workload=WorkloadParams("allreduce", message_bytes=256 * 1024),
+                    retry_cnt=1, rto_us=30.0, fail_link=("leaf1", "spine1"), fail_after_s=0.05,
+                    results_root=tmp_path / "results", progress=False, timeout_s=600.0,
+                    lock_wait_s=600.0)
+    s = run_experiment(cfg, console=QuietConsole())
+    failed = [f for f in s.flows if f.status == "retry_exc_err"]
+    # the failure may come at any step of the ring: the flows it catches cross leaves
+    assert failed and all({f.src, f.dst} not in ({"h1", "h2"}, {"h3", "h4"}) for f in failed)
+    assert all(f.status in ("success", "retry_exc_err", "wr_flush_err", "dependency_failed")
+               for f in s.flows)
+    assert any(f.status == "dependency_failed" for f in s.flows) and not s.ok
+    assert s.hosts.timeouts == 2 * len(failed)  # retry_cnt 1: the 2nd timeout fails
+    # the waiting agents were stopped: nothing ran to the budget
+    assert s.duration_s < cfg.timeout() / 4
+    assert not any("still running" in n for n in s.notes)
+    assert any("flows failed" in n for n in s.notes)

@@ -1,0 +1,100 @@
+"""A link whose failure leaves no path: the QPs across it run out of transport retries
+(IBTA retry_cnt) and fail, the flows of the collective waiting on them never start, and
+the run ends there, reporting which failed and why, instead of retrying until its
+budget ends and reporting them merely incomplete."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from emu.core.flowmode import FlowControlMode
+from emu.experiments.config import RunConfig
+from emu.experiments.plan import plan_run
+from emu.experiments.summary import RunSummary, render_text
+from emu.experiments.workloads import WorkloadParams
+
+pytestmark = pytest.mark.timeout(300)
+
+LINE = """\
+name: line2
+description: 2 leaves, 1 spine, 4 hosts; one path between the leaves
+defaults: {rate: 100Gbps, delay: 1us, queue_depth_pkts: 64, mtu: 1500}
+switches:
+  - {name: leaf1, role: leaf}
+  - {name: leaf2, role: leaf}
+  - {name: spine1, role: spine}
+hosts: [{name: h1}, {name: h2}, {name: h3}, {name: h4}]
+links:
+  - {a: h1, b: leaf1}
+  - {a: h2, b: leaf1}
+  - {a: h3, b: leaf2}
+  - {a: h4, b: leaf2}
+  - {a: leaf1, b: spine1}
+  - {a: leaf2, b: spine1}
+"""
+
+
+def _run(tmp_path: Path, **kw: object) -> tuple[RunConfig, RunSummary]:
+    from emu.experiments.virtual import run_virtual
+
+    topo = tmp_path / "line2.yaml"
+    topo.write_text(LINE)
+    cfg = RunConfig(topo=str(topo), virtual=True, flow_control=FlowControlMode.NONE,
+                    workload=WorkloadParams("allreduce", message_bytes=256 * 1024),
+                    fail_link=("leaf1", "spine1"), fail_after_s=20e-6, **kw)  # type: ignore[arg-type]
+    return cfg, run_virtual(plan_run(cfg), write=False)
+
+
+def test_flows_across_a_dead_path_fail_and_the_run_ends(tmp_path: Path) -> None:
+    cfg, s = _run(tmp_path)
+    by = {f.id: f.status for f in s.flows}
+    crossing = [f for f in s.flows if f.id.startswith("ar0-s0-")
+                and {f.src, f.dst} not in ({"h1", "h2"}, {"h3", "h4"})]
+    assert crossing and all(by[f.id] == "retry_exc_err" for f in crossing)
+    local = [f for f in s.flows if f.id.startswith("ar0-s0-") and f not in crossing]
+    assert local and all(by[f.id] == "success" and f.verified for f in local)
+    # every later step waits on a failed flow, or was posted behind one on its QP
+    later = [f for f in s.flows if not f.id.startswith("ar0-s0-")]
+    assert all(by[f.id] in ("dependency_failed", "wr_flush_err") for f in later)
+    assert "dependency_failed" in by.values() and "wr_flush_err" in by.values()
+    assert not s.ok
+    assert s.hosts.timeouts == 8 * len(crossing)  # retry_cnt 7: the 8th timeout fails
+    # Ended when nothing more could happen, not at the budget.
+    assert s.duration_s < cfg.timeout() / 2
+    assert not any("still running" in n for n in s.notes)
+    text = render_text(s, width=200)
+    assert f"FAILED ({len(s.flows) - len(local)} flows)" in text
+    assert "NO: retries exhausted" in text and "NO: waited on a failed flow" in text
+    note = next(n for n in s.notes if "flows failed" in n)
+    assert f"{len(crossing)} retries exhausted" in note and "retry_cnt" in note
+
+
+def test_without_a_retry_limit_the_run_waits_out_its_budget(tmp_path: Path) -> None:
+    cfg, s = _run(tmp_path, retry_cnt=None, timeout_s=400.0)
+    assert all(f.status in (None, "success") for f in s.flows)
+    assert any("still running" in n for n in s.notes)
+    assert s.hosts.timeouts > 8 * 2
+    assert not any("flows failed" in n for n in s.notes)
+
+
+def test_command_line_and_experiment_files_take_it(capsys: pytest.CaptureFixture[str]) -> None:
+    from emu.cli import build_parser, main
+    from emu.experiments.commands import config_from_args
+    from emu.experiments.experiment import options
+
+    def parsed(*argv: str) -> int | None:
+        return config_from_args(build_parser().parse_args(["run", "clos4", *argv])).retry_cnt
+
+    assert parsed() == 7 and parsed("--retry-cnt", "0") == 0
+    assert parsed("--retry-cnt", "inf") is None
+    plan = plan_run(RunConfig(virtual=True, retry_cnt=3))
+    assert {q.retry_cnt for a in plan.agents.values() for q in a.qps} == {3}
+    assert options()["retry_cnt"].parse(5) == 5
+    for bad in ("8", "-1", "x"):
+        with pytest.raises(SystemExit):
+            main(["run", "clos4", "--retry-cnt", bad, "--dry-run"])
+        assert "0..7" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="retry_cnt must be 0..7"):
+        RunConfig(retry_cnt=9).validate()
