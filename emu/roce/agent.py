@@ -122,6 +122,7 @@ class Agent:
         # Flows from other hosts that will never arrive (their sender's QP failed, or
         # they wait on one that did): the orchestrator tells (mark_lost).
         self.lost: set[str] = set()
+        self._failed: list[str] = []  # local flows that ended undelivered, in order
         self.t0 = 0
         self.on_change: Callable[[], None] | None = None
 
@@ -155,6 +156,7 @@ class Agent:
                     continue
                 if any(self._dep_lost(d) for d in fs.cfg.after):
                     fs.status = "dependency_failed"
+                    self._failed.append(fs.cfg.id)
                     ended = True
                 elif (now >= self.t0 + _start_ns(fs.cfg.start_us)
                       and all(self._dep_done(d) for d in fs.cfg.after)):
@@ -173,6 +175,7 @@ class Agent:
                 self._sent(fs)
             else:  # the QP went to the error state
                 fs.status = wr.status
+                self._failed.append(fs.cfg.id)
                 self._changed()
 
         fs.wr = fs.qp.post_send(data, f.op, imm=flow_imm(f.id), va=f.va, rkey=f.rkey,
@@ -214,7 +217,7 @@ class Agent:
     def failed_flows(self) -> list[str]:
         """Local flows that ended without being delivered (their QP failed, or a flow
         they wait on did)."""
-        return [fid for fid, fs in self.flows.items() if fs.status not in (None, "success")]
+        return list(self._failed)
 
     def open_flows(self) -> list[str]:
         """What this host still waits on: local flows not ended, expected flows not in."""
@@ -418,6 +421,27 @@ def _start_from_stdin(agent: Agent, clock: RealClock, fail: Callable[[str], None
     clock.add_reader(fd, on_read)
 
 
+def _progress_reports(agent: Agent, clock: RealClock, progress_s: float
+                      ) -> Callable[[], None]:
+    """Print the agent's counters every `progress_s` (none if 0); returns the function
+    that prints one line, for the last."""
+    def line() -> None:
+        # One short line per period: cheap next to the packets, and the orchestrator
+        # sees CNPs, ECN marks and failed flows while the run goes on.
+        print(json.dumps(agent.progress(), sort_keys=True), flush=True)
+
+    if progress_s <= 0:
+        return lambda: None
+    period = int(progress_s * 1e9)
+
+    def report() -> None:
+        line()
+        clock.call_at(clock.now_ns() + period, report)
+
+    clock.call_at(clock.now_ns() + period, report)
+    return line
+
+
 def _host_flow_control(cfg: AgentConfig, pfc: str) -> HostPfcParams | HostCreditParams:
     """The NIC's PFC or credit parameters from --pfc's JSON (ValueError if bad)."""
     from emu.roce.pfc import host_pfc_params
@@ -501,19 +525,11 @@ def run(iface: str, config: str, results: str | None = None, status_file: str | 
             _start_from_stdin(agent, clock, start_failed)
         else:
             agent.start()
-        if progress_s > 0:
-            period = int(progress_s * 1e9)
-
-            def report() -> None:
-                # One short line per period: cheap next to the packets, and the
-                # orchestrator sees CNPs and ECN marks while the run goes on.
-                print(json.dumps(agent.progress(), sort_keys=True), flush=True)
-                clock.call_at(clock.now_ns() + period, report)
-
-            clock.call_at(clock.now_ns() + period, report)
+        last_report = _progress_reports(agent, clock, progress_s)
         # `stopped` is polled too: RealClock.run() clears an earlier stop() request, and a
         # signal may land between READY and run().
         clock.run(until=lambda: stopped or agent.done(), timeout_s=cfg.timeout_s)
+        last_report()  # the last counters, and the failures that ended the agent
         if agent.done() and not stopped and linger_s > 0:
             # Keep answering for a moment: a peer may still need our last ACK.
             clock.run(until=lambda: stopped, timeout_s=linger_s)

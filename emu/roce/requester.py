@@ -205,15 +205,15 @@ class Requester:
             self._rto_timer = self.clock.call_at(dl, self._on_rto)
             return
         self.stats.timeouts += 1
+        # to the message of the oldest unacknowledged packet (not via _wr_for: _cur
+        # stays the message being sent)
+        self._wrs[bisect_right(self._firsts, s.una, self._head) - 1].timeouts += 1
         left = self.retries_left
         if left is not None:
             if left == 0:
                 self._error(now)
                 return
             self.retries_left = left - 1
-        # to the message of the oldest unacknowledged packet (not via _wr_for: _cur
-        # stays the message being sent)
-        self._wrs[bisect_right(self._firsts, s.una, self._head) - 1].timeouts += 1
         self.rto_ns = min(self.rto_ns * 2, self.rto_max_ns)
         self.recovery.on_timeout(s)
         self._force_ackreq = True

@@ -144,3 +144,42 @@ def test_config_default_is_seven_and_null_is_unlimited() -> None:
     assert cfg.qp_params(cfg.qps[0]).retry_cnt == 7
     cfg = load_dict({"host": host, "qps": [_qp(retry_cnt=None)]})
     assert cfg.qp_params(cfg.qps[0]).retry_cnt is None
+
+
+def test_agents_fail_the_flows_and_what_waits_on_them() -> None:
+    """h1's flow a never gets through (its data is dropped): it fails retry_exc_err; h2's
+    flow b waits on a, and h1's c on b. The agents end once told what will never come
+    (the run's share_failures does it for a whole workload)."""
+    from emu.core.clock import VirtualClock
+    from emu.core.port import MemLink
+    from emu.roce.agent import Agent
+
+    from .helpers import ShimPort
+    from .test_agent import two_hosts
+
+    clk = VirtualClock()
+    link = MemLink(clk, rate_bps=10_000_000_000, delay_ns=5000, overhead_bytes=24)
+    h1, h2 = two_hosts()
+    h1["qps"][0]["rto_ns"] = RTO
+    dead = ShimPort(link.a, clk, lambda f: [] if is_data(f) else [0])
+    a1 = Agent(load_dict(h1), clk, dead)
+    a2 = Agent(load_dict(h2), clk, link.b)
+    a1.start()
+    a2.start()
+    clk.advance_to(2_000_000_000)
+    assert a1.failed_flows() == ["a"] and not a1.done()
+    p1, p2 = a1.progress(), a2.progress()
+    assert p1["failed"] == ["a"] and p1["open"] == ["c", "b"]
+    assert p2["failed"] == [] and p2["open"] == ["b", "a", "c"]
+    a2.mark_lost({"a"})  # b, waiting on a, can never start
+    assert a2.failed_flows() == ["b"] and not a2.done()
+    a1.mark_lost({"b"})
+    a2.mark_lost({"c"})
+    assert a1.done() and a2.done() and not a1.ok() and not a2.ok()
+    rows = {(r["flow"], r["role"]): r for a in (a1, a2) for r in a.results()
+            if r["type"] == "flow"}
+    assert rows["a", "sender"]["status"] == "retry_exc_err"
+    assert rows["a", "sender"]["timeouts"] == 8  # the QP's eighth, which failed it
+    assert rows["b", "sender"]["status"] == "dependency_failed"
+    assert rows["c", "sender"]["status"] == "dependency_failed"
+    assert rows["a", "receiver"]["lost"] and not rows["a", "receiver"]["completed"]
