@@ -159,7 +159,9 @@ def _output_args(o: argparse._ArgumentGroup) -> None:
     o.add_argument("--timeout", type=float, default=None, metavar="S",
                    help=f"the workload's budget; agents still running after it are stopped "
                         f"and their partial results kept (default {REAL_TIMEOUT_S:g} s of "
-                        f"wall time; virtual runs: {VIRTUAL_TIMEOUT_S:g} s of virtual time)")
+                        f"wall time; virtual runs: {VIRTUAL_TIMEOUT_S:g} s of virtual time; "
+                        f"longer for a workload that needs more than a quarter of that on "
+                        f"the wire: four times what it needs)")
     o.add_argument("--lock-wait", type=float, default=_RUN.lock_wait_s, metavar="S",
                    help="wait up to S seconds for another live run to end instead of "
                         "refusing at once (default %(default)s)")
@@ -275,7 +277,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         for note in plan.notes:
             print(f"warning: {note}")
         print(f"workload {cfg.workload.kind}: {len(plan.workload.flows)} flows, "
-              f"{plan.workload.total_bytes()} bytes, {len(plan.agents)} agents")
+              f"{plan.workload.total_bytes()} bytes, {len(plan.agents)} agents; budget "
+              f"{plan.budget_s:g} s of wire time")
         for fl in plan.workload.flows[:20]:
             dep = f" after {','.join(fl.after)}" if fl.after else ""
             print(f"  {fl.id}: {fl.src} -> {fl.dst} {fl.size_bytes} B{dep}")

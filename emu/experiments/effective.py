@@ -67,6 +67,7 @@ def effective_values(plan: RunPlan) -> JsonDict:
         "version": project_version(),
         "seed": cfg.workload.seed,
         "dilation": d.factor,
+        "budget_s_wire": plan.budget_s,
         "links": [{"link": str(lm), "modelled_rate_bps": lm.rate_bps,
                    "wire_rate_bps": lw.rate_bps, "modelled_delay_ns": lm.delay_ns,
                    "wire_delay_ns": lw.delay_ns, "depth_pkts": lw.depth_pkts}

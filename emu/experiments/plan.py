@@ -19,7 +19,13 @@ from emu.roce.wire import IB_MTUS, max_ip_bytes
 from emu.topo import Fabric, Role, load_topology
 from emu.topo.paths import first_hop_ports
 
-from .agent_configs import AgentSettings, agent_configs, base_rtt_s, rto_floor_note
+from .agent_configs import (
+    FRAME_OVERHEAD_BYTES,
+    AgentSettings,
+    agent_configs,
+    base_rtt_s,
+    rto_floor_note,
+)
 from .config import RunConfig, RunConfigError, without_link_delay
 from .workloads import Workload, build_workload
 
@@ -27,6 +33,7 @@ if TYPE_CHECKING:  # emu.control (gRPC) is imported only by the runs that progra
     from emu.control import EcnSettings, FabricController, Flow, LbSettings
 
 
+BUDGET_MARGIN = 4.0  # default budget: at least this many times the workload's least time
 CREDIT = CreditSettings()  # the switches' in credit runs (hosts grant what they can)
 
 
@@ -44,6 +51,7 @@ class RunPlan:
     # After START, before the first flow (RunConfig.start_delay_s; in a virtual credit
     # run at least the links' credit start-up: effective_start_delay_s).
     start_delay_s: float = 0.0
+    budget_s: float = 0.0  # the workload's budget, wire seconds (workload_budget_s)
 
     @cached_property
     def notes(self) -> list[str]:
@@ -51,7 +59,8 @@ class RunPlan:
         floor, not the QPs' own RTO, sets their timeouts; a budget too short to wait
         out a timeout."""
         rto = rto_floor_note(self.fabric, self.agents,
-                             agent_settings(self.config, self.dilation, self.start_delay_s))
+                             agent_settings(self.config, self.dilation, self.start_delay_s,
+                                            self.budget_s))
         return [*self.config.notes(), *([rto] if rto else []), *self._budget_note()]
 
     def _budget_note(self) -> list[str]:
@@ -59,7 +68,13 @@ class RunPlan:
         stops a lossy run before it can recover (a NIC-like --rto of milliseconds)."""
         rto_s = max((q.rto_ns * self.dilation.factor / 1e9 for a in self.agents.values()
                      for q in a.qps), default=0.0)
-        budget = self.config.timeout()
+        budget = self.budget_s
+        need_s, host = min_wire_s(self.fabric, self.workload, self.config.mtu_bytes)
+        if need_s > budget / 2:
+            return [f"the workload needs at least {need_s:.3g} s of wire time ({host}'s "
+                    f"link carries its bytes at {_host_wire_bps(self.fabric, host):.3g} "
+                    f"bit/s, with no other flow in the way) and its budget is {budget:g} s: "
+                    f"the run may stop with flows still going; raise --timeout"]
         if 3 * rto_s <= budget:
             return []
         return [f"the workload's budget ({budget:g} s of wire time) is shorter than a "
@@ -170,12 +185,40 @@ def effective_start_delay_s(cfg: RunConfig, fabric: Fabric) -> float:
     return max(cfg.start_delay_s, startup_s)
 
 
-def agent_settings(cfg: RunConfig, dilation: Dilation, start_delay: float) -> AgentSettings:
+def _host_wire_bps(fabric: Fabric, host: str) -> float:
+    return float(fabric.link(fabric.host(host).link).rate_bps)
+
+
+def min_wire_s(fabric: Fabric, workload: Workload, mtu: int) -> tuple[float, str]:
+    """A lower bound of the workload's duration on the wire (`fabric` is the wire's),
+    and the host that sets it: the most any host link must carry one way (payload and
+    per-packet headers) at its rate."""
+    load: dict[tuple[str, str], float] = {}
+    for f in workload.flows:
+        frames = f.size_bytes + max(1, -(-f.size_bytes // mtu)) * FRAME_OVERHEAD_BYTES
+        for key in ((f.src, "tx"), (f.dst, "rx")):
+            load[key] = load.get(key, 0.0) + frames * 8
+    return max(((bits / _host_wire_bps(fabric, h), h) for (h, _), bits in load.items()),
+               default=(0.0, ""))
+
+
+def workload_budget_s(cfg: RunConfig, fabric: Fabric, workload: Workload) -> float:
+    """The workload's budget in seconds of the wire clock: the run's own (--timeout),
+    else its mode's default stretched to BUDGET_MARGIN x the least time the workload
+    needs on the wire (a budget catches a hung run, and at a large dilation a big
+    workload outlasts the fixed default)."""
+    if cfg.timeout_s is not None:
+        return cfg.timeout_s
+    return max(cfg.timeout(), BUDGET_MARGIN * min_wire_s(fabric, workload, cfg.mtu_bytes)[0])
+
+
+def agent_settings(cfg: RunConfig, dilation: Dilation, start_delay: float,
+                   budget_s: float) -> AgentSettings:
     return AgentSettings(cc=cfg.cc, recovery=cfg.recovery, dilation=dilation.factor,
                          dcqcn_profile=cfg.dcqcn_profile,
                          mtu_bytes=cfg.mtu_bytes, window_pkts=cfg.window_pkts,
                          rto_us=cfg.rto_us, retry_cnt=cfg.retry_cnt,
-                         start_delay_us=start_delay * 1e6, timeout_s=cfg.timeout(),
+                         start_delay_us=start_delay * 1e6, timeout_s=budget_s,
                          plb=cfg.plb, plb_rounds=cfg.plb_rounds,
                          plb_idle_rounds=cfg.plb_idle_rounds, priority_queues=cfg.priority_queues,
                          ack_class=cfg.ack_class,
@@ -244,10 +287,12 @@ def plan_run(cfg: RunConfig, model: Fabric | None = None) -> RunPlan:
         raise RunConfigError(f"topology {model.name}: {exc}") from None
     workload = build_workload(cfg.workload, {h.name: h.switch for h in fabric.hosts},
                               host_rates(model))
+    budget_s = workload_budget_s(cfg, fabric, workload)
     try:
         delay_s = effective_start_delay_s(cfg, fabric)
-        agents = agent_configs(fabric, workload, agent_settings(cfg, dilation, delay_s),
+        agents = agent_configs(fabric, workload, agent_settings(cfg, dilation, delay_s,
+                                                                budget_s),
                                seed=cfg.workload.seed)
     except ConfigError as exc:  # what RunConfig's own checks did not foresee: one line
         raise RunConfigError(f"run configuration: the hosts' configuration: {exc}") from None
-    return RunPlan(cfg, fabric, workload, agents, model, dilation, delay_s)
+    return RunPlan(cfg, fabric, workload, agents, model, dilation, delay_s, budget_s)

@@ -264,7 +264,7 @@ class Experiment:
             state = ProgressState(phase="running", hosts=len(agents),
                                   bytes_total=plan.workload.total_bytes(),
                                   dilation=plan.dilation.factor)
-            deadline = t_launch + cfg.timeout() + 10.0  # agents stop themselves at timeout_s
+            deadline = t_launch + plan.budget_s + 10.0  # agents stop themselves at timeout_s
             failed_link = False
             t_traffic: float | None = None
             notes: list[str] = []
@@ -314,7 +314,7 @@ class Experiment:
                         agents[host].stopping = True  # waits only on flows that failed
                         agents[host].popen.send_signal(signal.SIGTERM)
                     if time.monotonic() > deadline:
-                        notes.append(f"agents still running after {cfg.timeout():g} s: stopped")
+                        notes.append(f"agents still running after {plan.budget_s:g} s: stopped")
                         for a in agents.values():
                             if not a.finished():
                                 a.popen.send_signal(signal.SIGTERM)

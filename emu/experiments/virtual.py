@@ -145,7 +145,7 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
     first, sample, tick_ns = fab.first, fab.sample, fab.tick_ns
     for a in agents.values():
         a.start()
-    limit = int(cfg.timeout() * 1e9)  # the workload's budget, in virtual time
+    limit = int(plan.budget_s * 1e9)  # the workload's budget, in virtual time
     # The failure and the budget's end fall where they are asked for, not on the next
     # tick (a tick is a sample interval, 5 ms by default). The failure counts from the
     # workload's start, after the start delay: counted from time 0, the default delay
@@ -188,7 +188,7 @@ def run_virtual(plan: RunPlan, *, console: Console | None = None, write: bool = 
         notes.append(f"interrupted ({how}) at {clock.now_ns() / 1e9:.3f} s (virtual): "
                      "partial results")
     if not interrupted and not all(a.done() for a in agents.values()):
-        notes.append(f"agents still running after {cfg.timeout():g} s (virtual): stopped "
+        notes.append(f"agents still running after {plan.budget_s:g} s (virtual): stopped "
                      "(--timeout)")
     snaps = [first, *changes.finish(tick)]
     duration = clock.now_ns() / 1e9

@@ -339,7 +339,9 @@ def test_run_help_explains_every_option_and_its_default(
         main(["run", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "%(default)" not in out and "(default ecmp)" in out
-    assert "(default 120 s of wall time; virtual runs: 600 s of virtual time)" in out
+    assert ("(default 120 s of wall time; virtual runs: 600 s of virtual time; longer for a "
+            "workload that needs more than a quarter of that on the wire: four times what "
+            "it needs)") in out
 
 
 def test_incast_senders_help_means_all_other_hosts() -> None:
