@@ -4,15 +4,15 @@ A QP that runs out of transport retries (IBTA retry_cnt, `emu.roce.requester`) g
 the error state: its messages fail at the sender, and nothing tells their receivers,
 nor the flows that wait on them (`after`). A RoCE job would abort there; the run instead
 lets every other flow finish and then ends, rather than wait out its budget on flows
-that can no longer come: in virtual time by telling each in-process agent which flows
-are lost, in real time by stopping the agents that wait on nothing else.
+that can no longer come: it tells every agent which flows are lost (in virtual time
+directly, in real time by a line on its stdin), and the agents stop waiting for them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .jsontypes import Row
@@ -37,21 +37,14 @@ def _strings(v: object) -> list[str]:
     return [str(x) for x in v] if isinstance(v, list) else []
 
 
-def waiting_on_lost(workload: Workload, progress: Mapping[str, Row],
-                    running: Iterable[str]) -> list[str]:
-    """The `running` hosts whose latest progress line says they wait only on flows that
-    failed somewhere (or wait on one that did): nothing can end their wait."""
+def newly_lost(workload: Workload, progress: Mapping[str, Row], told: set[str]) -> list[str]:
+    """Real time: the flows that can no longer arrive, as the agents' latest progress
+    lines tell (`failed`) and the workload's dependencies extend, that the agents have
+    not been told yet (`told`)."""
     failed = {fid for row in progress.values() for fid in _strings(row.get("failed"))}
     if not failed:
         return []
-    lost = workload.lost_flows(failed)
-    out: list[str] = []
-    for host in running:
-        row = progress.get(host, {})
-        open_: Sequence[str] | None = _strings(row["open"]) if "open" in row else None
-        if open_ is not None and all(fid in lost for fid in open_):
-            out.append(host)
-    return out
+    return sorted(workload.lost_flows(failed) - told)
 
 
 # A failed flow's status, as the flow table and the note say it.

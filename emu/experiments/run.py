@@ -12,6 +12,7 @@ the automatic workload (the `workload` command runs one from there).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -27,11 +28,11 @@ from typing import TYPE_CHECKING
 from emu.control.params import LbMode
 from emu.core.runstate import StateError
 from emu.core.signals import StopRequest, interrupt_name, stop_requests
-from emu.roce.agent import START
+from emu.roce.agent import LOST, START
 
 from . import pfc
 from .config import RunConfig, RunConfigError
-from .failures import waiting_on_lost
+from .failures import newly_lost
 from .jsontypes import Row, count, num
 from .pfc import Counters
 from .plan import RunPlan, plan_run
@@ -105,7 +106,6 @@ class AgentProc:
     sent_rows: list[Row] | None = None
     write_error: str | None = None
     _reader: threading.Thread | None = None
-    stopping: bool = False  # sent SIGTERM: it waited only on flows that failed
 
     def start_reader(self, t0: float) -> None:
         def read() -> None:
@@ -138,6 +138,18 @@ class AgentProc:
 
     def finished(self) -> bool:
         return self.popen.poll() is not None
+
+    def tell(self, line: str) -> bool:
+        """A line on its stdin (emu.roce.agent: START, LOST); False if it has exited."""
+        stdin = self.popen.stdin
+        if stdin is None or stdin.closed:
+            return False
+        try:
+            stdin.write(line + "\n")
+            stdin.flush()
+        except OSError:  # exited meanwhile (BrokenPipeError): its exit is reported
+            return False
+        return True
 
     def read_to_end(self, timeout: float) -> None:
         """Wait for the reader to take the last lines of an agent that has exited."""
@@ -239,15 +251,9 @@ class Experiment:
         go = time.monotonic_ns()
         self.origin_wall_ns = time.time_ns()
         for a in agents.values():
-            stdin = a.popen.stdin
-            if stdin is None:
-                continue
-            try:
-                stdin.write(f"{START} {go}\n")
-                stdin.close()
+            # stdin stays open: LOST lines may follow (emu.experiments.failures)
+            if a.tell(f"{START} {go}"):
                 a.epoch_s = go / 1e9 - self.t0
-            except OSError:  # exited meanwhile (BrokenPipeError): its exit is reported
-                pass
 
     def run_workload(self, plan: RunPlan, *, view: LiveView | None = None,
                      tag: str = "") -> RunRecords:
@@ -266,6 +272,7 @@ class Experiment:
                                   dilation=plan.dilation.factor)
             deadline = t_launch + plan.budget_s + 10.0  # agents stop themselves at timeout_s
             failed_link = False
+            told: set[str] = set()  # flows the agents were told are lost
             t_traffic: float | None = None
             notes: list[str] = []
             events: list[tuple[float, str]] = []
@@ -308,11 +315,12 @@ class Experiment:
                         view.update(state)
                     if all(a.finished() for a in agents.values()):
                         break
-                    for host in waiting_on_lost(plan.workload, {h: a.progress for h, a in
-                                                agents.items()}, [h for h, a in agents.items()
-                                                if not a.finished() and not a.stopping]):
-                        agents[host].stopping = True  # waits only on flows that failed
-                        agents[host].popen.send_signal(signal.SIGTERM)
+                    news = newly_lost(plan.workload, {h: a.progress for h, a in
+                                                      agents.items()}, told)
+                    if news:  # flows that failed: no agent waits for them any more
+                        told.update(news)
+                        for a in agents.values():
+                            a.tell(f"{LOST} {json.dumps(news)}")
                     if time.monotonic() > deadline:
                         notes.append(f"agents still running after {plan.budget_s:g} s: stopped")
                         for a in agents.values():
@@ -440,6 +448,9 @@ def _stop_agents(agents: dict[str, AgentProc]) -> None:
         except subprocess.TimeoutExpired:
             a.popen.kill()
             a.popen.wait(timeout=5)
+        if a.popen.stdin is not None:
+            with contextlib.suppress(OSError):
+                a.popen.stdin.close()
 
 
 NO_DELAY_HINT = "run without link delay: make run ... LINK_DELAY=0 (emu run --no-link-delay)"

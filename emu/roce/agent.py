@@ -11,10 +11,10 @@ Protocol with an orchestrator:
   where --results cannot be written (disk full), they come on stdout as one line
   `{"type": "results", "rows": [...], "error": "..."}` instead, so nothing measured is lost;
 - a flow whose QP runs out of transport retries fails (its row's `status`), and so do the
-  local flows waiting on it; the agent then waits on nothing that cannot come, and its
-  progress lines list the flows that failed (`failed`) and, with nothing of its own in
-  flight, what it still waits on (`open`), for the orchestrator to stop it if those
-  failed elsewhere (docs/failures.md);
+  local flows waiting on it; its progress lines list the flows that failed (`failed`,
+  the last line printed as the agent ends), and the orchestrator's stdin lines
+  `LOST ["id", ...]` name the flows that failed elsewhere, which it then stops waiting
+  for (docs/failures.md);
 - exit status 0 when all local flows completed and all `expect`ed flows arrived, 2 when
   stopped early (SIGTERM/SIGINT or timeout_s: partial results are still written) or
   when a flow failed, 1 on configuration errors. The status file then holds `done`,
@@ -219,12 +219,6 @@ class Agent:
         they wait on did)."""
         return list(self._failed)
 
-    def open_flows(self) -> list[str]:
-        """What this host still waits on: local flows not ended, expected flows not in."""
-        return ([fid for fid, fs in self.flows.items() if fs.status is None]
-                + [fid for fid in self.cfg.expect
-                   if fid not in self.received and fid not in self.lost])
-
     def mark_lost(self, fids: set[str]) -> None:
         """Flows that will never arrive (failed at their sender, or waiting on one that
         did): expected ones stop being waited for, local ones waiting on them end."""
@@ -318,14 +312,7 @@ class Agent:
                 "t_ns": self.clock.now_ns() - self.t0, **c,
                 "flows_done": sum(fs.done_ns is not None for fs in self.flows.values()),
                 "received": len(self.received), "tx_lag_max_us": self.nic.tx_lag_max_ns / 1000,
-                "failed": self.failed_flows(), **self._waiting()}
-
-    def _waiting(self) -> dict[str, list[str]]:
-        """With nothing of its own in flight, what the host still waits on: the
-        orchestrator stops a host that waits only on flows that failed elsewhere."""
-        if any(fs.posted_ns is not None and fs.status is None for fs in self.flows.values()):
-            return {}
-        return {"open": self.open_flows()}
+                "failed": self.failed_flows()}
 
     def summary(self) -> dict[str, Any]:
         qps = {}
@@ -384,6 +371,9 @@ def deliver_results(rows: list[dict[str, Any]], results: str | None) -> None:
 
 
 START = "START"  # the orchestrator's line on stdin: `START <time.monotonic_ns()>`
+# Its later lines: `LOST <JSON list of flow ids>`, flows that will never arrive (they
+# failed at their sender, or wait on one that did; emu.experiments.failures).
+LOST = "LOST"
 
 
 def parse_start(line: str) -> int:
@@ -394,29 +384,54 @@ def parse_start(line: str) -> int:
     return int(parts[1])
 
 
+def parse_lost(line: str) -> set[str]:
+    """The flow ids of a `LOST [...]` line; ValueError naming what is wrong."""
+    word, _, rest = line.strip().partition(" ")
+    try:
+        ids = json.loads(rest) if word == LOST else None
+    except json.JSONDecodeError:
+        ids = None
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise ValueError(f"expected '{LOST} [\"flow id\", ...]' on stdin, got {line.strip()!r}")
+    return set(ids)
+
+
 def _start_from_stdin(agent: Agent, clock: RealClock, fail: Callable[[str], None]) -> None:
     """Start the agent when the orchestrator's START line arrives on stdin, at the instant
     it names: every agent of a run then counts from one epoch, however long each took to
-    become READY. The clock's loop keeps running meanwhile (signals still stop it)."""
+    become READY. The clock's loop keeps running meanwhile (signals still stop it).
+    Later LOST lines tell it which flows will never arrive; a bad one is reported on
+    stderr and ignored (the run goes on), stdin closed after START changes nothing."""
     fd = sys.stdin.fileno()
     buf = bytearray()
+    started = False
 
     def on_read() -> None:
-        data = os.read(fd, 4096)
+        nonlocal started
+        data = os.read(fd, 65536)
         buf.extend(data)
-        if b"\n" not in buf and data:
-            return
-        clock.remove_reader(fd)
-        line = bytes(buf).decode(errors="replace")
-        if not data and not line.strip():
-            fail(f"stdin closed before the {START} line")
-            return
-        try:
-            at = parse_start(line.splitlines()[0] if line.strip() else line)
-        except ValueError as exc:
-            fail(str(exc))
-            return
-        agent.start(clock.from_monotonic_ns(at))
+        while b"\n" in buf or (not data and buf):
+            raw, _, rest = bytes(buf).partition(b"\n")
+            buf[:] = rest
+            line = raw.decode(errors="replace")
+            if not started:
+                try:
+                    at = parse_start(line)
+                except ValueError as exc:
+                    clock.remove_reader(fd)
+                    fail(str(exc))
+                    return
+                started = True
+                agent.start(clock.from_monotonic_ns(at))
+            elif line.strip():
+                try:
+                    agent.mark_lost(parse_lost(line))
+                except ValueError as exc:
+                    print(f"warning: {exc}", file=sys.stderr, flush=True)
+        if not data:
+            clock.remove_reader(fd)
+            if not started:
+                fail(f"stdin closed before the {START} line")
 
     clock.add_reader(fd, on_read)
 

@@ -376,6 +376,37 @@ def test_agents_count_from_the_start_instant_on_stdin(netns_pair, tmp_path):
 
 @needs_root
 @pytest.mark.root
+def test_lost_lines_end_the_wait_for_flows_that_failed_elsewhere(netns_pair, tmp_path):
+    """A receiver whose sender's flow failed (its QP out of retries) is told so on stdin,
+    `LOST [ids]` after START, and ends then, partial (the flow never came), instead of
+    at its 60 s timeout; a bad LOST line is a warning and changes nothing."""
+    import time
+
+    ns, veth, macs, ips = netns_pair
+    cfg = host_cfg("h2", ips[1], macs[1], ips[0], macs[0], 6, 5, [], ["f"])
+    with _agents([ns[1]], [veth[1]], [cfg], tmp_path, start_on_stdin=True) as (p,):
+        assert p.stdout is not None and p.stdout.readline().strip() == "READY"
+        lines = f'START {time.monotonic_ns()}\nLOST f\nLOST ["f"]\n'
+        out, err = p.communicate(lines, timeout=30)  # its own timeout is 60 s
+    assert p.returncode == 2 and out.splitlines()[-1] == "PARTIAL", err
+    assert "warning: expected 'LOST [\"flow id\", ...]' on stdin, got 'LOST f'" in err
+    row = next(json.loads(x) for x in (tmp_path / "h1.jsonl").read_text().splitlines()
+               if '"receiver"' in x)
+    assert row["flow"] == "f" and row["lost"] and not row["completed"]
+
+
+def test_lost_lines_parse() -> None:
+    from emu.roce.agent import parse_lost
+
+    assert parse_lost('LOST ["a", "b-1"]') == {"a", "b-1"}
+    assert parse_lost("LOST []\n") == set()
+    for bad in ("LOST", "LOST a", 'LOST {"a": 1}', "LOST [1]", 'GONE ["a"]'):
+        with pytest.raises(ValueError, match="expected 'LOST"):
+            parse_lost(bad)
+
+
+@needs_root
+@pytest.mark.root
 @pytest.mark.parametrize("line, why", [
     ("GO\n", "expected 'START <time.monotonic_ns()>' on stdin, got 'GO'"),
     ("START soon\n", "got 'START soon'"),

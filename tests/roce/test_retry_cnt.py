@@ -168,9 +168,7 @@ def test_agents_fail_the_flows_and_what_waits_on_them() -> None:
     a2.start()
     clk.advance_to(2_000_000_000)
     assert a1.failed_flows() == ["a"] and not a1.done()
-    p1, p2 = a1.progress(), a2.progress()
-    assert p1["failed"] == ["a"] and p1["open"] == ["c", "b"]
-    assert p2["failed"] == [] and p2["open"] == ["b", "a", "c"]
+    assert a1.progress()["failed"] == ["a"] and a2.progress()["failed"] == []
     a2.mark_lost({"a"})  # b, waiting on a, can never start
     assert a2.failed_flows() == ["b"] and not a2.done()
     a1.mark_lost({"b"})
