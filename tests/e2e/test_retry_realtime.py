@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from emu.experiments.config import RunConfig
+from emu.experiments.plan import plan_run
 from emu.experiments.workloads import WorkloadParams
 
-from ..experiments.test_retry_exhaustion import LINE
+from ..experiments.test_retry_exhaustion import line2
 from ..quiet import QuietConsole
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900),
@@ -27,13 +28,11 @@ def test_failed_qps_end_a_real_time_run(tmp_path: Path, kind: str) -> None:
     receiver waiting on those flows is stopped."""
     from emu.experiments.run import run_experiment
 
-    topo = tmp_path / "line2.yaml"
-    topo.write_text(LINE)
-    cfg = RunConfig(topo=str(topo), workload=WorkloadParams(kind, message_bytes=256 * 1024),
+    cfg = RunConfig(topo="clos-2x1", workload=WorkloadParams(kind, message_bytes=256 * 1024),
                     retry_cnt=1, rto_us=30.0, fail_link=("leaf1", "spine1"), fail_after_s=0.05,
                     results_root=tmp_path / "results", progress=False, timeout_s=60.0,
                     lock_wait_s=600.0, agent_progress_s=2.0 if kind == "incast" else 0.25)
-    s = run_experiment(cfg, console=QuietConsole())
+    s = run_experiment(cfg, console=QuietConsole(), plan=plan_run(cfg, line2()))
     failed = [f for f in s.flows if f.status == "retry_exc_err"]
     # the failure may come at any step of the ring: the flows it catches cross leaves
     assert failed and all({f.src, f.dst} not in ({"h1", "h2"}, {"h3", "h4"}) for f in failed)

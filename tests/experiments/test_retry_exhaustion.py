@@ -5,8 +5,6 @@ budget ends and reporting them merely incomplete."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from emu.core.flowmode import FlowControlMode
@@ -14,41 +12,27 @@ from emu.experiments.config import RunConfig
 from emu.experiments.plan import plan_run
 from emu.experiments.summary import RunSummary, render_text
 from emu.experiments.workloads import WorkloadParams
+from emu.topo import Fabric
+from emu.topo.generators import clos_fabric
 
 pytestmark = pytest.mark.timeout(300)
 
-LINE = """\
-name: line2
-description: 2 leaves, 1 spine, 4 hosts; one path between the leaves
-defaults: {rate: 100Gbps, delay: 1us, queue_depth_pkts: 64, mtu: 1500}
-switches:
-  - {name: leaf1, role: leaf}
-  - {name: leaf2, role: leaf}
-  - {name: spine1, role: spine}
-hosts: [{name: h1}, {name: h2}, {name: h3}, {name: h4}]
-links:
-  - {a: h1, b: leaf1}
-  - {a: h2, b: leaf1}
-  - {a: h3, b: leaf2}
-  - {a: h4, b: leaf2}
-  - {a: leaf1, b: spine1}
-  - {a: leaf2, b: spine1}
-"""
+def line2() -> Fabric:
+    """Two leaves under one spine, two hosts each: one path between the leaves."""
+    return clos_fabric(2, 1, 2)
 
 
-def _run(tmp_path: Path, **kw: object) -> tuple[RunConfig, RunSummary]:
+def _run(**kw: object) -> tuple[RunConfig, RunSummary]:
     from emu.experiments.virtual import run_virtual
 
-    topo = tmp_path / "line2.yaml"
-    topo.write_text(LINE)
-    cfg = RunConfig(topo=str(topo), virtual=True, flow_control=FlowControlMode.NONE,
+    cfg = RunConfig(topo="clos-2x1", virtual=True, flow_control=FlowControlMode.NONE,
                     workload=WorkloadParams("allreduce", message_bytes=256 * 1024),
                     fail_link=("leaf1", "spine1"), fail_after_s=20e-6, **kw)  # type: ignore[arg-type]
-    return cfg, run_virtual(plan_run(cfg), write=False)
+    return cfg, run_virtual(plan_run(cfg, line2()), write=False)
 
 
-def test_flows_across_a_dead_path_fail_and_the_run_ends(tmp_path: Path) -> None:
-    cfg, s = _run(tmp_path)
+def test_flows_across_a_dead_path_fail_and_the_run_ends() -> None:
+    cfg, s = _run()
     by = {f.id: f.status for f in s.flows}
     crossing = [f for f in s.flows if f.id.startswith("ar0-s0-")
                 and {f.src, f.dst} not in ({"h1", "h2"}, {"h3", "h4"})]
@@ -71,8 +55,8 @@ def test_flows_across_a_dead_path_fail_and_the_run_ends(tmp_path: Path) -> None:
     assert f"{len(crossing)} retries exhausted" in note and "retry_cnt" in note
 
 
-def test_without_a_retry_limit_the_run_waits_out_its_budget(tmp_path: Path) -> None:
-    cfg, s = _run(tmp_path, retry_cnt=None, timeout_s=400.0)
+def test_without_a_retry_limit_the_run_waits_out_its_budget() -> None:
+    _cfg, s = _run(retry_cnt=None, timeout_s=400.0)
     assert all(f.status in (None, "success") for f in s.flows)
     assert any("still running" in n for n in s.notes)
     assert s.hosts.timeouts > 8 * 2
