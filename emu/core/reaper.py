@@ -41,7 +41,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import netns
-from .runstate import RunActive, acquire_lock, cleanup_record, kill_verified, same_process
+from .runstate import (
+    RunActive,
+    acquire_lock,
+    cleanup_record,
+    descendants,
+    kill_verified,
+    same_process,
+)
 
 DONE = b"done\n"
 LOCK_WAIT_S = 30.0
@@ -170,7 +177,13 @@ def reap_processes(spec: str, folders: list[str]) -> int:
     for item in filter(None, spec.split(",")):
         pid, _, st = item.partition(":")
         procs.append((int(pid), None if st == "None" else int(st), False))
-    kill_verified([p for p in procs if p[1] is not None])
+    recorded = [p for p in procs if p[1] is not None]
+    # And what they started since the list was made (a Ray raylet's workers): killed
+    # only with their parent, one could still write in a folder as it was removed.
+    later: list[tuple[int, int | None, bool]] = [
+        (c, cst, False) for pid, st, _g in recorded if same_process(pid, st)
+        for c, cst in descendants(pid) if cst is not None]
+    kill_verified(recorded + later)
     for d in folders:
         shutil.rmtree(d, ignore_errors=True)
     return 0
