@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 from emu.topo import Fabric
 
 from .config import RunConfig
-from .failures import FAILURES
 from .metrics import FlowResult, percentile, series_bandwidths
 from .results import write_text_atomic
 from .summary import RunSummary
@@ -166,7 +165,7 @@ def point_metrics(s: RunSummary) -> PointMetrics:
     traffic = s.traffic_s
     flat: dict[str, Scalar] = {
         "ok": s.ok, "flows": len(s.flows), "flows_verified": s.flows_verified(),
-        "flows_failed": sum(f.status in FAILURES for f in s.flows),
+        "flows_failed": s.flows_failed(),
         "traffic_modelled_s": None if traffic is None else traffic / dil,
         "slowdown_p50": percentile(allslow, 50) if allslow else None,
         "slowdown_p99": percentile(allslow, 99) if allslow else None,
@@ -242,7 +241,7 @@ def execute_point(cfg: RunConfig, model: Fabric, out_dir: Path, point_id: str,
     if summary.run.get("interrupted"):  # a signal cut the workload: partial results
         outcome.update(status="failed", reason="interrupted")
     elif not summary.ok:
-        failed = sum(f.status in FAILURES for f in summary.flows)
+        failed = summary.flows_failed()
         outcome.update(status="failed", reason=f"incomplete: {summary.flows_verified()}/"
                        f"{len(summary.flows)} flows delivered and verified"
                        + (f", {failed} failed (QP retries exhausted)" if failed else ""))

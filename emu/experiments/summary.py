@@ -92,6 +92,10 @@ class RunSummary:
     def flows_verified(self) -> int:
         return sum(f.verified for f in self.flows)
 
+    def flows_failed(self) -> int:
+        """Flows whose QP ran out of retries, flushed behind one, or waiting on one."""
+        return sum(f.status in FAILURES for f in self.flows)
+
     def to_dict(self) -> JsonDict:
         d = dataclasses.asdict(self)
         d["bytes_delivered"] = self.bytes_delivered
@@ -145,7 +149,7 @@ def tables(s: RunSummary, max_flows: int = 16) -> list[Table | str]:
     head = (f"{r['topo']}  lb={r['lb']}{'+plb' if r.get('plb') else ''} cc={r['cc']} recovery={r['recovery']} "
             f"workload={r['workload']}{_channels(r)} target={r['target']}  "
             f"dilation x{r['dilation']:g}{_jitter(r)}")
-    failed = sum(f.status in FAILURES for f in s.flows)
+    failed = s.flows_failed()
     verdict = "OK" if s.ok else f"FAILED ({failed} flows)" if failed else "INCOMPLETE"
     traffic = s.traffic_s
     modelled = "" if traffic is None or not r["dilation"] else \
