@@ -183,10 +183,32 @@ def reap_processes(spec: str, folders: list[str]) -> int:
     later: list[tuple[int, int | None, bool]] = [
         (c, cst, False) for pid, st, _g in recorded if same_process(pid, st)
         for c, cst in descendants(pid) if cst is not None]
-    kill_verified(recorded + later)
-    for d in folders:
-        shutil.rmtree(d, ignore_errors=True)
+    killed = recorded + later
+    kill_verified(killed)
+    # SIGKILL is sent, not yet taken: a process inside a system call (a mkdir of its
+    # results folder, its parents included, under load) finishes that call first, and
+    # removed too early the folder came back and stayed in /tmp. Wait for them to go,
+    # and remove again what a late writer brought back.
+    deadline = time.monotonic() + 5.0
+    while any(_running(p, st) for p, st, _g in killed) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for _ in range(2):
+        for d in folders:
+            shutil.rmtree(d, ignore_errors=True)
+        time.sleep(0.2)
     return 0
+
+
+def _running(pid: int, start_time: int | None) -> bool:
+    """The recorded process, still there and not a zombie (which writes nothing)."""
+    if not same_process(pid, start_time):
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rpartition(b")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != b"Z"
 
 
 def main(argv: list[str]) -> int:
