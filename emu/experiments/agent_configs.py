@@ -27,6 +27,7 @@ from emu.roce.config import (
 from emu.roce.dcqcn import DEFAULT_PROFILE
 from emu.roce.plb import PlbParams
 from emu.roce.recovery import RecoveryMode
+from emu.roce.verbs import RTO_MAX_NS, retry_span_ns, rto_cap_ns
 from emu.roce.wire import ACK_BYTES, DATA_HEADER_BYTES, AckClass
 from emu.topo import Fabric, Port
 from emu.topo.paths import W, heaviest_path_ports
@@ -64,6 +65,7 @@ class AgentSettings:
     rto_wire_ms: float = 100.0
     rto_margin: float = 2.0
     rto_us: float | None = None  # a fixed base RTO, modelled (RunConfig.rto_us)
+    rto_backoff: bool = True  # False: every timeout waits the RTO (RunConfig.ack_timeout)
     retry_cnt: int | None = 7  # IBTA retry_cnt (RunConfig.retry_cnt)
     priority_queues: int = 1  # >1: CNPs (and ACKs with ack_class "cnp") ride a higher queue
     # ACK/NAK class (emu.roce NicConfig.ack_class): "qp" = the data class, as RC NICs do;
@@ -171,6 +173,24 @@ def rto_wire_ms(fabric: Fabric, src: str, dst: str, settings: AgentSettings) -> 
     return max(settings.rto_wire_ms, settings.rto_margin * delay * 1e3)
 
 
+def retry_span_wire_s(agents: Mapping[str, AgentConfig], timeouts: int | None = None) -> float:
+    """The longest wire time a QP of `agents` spends, after its last progress, in
+    `timeouts` timeouts in a row (None: all it may make, its retries and the one that
+    fails it; QPs that retry forever do not count), as their NICs will run them."""
+    span = 0
+    for a in agents.values():
+        d = Dilation(a.nic.time_dilation)
+        for q in a.qps:
+            n = timeouts if timeouts is not None else \
+                None if q.retry_cnt is None else q.retry_cnt + 1
+            if n is None:
+                continue
+            rto = max(d.wire_ns(q.rto_ns), a.nic.min_rto_ns)
+            span = max(span, retry_span_ns(rto, rto_cap_ns(rto, d.wire_ns(RTO_MAX_NS),
+                                                           q.rto_backoff), n))
+    return span / 1e9
+
+
 def rto_floor_note(fabric: Fabric, agents: Mapping[str, AgentConfig],
                    settings: AgentSettings) -> str | None:
     """A warning when the wire-time RTO floor, not the path, sets queue pairs' timeouts:
@@ -240,6 +260,7 @@ def _host_config(fabric: Fabric, sends: list[FlowSpec], expects: list[str],
             peer_qpn=qpn_for(index[name], qp), udp_sport=udp_sport(name, peer, seed, qp),
             recovery=settings.recovery, reorder_window_pkts=window,
             max_outstanding_pkts=window, retry_cnt=settings.retry_cnt,
+            rto_backoff=settings.rto_backoff,
             # The QP's RTO is nominal (the NIC multiplies it by the dilation): give the
             # nominal value that lands on the clock-time RTO.
             rto_ns=max(1, int(dilation.modelled_ns(

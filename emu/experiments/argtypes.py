@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from emu.roce.verbs import ACK_TIMEOUT_MAX
+
 
 def size(text: str) -> int:
     """'64K', '1M', '4096' -> bytes (K/M/G are powers of 1024)."""
@@ -48,3 +50,11 @@ def retry_cnt(text: str) -> int | None:
     if text.strip().isdigit() and 0 <= int(text) <= 7:
         return int(text)
     raise argparse.ArgumentTypeError(f"expected 0..7 (IBTA retry_cnt) or 'inf', got {text!r}")
+
+
+def ack_timeout(text: str) -> int:
+    """'1'..'31' -> an IBTA local ACK timeout exponent (4.096 us x 2^T)."""
+    if text.strip().isdigit() and 1 <= int(text) <= ACK_TIMEOUT_MAX:
+        return int(text)
+    raise argparse.ArgumentTypeError(
+        f"expected 1..{ACK_TIMEOUT_MAX} (IBTA local ACK timeout: 4.096 us x 2^T), got {text!r}")

@@ -115,11 +115,16 @@ def _fabric_args(f: argparse._ArgumentGroup) -> None:
     f.add_argument("--window", type=int, default=None, metavar="PKTS",
                    help="outstanding packets per QP and the sr reorder window (default: "
                         "twice the QP's bandwidth-delay product, at least 32)")
-    f.add_argument("--rto", type=float, default=None, metavar="US",
-                   help="each QP's base retransmission timeout in modelled us, doubled on "
-                        "repeated timeouts (default: twice the sum of the QP's base round trip "
-                        "and the worst queueing its path can hold; a ConnectX local ACK timeout "
-                        "is 4.096 us x 2^timeout)")
+    rto = f.add_mutually_exclusive_group()
+    rto.add_argument("--rto", type=float, default=None, metavar="US",
+                     help="each QP's base retransmission timeout in modelled us, doubled on "
+                          "repeated timeouts (default: twice the sum of the QP's base round "
+                          "trip and the worst queueing its path can hold)")
+    rto.add_argument("--ack-timeout", type=argtypes.ack_timeout, default=None, metavar="T",
+                     help="instead of --rto: each QP's IBTA local ACK timeout, 1..31, as a "
+                          "RoCE NIC runs it: every timeout waits 4.096 us x 2^T modelled, "
+                          "never doubled (NCCL_IB_TIMEOUT; NCCL's default 20 is 4.3 s) "
+                          "(default: off)")
     f.add_argument("--retry-cnt", type=argtypes.retry_cnt, default=_RUN.retry_cnt, metavar="N",
                    help="each QP's transport retry count (IBTA retry_cnt, 0..7): after N "
                         "timeouts in a row without progress the next one moves the QP to "
@@ -244,7 +249,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                      target=args.target, workload=wl, dilation=dilation,
                      dcqcn_profile=args.dcqcn_profile, priority_queues=args.priority_queues,
                      rate_bps=rate, rate_reason=reason,
-                     window_pkts=args.window, rto_us=args.rto, retry_cnt=args.retry_cnt,
+                     window_pkts=args.window, rto_us=args.rto, ack_timeout=args.ack_timeout,
+                     retry_cnt=args.retry_cnt,
                      plb=args.plb,
                      timeout_s=args.timeout,
                      pcap=args.pcap, lock_wait_s=args.lock_wait, cli=args.cli,

@@ -18,6 +18,7 @@ from emu.roce.config import MAX_OUTSTANDING_PKTS
 from emu.roce.dcqcn import DEFAULT_PROFILE, EcnMarkAt
 from emu.roce.dcqcn import PROFILES as DCQCN_PROFILES
 from emu.roce.recovery import RECOVERY_MODES, RecoveryMode
+from emu.roce.verbs import ACK_TIMEOUT_MAX, local_ack_timeout_ns
 from emu.roce.wire import ACK_CLASSES, AckClass
 from emu.topo import Fabric
 
@@ -98,10 +99,14 @@ class RunConfig:
     # Outstanding packets per QP (and the sr reorder window); None: twice each QP's
     # bandwidth-delay product (emu.experiments.agent_configs.window_pkts_for).
     window_pkts: int | None = None
-    # Each QP's base retransmission timeout, modelled (None: twice the sum of the QP's
-    # base round trip and the worst queueing its path can hold, agent_configs.rto_wire_ms). A
-    # ConnectX local ACK timeout is 4.096 us x 2^timeout (NCCL's default 20: 4.3 s).
+    # Each QP's base retransmission timeout, modelled, doubled on repeated timeouts
+    # (None: twice the sum of the QP's base round trip and the worst queueing its path
+    # can hold, agent_configs.rto_wire_ms).
     rto_us: float | None = None
+    # Instead of rto_us: every QP's IBTA local ACK timeout T (1..31), a timer of
+    # 4.096 us x 2^T that every timeout waits again, without doubling, as RoCE NICs
+    # run it (NCCL_IB_TIMEOUT; NCCL's default 20 is 4.3 s).
+    ack_timeout: int | None = None
     # IBTA retry_cnt of every QP: timeouts in a row it retransmits after before it goes
     # to the error state and its messages fail (NCCL_IB_RETRY_CNT's default, 7); None:
     # retry until the run's budget ends (no NIC does).
@@ -203,6 +208,14 @@ class RunConfig:
             # past it the hosts' configuration was refused with a traceback
             raise bad(f"window_pkts must be 1..{MAX_OUTSTANDING_PKTS} (packets in flight: "
                       f"under a quarter of the 24-bit PSN space), got {self.window_pkts}")
+        if self.ack_timeout is not None:
+            if isinstance(self.ack_timeout, bool) or not isinstance(self.ack_timeout, int) \
+                    or not 1 <= self.ack_timeout <= ACK_TIMEOUT_MAX:
+                raise bad(f"ack_timeout must be 1..{ACK_TIMEOUT_MAX} (IBTA local ACK timeout: "
+                          f"4.096 us x 2^T), got {self.ack_timeout!r}")
+            if self.rto_us is not None:
+                raise bad("give rto_us or ack_timeout, not both: each sets the QPs' "
+                          "retransmission timeout")
         if self.retry_cnt is not None and not 0 <= self.retry_cnt <= 7:
             raise bad(f"retry_cnt must be 0..7 (IBTA's 3 bits) or null (retry until the "
                       f"budget ends), got {self.retry_cnt}")
@@ -258,6 +271,13 @@ class RunConfig:
         if self.sample_interval_s is not None:
             return self.sample_interval_s
         return VIRTUAL_SAMPLE_S if self.virtual else REAL_SAMPLE_S
+
+    def fixed_rto_us(self) -> float | None:
+        """Every QP's RTO, modelled, when the run sets one (rto_us or ack_timeout); None:
+        each QP's own, from its path."""
+        if self.ack_timeout is not None:
+            return local_ack_timeout_ns(self.ack_timeout) / 1e3
+        return self.rto_us
 
     def timeout(self) -> float:
         """The workload's budget in seconds of the wire clock (wall time in real time,

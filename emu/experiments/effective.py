@@ -90,5 +90,7 @@ def effective_values(plan: RunPlan) -> JsonDict:
                                      for q in a.qps})
         out["rto_us_modelled"] = sorted({q.rto_ns / 1e3 for a in plan.agents.values()
                                          for q in a.qps})
+        out["rto_backoff"] = cfg.ack_timeout is None
+        out["ack_timeout"] = cfg.ack_timeout
         out["retry_cnt"] = cfg.retry_cnt
     return out

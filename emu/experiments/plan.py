@@ -5,6 +5,7 @@ Pure (no network, no processes): `emu run --dry-run` prints it and tests check i
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import cached_property
@@ -24,6 +25,7 @@ from .agent_configs import (
     AgentSettings,
     agent_configs,
     base_rtt_s,
+    retry_span_wire_s,
     rto_floor_note,
 )
 from .config import RunConfig, RunConfigError, without_link_delay
@@ -64,10 +66,9 @@ class RunPlan:
         return [*self.config.notes(), *([rto] if rto else []), *self._budget_note()]
 
     def _budget_note(self) -> list[str]:
-        """A QP that times out waits its RTO, then twice it: a budget shorter than that
-        stops a lossy run before it can recover (a NIC-like --rto of milliseconds)."""
-        rto_s = max((q.rto_ns * self.dilation.factor / 1e9 for a in self.agents.values()
-                     for q in a.qps), default=0.0)
+        """A QP that times out waits its RTO, then the next timeout (twice as long, with
+        backoff): a budget shorter than that stops a lossy run before it can recover
+        (a NIC-like --rto or --ack-timeout of milliseconds)."""
         budget = self.budget_s
         need_s, host = min_wire_s(self.fabric, self.workload, self.config.mtu_bytes)
         if need_s > budget / 2:
@@ -75,12 +76,14 @@ class RunPlan:
                     f"link carries its bytes at {_host_wire_bps(self.fabric, host):.3g} "
                     f"bit/s, with no other flow in the way) and its budget is {budget:g} s: "
                     f"the run may stop with flows still going; raise --timeout"]
-        if 3 * rto_s <= budget:
+        two = retry_span_wire_s(self.agents, 2)
+        if two <= budget:
             return []
-        return [f"the workload's budget ({budget:g} s of wire time) is shorter than a "
-                f"retransmission timeout and its first doubling ({3 * rto_s:.3g} s: the "
-                f"RTO is {rto_s / self.dilation.factor * 1e6:.4g} us modelled): a lost "
-                f"packet may stop the run; raise --timeout"]
+        rto_s = retry_span_wire_s(self.agents, 1)
+        return [f"the workload's budget ({budget:g} s of wire time) is shorter than two "
+                f"retransmission timeouts in a row ({two:.3g} s: the RTO is "
+                f"{rto_s / self.dilation.factor * 1e6:.4g} us modelled): a lost packet may "
+                f"stop the run; raise --timeout"]
 
     def ping_timeout_s(self) -> int:
         """How long the reachability check waits for each ping's reply (ping -W, whole
@@ -202,14 +205,19 @@ def min_wire_s(fabric: Fabric, workload: Workload, mtu: int) -> tuple[float, str
                default=(0.0, ""))
 
 
-def workload_budget_s(cfg: RunConfig, fabric: Fabric, workload: Workload) -> float:
+def workload_budget_s(cfg: RunConfig, fabric: Fabric, workload: Workload,
+                      retry_span_s: float = 0.0) -> float:
     """The workload's budget in seconds of the wire clock: the run's own (--timeout),
     else its mode's default stretched to BUDGET_MARGIN x the least time the workload
     needs on the wire (a budget catches a hung run, and at a large dilation a big
-    workload outlasts the fixed default)."""
+    workload outlasts the fixed default). A virtual run's adds `retry_span_s`
+    (retry_span_wire_s: a QP's timeouts until it fails), so that a QP on a dead path
+    fails before the budget ends, with NIC-like RTOs too: waiting costs virtual time
+    nothing."""
     if cfg.timeout_s is not None:
         return cfg.timeout_s
-    return max(cfg.timeout(), BUDGET_MARGIN * min_wire_s(fabric, workload, cfg.mtu_bytes)[0])
+    least = BUDGET_MARGIN * min_wire_s(fabric, workload, cfg.mtu_bytes)[0]
+    return max(cfg.timeout(), least) + (retry_span_s if cfg.virtual else 0.0)
 
 
 def agent_settings(cfg: RunConfig, dilation: Dilation, start_delay: float,
@@ -217,7 +225,8 @@ def agent_settings(cfg: RunConfig, dilation: Dilation, start_delay: float,
     return AgentSettings(cc=cfg.cc, recovery=cfg.recovery, dilation=dilation.factor,
                          dcqcn_profile=cfg.dcqcn_profile,
                          mtu_bytes=cfg.mtu_bytes, window_pkts=cfg.window_pkts,
-                         rto_us=cfg.rto_us, retry_cnt=cfg.retry_cnt,
+                         rto_us=cfg.fixed_rto_us(), rto_backoff=cfg.ack_timeout is None,
+                         retry_cnt=cfg.retry_cnt,
                          start_delay_us=start_delay * 1e6, timeout_s=budget_s,
                          plb=cfg.plb, plb_rounds=cfg.plb_rounds,
                          plb_idle_rounds=cfg.plb_idle_rounds, priority_queues=cfg.priority_queues,
@@ -295,4 +304,10 @@ def plan_run(cfg: RunConfig, model: Fabric | None = None) -> RunPlan:
                                seed=cfg.workload.seed)
     except ConfigError as exc:  # what RunConfig's own checks did not foresee: one line
         raise RunConfigError(f"run configuration: the hosts' configuration: {exc}") from None
+    if cfg.virtual and cfg.timeout_s is None:
+        # the QPs' timeouts are known once their RTOs are: the budget may grow by them
+        longer = workload_budget_s(cfg, fabric, workload, retry_span_wire_s(agents))
+        if longer > budget_s:
+            budget_s = longer
+            agents = {h: dataclasses.replace(a, timeout_s=budget_s) for h, a in agents.items()}
     return RunPlan(cfg, fabric, workload, agents, model, dilation, delay_s, budget_s)

@@ -16,8 +16,7 @@ from emu.roce.metrics import DropCounter, LagHistogram
 from emu.roce.pacing import Dilation, Pacer
 from emu.roce.plb import Plb, PlbParams
 from emu.roce.qp import QpParams, QueuePair
-
-RTO_BACKOFF_MAX = 8  # the backed-off RTO may grow to this multiple of the base RTO
+from emu.roce.verbs import rto_cap_ns
 
 
 @dataclass
@@ -82,11 +81,10 @@ class Nic:
         d = self.dilation
         p.rto_ns = max(d.time_ns(p.rto_ns), self.params.min_rto_ns)
         p.ack_interval_ns = d.time_ns(p.ack_interval_ns)
-        # Repeated timeouts double the RTO (reset by progress), as a RoCE NIC's retry
-        # timer backs off; room for at least three doublings whatever rto_max_ns says.
-        # The cap is a duration like the RTO, dilated alike: the number of doublings a
-        # QP may make must not depend on D.
-        p.rto_max_ns = max(d.time_ns(p.rto_max_ns), RTO_BACKOFF_MAX * p.rto_ns)
+        # Repeated timeouts double the RTO (reset by progress) unless the QP runs a
+        # fixed IBTA timer. The cap is a duration like the RTO, dilated alike: the
+        # number of doublings a QP may make must not depend on D.
+        p.rto_max_ns = rto_cap_ns(p.rto_ns, d.time_ns(p.rto_max_ns), p.rto_backoff)
         dc = self.dcqcn
         line = self.wire_line_rate
         pacer = Pacer(line, self._burst_ns, self.params.wire_overhead_bytes)

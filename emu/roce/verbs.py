@@ -18,6 +18,38 @@ from emu.roce.recovery import RecoveryMode
 
 SEND = "send"
 WRITE = "write"
+# The IBTA local ACK timeout of a QP (ibv_qp_attr.timeout, 5 bits): 4.096 us x 2^T;
+# T = 0 means no timer at all (not modelled: a lost tail would wait forever).
+ACK_TIMEOUT_UNIT_NS = 4096
+ACK_TIMEOUT_MAX = 31
+
+
+def local_ack_timeout_ns(exponent: int) -> int:
+    """The transport timer of local ACK timeout `exponent` (1..31), in ns."""
+    if not 1 <= exponent <= ACK_TIMEOUT_MAX:
+        raise ValueError(f"local ACK timeout must be 1..{ACK_TIMEOUT_MAX}, got {exponent}")
+    return ACK_TIMEOUT_UNIT_NS << exponent
+
+
+RTO_MAX_NS = 256_000_000  # QpParams.rto_max_ns: the backed-off RTO's default cap, modelled
+RTO_BACKOFF_MAX = 8  # the backed-off RTO may grow to this multiple of the base RTO
+
+
+def rto_cap_ns(rto_ns: int, rto_max_ns: int, backoff: bool) -> int:
+    """The longest one timeout waits: with backoff rto_max_ns, yet room for at least
+    three doublings; without it (an IBTA local ACK timer) the RTO itself."""
+    return max(rto_max_ns, RTO_BACKOFF_MAX * rto_ns) if backoff else rto_ns
+
+
+def retry_span_ns(rto_ns: int, cap_ns: int, timeouts: int) -> int:
+    """How long `timeouts` timeouts in a row take after a QP's last progress: the first
+    waits the RTO, each next one twice the last (up to cap_ns), as the requester runs
+    them."""
+    total, wait = 0, rto_ns
+    for _ in range(timeouts):
+        total += wait
+        wait = min(2 * wait, cap_ns)
+    return total
 
 
 @dataclass(eq=False)
@@ -89,6 +121,9 @@ class QpTransport:
     ack_interval_ns: int = 16_000  # ACK an in-order packet arriving this long after the last ACK
     sr_dupthresh: int = 8
     rto_ns: int = 4_000_000
+    # Repeated timeouts double the RTO up to a cap, reset by progress (a research
+    # model); False: every timeout waits rto_ns, as the IBTA local ACK timer does.
+    rto_backoff: bool = True
     # IBTA retry_cnt (0..7): timeouts in a row, without an ACK moving the oldest
     # unacknowledged PSN, that the QP retransmits after; the next one moves it to the
     # error state. None: retry forever (no NIC does; a research knob).
@@ -106,7 +141,7 @@ class QpParams(QpTransport):
     qpn: int
     path: wire.Path
     mtu: int = 1024
-    rto_max_ns: int = 256_000_000
+    rto_max_ns: int = RTO_MAX_NS
     deliver: str = "digest"  # "bytes", "digest" or "none"
     extra: dict[str, object] = field(default_factory=dict)
 

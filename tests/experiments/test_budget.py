@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from emu.experiments.agent_configs import FRAME_OVERHEAD_BYTES
+from emu.experiments.agent_configs import FRAME_OVERHEAD_BYTES, retry_span_wire_s
 from emu.experiments.config import REAL_TIMEOUT_S, VIRTUAL_TIMEOUT_S, RunConfig
 from emu.experiments.plan import BUDGET_MARGIN, min_wire_s, plan_run
 from emu.experiments.workloads import WorkloadParams
@@ -30,8 +30,11 @@ def test_the_least_time_is_the_busiest_host_link_by_hand() -> None:
 
 @pytest.mark.parametrize("virtual", [False, True])
 def test_a_small_workload_keeps_the_default(virtual: bool) -> None:
+    """In virtual time plus the longest a QP retries before it fails (free to wait)."""
     plan = plan_run(_incast(64 * 1024, virtual=virtual))
-    assert plan.budget_s == (VIRTUAL_TIMEOUT_S if virtual else REAL_TIMEOUT_S)
+    span = retry_span_wire_s(plan.agents)
+    assert 0 < span < VIRTUAL_TIMEOUT_S
+    assert plan.budget_s == (VIRTUAL_TIMEOUT_S + span if virtual else REAL_TIMEOUT_S)
     assert {a.timeout_s for a in plan.agents.values()} == {plan.budget_s}
 
 

@@ -82,3 +82,51 @@ def test_command_line_and_experiment_files_take_it(capsys: pytest.CaptureFixture
         assert "0..7" in capsys.readouterr().err
     with pytest.raises(ValueError, match="retry_cnt must be 0..7"):
         RunConfig(retry_cnt=9).validate()
+
+
+def test_with_the_nics_ack_timeout_a_dead_path_fails_after_eight_fixed_timers() -> None:
+    """--ack-timeout 20 (NCCL's): every timeout waits 4.096 us x 2^20 = 4.29 s modelled,
+    never doubled, so the QPs fail 8 x 4.29 s after their last progress. The virtual
+    budget's default grows by that span: the run reports failed flows, not incomplete
+    ones cut off at 600 s of wire time (under 0.2 s modelled at this dilation)."""
+    cfg, s = _run(ack_timeout=20)
+    timer_s = 4.096e-6 * 2**20
+    d = s.run["dilation"]
+    assert s.flows_failed() == 22 and s.hosts.timeouts == 16
+    crossing = [f for f in s.flows if f.status == "retry_exc_err"]
+    assert len(crossing) == 2
+    # the run ends as the last QP fails: 8 timers after the failure, start-up aside
+    assert s.duration_s / d == pytest.approx(8 * timer_s, abs=1e-3)
+    plan = plan_run(cfg, line2())
+    assert plan.budget_s > s.duration_s > cfg.timeout()
+    assert {q.rto_ns for a in plan.agents.values() for q in a.qps} == {4096 * 2**20}
+    assert not any(q.rto_backoff for a in plan.agents.values() for q in a.qps)
+
+
+def test_ack_timeout_on_the_command_line_and_in_experiment_files(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from emu.cli import build_parser, main
+    from emu.experiments.commands import config_from_args
+    from emu.experiments.effective import effective_values
+    from emu.experiments.experiment import options
+
+    def parsed(*argv: str) -> RunConfig:
+        return config_from_args(build_parser().parse_args(["run", "clos4", *argv]))
+
+    assert parsed().ack_timeout is None and parsed("--ack-timeout", "18").ack_timeout == 18
+    assert options()["ack_timeout"].parse(14) == 14
+    eff = effective_values(plan_run(RunConfig(virtual=True, ack_timeout=14)))
+    assert eff["rto_backoff"] is False and eff["ack_timeout"] == 14
+    assert eff["rto_us_modelled"] == [pytest.approx(4.096 * 2**14)]
+    for bad in ("0", "32", "x"):
+        with pytest.raises(SystemExit):
+            main(["run", "clos4", "--ack-timeout", bad, "--dry-run"])
+        assert "1..31" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["run", "clos4", "--ack-timeout", "20", "--rto", "50", "--dry-run"])
+    assert "not allowed with" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="rto_us or ack_timeout, not both"):
+        RunConfig(ack_timeout=20, rto_us=50.0).validate()
+    for value in (0, 32, True, 2.5):
+        with pytest.raises(ValueError, match="ack_timeout must be 1..31"):
+            RunConfig(ack_timeout=value).validate()  # type: ignore[arg-type]

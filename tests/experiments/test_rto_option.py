@@ -65,8 +65,16 @@ def test_command_line_and_experiment_files_take_it(capsys: pytest.CaptureFixture
     assert options()["rto_us"].parse(250) == 250.0
     assert main(["run", "clos4", "--virtual", "--rto", "0", "--dry-run"]) == 1
     assert "rto_us must be a finite number > 0" in capsys.readouterr().err
-    # a NIC-like 67 ms (timeout 14) outlasts the virtual budget of 600 s at D = 5000
+    # a NIC-like 67 ms (timeout 14) outlasts a budget of 600 s at D = 5000: a virtual
+    # run's default grows by the QPs' retry span (47 RTOs with backoff), with no warning
     assert main(["run", "clos4", "--virtual", "--rto", "67108.864", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert not any(ln.startswith("warning:") for ln in out.splitlines())
+    assert f"budget {600 + 47 * 67.108864e-3 * 5000:g} s of wire time" in out
+    # an explicit one is kept, and warned of
+    assert main(["run", "clos4", "--virtual", "--rto", "67108.864", "--timeout", "600",
+                 "--dry-run"]) == 0
     warning = next(ln for ln in capsys.readouterr().out.splitlines()
                    if ln.startswith("warning:"))
     assert "budget (600 s of wire time)" in warning and "raise --timeout" in warning
+    assert "two retransmission timeouts in a row (1.01e+03 s" in warning

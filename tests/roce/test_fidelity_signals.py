@@ -11,7 +11,7 @@ from emu.core.port import MemLink
 from emu.roce import config
 from emu.roce.agent import Agent
 from emu.roce.metrics import LagHistogram
-from emu.roce.nic import RTO_BACKOFF_MAX
+from emu.roce.verbs import RTO_BACKOFF_MAX
 
 from .helpers import pair
 from .test_agent import two_hosts

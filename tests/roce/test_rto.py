@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from emu.core.clock import VirtualClock
 from emu.core.port import MemLink
 from emu.roce.nic import Nic, NicParams
 from emu.roce.qp import QpParams, QueuePair
+from emu.roce.verbs import RTO_BACKOFF_MAX, local_ack_timeout_ns, retry_span_ns, rto_cap_ns
 
 from .helpers import is_data, pair, path_ab
 
@@ -79,3 +82,57 @@ def test_rto_cap_is_dilated_like_the_rto() -> None:
         assert r.rto_base_ns == 4_000_000 * d
         assert r.rto_max_ns == 256_000_000 * d
         assert math.log2(r.rto_max_ns / r.rto_base_ns) == 6
+
+
+def test_an_ibta_timer_waits_the_same_rto_every_time_and_fails_on_schedule() -> None:
+    """rto_backoff False (the IBTA local ACK timer): on a dead path the timeouts come
+    every RTO, not at 1, 3, 7, ... RTOs, and with retry_cnt 7 the eighth fails the QP
+    at 8 RTOs, as retry_span_ns computes for the run's budget."""
+    fired: list[int] = []
+    holder: list[QueuePair] = []
+
+    def fate(frame: bytes) -> list[int]:
+        if is_data(frame):
+            n = holder[0].requester.stats.timeouts
+            if n > len(fired):
+                fired.append(clk.now_ns())
+            return []
+        return [0]
+
+    clk, _a, _b, qa, _qb, _link = pair(fate_a=fate, qp_kw={"rto_ns": RTO, "rto_backoff": False})
+    holder.append(qa)
+    qa.post_send(bytes(4096))
+    clk.advance_to(10 * RTO)
+    r = qa.requester
+    assert r.rto_max_ns == r.rto_base_ns == RTO
+    assert fired == [k * RTO for k in range(1, 8)]  # seven retransmissions
+    assert r.error_ns == 8 * RTO
+    assert retry_span_ns(RTO, rto_cap_ns(RTO, 256_000_000, False), 8) == 8 * RTO
+
+
+def test_retry_span_follows_the_backoff_and_its_cap() -> None:
+    """With backoff: 1 + 2 + 4 + ... RTOs, each at most the cap (at least 8 RTOs)."""
+    assert retry_span_ns(RTO, rto_cap_ns(RTO, 256_000_000, True), 8) == 255 * RTO
+    assert rto_cap_ns(RTO, RTO, True) == RTO_BACKOFF_MAX * RTO
+    assert retry_span_ns(RTO, rto_cap_ns(RTO, RTO, True), 8) == (1 + 2 + 4 + 5 * 8) * RTO
+
+
+def test_the_local_ack_timeout_is_4096_ns_times_two_to_the_t() -> None:
+    assert local_ack_timeout_ns(1) == 8192
+    assert local_ack_timeout_ns(20) == 4_294_967_296  # NCCL_IB_TIMEOUT's default: 4.29 s
+    for bad in (0, 32):
+        with pytest.raises(ValueError, match="1..31"):
+            local_ack_timeout_ns(bad)
+
+
+def test_an_agent_configuration_takes_rto_backoff_as_a_boolean() -> None:
+    from emu.roce.config import ConfigError, load_dict
+
+    from .test_agent import two_hosts
+
+    h1, _h2 = two_hosts()
+    h1["qps"][0]["rto_backoff"] = False
+    assert load_dict(h1).qps[0].rto_backoff is False
+    h1["qps"][0]["rto_backoff"] = "no"
+    with pytest.raises(ConfigError, match="rto_backoff.*true/false"):
+        load_dict(h1)
