@@ -83,7 +83,9 @@ class RunPlan:
         return [f"the workload's budget ({budget:g} s of wire time) is shorter than two "
                 f"retransmission timeouts in a row ({two:.3g} s: the RTO is "
                 f"{rto_s / self.dilation.factor * 1e6:.4g} us modelled): a lost packet may "
-                f"stop the run; raise --timeout"]
+                f"stop the run; raise --timeout"
+                + ("" if self.config.virtual else
+                   " or run in virtual time (--virtual), where waiting costs nothing")]
 
     def ping_timeout_s(self) -> int:
         """How long the reachability check waits for each ping's reply (ping -W, whole

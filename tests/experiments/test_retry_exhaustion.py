@@ -118,6 +118,9 @@ def test_ack_timeout_on_the_command_line_and_in_experiment_files(
     eff = effective_values(plan_run(RunConfig(virtual=True, ack_timeout=14)))
     assert eff["rto_backoff"] is False and eff["ack_timeout"] == 14
     assert eff["rto_us_modelled"] == [pytest.approx(4.096 * 2**14)]
+    # in real time NCCL's timer outlasts any budget: the warning points at virtual time
+    (note,) = [n for n in plan_run(RunConfig(ack_timeout=20)).notes if "raise --timeout" in n]
+    assert "two retransmission timeouts in a row" in note and "--virtual" in note
     for bad in ("0", "32", "x"):
         with pytest.raises(SystemExit):
             main(["run", "clos4", "--ack-timeout", bad, "--dry-run"])
