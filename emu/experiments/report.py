@@ -85,6 +85,8 @@ def build_summary(plan: RunPlan, rec: RunRecords, run_dir: Path | None) -> RunSu
         run["plb"] = True
     if cfg.link_jitter_ns:
         run["link_jitter_ns"] = cfg.link_jitter_ns
+    if cfg.ack_timeout is not None:
+        run["ack_timeout"] = cfg.ack_timeout
     if cfg.workload.channels > 1:
         run["channels"] = cfg.workload.channels
     ok = bool(flows) and all(f.verified for f in flows)

@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypedDict
 
+from emu.roce.verbs import local_ack_timeout_ns
+
 from .failures import FAILURES
 from .fct import SlowdownBucket
 from .figures import fmt_bytes, fmt_rate, fmt_s
@@ -34,6 +36,7 @@ class _RunInfoOptional(TypedDict, total=False):
     plb: bool  # hosts re-path congested QPs (written when on)
     channels: int  # collectives split over this many channels (written when > 1)
     link_jitter_ns: float  # virtual runs' per-frame timing jitter, modelled (when > 0)
+    ack_timeout: int  # the QPs' IBTA local ACK timeout T (when the run sets one)
 
 
 class RunInfo(_RunInfoOptional):
@@ -126,6 +129,11 @@ def _jitter(r: RunInfo) -> str:
     return f"  jitter {j:g} ns" if j else ""
 
 
+def _ack_timeout(r: RunInfo) -> str:
+    t = r.get("ack_timeout")
+    return "" if t is None else f" ack_timeout={t} ({fmt_s(local_ack_timeout_ns(t) / 1e9)})"
+
+
 def _channels(r: RunInfo) -> str:
     n = r.get("channels", 1)
     return f" x{n} channels" if n > 1 else ""
@@ -146,7 +154,8 @@ def tables(s: RunSummary, max_flows: int = 16) -> list[Table | str]:
     """rich renderables, in display order."""
     out: list[Table | str] = []
     r = s.run
-    head = (f"{r['topo']}  lb={r['lb']}{'+plb' if r.get('plb') else ''} cc={r['cc']} recovery={r['recovery']} "
+    head = (f"{r['topo']}  lb={r['lb']}{'+plb' if r.get('plb') else ''} cc={r['cc']} "
+            f"recovery={r['recovery']}{_ack_timeout(r)} "
             f"workload={r['workload']}{_channels(r)} target={r['target']}  "
             f"dilation x{r['dilation']:g}{_jitter(r)}")
     failed = s.flows_failed()

@@ -16,6 +16,8 @@ import pytest
 
 from emu.core.flowmode import FlowControlMode
 from emu.experiments.config import RunConfig
+from emu.experiments.figures import fmt_s
+from emu.experiments.summary import render_text
 from emu.experiments.workloads import WorkloadParams
 
 from .common import run, suite
@@ -56,6 +58,10 @@ def test_tail_drops_cost_whole_nic_timers(t: int) -> None:
         whole, rest = divmod(f.fct_nominal_s, timer_s)
         assert whole == f.timeouts and rest < 1e-3, (f.id, f.fct_nominal_s, f.timeouts)
     assert _modelled_s(nic) >= timer_s > 400 * _modelled_s(path)
+    # the summary's heading says which timer ran
+    head = render_text(nic, width=200).splitlines()[0]
+    assert f"recovery=gbn ack_timeout={t} ({fmt_s(timer_s)})" in head
+    assert "ack_timeout" not in render_text(path, width=200).splitlines()[0]
 
 
 def test_pfc_loses_nothing_so_the_timer_never_fires() -> None:
