@@ -162,11 +162,17 @@ def median_slowdown(flows: Sequence[FlowResult]) -> float | None:
     return percentile(xs, 50) if xs else None
 
 
+def size_bucket(size_bytes: int) -> str:
+    """The label of the SIZE_BUCKETS bucket holding a flow of `size_bytes`."""
+    return next(label for label, lo, hi in SIZE_BUCKETS if lo <= size_bytes < hi)
+
+
 def slowdown_buckets(flows: Sequence[FlowResult]) -> list[SlowdownBucket]:
     """Slowdown percentiles per flow-size bucket (buckets without a completed flow left out)."""
     out = []
-    for label, lo, hi in SIZE_BUCKETS:
-        vals = [f.slowdown for f in flows if f.slowdown is not None and lo <= f.size_bytes < hi]
+    for label, _lo, _hi in SIZE_BUCKETS:
+        vals = [f.slowdown for f in flows
+                if f.slowdown is not None and size_bucket(f.size_bytes) == label]
         if vals:
             out.append(SlowdownBucket(label, len(vals), percentile(vals, 50),
                                       percentile(vals, 95), percentile(vals, 99), max(vals)))

@@ -11,7 +11,6 @@ runs one point in a child process (emu.experiments.sweep starts it).
 from __future__ import annotations
 
 import json
-import math
 import pickle
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING
 from emu.topo import Fabric
 
 from .config import RunConfig
+from .fct import SIZE_BUCKETS, size_bucket
 from .metrics import FlowResult, percentile, series_bandwidths
 from .results import write_text_atomic
 from .summary import RunSummary
@@ -37,10 +37,6 @@ Outcome = dict[str, str]
 OUTCOME = "outcome.json"
 POINT_FILE = "point.json"  # written by the sweep: options, status, reason, wall time
 METRICS = "metrics.json"
-# Flow-size buckets of the FCT slowdown (upper bounds in bytes; the last is open).
-BUCKETS: tuple[tuple[str, float], ...] = (
-    ("<=16K", 16 << 10), ("16K-64K", 64 << 10), ("64K-256K", 256 << 10),
-    ("256K-1M", 1 << 20), ("1M-4M", 4 << 20), (">4M", math.inf))
 # Fields of summary.json that hold wall-clock figures or where this run was written.
 WALL_KEYS = ("bringup_s",)
 WALL_RUN_KEYS = ("results_dir",)
@@ -100,10 +96,6 @@ def is_done(d: Path) -> bool:
     return read_point(d).get("status") == "done" and read_metrics(d) is not None
 
 
-def bucket_of(size_bytes: int) -> str:
-    return next(name for name, top in BUCKETS if size_bytes <= top)
-
-
 def flow_slowdowns(flows: Sequence[FlowResult]) -> list[tuple[int, float]]:
     """(size, slowdown) of every completed flow, as its run's summary computed it
     (emu.experiments.fct): one ideal FCT for `emu run` and the experiment reports."""
@@ -147,10 +139,11 @@ def point_metrics(s: RunSummary) -> PointMetrics:
     slow = flow_slowdowns(s.flows)
     by_bucket: dict[str, list[float]] = {}
     for size, x in slow:
-        by_bucket.setdefault(bucket_of(size), []).append(x)
+        by_bucket.setdefault(size_bucket(size), []).append(x)
+    # the buckets of the run's own summary (fct.SIZE_BUCKETS), in their order
     buckets = {name: {"flows": float(len(v)), "p50": percentile(v, 50),
                       "p99": percentile(v, 99)}
-               for name, _ in BUCKETS if (v := by_bucket.get(name))}
+               for name, _lo, _hi in SIZE_BUCKETS if (v := by_bucket.get(name))}
     bws = series_bandwidths(s.collectives)
     # One series (an all-reduce, dp, ...): algbw_GBps/busbw_GBps are its. Several (mix:
     # an 8-rank dp ring beside 2-rank tp rings, other bus factors): no one figure is

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .experiment import Experiment
-from .points import BUCKETS, METRICS, Scalar, read_metrics, read_point
+from .fct import SIZE_BUCKETS
+from .points import METRICS, Scalar, read_metrics, read_point
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -168,7 +169,7 @@ def figures(configs: dict[str, list[PointResult]]) -> dict[str, Figure]:
     def per_config(key: str) -> dict[str, list[tuple[float, float] | None]]:
         return {c: [mean_sd([p.metrics.get(key) for p in ps])] for c, ps in configs.items()}
 
-    buckets = [b for b, _ in BUCKETS
+    buckets = [b for b, _lo, _hi in SIZE_BUCKETS
                if any(b in p.slowdown_by_size for ps in configs.values()
                       for p in ps)]
     if buckets:

@@ -15,8 +15,9 @@ import pytest
 
 from emu.cli import main
 from emu.experiments.experiment import Point, load_experiment
+from emu.experiments.fct import size_bucket
 from emu.experiments.metrics import FlowResult
-from emu.experiments.points import bucket_of, flow_slowdowns
+from emu.experiments.points import flow_slowdowns
 from emu.experiments.sweep import LocalBackend, Sweep
 from emu.topo import load_topology
 from tests.conftest import needs_root
@@ -59,8 +60,10 @@ def test_every_point_lands_in_the_layout_with_a_report(small: tuple[Path, Path])
         doc = json.loads((out / "points" / n / "metrics.json").read_text())
         assert doc["metrics"]["ok"] is True and doc["metrics"]["flows_verified"] == 8
         assert "results_dir" not in doc["summary"]["run"] and "bringup_s" not in doc["summary"]
-        # 16 KB flows: every slowdown is in one bucket and at least the ideal
-        assert list(doc["slowdown_by_size"]) == ["<=16K"]
+        # 16 KiB flows: every slowdown is in one bucket (the run summary's) and at least
+        # the ideal
+        assert list(doc["slowdown_by_size"]) == ["10KB-100KB"]
+        assert [b["bucket"] for b in doc["summary"]["fct_slowdown"]] == ["10KB-100KB"]
         assert doc["metrics"]["slowdown_p50"] >= 1.0
     rows = (out / "metrics.csv").read_text().splitlines()
     assert rows[0].startswith("point,configuration,seed,status,reason,lb,")
@@ -238,8 +241,8 @@ def test_point_slowdowns_are_the_run_summarys() -> None:
              FlowResult("c", "h1", "h2", 4_000, "", True, True, True, 0.0, 1.0, None,
                         None, None)]
     assert flow_slowdowns(flows) == [(125_000, 1.25), (4_000, 3.0)]
-    assert [bucket_of(n) for n in (1, 16 << 10, (16 << 10) + 1, 5 << 20)] == \
-        ["<=16K", "<=16K", "16K-64K", ">4M"]
+    assert [size_bucket(n) for n in (1, 9_999, 10_000, 1 << 20, 10**7)] == \
+        ["<10KB", "<10KB", "10KB-100KB", "1MB-10MB", ">=10MB"]
 
 
 @pytest.mark.usefixtures("ctrl_c")
