@@ -166,7 +166,8 @@ def _output_args(o: argparse._ArgumentGroup) -> None:
                         f"and their partial results kept (default {REAL_TIMEOUT_S:g} s of "
                         f"wall time; virtual runs: {VIRTUAL_TIMEOUT_S:g} s of virtual time; "
                         f"longer for a workload that needs more than a quarter of that on "
-                        f"the wire: four times what it needs)")
+                        f"the wire: four times what it needs; virtual runs add the longest "
+                        f"a QP retries before it fails)")
     o.add_argument("--lock-wait", type=float, default=_RUN.lock_wait_s, metavar="S",
                    help="wait up to S seconds for another live run to end instead of "
                         "refusing at once (default %(default)s)")
