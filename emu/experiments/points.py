@@ -85,8 +85,21 @@ def read_metrics(d: Path) -> PointMetrics | None:
         summary = doc.get("summary")
         fid = summary.get("fidelity") if isinstance(summary, dict) else None
         flat["cpu_bound"] = fid.get("cpu_bound") if isinstance(fid, dict) else None
-    return PointMetrics(flat, dict(doc.get("slowdown_by_size") or {}),
-                        dict(doc.get("reorder_distance") or {}))
+    return PointMetrics(flat, _slowdown_by_size(doc), dict(doc.get("reorder_distance") or {}))
+
+
+def _slowdown_by_size(doc: dict[str, object]) -> dict[str, dict[str, float]]:
+    """The point's slowdown per size bucket; a point written while experiments binned
+    sizes their own way (<=16K, ...) has its run summary's buckets taken instead, so a
+    report rebuilt over old and new points compares like with like."""
+    stored = doc.get("slowdown_by_size")
+    by_size = dict(stored) if isinstance(stored, dict) else {}
+    if set(by_size) <= {label for label, _lo, _hi in SIZE_BUCKETS}:
+        return by_size
+    summary = doc.get("summary")
+    rows = summary.get("fct_slowdown") if isinstance(summary, dict) else None
+    return {r["bucket"]: {"flows": float(r["flows"]), "p50": r["p50"], "p99": r["p99"]}
+            for r in rows if isinstance(r, dict)} if isinstance(rows, list) else {}
 
 
 def is_done(d: Path) -> bool:

@@ -341,7 +341,7 @@ def test_run_help_explains_every_option_and_its_default(
     assert "%(default)" not in out and "(default ecmp)" in out
     assert ("(default 120 s of wall time; virtual runs: 600 s of virtual time; longer for a "
             "workload that needs more than a quarter of that on the wire: four times what "
-            "it needs)") in out
+            "it needs; virtual runs add the longest a QP retries before it fails)") in out
 
 
 def test_incast_senders_help_means_all_other_hosts() -> None:

@@ -245,6 +245,29 @@ def test_point_slowdowns_are_the_run_summarys() -> None:
         ["<10KB", "<10KB", "10KB-100KB", "1MB-10MB", ">=10MB"]
 
 
+def test_a_point_written_with_the_old_buckets_reads_its_summarys(tmp_path: Path) -> None:
+    """Experiments binned sizes in binary buckets of their own (<=16K, ...) until they
+    took the run summary's decades: a report rebuilt over such a point takes the
+    decades from its summary, so old and new points compare in the same buckets."""
+    import json
+
+    from emu.experiments.points import read_metrics
+
+    decades = [{"bucket": "10KB-100KB", "flows": 8, "p50": 1.5, "p95": 2.0, "p99": 2.5,
+                "max": 2.5}]
+    doc = {"metrics": {"ok": True, "cpu_bound": False},
+           "slowdown_by_size": {"<=16K": {"flows": 8.0, "p50": 1.4, "p99": 2.4}},
+           "summary": {"fct_slowdown": decades}}
+    (tmp_path / "metrics.json").write_text(json.dumps(doc))
+    m = read_metrics(tmp_path)
+    assert m is not None
+    assert m.slowdown_by_size == {"10KB-100KB": {"flows": 8.0, "p50": 1.5, "p99": 2.5}}
+    doc["slowdown_by_size"] = {"10KB-100KB": {"flows": 8.0, "p50": 1.6, "p99": 2.6}}
+    (tmp_path / "metrics.json").write_text(json.dumps(doc))
+    m = read_metrics(tmp_path)
+    assert m is not None and m.slowdown_by_size["10KB-100KB"]["p50"] == 1.6  # new: as stored
+
+
 @pytest.mark.usefixtures("ctrl_c")
 def test_a_point_whose_run_was_interrupted_says_so_and_runs_again(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
