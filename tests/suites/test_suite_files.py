@@ -15,7 +15,7 @@ from emu.experiments.workloads import WorkloadParams
 from .common import EXPERIMENTS, suite
 
 SUITES = ["ecmp-polarization", "lb-collectives", "spray-recovery", "link-failure",
-          "dcqcn-incast", "oversubscription", "qp-scaling", "lossless-incast"]
+          "dcqcn-incast", "oversubscription", "qp-scaling", "lossless-incast", "nic-timeouts"]
 TOP = {"name", "description", "base", "grid", "seeds", "timeout"}
 ALIASES = {"topology", "topo", "size", "window", "rate", "fail_after", "fail_link", "lb",
            "cc", "recovery", "workload", "hosts", "iterations", "incast_senders"}
