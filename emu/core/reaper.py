@@ -190,25 +190,14 @@ def reap_processes(spec: str, folders: list[str]) -> int:
     # removed too early the folder came back and stayed in /tmp. Wait for them to go,
     # and remove again what a late writer brought back.
     deadline = time.monotonic() + 5.0
-    while any(_running(p, st) for p, st, _g in killed) and time.monotonic() < deadline:
+    # (a zombie has no start time: same_process counts it gone, as it writes nothing)
+    while any(same_process(p, st) for p, st, _g in killed) and time.monotonic() < deadline:
         time.sleep(0.05)
     for _ in range(2):
         for d in folders:
             shutil.rmtree(d, ignore_errors=True)
         time.sleep(0.2)
     return 0
-
-
-def _running(pid: int, start_time: int | None) -> bool:
-    """The recorded process, still there and not a zombie (which writes nothing)."""
-    if not same_process(pid, start_time):
-        return False
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            state = f.read().rpartition(b")")[2].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != b"Z"
 
 
 def main(argv: list[str]) -> int:

@@ -170,9 +170,8 @@ def size_bucket(size_bytes: int) -> str:
 def slowdown_buckets(flows: Sequence[FlowResult]) -> list[SlowdownBucket]:
     """Slowdown percentiles per flow-size bucket (buckets without a completed flow left out)."""
     out = []
-    for label, _lo, _hi in SIZE_BUCKETS:
-        vals = [f.slowdown for f in flows
-                if f.slowdown is not None and size_bucket(f.size_bytes) == label]
+    for label, lo, hi in SIZE_BUCKETS:
+        vals = [f.slowdown for f in flows if f.slowdown is not None and lo <= f.size_bytes < hi]
         if vals:
             out.append(SlowdownBucket(label, len(vals), percentile(vals, 50),
                                       percentile(vals, 95), percentile(vals, 99), max(vals)))

@@ -207,19 +207,14 @@ def min_wire_s(fabric: Fabric, workload: Workload, mtu: int) -> tuple[float, str
                default=(0.0, ""))
 
 
-def workload_budget_s(cfg: RunConfig, fabric: Fabric, workload: Workload,
-                      retry_span_s: float = 0.0) -> float:
+def workload_budget_s(cfg: RunConfig, fabric: Fabric, workload: Workload) -> float:
     """The workload's budget in seconds of the wire clock: the run's own (--timeout),
     else its mode's default stretched to BUDGET_MARGIN x the least time the workload
     needs on the wire (a budget catches a hung run, and at a large dilation a big
-    workload outlasts the fixed default). A virtual run's adds `retry_span_s`
-    (retry_span_wire_s: a QP's timeouts until it fails), so that a QP on a dead path
-    fails before the budget ends, with NIC-like RTOs too: waiting costs virtual time
-    nothing."""
+    workload outlasts the fixed default). plan_run adds a virtual run's retry span."""
     if cfg.timeout_s is not None:
         return cfg.timeout_s
-    least = BUDGET_MARGIN * min_wire_s(fabric, workload, cfg.mtu_bytes)[0]
-    return max(cfg.timeout(), least) + (retry_span_s if cfg.virtual else 0.0)
+    return max(cfg.timeout(), BUDGET_MARGIN * min_wire_s(fabric, workload, cfg.mtu_bytes)[0])
 
 
 def agent_settings(cfg: RunConfig, dilation: Dilation, start_delay: float,
@@ -306,10 +301,10 @@ def plan_run(cfg: RunConfig, model: Fabric | None = None) -> RunPlan:
                                seed=cfg.workload.seed)
     except ConfigError as exc:  # what RunConfig's own checks did not foresee: one line
         raise RunConfigError(f"run configuration: the hosts' configuration: {exc}") from None
-    if cfg.virtual and cfg.timeout_s is None:
-        # the QPs' timeouts are known once their RTOs are: the budget may grow by them
-        longer = workload_budget_s(cfg, fabric, workload, retry_span_wire_s(agents))
-        if longer > budget_s:
-            budget_s = longer
-            agents = {h: dataclasses.replace(a, timeout_s=budget_s) for h, a in agents.items()}
+    if cfg.virtual and cfg.timeout_s is None and (span := retry_span_wire_s(agents)):
+        # A default virtual budget also holds the longest a QP retries before it fails
+        # (known once the RTOs are), so a dead path ends in failed flows with NIC-like
+        # timers too: waiting costs virtual time nothing.
+        budget_s += span
+        agents = {h: dataclasses.replace(a, timeout_s=budget_s) for h, a in agents.items()}
     return RunPlan(cfg, fabric, workload, agents, model, dilation, delay_s, budget_s)
