@@ -65,6 +65,9 @@ class AgentSettings:
     rto_wire_ms: float = 100.0
     rto_margin: float = 2.0
     rto_us: float | None = None  # a fixed base RTO, modelled (RunConfig.rto_us)
+    # Virtual runs' per-link timing jitter, modelled (RunConfig.link_jitter_ns): a frame
+    # may reach each link's end this much later, so the path RTO allows it on every link.
+    link_jitter_ns: float = 0.0
     rto_backoff: bool = True  # False: every timeout waits the RTO (RunConfig.ack_timeout)
     retry_cnt: int | None = 7  # IBTA retry_cnt (RunConfig.retry_cnt)
     priority_queues: int = 1  # >1: CNPs (and ACKs with ack_class "cnp") ride a higher queue
@@ -164,13 +167,23 @@ def path_queue_delay_s(fabric: Fabric, src: str, dst: str, mtu_bytes: int,
 def rto_wire_ms(fabric: Fabric, src: str, dst: str, settings: AgentSettings) -> float:
     """The QP's retransmission timeout in clock time (see AgentSettings): the run's fixed
     one (rto_us, modelled, x the dilation), else the margin x (the base round trip + the
-    worst queueing on the path); never below the floor, rto_wire_ms."""
+    worst queueing on the path + the jitter of every link of the round trip); never
+    below the floor, rto_wire_ms."""
     if settings.rto_us is not None:
         return max(settings.rto_wire_ms, settings.rto_us * settings.dilation / 1e3)
     delay = path_queue_delay_s(fabric, src, dst, settings.mtu_bytes, settings.priority_queues,
                                settings.ack_class)
     delay += base_rtt_s(fabric, src, dst, settings.mtu_bytes)
+    if settings.link_jitter_ns:
+        delay += (path_links(fabric, src, dst) + path_links(fabric, dst, src)) \
+            * settings.link_jitter_ns * settings.dilation / 1e9
     return max(settings.rto_wire_ms, settings.rto_margin * delay * 1e3)
+
+
+def path_links(fabric: Fabric, src: str, dst: str) -> int:
+    """Links a frame crosses from host src to host dst on the longest equal-cost path:
+    the sender's own link, then one per switch egress port."""
+    return 1 + len(_worst_host_path(fabric, src, dst, lambda _p: 1, "links"))
 
 
 def retry_span_wire_s(agents: Mapping[str, AgentConfig], timeouts: int | None = None) -> float:

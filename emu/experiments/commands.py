@@ -119,7 +119,8 @@ def _fabric_args(f: argparse._ArgumentGroup) -> None:
     rto.add_argument("--rto", type=float, default=None, metavar="US",
                      help="each QP's base retransmission timeout in modelled us, doubled on "
                           "repeated timeouts (default: twice the sum of the QP's base round "
-                          "trip and the worst queueing its path can hold)")
+                          "trip, the worst queueing its path can hold and --jitter on "
+                          "every link of the round trip)")
     rto.add_argument("--ack-timeout", type=argtypes.ack_timeout, default=None, metavar="T",
                      help="instead of --rto: each QP's IBTA local ACK timeout, 1..31, as a "
                           "RoCE NIC runs it: every timeout waits 4.096 us x 2^T modelled, "

@@ -100,8 +100,9 @@ class RunConfig:
     # bandwidth-delay product (emu.experiments.agent_configs.window_pkts_for).
     window_pkts: int | None = None
     # Each QP's base retransmission timeout, modelled, doubled on repeated timeouts
-    # (None: twice the sum of the QP's base round trip and the worst queueing its path
-    # can hold, agent_configs.rto_wire_ms).
+    # (None: twice the sum of the QP's base round trip, the worst queueing its path
+    # can hold and link_jitter_ns on every link of the round trip,
+    # agent_configs.rto_wire_ms).
     rto_us: float | None = None
     # Instead of rto_us: every QP's IBTA local ACK timeout T (1..31), a timer of
     # 4.096 us x 2^T that every timeout waits again, without doubling, as RoCE NICs

@@ -78,3 +78,28 @@ def test_command_line_and_experiment_files_take_it(capsys: pytest.CaptureFixture
                    if ln.startswith("warning:"))
     assert "budget (600 s of wire time)" in warning and "raise --timeout" in warning
     assert "two retransmission timeouts in a row (1.01e+03 s" in warning
+
+
+def test_the_path_rto_allows_for_the_links_jitter() -> None:
+    """--jitter delays a frame up to NS on every link: the path's RTO, the longest a
+    packet and its ACK may take, grows by it on each link of the round trip (clos4
+    across the spines: 4 links each way), so the noise does not fire the timer."""
+    def rto_ns(jitter_ns: float) -> int:
+        plan = plan_run(RunConfig(virtual=True, link_jitter_ns=jitter_ns,
+                                  workload=WorkloadParams("incast")))
+        return next(q.rto_ns for q in plan.agents["h1"].qps)  # h1 -> h8, leaf1 -> leaf4
+
+    assert rto_ns(20_000.0) - rto_ns(0.0) == pytest.approx(2 * 8 * 20_000, abs=2)
+
+
+def test_jitter_fires_no_spurious_timeouts() -> None:
+    # 20 us on every 1 us link: the permutation's ECMP collisions drop packets, which
+    # NAKs recover; before the RTO allowed for the jitter, 18 timeouts fired and the
+    # go-back-N resends they started delivered 1070 duplicates
+    plan = plan_run(RunConfig(virtual=True, progress=False, link_jitter_ns=20_000.0,
+                              workload=WorkloadParams("permutation",
+                                                      message_bytes=256 * 1024)))
+    s = run_virtual(plan, write=False)
+    assert s.ok
+    assert sum(f.timeouts for f in s.flows) == 0
+    assert s.hosts.duplicates == 0
