@@ -10,12 +10,12 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from emu.core.wire import DSCP_CNP, DSCP_ROCE_DATA
+from emu.core.wire import DSCP_CNP, DSCP_ROCE_DATA, MAX_GROUP_MEMBERS
 from emu.roce.dcqcn import ECN_MARK_POINTS, EcnMarkAt
 
 from .errors import ParamError
 
-MAX_MEMBERS = 16
+MAX_MEMBERS = MAX_GROUP_MEMBERS
 """Members per next-hop group: fabric.p4 unrolls the adaptive choice over 16 candidates."""
 MAX_GROUPS = 1024
 FLOWLET_SLOTS = 4096

@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from emu.topo import Fabric, Link, SwitchPath
-from emu.topo.paths import equal_cost_paths, first_hop_ports
+from emu.topo.limits import too_wide
+from emu.topo.paths import equal_cost_paths, first_hop_ports, widest_group
 
 from .errors import ControlError, UnknownLinkError, UnknownSwitchError
 from .params import MAX_GROUPS, MAX_MEMBERS
@@ -120,18 +121,9 @@ def check_group_sizes(fabric: Fabric) -> None:
     """A ControlError naming the widest next-hop group if one holds more members than
     fabric.p4's groups do: checked when a run is planned, before anything starts (the
     controller would otherwise stop at that switch, with the fabric up)."""
-    worst: tuple[int, str, str] | None = None
-    for dst in fabric.leaves:
-        for name, ports in first_hop_ports(fabric, dst.name).items():
-            if len(ports) > MAX_MEMBERS and (worst is None or len(ports) > worst[0]):
-                worst = (len(ports), name, dst.name)
-    if worst is not None:
-        n, name, leaf = worst
-        raise ControlError(
-            f"{name} has {n} equal-cost next hops towards {leaf}, and fabric.p4's "
-            f"next-hop groups hold at most {MAX_MEMBERS}: give no switch more than "
-            f"{MAX_MEMBERS} equal-cost uplinks (spines, parallel links; a fat tree: k <= "
-            f"{2 * MAX_MEMBERS})")
+    worst = widest_group(fabric)
+    if worst is not None and worst.members > MAX_MEMBERS:
+        raise ControlError(too_wide(worst))
 
 
 def all_routes(fabric: Fabric, failed: Iterable[int] = ()) -> dict[str, SwitchRoutes]:

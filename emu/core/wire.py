@@ -27,6 +27,10 @@ MAX_PORT = DROP_PORT - 1
 CPU_PORT = 255
 # A generated fabric numbers its ports one after another, so below the CPU port.
 MAX_GENERATED_PORT = CPU_PORT - 1
+# Members of one of fabric.p4's next-hop groups at most (headers.p4 MAX_MEMBERS: P4 has
+# no loops, so the adaptive choice is unrolled over them): a switch with more equal-cost
+# next hops towards a leaf cannot be programmed.
+MAX_GROUP_MEMBERS = 16
 
 # IP protocol numbers.
 IP_PROTO_TCP = 6

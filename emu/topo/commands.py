@@ -8,7 +8,7 @@ import sys
 from collections import Counter
 
 from .errors import TopologyError
-from .loader import load_topology
+from .loader import check_topology, load_topology
 from .model import Fabric
 from .paths import equal_cost_path_count
 from .units import format_delay, format_rate
@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def cmd_check(args: argparse.Namespace) -> int:
     try:
-        fabric = load_topology(args.topo)
+        fabric = check_topology(args.topo)
     except TopologyError as exc:
         print(exc.report(), file=sys.stderr)
         return 1

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from .errors import Collector, Mark, TopologyError
+from .limits import program_limits
 from .model import Fabric
 from .schema import read_spec
 from .validate import build_fabric, check_spec
@@ -70,9 +71,24 @@ def loads_topology(text: str, file: str = "<string>") -> Fabric:
 
 def load_topology(name_or_path: str | os.PathLike[str]) -> Fabric:
     """Load a topology by name (e.g. 'clos4') or path; raises TopologyError on any problem."""
+    path, text = _read(name_or_path)
+    return loads_topology(text, str(path))
+
+
+def check_topology(name_or_path: str | os.PathLike[str]) -> Fabric:
+    """load_topology, and a TopologyError too for what fabric.p4 cannot program
+    (emu.topo.limits): `emu topo check`, which answers whether `emu run` can run it."""
+    path, text = _read(name_or_path)
+    fabric = loads_topology(text, str(path))
+    problems = program_limits(fabric, text, str(path))
+    if problems:
+        raise TopologyError(problems)
+    return fabric
+
+
+def _read(name_or_path: str | os.PathLike[str]) -> tuple[Path, str]:
     path = resolve_topology(name_or_path)
     try:
-        text = path.read_text(encoding="utf-8")
+        return path, path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise TopologyError.at(Mark(str(path)), f"cannot read: {exc}") from None
-    return loads_topology(text, str(path))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import TypeVar
 
 from .model import Fabric, Link, Port, SwitchPath
@@ -231,6 +232,26 @@ def _compute_first_hop_ports(fabric: Fabric, dst: str) -> dict[str, list[int]]:
                 ports.append(edge.port)
         out[node] = sorted(ports)
     return out
+
+
+@dataclass(frozen=True)
+class WidestGroup:
+    """The switch with the most equal-cost next hops towards one leaf."""
+
+    members: int
+    switch: str
+    towards: str
+
+
+def widest_group(fabric: Fabric) -> WidestGroup | None:
+    """The widest next-hop group any switch needs (the first found of the widest);
+    None for a fabric without one (a single leaf)."""
+    worst: WidestGroup | None = None
+    for dst in fabric.leaves:
+        for name, ports in _memo(fabric, _compute_first_hop_ports, dst.name).items():
+            if worst is None or len(ports) > worst.members:
+                worst = WidestGroup(len(ports), name, dst.name)
+    return worst
 
 
 def next_hop_ports(fabric: Fabric, switch: str, dst_leaf: str) -> list[int]:

@@ -50,9 +50,9 @@ def p4_constants() -> dict[str, int]:
 def test_wire_constants_are_fabric_p4s():
     c = p4_constants()
     assert (c["ETHERTYPE_IPV4"], c["IP_PROTO_TCP"], c["IP_PROTO_UDP"], c["ROCEV2_UDP_PORT"],
-            c["CPU_PORT"]) == \
+            c["CPU_PORT"], c["MAX_MEMBERS"]) == \
         (wire.ETH_P_IPV4, wire.IP_PROTO_TCP, wire.IP_PROTO_UDP, wire.ROCEV2_UDP_PORT,
-         wire.CPU_PORT)
+         wire.CPU_PORT, wire.MAX_GROUP_MEMBERS)
 
 
 def test_lb_mode_codes_are_fabric_p4s():
