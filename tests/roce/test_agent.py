@@ -77,6 +77,41 @@ def test_agents_with_dependencies_in_virtual_time(recovery):
 
 
 
+def test_flows_start_and_fail_as_their_dependencies_and_start_times_say() -> None:
+    """The agent looks only at the flows something happened to; it must act as a scan of
+    every flow in workload order would. h1: `late` waits on `first` and starts at its own
+    start time after it; f1 waits on a remote flow x, f2 on f1, f0 (listed before them)
+    on f2, and `other` on a remote flow y."""
+    clk = VirtualClock()
+    link = MemLink(clk, rate_bps=10_000_000_000, delay_ns=1000, overhead_bytes=24)
+    flows = [{"id": "f0", "qpn": 5, "size_bytes": 1000, "after": ["f2"]},
+             {"id": "late", "qpn": 5, "size_bytes": 1000, "after": ["first"],
+              "start_us": 50.0},
+             {"id": "f1", "qpn": 5, "size_bytes": 1000, "after": ["x"]},
+             {"id": "f2", "qpn": 5, "size_bytes": 1000, "after": ["f1", "f1"]},
+             {"id": "first", "qpn": 5, "size_bytes": 1000},
+             {"id": "other", "qpn": 5, "size_bytes": 1000, "after": ["y"]}]
+    h1 = host_cfg("h1", "10.1.0.1", "02:00:00:00:01:01", "10.1.0.2", "02:00:00:00:01:02", 5, 6,
+                  flows, ["x", "y"])
+    h2 = host_cfg("h2", "10.1.0.2", "02:00:00:00:01:02", "10.1.0.1", "02:00:00:00:01:01", 6, 5,
+                  [], [f["id"] for f in flows])
+    a1 = Agent(config.load_dict(h1), clk, link.a)
+    Agent(config.load_dict(h2), clk, link.b).start()
+    a1.start()
+    clk.advance_to(100_000)
+    rows = {r["flow"]: r for r in a1.results() if r["type"] == "flow"}
+    assert rows["first"]["start_ns"] == 0 and rows["first"]["complete_ns"] < 50_000
+    assert rows["late"]["start_ns"] == 50_000  # its dependency done long before
+    assert a1.failed_flows() == []
+    a1.mark_lost({"x"})  # f1 fails, then f2 (after it), then f0 in a second pass
+    assert a1.failed_flows() == ["f1", "f2", "f0"]
+    assert {f: a1.flows[f].status for f in ("f0", "f1", "f2", "other")} == \
+        {"f0": "dependency_failed", "f1": "dependency_failed", "f2": "dependency_failed",
+         "other": None}
+    a1.mark_lost({"y"})
+    assert a1.failed_flows() == ["f1", "f2", "f0", "other"] and a1.done()
+
+
 def _run_pair(h1: dict, h2: dict, port_a=None, port_b=None) -> tuple[Agent, Agent]:
     clk = VirtualClock()
     link = MemLink(clk, rate_bps=10_000_000_000, delay_ns=5000, overhead_bytes=24)
