@@ -83,6 +83,10 @@ class FlowResult:
     # emu.experiments.failures adds "dependency_failed"); None: never ended.
     status: str | None = None
 
+    def to_dict(self) -> dict[str, object]:
+        """dataclasses.asdict without its deep copy (seconds per 30,000 flows)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}  # all immutable
+
 
 def _rows(rows: Iterable[Row], kind: str, role: str | None = None) -> list[Row]:
     return [r for r in rows if r.get("type") == kind and (role is None or r.get("role") == role)]

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from .metrics import FlowResult, PortKey, QueueStats
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 TITLE_Y = 1.0
@@ -183,18 +184,17 @@ def flow_figure(flows: Sequence[FlowResult], axis: TimeAxis | None = None) -> Fi
                      f"(each flow a thin line, {'coloured by ' + group_by if group_by else 'one colour'}; "
                      "DCQCN rates not drawn)")
     colours = {k: f"C{i % 10}" for i, k in enumerate(dict.fromkeys(keys))}
-    labelled: set[str] = set()
     rate_drawn = False
-    for f, key in zip(shown, keys, strict=True):
+    if not apart:  # one artist per group: a line each costs seconds per 10,000 flows
+        _group_segments(ax, shown, keys, colours, axis, size)
+    labelled: set[str] = set()
+    for f, key in zip(shown if apart else (), keys, strict=False):
         assert f.start_s is not None and f.end_s is not None
-        label = None
-        if key not in labelled:
-            label = key or "each flow"
-            labelled.add(key)
         gp = _nominal_bps(f) / size
-        ax.plot([axis.x(f.start_s), axis.x(f.end_s)], [gp, gp], color=colours[key],
-                lw=2 if apart else 1, alpha=1 if apart else 0.7, label=label)
-        if apart and len(f.rate_samples) > 1:
+        ax.plot([axis.x(f.start_s), axis.x(f.end_s)], [gp, gp], color=colours[key], lw=2,
+                label=None if key in labelled else key)
+        labelled.add(key)
+        if len(f.rate_samples) > 1:
             # (time on the timeline, modelled bit/s) from the sender's DCQCN state
             ts = [axis.x(t) for t, _ in f.rate_samples] + [axis.x(f.end_s)]
             rs = [r / size for _, r in f.rate_samples]
@@ -218,6 +218,23 @@ def flow_figure(flows: Sequence[FlowResult], axis: TimeAxis | None = None) -> Fi
     if notes:
         fig.suptitle("\n".join(notes), fontsize=9)
     return fig
+
+
+def _group_segments(ax: Axes, flows: Sequence[FlowResult], keys: Sequence[str],
+                    colours: Mapping[str, str], axis: TimeAxis, size: float) -> None:
+    """Each flow's goodput segment, thin, in one LineCollection per group (legend entry:
+    the group, or "each flow")."""
+    from matplotlib.collections import LineCollection
+
+    segments: dict[str, list[list[tuple[float, float]]]] = {k: [] for k in colours}
+    for f, key in zip(flows, keys, strict=True):
+        assert f.start_s is not None and f.end_s is not None
+        gp = _nominal_bps(f) / size
+        segments[key].append([(axis.x(f.start_s), gp), (axis.x(f.end_s), gp)])
+    for key, segs in segments.items():
+        ax.add_collection(LineCollection(segs, colors=colours[key], linewidths=1, alpha=0.7,
+                                         label=key or "each flow"))
+    ax.autoscale_view()
 
 
 def _sum_of_flows(flows: Sequence[FlowResult], axis: TimeAxis

@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import csv
-import dataclasses
 import json
 import shutil
 import time
@@ -117,7 +116,7 @@ def write_text_atomic(path: Path, text: str) -> Path:
 def write_flows(path: Path, flows: Sequence[FlowResult]) -> Path:
     with path.open("w") as fh:
         for f in flows:
-            fh.write(json.dumps(dataclasses.asdict(f), sort_keys=True) + "\n")
+            fh.write(json.dumps(f.to_dict(), sort_keys=True) + "\n")
     return path
 
 

@@ -100,7 +100,8 @@ class RunSummary:
         return sum(f.status in FAILURES for f in self.flows)
 
     def to_dict(self) -> JsonDict:
-        d = dataclasses.asdict(self)
+        d = dataclasses.asdict(dataclasses.replace(self, flows=[]))
+        d["flows"] = [f.to_dict() for f in self.flows]
         d["bytes_delivered"] = self.bytes_delivered
         d["traffic_s"] = self.traffic_s
         d["flows_verified"] = self.flows_verified()

@@ -25,7 +25,9 @@ def _flow(i: int, start: float, end: float, src: str = "h1", rate_samples: Any =
 
 
 def _segments(ax: Any) -> list[Any]:
-    return [ln for ln in ax.get_lines() if len(ln.get_xdata()) == 2]
+    """The flows' goodput segments: a line each, or (many flows) in line collections."""
+    return [ln.get_xydata() for ln in ax.get_lines() if len(ln.get_xdata()) == 2] + \
+        [seg for c in ax.collections for seg in c.get_segments()]
 
 
 def test_every_flow_is_drawn_and_many_are_aggregated_with_a_note() -> None:
@@ -33,7 +35,12 @@ def test_every_flow_is_drawn_and_many_are_aggregated_with_a_note() -> None:
     flows = [_flow(i, 1.0 + i / 100, 2.0 + i / 100, src=f"h{i % 3 + 1}") for i in range(30)]
     fig = plots.flow_figure(flows)
     top, ax = fig.axes
-    assert len(_segments(ax)) == 30
+    segs = _segments(ax)
+    assert len(segs) == 30
+    # each from its start to its end (1 s long), at its 1 Gb/s, one colour per source host
+    assert sorted((round(s[1][0] - s[0][0], 9), s[0][1], s[1][1]) for s in segs) == \
+        [(1.0, 1.0, 1.0)] * 30
+    assert len({tuple(c.get_color()[0]) for c in ax.collections}) == 3
     note = fig._suptitle.get_text()
     assert "30 flows" in note and "aggregated" in note and "coloured by source host" in note
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["h1", "h2", "h3"]
@@ -103,7 +110,7 @@ def test_all_plots_share_one_time_origin(allreduce_run: Run) -> None:
     flow_ax = figs["flow_throughput"].axes[-1]
     unit = flow_ax.get_xlabel().rsplit("(", 1)[1].rstrip(")")
     per_s = {"s": 1.0, "ms": 1e3, "us": 1e6}[unit]
-    assert min(x for ln in flow_ax.get_lines() for x in ln.get_xdata()) == pytest.approx(0.0)
+    assert min(seg[0][0] for seg in _segments(flow_ax)) == pytest.approx(0.0)
     queue_x = list(figs["queue_depth"].axes[0].get_lines()[0].get_xdata())
     assert queue_x == pytest.approx([(t - first_start) / d * per_s
                                      for t in (1.0, 2.0, 3.0, 4.0, 5.0)])
@@ -128,8 +135,8 @@ def test_plots_show_the_modelled_network_not_the_slowed_wire() -> None:
     assert ax.get_ylabel() == "Gb/s"
     assert ax.get_xlabel() == "modelled time since the first flow started (us)"
     (seg,) = _segments(ax)
-    assert list(seg.get_ydata()) == [62.5, 62.5]
-    assert list(seg.get_xdata()) == pytest.approx([0.0, 20.0])
+    assert list(seg[:, 1]) == [62.5, 62.5]
+    assert list(seg[:, 0]) == pytest.approx([0.0, 20.0])
     (rate,) = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 2]
     assert list(rate.get_ydata()) == [100.0, 50.0, 50.0]
     assert list(rate.get_xdata()) == pytest.approx([0.0, 10.0, 20.0])
