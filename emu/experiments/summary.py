@@ -151,7 +151,7 @@ def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) ->
     return t
 
 
-def tables(s: RunSummary, max_flows: int = 16) -> list[Table | str]:
+def tables(s: RunSummary, max_flows: int = 16, max_switches: int = 16) -> list[Table | str]:
     """rich renderables, in display order."""
     out: list[Table | str] = []
     r = s.run
@@ -233,10 +233,7 @@ def tables(s: RunSummary, max_flows: int = 16) -> list[Table | str]:
         out.append(_table("Busiest queues (sampled depth, packets)",
                           ["port", "samples", "p50", "p90", "p99", "max"], rows))
     if s.uplinks:
-        rows = [[u.switch, " ".join(f"{p}:{fmt_bytes(b)}" for p, b in u.tx_bytes),
-                 f"{u.jain:.2f}", f"{u.max_over_mean:.2f}"] for u in s.uplinks]
-        out.append(_table("Uplink balance (bytes sent per uplink; Jain 1.00 = even)",
-                          ["switch", "per uplink", "Jain", "max/mean"], rows))
+        out.append(_uplink_table(s.uplinks, max_switches))
 
     out.append(fidelity_text(s.fidelity))
     for n in s.notes:
@@ -250,6 +247,17 @@ def tables(s: RunSummary, max_flows: int = 16) -> list[Table | str]:
 
         out.extend(credit_tables(s.credit, r["dilation"]))
     return out
+
+
+def _uplink_table(uplinks: list[UplinkBalance], max_switches: int) -> Table:
+    ups, title = uplinks, "Uplink balance (bytes sent per uplink; Jain 1.00 = even)"
+    if len(ups) > max_switches:  # a fat tree's hundreds of rows: the worst, first
+        ups = sorted(ups, key=lambda u: u.jain)[:max_switches]
+        title = (f"Uplink balance: the {max_switches} least even of {len(uplinks)} "
+                 "switches, all in summary.json (bytes sent per uplink; Jain 1.00 = even)")
+    rows = [[u.switch, " ".join(f"{p}:{fmt_bytes(b)}" for p, b in u.tx_bytes),
+             f"{u.jain:.2f}", f"{u.max_over_mean:.2f}"] for u in ups]
+    return _table(title, ["switch", "per uplink", "Jain", "max/mean"], rows)
 
 
 def _ms(v: float | None) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import gc
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,27 @@ def _snapshots(plan: RunPlan) -> list[Snapshot]:
                         for i, p in enumerate(ups)},
                   [(1.0, "leaf1", ups[0], 30.0)])
     return [s0, s1]
+
+
+def test_a_large_fabrics_uplink_table_shows_its_least_even_switches(
+        allreduce_run: Run, tmp_path: Path) -> None:
+    """A fattree8 run printed 48 rows of uplinks (a k=16 one 256); like the flows table,
+    the summary shows 16, the least even first, and says where the rest are."""
+    from dataclasses import replace
+
+    plan, rows = allreduce_run
+    s = build_summary(plan, RunRecords(rows, {h: 0.0 for h in rows}, _snapshots(plan), 1.0),
+                      make_run_dir(tmp_path, "clos4", "ecmp", "dcqcn"))
+    many = [M.UplinkBalance(f"sw{i}", ((1, 100), (2, 100 + i)), 1 - i / 100, 1.0)
+            for i in range(20)]
+    text = render_text(replace(s, uplinks=many), width=200)
+    assert "Uplink balance: the 16 least even of 20 switches, all in summary.json" in \
+        " ".join(text.split())  # (the title wraps to the table's width)
+    listed = [ln.split()[0] for ln in text.splitlines() if re.match(r"sw\d", ln)]
+    assert listed == [f"sw{i}" for i in range(19, 3, -1)]
+    few = render_text(replace(s, uplinks=many[:16]), width=200)
+    assert [ln.split()[0] for ln in few.splitlines() if re.match(r"sw\d", ln)] == \
+        [f"sw{i}" for i in range(16)]  # all of them, in switch order
 
 
 def test_summary_and_results_folder(allreduce_run: Run, tmp_path: Path) -> None:
