@@ -358,3 +358,32 @@ def validate(cfg: AgentConfig) -> None:
             _check(dep in known, f"flows[{i}].after",
                    f"{dep!r} is neither a local flow nor in 'expect'")
             _check(dep != f.id, f"flows[{i}].after", "a flow cannot wait for itself")
+    cycle = _waiting_cycle(cfg.flows)
+    if cycle is not None:
+        first = next(i for i, f in enumerate(cfg.flows) if f.id == cycle[0])
+        raise ConfigError(f"flows[{first}].after: these flows wait on each other, so none "
+                          f"of them can ever start: {' -> '.join(cycle)}")
+
+
+def _waiting_cycle(flows: list[FlowConfig]) -> list[str] | None:
+    """A cycle of local flows each waiting on the next (a -> b: a is after b), the first
+    one repeated at the end; None if there is none. The agent would wait out its budget."""
+    after = {f.id: f.after for f in flows}
+    state: dict[str, bool] = {}  # False: on the path being followed; True: done
+    for root in after:
+        if root in state:
+            continue
+        state[root] = False
+        path, todo = [root], [iter(after[root])]
+        while todo:
+            dep = next(todo[-1], None)
+            if dep is None:
+                state[path.pop()] = True
+                todo.pop()
+            elif dep in after and dep not in state:
+                state[dep] = False
+                path.append(dep)
+                todo.append(iter(after[dep]))
+            elif state.get(dep) is False:
+                return path[path.index(dep):] + [dep]
+    return None

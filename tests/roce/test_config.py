@@ -79,6 +79,23 @@ def test_bad_input_names_the_key(mutate, match):
         config.load_dict(c)
 
 
+def test_flows_waiting_on_each_other_are_refused() -> None:
+    """f1 after f2 after f3 after f1 was accepted: none could ever start, and the agent
+    waited out its budget. The error names the cycle (a flow only waiting on a flow of a
+    cycle, f4 here, is not part of it)."""
+    c = base()
+    c["flows"] = [{"id": "f4", "qpn": 17, "size_bytes": 1, "after": ["f2"]},
+                  {"id": "f1", "qpn": 17, "size_bytes": 1, "after": ["f0", "f2"]},
+                  {"id": "f2", "qpn": 17, "size_bytes": 1, "after": ["f3"]},
+                  {"id": "f3", "qpn": 17, "size_bytes": 1, "after": ["f1"]}]
+    with pytest.raises(ConfigError) as info:
+        config.load_dict(c)
+    assert str(info.value) == ("flows[2].after: these flows wait on each other, so none of "
+                               "them can ever start: f2 -> f3 -> f1 -> f2")
+    c["flows"][3]["after"] = ["f0"]  # a chain, not a cycle
+    assert [f.id for f in config.load_dict(c).flows] == ["f4", "f1", "f2", "f3"]
+
+
 def test_unparseable_file(tmp_path):
     p = tmp_path / "bad.json"
     p.write_text("{nope")
