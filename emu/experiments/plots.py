@@ -187,18 +187,16 @@ def flow_figure(flows: Sequence[FlowResult], axis: TimeAxis | None = None) -> Fi
     rate_drawn = False
     if not apart:  # one artist per group: a line each costs seconds per 10,000 flows
         _group_segments(ax, shown, keys, colours, axis, size)
-    labelled: set[str] = set()
-    for f, key in zip(shown if apart else (), keys, strict=False):
+    for f in shown if apart else ():  # a colour and legend entry each (keys: the ids)
         assert f.start_s is not None and f.end_s is not None
         gp = _nominal_bps(f) / size
-        ax.plot([axis.x(f.start_s), axis.x(f.end_s)], [gp, gp], color=colours[key], lw=2,
-                label=None if key in labelled else key)
-        labelled.add(key)
+        ax.plot([axis.x(f.start_s), axis.x(f.end_s)], [gp, gp], color=colours[f.id], lw=2,
+                label=f.id)
         if len(f.rate_samples) > 1:
             # (time on the timeline, modelled bit/s) from the sender's DCQCN state
             ts = [axis.x(t) for t, _ in f.rate_samples] + [axis.x(f.end_s)]
             rs = [r / size for _, r in f.rate_samples]
-            ax.step(ts, rs + rs[-1:], where="post", color=colours[key], lw=0.8, ls=":")
+            ax.step(ts, rs + rs[-1:], where="post", color=colours[f.id], lw=0.8, ls=":")
             rate_drawn = True
     if rate_drawn:  # one entry for every dotted line, and only if there is one
         ax.plot([], [], color="0.3", lw=0.8, ls=":", label="DCQCN rate")
